@@ -1,0 +1,330 @@
+//! The device: geometry + medium + mechanics + clock + counters. Every
+//! physical read, write or zone operation a layer issues goes through here,
+//! is timed by the mechanics, changes the medium by its physics and is
+//! counted under its [`Cause`]. Crash points are injected here, so a crash can
+//! fall between any two physical operations of a layer.
+
+use crate::error::{SimError, SimResult};
+use crate::geometry::Geometry;
+use crate::mechanics::{HeadState, Mechanics};
+use crate::medium::{Medium, Token};
+use crate::units::{Nanos, PhysAddr, Track};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Why a physical operation was issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Serving a host request directly (write cache off, or a read).
+    Host,
+    /// Writing data destaged from the drive's write cache.
+    Destage,
+    /// Read-modify-write of data endangered by a write.
+    Rmw,
+    /// Saving data to a backup region before endangering it.
+    Backup,
+    /// Track flipping (IMR).
+    Flip,
+    /// Promotion into a cache region.
+    Promote,
+    /// Eviction from a cache region.
+    Evict,
+    /// Band or zone cleaning.
+    Clean,
+    /// Translation-layer metadata (maps, logs, checkpoints).
+    Metadata,
+    /// Padding writes (host-managed zones).
+    Padding,
+    /// Garbage collection.
+    Gc,
+    /// Work done by crash recovery.
+    Recovery,
+}
+
+impl Cause {
+    /// All causes, in report order.
+    pub const ALL: [Cause; 12] = [
+        Cause::Host,
+        Cause::Destage,
+        Cause::Rmw,
+        Cause::Backup,
+        Cause::Flip,
+        Cause::Promote,
+        Cause::Evict,
+        Cause::Clean,
+        Cause::Metadata,
+        Cause::Padding,
+        Cause::Gc,
+        Cause::Recovery,
+    ];
+    /// The cause's name as reported.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Host => "host",
+            Cause::Destage => "destage",
+            Cause::Rmw => "rmw",
+            Cause::Backup => "backup",
+            Cause::Flip => "flip",
+            Cause::Promote => "promote",
+            Cause::Evict => "evict",
+            Cause::Clean => "clean",
+            Cause::Metadata => "metadata",
+            Cause::Padding => "padding",
+            Cause::Gc => "gc",
+            Cause::Recovery => "recovery",
+        }
+    }
+}
+
+/// Operation counts of one kind (read or write) for one cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OpCounts {
+    /// Physical operations.
+    pub ops: u64,
+    /// Sectors moved.
+    pub sectors: u64,
+    /// Time the device spent on them.
+    pub busy: Nanos,
+    /// How many of them moved the head to another track.
+    pub seeks: u64,
+}
+
+impl OpCounts {
+    fn add(&mut self, o: &OpCounts) {
+        self.ops += o.ops;
+        self.sectors += o.sectors;
+        self.busy += o.busy;
+        self.seeks += o.seeks;
+    }
+}
+
+/// Physical operation kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+    /// A zone reset.
+    ResetZone,
+}
+
+/// A past physical operation, kept for naming the operation that destroyed data.
+#[derive(Clone, Copy, Debug)]
+pub struct OpRecord {
+    /// Serial number (0-based count of physical operations).
+    pub serial: u64,
+    /// Read, write or reset.
+    pub kind: OpKind,
+    /// Why it was issued.
+    pub cause: Cause,
+    /// Where it started.
+    pub at: PhysAddr,
+    /// How many sectors.
+    pub count: u32,
+    /// When it started.
+    pub start: Nanos,
+}
+
+const OP_LOG: usize = 1 << 16;
+
+/// A simulated drive.
+pub struct Device {
+    geom: Arc<Geometry>,
+    medium: Medium,
+    mech: Mechanics,
+    head: HeadState,
+    clock: Nanos,
+    reads: [OpCounts; Cause::ALL.len()],
+    writes: [OpCounts; Cause::ALL.len()],
+    serial: u64,
+    crash_points: Vec<u64>,
+    op_log: VecDeque<OpRecord>,
+    accounting: bool,
+}
+
+impl Device {
+    /// A new device with an empty medium; `tracked` keeps contents for verification.
+    pub fn new(geom: Geometry, mech: Mechanics, tracked: bool) -> Device {
+        let medium = Medium::new(&geom, tracked);
+        Device {
+            geom: Arc::new(geom),
+            medium,
+            mech,
+            head: HeadState::default(),
+            clock: Nanos::ZERO,
+            reads: Default::default(),
+            writes: Default::default(),
+            serial: 0,
+            crash_points: vec![],
+            op_log: VecDeque::new(),
+            accounting: true,
+        }
+    }
+
+    /// The drive geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geom
+    }
+    /// A shared handle on the geometry, for walking extents while issuing operations.
+    pub fn geometry_arc(&self) -> Arc<Geometry> {
+        Arc::clone(&self.geom)
+    }
+    /// The medium (read-only: layers change it only through operations).
+    pub fn medium(&self) -> &Medium {
+        &self.medium
+    }
+    /// The mechanics model.
+    pub fn mechanics(&self) -> &Mechanics {
+        &self.mech
+    }
+    /// Whether payload tokens are carried (verification on).
+    pub fn carries_data(&self) -> bool {
+        self.medium.tracked()
+    }
+    /// The time at which the device finishes its last operation.
+    pub fn now(&self) -> Nanos {
+        self.clock
+    }
+    /// Let the device sit idle until `t` (no effect if it is busy past `t`).
+    pub fn advance_to(&mut self, t: Nanos) {
+        if self.accounting && t > self.clock {
+            self.clock = t;
+        }
+    }
+    /// The head's state.
+    pub fn head(&self) -> HeadState {
+        self.head
+    }
+    /// Physical operations issued so far.
+    pub fn ops_issued(&self) -> u64 {
+        self.serial
+    }
+    /// Counters of reads by cause, in [`Cause::ALL`] order.
+    pub fn read_counts(&self) -> &[OpCounts] {
+        &self.reads
+    }
+    /// Counters of writes by cause, in [`Cause::ALL`] order.
+    pub fn write_counts(&self) -> &[OpCounts] {
+        &self.writes
+    }
+    /// Totals over all causes: (reads, writes).
+    pub fn totals(&self) -> (OpCounts, OpCounts) {
+        let mut r = OpCounts::default();
+        let mut w = OpCounts::default();
+        self.reads.iter().for_each(|c| r.add(c));
+        self.writes.iter().for_each(|c| w.add(c));
+        (r, w)
+    }
+
+    /// Crash (power loss) just before the physical operations with these serials.
+    pub fn set_crash_points(&mut self, mut serials: Vec<u64>) {
+        serials.sort_unstable_by(|a, b| b.cmp(a));
+        serials.dedup();
+        self.crash_points = serials;
+    }
+
+    /// Turn timing and counting off (verification scans) or back on.
+    pub fn set_accounting(&mut self, on: bool) {
+        self.accounting = on;
+    }
+
+    /// Describe the operation whose serial's low 32 bits are `op`, if still remembered.
+    pub fn describe_op(&self, op: u32) -> String {
+        match self.op_log.iter().rev().find(|r| r.serial as u32 == op) {
+            Some(r) => format!(
+                "physical op #{} ({:?} {} of {} sectors at {} sector {}, t={:.6} s)",
+                r.serial,
+                r.kind,
+                r.cause.name(),
+                r.count,
+                r.at.track,
+                r.at.sector,
+                r.start.as_secs()
+            ),
+            None => format!("physical op #{op} (mod 2^32)"),
+        }
+    }
+
+    fn begin(&mut self, kind: OpKind, cause: Cause, at: PhysAddr, count: u32) -> SimResult<u64> {
+        if self.accounting {
+            if self.crash_points.last() == Some(&self.serial) {
+                self.crash_points.pop();
+                return Err(SimError::Crash);
+            }
+        }
+        let spt = self.geom.sectors_in_checked(at.track)?;
+        if kind != OpKind::ResetZone && (count == 0 || at.sector as u64 + count as u64 > spt as u64) {
+            return Err(SimError::Medium(format!(
+                "{:?} of {count} sectors at {} sector {} does not fit the track ({spt} sectors)",
+                kind, at.track, at.sector
+            )));
+        }
+        let serial = self.serial;
+        if self.accounting {
+            self.serial += 1;
+        }
+        if self.medium.tracked() {
+            if self.op_log.len() == OP_LOG {
+                self.op_log.pop_front();
+            }
+            self.op_log.push_back(OpRecord { serial, kind, cause, at, count, start: self.clock });
+        }
+        Ok(serial)
+    }
+
+    fn time(&mut self, write: bool, cause: Cause, at: PhysAddr, count: u32) -> Nanos {
+        if !self.accounting {
+            return self.clock;
+        }
+        let spt = self.geom.sectors_in(at.track);
+        let t = self.mech.access(&self.head, self.clock, at, count, spt);
+        let busy = t.total();
+        self.clock += busy;
+        let moved = self.head.track != at.track;
+        self.head = HeadState { track: at.track, next_sector: (at.sector + count) % spt.max(1), at: self.clock };
+        let c = if write { &mut self.writes[cause as usize] } else { &mut self.reads[cause as usize] };
+        c.ops += 1;
+        c.sectors += count as u64;
+        c.busy += busy;
+        c.seeks += moved as u64;
+        self.clock
+    }
+
+    /// Read `count` sectors of one track from `at`; their tokens are appended
+    /// to `out` when data is carried. Returns the completion time.
+    pub fn read(&mut self, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<Nanos> {
+        self.begin(OpKind::Read, cause, at, count)?;
+        self.medium.read(&self.geom, at, count, out);
+        Ok(self.time(false, cause, at, count))
+    }
+
+    /// Write `count` sectors of one track from `at` with payload `data` (one
+    /// token per sector when data is carried, else empty). Applies the
+    /// layout's overlap physics. Returns the completion time.
+    pub fn write(&mut self, cause: Cause, at: PhysAddr, count: u32, data: &[Token]) -> SimResult<Nanos> {
+        let serial = self.begin(OpKind::Write, cause, at, count)?;
+        self.medium.admit_write(&self.geom, at, count)?;
+        self.medium.write(&self.geom, at, count, data, serial);
+        Ok(self.time(true, cause, at, count))
+    }
+
+    /// Reset a host-managed zone (rewind its write pointer, empty it). Costs no media time.
+    pub fn reset_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
+        let at = PhysAddr { track: Track(0), sector: 0 };
+        self.begin(OpKind::ResetZone, cause, at, 0)?;
+        self.medium.reset_zone(&self.geom, zone)
+    }
+}
+
+impl Geometry {
+    /// Sectors on a track, or an error for a track past the end.
+    pub fn sectors_in_checked(&self, t: Track) -> SimResult<u32> {
+        if t.0 >= self.tracks() {
+            return Err(SimError::Medium(format!("{t} is past the last track ({})", self.tracks() - 1)));
+        }
+        Ok(self.sectors_in(t))
+    }
+}

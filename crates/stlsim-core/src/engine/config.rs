@@ -1,0 +1,76 @@
+//! A run's whole configuration, as the Python front hands it over (JSON).
+//! Unknown keys are rejected everywhere; `validate` checks the rest before
+//! anything runs.
+
+use crate::geometry::DriveConfig;
+use crate::trace::TraceSpec;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Which layer to run, with its parameters.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LayerConfig {
+    /// Registered layer name.
+    pub name: String,
+    /// Parameter values by name (checked against the layer's declarations).
+    pub params: BTreeMap<String, Value>,
+}
+
+/// How requests are issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Host queue of depth Q; trace inter-arrival times kept until it is full,
+    /// then a request is issued when a slot frees (IMR paper section 3).
+    Queue,
+    /// Queue depth 1, timestamps ignored: each request when the previous completes (Vguard).
+    FlatOut,
+    /// Open loop: inter-arrival times multiplied by `scale` (He & Du).
+    Scaled,
+}
+
+/// Replay settings.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayConfig {
+    /// Replay mode.
+    pub mode: Mode,
+    /// Host queue depth for `queue` mode.
+    pub queue_depth: u64,
+    /// Inter-arrival multiplier for `scaled` mode.
+    pub scale: f64,
+    /// Override the drive's write cache: `Some(false)` disables it.
+    pub write_cache: Option<bool>,
+    /// Fold LBAs beyond the capacity back into it (modulo) instead of failing.
+    pub fold: bool,
+    /// Requests per time-series point.
+    pub series_every: u64,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig { mode: Mode::Queue, queue_depth: 64, scale: 1.0, write_cache: None, fold: false, series_every: 1000 }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// The trace.
+    pub trace: TraceSpec,
+    /// The drive.
+    pub drive: DriveConfig,
+    /// The layer.
+    pub layer: LayerConfig,
+    /// Replay settings.
+    pub replay: ReplayConfig,
+    /// Carry data tokens and check every read and, at the end, the whole footprint.
+    pub verify: bool,
+    /// Inject a power loss after this many completed host requests (each entry one crash).
+    pub crash_after: Vec<u64>,
+    /// Inject a power loss just before these physical operation serials.
+    pub crash_at_ops: Vec<u64>,
+}

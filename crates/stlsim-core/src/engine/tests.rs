@@ -1,0 +1,373 @@
+use super::*;
+use crate::error::SimError;
+use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::layers::{cmr, LayerEntry, LayoutNeed, REGISTRY};
+use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
+use crate::units::Bytes;
+use std::collections::HashMap;
+
+/// A small CMR-ish drive: 4 KiB sectors, 100-sector tracks, 2000 tracks.
+fn small_drive(kind: &str) -> DriveConfig {
+    DriveConfig {
+        name: "test".into(),
+        sector_bytes: 4096,
+        rpm: 6000.0,
+        track_bytes: 100 * 4096,
+        tracks: Some(2000),
+        capacity_gib: None,
+        write_cache_mib: 0.0,
+        interface_mb_s: 1e9,
+        layout: LayoutConfig { kind: kind.into(), ..Default::default() },
+        ..Default::default()
+    }
+}
+
+fn rec(t_us: u64, op: Op, lba: u64, sectors: u64) -> TraceRecord {
+    TraceRecord { time: Nanos(t_us * 1000), op, offset: Bytes(lba * 4096), len: Bytes(sectors * 4096), line: 0 }
+}
+
+fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
+    RunConfig {
+        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        drive,
+        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        ..Default::default()
+    }
+}
+
+fn run(c: RunConfig, recs: Vec<TraceRecord>) -> SimResult<Simulation> {
+    let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs)))?;
+    s.run()?;
+    Ok(s)
+}
+
+fn data_path(name: &str) -> String {
+    format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn flat_out_random_read_is_seek_half_rotation_transfer() {
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.mode = Mode::FlatOut;
+    // Head starts at track 0; one read of 1 sector on track 1000.
+    let s = run(c, vec![rec(0, Op::Read, 1000 * 100 + 37, 1)]).unwrap();
+    let dev = s.device();
+    let want = dev.mechanics().seek_time(1000) + Nanos(5_000_000) + Nanos(10_000_000 / 100);
+    let r = s.report();
+    assert_eq!(r.latency["all"].count, 1);
+    assert!((r.latency["all"].mean_ms - want.as_ms()).abs() < 1e-6, "{} vs {}", r.latency["all"].mean_ms, want);
+}
+
+#[test]
+fn flat_out_ignores_timestamps_and_issues_back_to_back() {
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.mode = Mode::FlatOut;
+    let recs = (0..10).map(|i| rec(i * 1_000_000, Op::Read, i * 7919 % 100_000, 1)).collect();
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    // Back to back: the run lasts the sum of the service times, not the 9 s of the trace.
+    assert!(r.simulated_s < 0.5, "{}", r.simulated_s);
+    assert!((r.device.busy_s - r.simulated_s).abs() < 1e-9);
+}
+
+#[test]
+fn queue_mode_keeps_arrivals_while_the_device_keeps_up() {
+    let c = cfg(small_drive("cmr"), "cmr");
+    // One read every 100 ms: far slower than the device.
+    let recs = (0..20).map(|i| rec(i * 100_000, Op::Read, i * 3001 % 100_000, 1)).collect();
+    let s = run(c, recs).unwrap();
+    assert_eq!(s.report().max_disparity_s, 0.0);
+}
+
+#[test]
+fn queue_mode_dilates_time_when_the_queue_is_full() {
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.queue_depth = 4;
+    // 100 reads all at time 0: only 4 can be outstanding.
+    let recs: Vec<_> = (0..100).map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1)).collect();
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    assert!(r.max_disparity_s > 0.5, "{}", r.max_disparity_s);
+    // With depth 4 and FIFO service, each latency is about four service times,
+    // never the whole backlog.
+    let mean_service = r.device.busy_s / 100.0;
+    assert!(r.latency["all"].mean_ms / 1e3 < 4.5 * mean_service, "{} vs {}", r.latency["all"].mean_ms, mean_service);
+    // Depth 64 with the same trace: latencies grow with the queue.
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.queue_depth = 64;
+    let recs: Vec<_> = (0..100).map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1)).collect();
+    let deep = run(c, recs).unwrap().report();
+    assert!(deep.latency["all"].mean_ms > 3.0 * r.latency["all"].mean_ms);
+}
+
+#[test]
+fn scaled_mode_multiplies_inter_arrival_times() {
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.mode = Mode::Scaled;
+    c.replay.scale = 0.5;
+    c.replay.series_every = 1;
+    let recs = (0..10).map(|i| rec(i * 1_000_000, Op::Read, 5, 1)).collect();
+    let s = run(c, recs).unwrap();
+    let issue = &s.metrics().series.issue_s;
+    for (i, t) in issue.iter().enumerate() {
+        assert!((t - i as f64 * 0.5).abs() < 1e-9, "{issue:?}");
+    }
+}
+
+#[test]
+fn write_cache_absorbs_writes_and_destages_when_idle() {
+    let mut d = small_drive("cmr");
+    d.write_cache_mib = 1.0;
+    let c = cfg(d, "cmr");
+    // Writes 50 ms apart: each is acknowledged from the cache and destaged in the gap.
+    let recs = (0..20).map(|i| rec(i * 50_000, Op::Write, i * 5003 % 100_000, 4)).collect();
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    assert_eq!(r.host.cached_writes, 20);
+    assert!(r.latency["write"].max_ms < 0.01, "{}", r.latency["write"].max_ms);
+    assert_eq!(r.device.media_write_sectors, 80);
+    let destage = r.device.by_cause.iter().find(|c| c.cause == "destage").unwrap();
+    assert_eq!(destage.write_sectors, 80);
+    assert_eq!(r.waf, 1.0);
+}
+
+#[test]
+fn full_write_cache_makes_writes_wait_for_destaging() {
+    let mut d = small_drive("cmr");
+    d.write_cache_mib = 64.0 * 4096.0 / (1024.0 * 1024.0); // 64 sectors
+    let c = cfg(d, "cmr");
+    let recs = (0..200).map(|i| rec(0, Op::Write, i * 7919 % 200_000, 8)).collect();
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    assert!(r.latency["write"].max_ms > 5.0, "writes never waited: {}", r.latency["write"].max_ms);
+    assert_eq!(r.device.media_write_sectors, 1600);
+}
+
+#[test]
+fn reads_of_cached_data_are_cache_hits_and_verified() {
+    let mut d = small_drive("cmr");
+    d.write_cache_mib = 1.0;
+    let mut c = cfg(d, "cmr");
+    c.verify = true;
+    let recs = vec![rec(0, Op::Write, 100, 8), rec(0, Op::Read, 102, 4), rec(0, Op::Read, 90, 20)];
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    assert_eq!(r.host.cache_read_hits, 1);
+    assert_eq!(r.verification.read_blocks_checked, 24);
+    assert_eq!(r.verification.scan_blocks_checked, 8);
+}
+
+#[test]
+fn same_inputs_give_identical_reports() {
+    let go = || {
+        let mut d = small_drive("cmr");
+        d.write_cache_mib = 0.5;
+        let recs = (0..5000u64)
+            .map(|i| rec(i * 300, if i % 3 == 0 { Op::Read } else { Op::Write }, i * 104_729 % 190_000, 1 + i % 16))
+            .collect();
+        serde_json::to_string(&run(cfg(d, "cmr"), recs).unwrap().report()).unwrap()
+    };
+    assert_eq!(go(), go());
+}
+
+#[test]
+fn request_beyond_capacity_is_an_error_unless_folded() {
+    let c = cfg(small_drive("cmr"), "cmr");
+    let e = run(c.clone(), vec![rec(0, Op::Write, 10_000_000, 1)]).err().unwrap();
+    assert!(matches!(e, SimError::TraceFormat { .. }), "{e}");
+    assert!(e.to_string().contains("--fold"), "{e}");
+    let mut c = c;
+    c.replay.fold = true;
+    c.verify = true;
+    run(c, vec![rec(0, Op::Write, 10_000_000, 1), rec(1, Op::Read, 10_000_000, 1)]).unwrap();
+}
+
+#[test]
+fn unknown_layer_and_parameter_are_config_errors() {
+    let e = run(cfg(small_drive("cmr"), "nope"), vec![]).err().unwrap();
+    assert!(e.to_string().contains("unknown layer 'nope'"), "{e}");
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.layer.params.insert("cache_tracks".into(), serde_json::Value::from(3));
+    let e = run(c, vec![]).err().unwrap();
+    assert!(e.to_string().contains("no parameter 'cache_tracks'"), "{e}");
+}
+
+// ---- verification catches broken layers ----
+
+/// Deliberately wrong: writes IMR bottom tracks in place without saving the
+/// top-track neighbours it destroys.
+static NAIVE_IMR: LayerEntry = LayerEntry {
+    name: "naive-imr",
+    summary: "test only: IMR without read-modify-write",
+    paper: "-",
+    layout: LayoutNeed::Kind("imr"),
+    params: &[],
+    build: |_, _| Ok(Box::new(NaiveImr)),
+};
+
+struct NaiveImr;
+impl Layer for NaiveImr {
+    fn name(&self) -> &'static str {
+        "naive-imr"
+    }
+    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+        cmr::read_home(dev, Cause::Host, lba, n, out)
+    }
+    fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+        cmr::write_home(dev, w)
+    }
+}
+
+fn imr_drive() -> DriveConfig {
+    let mut d = small_drive("imr");
+    d.layout.group_tracks = 1;
+    d
+}
+
+#[test]
+fn verifier_catches_a_layer_that_skips_read_modify_write() {
+    let mut c = cfg(imr_drive(), "naive-imr");
+    c.verify = true;
+    // LBA 100..110 live on top track 1; then bottom track 2 (LBAs 200..) is written over the same angles.
+    let recs = vec![rec(0, Op::Write, 105, 4), rec(10, Op::Write, 205, 4), rec(20, Op::Read, 105, 4)];
+    let mut s = Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs))).unwrap();
+    let e = s.run().unwrap_err();
+    let SimError::DataLoss(d) = &e else { panic!("expected data loss, got {e}") };
+    assert_eq!(d.lba, 105);
+    assert_eq!(d.expected, 1);
+    assert!(d.during.contains("host read"));
+    let by = d.destroyed_by.as_deref().unwrap();
+    assert!(by.contains("Write host") && by.contains("track 2"), "{by}");
+}
+
+#[test]
+fn final_scan_catches_loss_that_no_host_read_saw() {
+    let mut c = cfg(imr_drive(), "naive-imr");
+    c.verify = true;
+    let recs = vec![rec(0, Op::Write, 100, 100), rec(10, Op::Write, 200, 1)];
+    let mut s = Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs))).unwrap();
+    let e = s.run().unwrap_err();
+    assert!(e.to_string().contains("final scan"), "{e}");
+}
+
+/// Deliberately wrong: acknowledges writes from a volatile buffer that it
+/// only writes out when idle, and never persists it.
+static VOLATILE: LayerEntry = LayerEntry {
+    name: "volatile-buffer",
+    summary: "test only: loses buffered writes on power loss",
+    paper: "-",
+    layout: LayoutNeed::AsConventional,
+    params: &[],
+    build: |_, _| Ok(Box::new(Volatile::default())),
+};
+
+#[derive(Default)]
+struct Volatile {
+    buf: HashMap<u64, Token>,
+}
+impl Layer for Volatile {
+    fn name(&self) -> &'static str {
+        "volatile-buffer"
+    }
+    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+        let start = out.len();
+        cmr::read_home(dev, Cause::Host, lba, n, out)?;
+        for i in 0..n.0 {
+            if let Some(t) = self.buf.get(&(lba.0 + i)) {
+                out[start + i as usize] = *t;
+            }
+        }
+        Ok(())
+    }
+    fn write(&mut self, _dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+        for (i, t) in w.data.iter().enumerate() {
+            self.buf.insert(w.lba.0 + i as u64, *t);
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn crash_verification_catches_volatile_state_passed_off_as_durable() {
+    let mut c = cfg(small_drive("cmr"), "volatile-buffer");
+    c.verify = true;
+    c.crash_after = vec![3];
+    let recs = (0..6).map(|i| rec(i, Op::Write, i * 10, 2)).collect();
+    let mut s = Simulation::with_layer(c.clone(), &VOLATILE, Box::new(VecTrace::new(recs))).unwrap();
+    let e = s.run().unwrap_err();
+    assert!(e.to_string().contains("after crash #1"), "{e}");
+    // Without the crash the same layer passes: only the crash exposes it.
+    c.crash_after.clear();
+    let recs = (0..6).map(|i| rec(i, Op::Write, i * 10, 2)).collect();
+    let mut s = Simulation::with_layer(c, &VOLATILE, Box::new(VecTrace::new(recs))).unwrap();
+    s.run().unwrap();
+}
+
+#[test]
+fn crashes_with_the_write_cache_on_lose_only_unflushed_writes() {
+    let mut d = small_drive("cmr");
+    d.write_cache_mib = 1.0;
+    let mut c = cfg(d, "cmr");
+    c.verify = true;
+    // Writes arrive faster than they destage, so crashes find dirty cache contents.
+    c.crash_after = vec![50, 120, 333];
+    let recs: Vec<_> =
+        (0..500u64).map(|i| rec(i * 20, if i % 4 == 0 { Op::Read } else { Op::Write }, i * 7919 % 3000, 4)).collect();
+    let s = run(c, recs).unwrap();
+    let r = s.report();
+    assert_eq!(r.crashes, 3);
+    assert!(r.verification.scan_blocks_checked > 0);
+}
+
+#[test]
+fn crash_points_between_physical_operations_are_survived_by_cmr() {
+    let recs: Vec<_> =
+        (0..300u64).map(|i| rec(i * 500, if i % 5 == 0 { Op::Read } else { Op::Write }, i * 7919 % 150_000, 1 + i % 150)).collect();
+    let mut covered = 0;
+    for point in (0..400).step_by(7) {
+        let mut c = cfg(small_drive("cmr"), "cmr");
+        c.verify = true;
+        c.crash_at_ops = vec![point];
+        let s = run(c, recs.clone()).unwrap();
+        covered += s.crashes();
+    }
+    assert!(covered >= 50, "{covered}");
+}
+
+// ---- every registered layer, on real traces, verified ----
+
+fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
+    let mut d = DriveConfig {
+        name: "imr-paper".into(),
+        sector_bytes: 4096,
+        rpm: 6000.0,
+        track_bytes: 2 << 20,
+        capacity_gib: Some(1024.0),
+        write_cache_mib: 100.0,
+        ..Default::default()
+    };
+    d.layout.kind = match e.layout {
+        LayoutNeed::AsConventional => "imr".into(),
+        LayoutNeed::Kind(k) => k.into(),
+    };
+    d
+}
+
+#[test]
+fn every_registered_layer_keeps_every_block_on_real_traces() {
+    for e in REGISTRY {
+        for (trace, limit) in [("rsrch_1.csv", None), ("cloudPhysicsIO.vscsi", Some(40_000))] {
+            for cache in [true, false] {
+                let mut c = cfg(drive_for_layer(e), e.name);
+                c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
+                c.replay.write_cache = Some(cache);
+                c.verify = true;
+                let mut s = Simulation::new(c).unwrap();
+                s.run().unwrap_or_else(|err| panic!("layer {} on {trace} (cache {cache}): {err}", e.name));
+                let r = s.report();
+                assert!(r.verification.scan_blocks_checked > 0);
+                assert!(r.waf >= 1.0 - 1e-12, "{} WAF {}", e.name, r.waf);
+            }
+        }
+    }
+}

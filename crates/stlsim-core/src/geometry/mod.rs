@@ -1,0 +1,430 @@
+//! Drive geometry: how many physical tracks there are, how many sectors each
+//! holds (uniform or zoned-bit recording), the recording layout (CMR, SMR
+//! bands with guard tracks, IMR bottom/top tracks, host-managed zones) and
+//! the layout's *home* map from host LBAs to physical sectors.
+//!
+//! The home map is held as a table of logical tracks (the LBA-ordered
+//! sequence of data tracks) so that every layout and LBA order shares one
+//! lookup. Lookups divide when all logical tracks are equal and binary-search
+//! otherwise. Memory is 16 bytes per physical track (a 1 TiB drive of 2 MiB
+//! tracks: 8 MiB).
+
+pub mod config;
+
+use crate::error::{config_err, SimResult};
+use crate::units::{Lba, PhysAddr, Sectors, Track};
+pub use config::{DriveConfig, LayoutConfig, SeekConfig, ZoneSpec};
+
+/// IMR LBA order within a group of N bottom and N top tracks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImrOrder {
+    /// N bottom tracks ascending, then the N top tracks ascending.
+    ZigZag,
+    /// N bottom tracks ascending, then the N top tracks descending.
+    Serpentine,
+    /// Physical order: bottom, top, bottom, top ...
+    Ascending,
+}
+
+/// A recording layout with its parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Layout {
+    /// Conventional recording: tracks independent.
+    Cmr,
+    /// Shingled bands of `band` data tracks, write head `width` tracks wide,
+    /// `width - 1` guard tracks per band; `up` = overlap towards higher track numbers.
+    Smr {
+        /// Data tracks per band.
+        band: u64,
+        /// Write-head width in tracks.
+        width: u64,
+        /// Overlap towards higher track numbers.
+        up: bool,
+    },
+    /// Interlaced: even tracks bottom, odd tracks top.
+    Imr {
+        /// Top-track capacity as a fraction of the bottom track's.
+        top_ratio: f64,
+        /// Bottom tracks per LBA group.
+        group: u64,
+        /// LBA order within a group.
+        order: ImrOrder,
+    },
+    /// Host-managed zones of `zone_tracks` tracks; the first `conventional` are randomly writable.
+    Zoned {
+        /// Tracks per zone.
+        zone_tracks: u64,
+        /// Conventional zones at the start of the LBA space.
+        conventional: u64,
+    },
+}
+
+/// What a physical track is for in its layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrackKind {
+    /// An ordinary data track (CMR, SMR data track, zoned).
+    Data,
+    /// IMR bottom track: writing it damages the adjacent top tracks.
+    Bottom,
+    /// IMR top track: writable without damage.
+    Top,
+    /// SMR guard track: holds no data.
+    Guard,
+}
+
+const NO_LT: u32 = u32::MAX;
+
+/// The validated geometry of a drive.
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    sector_bytes: u32,
+    layout: Layout,
+    spt: Vec<u32>,
+    lt_phys: Vec<u32>,
+    lt_start: Vec<u64>,
+    phys_lt: Vec<u32>,
+    uniform_lt: Option<u64>,
+    capacity: u64,
+}
+
+fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
+    Ok(match c.kind.as_str() {
+        "cmr" => Layout::Cmr,
+        "smr" => {
+            if c.band_tracks == 0 || c.head_width_tracks == 0 {
+                return config_err("smr layout needs band_tracks >= 1 and head_width_tracks >= 1");
+            }
+            let up = match c.direction.as_str() {
+                "up" => true,
+                "down" => false,
+                d => return config_err(format!("smr direction '{d}' is not 'up' or 'down'")),
+            };
+            Layout::Smr { band: c.band_tracks, width: c.head_width_tracks, up }
+        }
+        "imr" => {
+            if !(c.top_ratio > 0.0 && c.top_ratio <= 1.0) {
+                return config_err(format!("imr top_ratio {} must be in (0, 1]", c.top_ratio));
+            }
+            if c.group_tracks == 0 {
+                return config_err("imr group_tracks must be >= 1");
+            }
+            let order = match c.order.as_str() {
+                "zigzag" | "zig-zag" => ImrOrder::ZigZag,
+                "serpentine" => ImrOrder::Serpentine,
+                "ascending" => ImrOrder::Ascending,
+                o => return config_err(format!("imr order '{o}' is not zigzag, serpentine or ascending")),
+            };
+            Layout::Imr { top_ratio: c.top_ratio, group: c.group_tracks, order }
+        }
+        "zoned" => {
+            if c.zone_tracks == 0 {
+                return config_err("zoned layout needs zone_tracks >= 1");
+            }
+            Layout::Zoned { zone_tracks: c.zone_tracks, conventional: c.conventional_zones }
+        }
+        k => return config_err(format!("unknown layout kind '{k}' (known: cmr, smr, imr, zoned)")),
+    })
+}
+
+impl Layout {
+    /// Physical tracks in one repeating unit of the layout, and the host-visible
+    /// track count it yields (for deriving the track count from a capacity).
+    fn unit_tracks(&self) -> u64 {
+        match *self {
+            Layout::Cmr => 1,
+            Layout::Smr { band, width, .. } => band + width - 1,
+            Layout::Imr { group, .. } => 2 * group,
+            Layout::Zoned { zone_tracks, .. } => zone_tracks,
+        }
+    }
+}
+
+impl Geometry {
+    /// Build and validate the geometry a drive description asks for.
+    pub fn from_config(c: &DriveConfig) -> SimResult<Geometry> {
+        if c.sector_bytes != 512 && c.sector_bytes != 4096 {
+            return config_err(format!("sector_bytes {} must be 512 or 4096", c.sector_bytes));
+        }
+        let layout = layout_from(&c.layout)?;
+        let mut zones = c.zones.clone();
+        if zones.is_empty() {
+            if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {
+                return config_err(format!(
+                    "track_bytes {} must be a positive multiple of sector_bytes {}",
+                    c.track_bytes, c.sector_bytes
+                ));
+            }
+            let spt = c.track_bytes / c.sector_bytes as u64;
+            if spt > u32::MAX as u64 {
+                return config_err("track_bytes is too large");
+            }
+            zones.push(ZoneSpec { first_track: 0, sectors_per_track: spt as u32 });
+        }
+        if zones[0].first_track != 0 {
+            return config_err("the first zone must start at track 0");
+        }
+        for w in zones.windows(2) {
+            if w[1].first_track <= w[0].first_track {
+                return config_err("zones must be listed in ascending first_track order");
+            }
+        }
+        if zones.iter().any(|z| z.sectors_per_track == 0) {
+            return config_err("a zone has sectors_per_track = 0");
+        }
+        let unit = layout.unit_tracks();
+        let tracks = match (c.tracks, c.capacity_gib) {
+            (Some(t), _) => t,
+            (None, Some(gib)) => {
+                if !(gib > 0.0) {
+                    return config_err(format!("capacity_gib {gib} must be positive"));
+                }
+                let want = (gib * 1024.0 * 1024.0 * 1024.0 / c.sector_bytes as f64).ceil() as u64;
+                // Grow by whole layout units until the host capacity is reached.
+                let mut t = 0u64;
+                let mut cap = 0u64;
+                while cap < want {
+                    t += unit;
+                    cap = Geometry::build(c.sector_bytes, layout, &zones, t)?.capacity;
+                    if t > (1 << 31) {
+                        return config_err("capacity_gib is too large for this track size");
+                    }
+                    // Jump ahead proportionally once the per-unit capacity is known.
+                    if cap > 0 && cap < want {
+                        let per_unit = cap / (t / unit);
+                        let more = (want - cap) / per_unit.max(1);
+                        if more > 1 {
+                            t += (more - 1) * unit;
+                        }
+                    }
+                }
+                t
+            }
+            (None, None) => return config_err("give either tracks or capacity_gib"),
+        };
+        if tracks == 0 || tracks % unit != 0 {
+            return config_err(format!(
+                "tracks = {tracks} must be a positive multiple of the layout's unit of {unit} tracks"
+            ));
+        }
+        if tracks >= NO_LT as u64 {
+            return config_err("too many tracks (at most 4 billion)");
+        }
+        if let Some(z) = zones.iter().find(|z| z.first_track >= tracks) {
+            return config_err(format!("zone starting at track {} lies beyond the last track", z.first_track));
+        }
+        if let Layout::Imr { group, .. } = layout {
+            if let Some(z) = zones.iter().find(|z| z.first_track % (2 * group) != 0) {
+                return config_err(format!(
+                    "imr zone starting at track {} must start on a group boundary (multiple of {})",
+                    z.first_track,
+                    2 * group
+                ));
+            }
+        }
+        if matches!(layout, Layout::Zoned { .. }) && zones.len() > 1 {
+            return config_err("the zoned layout needs a uniform track size (no zone table)");
+        }
+        Geometry::build(c.sector_bytes, layout, &zones, tracks)
+    }
+
+    fn build(sector_bytes: u32, layout: Layout, zones: &[ZoneSpec], tracks: u64) -> SimResult<Geometry> {
+        let mut spt = Vec::with_capacity(tracks as usize);
+        let mut z = 0;
+        for t in 0..tracks {
+            while z + 1 < zones.len() && zones[z + 1].first_track <= t {
+                z += 1;
+            }
+            let base = zones[z].sectors_per_track;
+            let s = match layout {
+                Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
+                Layout::Smr { band, width, up } => {
+                    let off = t % (band + width - 1);
+                    let guard = if up { off >= band } else { off < width - 1 };
+                    if guard {
+                        0
+                    } else {
+                        base
+                    }
+                }
+                _ => base,
+            };
+            spt.push(s);
+        }
+        // The logical track order: which physical track holds the n-th run of LBAs.
+        let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
+        match layout {
+            Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend((0..tracks).map(|t| t as u32)),
+            Layout::Smr { band, width, up } => {
+                let u = band + width - 1;
+                for b in 0..tracks / u {
+                    let base = b * u;
+                    if up {
+                        lt_phys.extend((0..band).map(|i| (base + i) as u32));
+                    } else {
+                        lt_phys.extend((0..band).rev().map(|i| (base + width - 1 + i) as u32));
+                    }
+                }
+            }
+            Layout::Imr { group, order, .. } => {
+                let u = 2 * group;
+                for g in 0..tracks / u {
+                    let base = g * u;
+                    match order {
+                        ImrOrder::Ascending => lt_phys.extend((0..u).map(|i| (base + i) as u32)),
+                        ImrOrder::ZigZag => {
+                            lt_phys.extend((0..group).map(|i| (base + 2 * i) as u32));
+                            lt_phys.extend((0..group).map(|i| (base + 2 * i + 1) as u32));
+                        }
+                        ImrOrder::Serpentine => {
+                            lt_phys.extend((0..group).map(|i| (base + 2 * i) as u32));
+                            lt_phys.extend((0..group).rev().map(|i| (base + 2 * i + 1) as u32));
+                        }
+                    }
+                }
+            }
+        }
+        let mut phys_lt = vec![NO_LT; tracks as usize];
+        let mut lt_start = Vec::with_capacity(lt_phys.len() + 1);
+        let mut acc = 0u64;
+        for (i, &p) in lt_phys.iter().enumerate() {
+            phys_lt[p as usize] = i as u32;
+            lt_start.push(acc);
+            acc += spt[p as usize] as u64;
+        }
+        lt_start.push(acc);
+        let first = lt_phys.first().map(|&p| spt[p as usize]).unwrap_or(0);
+        let uniform_lt = if lt_phys.iter().all(|&p| spt[p as usize] == first) { Some(first as u64) } else { None };
+        Ok(Geometry { sector_bytes, layout, spt, lt_phys, lt_start, phys_lt, uniform_lt, capacity: acc })
+    }
+
+    /// Bytes per sector.
+    pub fn sector_bytes(&self) -> u32 {
+        self.sector_bytes
+    }
+    /// The recording layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+    /// Number of physical tracks.
+    pub fn tracks(&self) -> u64 {
+        self.spt.len() as u64
+    }
+    /// Host-visible capacity in sectors (every data track's sectors).
+    pub fn capacity(&self) -> Sectors {
+        Sectors(self.capacity)
+    }
+    /// Sectors on a physical track (0 for SMR guard tracks).
+    pub fn sectors_in(&self, t: Track) -> u32 {
+        self.spt[t.0 as usize]
+    }
+    /// The largest number of sectors on any track.
+    pub fn max_sectors_per_track(&self) -> u32 {
+        self.spt.iter().copied().max().unwrap_or(0)
+    }
+    /// What a physical track is for.
+    pub fn kind(&self, t: Track) -> TrackKind {
+        match self.layout {
+            Layout::Imr { .. } => {
+                if t.0 % 2 == 0 {
+                    TrackKind::Bottom
+                } else {
+                    TrackKind::Top
+                }
+            }
+            Layout::Smr { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
+            _ => TrackKind::Data,
+        }
+    }
+
+    /// Number of logical tracks (data tracks in LBA order).
+    pub fn logical_tracks(&self) -> u64 {
+        self.lt_phys.len() as u64
+    }
+    /// The logical track holding `lba`.
+    pub fn logical_track_of(&self, lba: Lba) -> u64 {
+        match self.uniform_lt {
+            Some(n) => lba.0 / n,
+            None => (self.lt_start.partition_point(|&s| s <= lba.0) - 1) as u64,
+        }
+    }
+    /// First LBA of a logical track.
+    pub fn logical_track_start(&self, lt: u64) -> Lba {
+        Lba(self.lt_start[lt as usize])
+    }
+    /// The physical track holding a logical track.
+    pub fn logical_track_phys(&self, lt: u64) -> Track {
+        Track(self.lt_phys[lt as usize] as u64)
+    }
+    /// The logical track a physical track holds, if it holds data.
+    pub fn phys_logical_track(&self, t: Track) -> Option<u64> {
+        match self.phys_lt[t.0 as usize] {
+            NO_LT => None,
+            lt => Some(lt as u64),
+        }
+    }
+
+    /// Home location of an LBA in the layout's static map.
+    pub fn home(&self, lba: Lba) -> PhysAddr {
+        let lt = self.logical_track_of(lba);
+        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.lt_start[lt as usize]) as u32 }
+    }
+
+    /// The LBA whose home is a physical sector, if any.
+    pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
+        self.phys_logical_track(at.track).map(|lt| Lba(self.lt_start[lt as usize] + at.sector as u64))
+    }
+
+    /// Split `n` sectors from `lba` into per-track home extents
+    /// `(start, sectors)`, in LBA order. Calls `f` for each.
+    pub fn for_home_extents(&self, lba: Lba, n: Sectors, mut f: impl FnMut(PhysAddr, u32, Lba)) {
+        let mut cur = lba.0;
+        let end = lba.0 + n.0;
+        while cur < end {
+            let lt = self.logical_track_of(Lba(cur));
+            let lt_end = self.lt_start[lt as usize + 1];
+            let take = (end.min(lt_end) - cur) as u32;
+            let at = PhysAddr {
+                track: self.logical_track_phys(lt),
+                sector: (cur - self.lt_start[lt as usize]) as u32,
+            };
+            f(at, take, Lba(cur));
+            cur += take as u64;
+        }
+    }
+
+    /// Physical tracks whose sectors a write to `t` damages, by the layout's
+    /// overlap physics: IMR bottom → the adjacent top tracks; SMR → the next
+    /// W-1 tracks downstream within the band and its guards.
+    pub fn damaged_by_write(&self, t: Track) -> impl Iterator<Item = Track> {
+        let n = self.tracks();
+        let (lo, hi) = match self.layout {
+            Layout::Imr { .. } if t.0 % 2 == 0 => {
+                let lo = if t.0 == 0 { 0 } else { t.0 - 1 };
+                let hi = (t.0 + 1).min(n - 1);
+                (lo, hi)
+            }
+            Layout::Smr { band, width, up } if width > 1 => {
+                let u = band + width - 1;
+                let unit_start = t.0 - t.0 % u;
+                if up {
+                    (t.0 + 1, (t.0 + width - 1).min(unit_start + u - 1))
+                } else {
+                    (t.0.saturating_sub(width - 1).max(unit_start), t.0.saturating_sub(1))
+                }
+            }
+            _ => (1, 0),
+        };
+        (lo..=hi).filter(move |&x| x != t.0).map(Track)
+    }
+
+    /// Host-managed zones: sectors per zone (`None` for other layouts).
+    pub fn zone_sectors(&self) -> Option<u64> {
+        match self.layout {
+            Layout::Zoned { zone_tracks, .. } => self.uniform_lt.map(|n| n * zone_tracks),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

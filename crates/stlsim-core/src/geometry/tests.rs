@@ -1,0 +1,124 @@
+use super::*;
+
+pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
+    DriveConfig {
+        sector_bytes: 4096,
+        track_bytes: spt as u64 * 4096,
+        tracks: Some(tracks),
+        capacity_gib: None,
+        layout: LayoutConfig { kind: kind.into(), ..Default::default() },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn cmr_home_map_is_ascending() {
+    let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
+    assert_eq!(g.capacity(), Sectors(1000));
+    assert_eq!(g.home(Lba(0)), PhysAddr { track: Track(0), sector: 0 });
+    assert_eq!(g.home(Lba(250)), PhysAddr { track: Track(2), sector: 50 });
+    assert_eq!(g.home_lba(PhysAddr { track: Track(9), sector: 99 }), Some(Lba(999)));
+}
+
+#[test]
+fn requests_split_at_track_boundaries() {
+    let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
+    let mut v = vec![];
+    g.for_home_extents(Lba(90), Sectors(120), |at, n, lba| v.push((at.track.0, at.sector, n, lba.0)));
+    assert_eq!(v, vec![(0, 90, 10, 90), (1, 0, 100, 100), (2, 0, 10, 200)]);
+}
+
+#[test]
+fn imr_zigzag_and_serpentine_orders() {
+    let mut d = drive("imr", 8, 10);
+    d.layout.group_tracks = 2;
+    let g = Geometry::from_config(&d).unwrap();
+    // Group of 4 physical tracks: bottoms 0, 2 then tops 1, 3.
+    let order: Vec<u64> = (0..8).map(|lt| g.logical_track_phys(lt).0).collect();
+    assert_eq!(order, vec![0, 2, 1, 3, 4, 6, 5, 7]);
+    assert_eq!(g.kind(Track(0)), TrackKind::Bottom);
+    assert_eq!(g.kind(Track(3)), TrackKind::Top);
+    d.layout.order = "serpentine".into();
+    let g = Geometry::from_config(&d).unwrap();
+    let order: Vec<u64> = (0..8).map(|lt| g.logical_track_phys(lt).0).collect();
+    assert_eq!(order, vec![0, 2, 3, 1, 4, 6, 7, 5]);
+}
+
+#[test]
+fn imr_top_ratio_shrinks_top_tracks() {
+    let mut d = drive("imr", 4, 100);
+    d.layout.top_ratio = 0.9;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.sectors_in(Track(0)), 100);
+    assert_eq!(g.sectors_in(Track(1)), 90);
+    assert_eq!(g.capacity(), Sectors(380));
+    // Unequal logical tracks: lookups binary-search.
+    assert_eq!(g.home(Lba(100)), PhysAddr { track: Track(1), sector: 0 });
+    assert_eq!(g.home(Lba(189)), PhysAddr { track: Track(1), sector: 89 });
+    assert_eq!(g.home(Lba(190)), PhysAddr { track: Track(2), sector: 0 });
+}
+
+#[test]
+fn imr_bottom_write_damages_adjacent_tops_only() {
+    let g = Geometry::from_config(&drive("imr", 6, 10)).unwrap();
+    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(1), Track(3)]);
+    assert_eq!(g.damaged_by_write(Track(0)).collect::<Vec<_>>(), vec![Track(1)]);
+    assert_eq!(g.damaged_by_write(Track(3)).count(), 0);
+}
+
+#[test]
+fn smr_bands_guards_and_damage() {
+    let mut d = drive("smr", 2 * (4 + 2), 10);
+    d.layout.band_tracks = 4;
+    d.layout.head_width_tracks = 3;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(80));
+    assert_eq!(g.kind(Track(4)), TrackKind::Guard);
+    assert_eq!(g.kind(Track(5)), TrackKind::Guard);
+    assert_eq!(g.home(Lba(40)).track, Track(6));
+    assert_eq!(g.damaged_by_write(Track(1)).collect::<Vec<_>>(), vec![Track(2), Track(3)]);
+    // The last data track's overlap falls on the guards, never on the next band.
+    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(4), Track(5)]);
+    d.layout.direction = "down".into();
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.kind(Track(0)), TrackKind::Guard);
+    assert_eq!(g.home(Lba(0)).track, Track(5));
+    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(0), Track(1)]);
+}
+
+#[test]
+fn capacity_derivation_reaches_the_request() {
+    let mut d = drive("imr", 0, 512);
+    d.tracks = None;
+    d.capacity_gib = Some(1.0);
+    d.layout.group_tracks = 8;
+    let g = Geometry::from_config(&d).unwrap();
+    assert!(g.capacity().0 * 4096 >= 1 << 30);
+    assert_eq!(g.tracks() % 16, 0);
+    // Not more than one layout unit past what was asked.
+    assert!(g.capacity().0 * 4096 < (1 << 30) + 16 * 512 * 4096);
+}
+
+#[test]
+fn zones_give_per_track_sizes() {
+    let mut d = drive("cmr", 10, 100);
+    d.zones = vec![ZoneSpec { first_track: 0, sectors_per_track: 100 }, ZoneSpec { first_track: 5, sectors_per_track: 60 }];
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(800));
+    assert_eq!(g.home(Lba(530)), PhysAddr { track: Track(5), sector: 30 });
+}
+
+#[test]
+fn impossible_geometries_are_config_errors() {
+    let bad = |f: &dyn Fn(&mut DriveConfig)| {
+        let mut d = drive("imr", 8, 10);
+        f(&mut d);
+        Geometry::from_config(&d).unwrap_err().to_string()
+    };
+    assert!(bad(&|d| d.sector_bytes = 1000).contains("512 or 4096"));
+    assert!(bad(&|d| d.layout.top_ratio = 1.5).contains("top_ratio"));
+    assert!(bad(&|d| d.tracks = Some(7)).contains("multiple"));
+    assert!(bad(&|d| d.layout.kind = "hamr".into()).contains("unknown layout"));
+    assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
+    assert!(bad(&|d| d.zones = vec![ZoneSpec { first_track: 3, sectors_per_track: 5 }]).contains("track 0"));
+}

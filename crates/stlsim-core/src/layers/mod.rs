@@ -1,0 +1,128 @@
+//! Translation layers: the trait every layer implements, typed parameters,
+//! and the one registry of layers by name.
+//!
+//! To add a layer: write its module (opening with a doc comment naming the
+//! paper section and the choices made where the paper is silent), give it a
+//! `pub static ENTRY: LayerEntry`, and add that entry to [`REGISTRY`]. The
+//! registry test runs every entry on a real trace with verification on.
+
+pub mod cmr;
+pub mod params;
+
+use crate::device::{Cause, Device};
+use crate::error::{SimError, SimResult};
+use crate::geometry::{DriveConfig, Geometry};
+use crate::medium::Token;
+use crate::units::{Lba, Nanos, Sectors};
+pub use params::{ParamKind, ParamSpec, Params};
+use std::collections::BTreeMap;
+
+/// A write handed to a layer: host data, either straight from the host
+/// (write cache off or bypassed) or destaged from the drive's write cache.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteReq<'a> {
+    /// First LBA.
+    pub lba: Lba,
+    /// Length.
+    pub sectors: Sectors,
+    /// [`Cause::Host`] or [`Cause::Destage`]: the cause the layer tags its primary data writes with.
+    pub cause: Cause,
+    /// One token per sector when data is carried (verification on), else empty.
+    pub data: &'a [Token],
+}
+
+/// Layer-specific figures for the report: counters (flips, RMWs ...) and
+/// gauges (map bytes ...), by name.
+pub type LayerReport = BTreeMap<String, f64>;
+
+/// A translation layer: turns host requests into physical operations.
+pub trait Layer: Send {
+    /// The registered name.
+    fn name(&self) -> &'static str;
+    /// Read `sectors` from `lba`, appending one token per sector to `out` when data is carried.
+    fn read(&mut self, dev: &mut Device, lba: Lba, sectors: Sectors, out: &mut Vec<Token>) -> SimResult<()>;
+    /// Store one write.
+    fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()>;
+    /// Store several writes that were queued together (a write-cache destage
+    /// batch, all within one home track). Layers that can coalesce override this.
+    fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
+        ws.iter().try_for_each(|w| self.write(dev, w))
+    }
+    /// Whether the layer has background work for idle time (checked before calling `idle`).
+    fn wants_idle(&self) -> bool {
+        false
+    }
+    /// Background work while the host is idle; should not start operations after `until`.
+    fn idle(&mut self, _dev: &mut Device, _until: Nanos) -> SimResult<()> {
+        Ok(())
+    }
+    /// Rebuild volatile state from the medium after a power loss. Called on a
+    /// freshly built layer, so nothing volatile survives.
+    fn recover(&mut self, _dev: &mut Device) -> SimResult<()> {
+        Ok(())
+    }
+    /// Layer-specific counters and gauges.
+    fn report(&self) -> LayerReport {
+        LayerReport::new()
+    }
+}
+
+/// Which recording layouts a layer runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutNeed {
+    /// Runs the drive as conventional: the drive's tracks with the CMR layout
+    /// (the baseline each paper compares against).
+    AsConventional,
+    /// Needs this layout kind (`smr`, `imr`, `zoned`).
+    Kind(&'static str),
+}
+
+/// A registered layer: its name, documentation, parameters and constructor.
+pub struct LayerEntry {
+    /// Name used on the command line and in configs.
+    pub name: &'static str,
+    /// One-line description.
+    pub summary: &'static str,
+    /// The paper section it implements.
+    pub paper: &'static str,
+    /// Layout it needs.
+    pub layout: LayoutNeed,
+    /// Its parameters.
+    pub params: &'static [ParamSpec],
+    /// Build it for a geometry.
+    pub build: fn(&Params, &Geometry) -> SimResult<Box<dyn Layer>>,
+}
+
+/// Every layer stlsim knows, in listing order. The only place layers are registered.
+pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY];
+
+/// Look a layer up by name.
+pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
+    REGISTRY.iter().copied().find(|e| e.name == name).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        SimError::Config(format!("unknown layer '{name}' (known: {})", known.join(", ")))
+    })
+}
+
+impl LayerEntry {
+    /// The drive description this layer runs on, given the user's drive.
+    pub fn drive_for(&self, drive: &DriveConfig) -> SimResult<DriveConfig> {
+        match self.layout {
+            LayoutNeed::AsConventional => {
+                // Same tracks, mechanics and cache; no overlap, guards or zones.
+                let mut d = drive.clone();
+                d.layout.kind = "cmr".into();
+                Ok(d)
+            }
+            LayoutNeed::Kind(k) => {
+                if drive.layout.kind != k {
+                    return Err(SimError::Config(format!(
+                        "layer '{}' needs a drive with the '{k}' layout, but drive '{}' is '{}'",
+                        self.name, drive.name, drive.layout.kind
+                    )));
+                }
+                Ok(drive.clone())
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Typed layer parameters: each layer declares its parameters with kind,
+//! unit, default and documentation; user values (from TOML, the CLI's
+//! `--param NAME=VALUE` or Python) are checked against the declaration.
+//! Unknown names and ill-typed values are configuration errors.
+
+use crate::error::{SimError, SimResult};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The type of a parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// A non-negative integer.
+    Int,
+    /// A real number.
+    Float,
+    /// true / false.
+    Bool,
+    /// One of a fixed set of words.
+    Choice(&'static [&'static str]),
+}
+
+/// A declared parameter.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ParamSpec {
+    /// Name, with its unit in it where it has one (`cache_tracks`, `interval_writes`).
+    pub name: &'static str,
+    /// Type.
+    pub kind: ParamKind,
+    /// Unit, for the listing (`tracks`, `writes`, `ms`, `-`).
+    pub unit: &'static str,
+    /// Default, written as a user would write it.
+    pub default: &'static str,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+/// Resolved parameter values of one layer (defaults filled in).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Params {
+    values: BTreeMap<String, Value>,
+}
+
+fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
+    let as_text = |v: &Value| match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        _ => None,
+    };
+    match spec.kind {
+        ParamKind::Int => {
+            if let Some(u) = v.as_u64() {
+                return Ok(Value::from(u));
+            }
+            if let Some(f) = v.as_f64() {
+                if f >= 0.0 && f.fract() == 0.0 {
+                    return Ok(Value::from(f as u64));
+                }
+            }
+            as_text(v)
+                .and_then(|s| s.replace('_', "").parse::<u64>().ok())
+                .map(Value::from)
+                .ok_or_else(|| "a non-negative integer".to_string())
+        }
+        ParamKind::Float => v
+            .as_f64()
+            .or_else(|| as_text(v).and_then(|s| s.parse::<f64>().ok()))
+            .filter(|f| f.is_finite())
+            .map(Value::from)
+            .ok_or_else(|| "a number".to_string()),
+        ParamKind::Bool => v
+            .as_bool()
+            .or_else(|| match as_text(v)?.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "on" | "1" => Some(true),
+                "false" | "no" | "off" | "0" => Some(false),
+                _ => None,
+            })
+            .map(Value::from)
+            .ok_or_else(|| "true or false".to_string()),
+        ParamKind::Choice(opts) => as_text(v)
+            .filter(|s| opts.contains(&s.as_str()))
+            .map(Value::from)
+            .ok_or_else(|| format!("one of {}", opts.join(", "))),
+    }
+}
+
+impl Params {
+    /// Check user values against the declarations and fill in defaults.
+    pub fn resolve(layer: &str, specs: &[ParamSpec], user: &BTreeMap<String, Value>) -> SimResult<Params> {
+        let mut values = BTreeMap::new();
+        for (k, v) in user {
+            let Some(spec) = specs.iter().find(|s| s.name == k) else {
+                let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                return Err(SimError::Config(format!(
+                    "layer '{layer}' has no parameter '{k}' (its parameters: {})",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                )));
+            };
+            let val = coerce(spec, v).map_err(|want| {
+                SimError::Config(format!("parameter '{k}' of layer '{layer}' must be {want}, got {v}"))
+            })?;
+            values.insert(k.clone(), val);
+        }
+        for spec in specs {
+            if !values.contains_key(spec.name) {
+                let d = coerce(spec, &Value::String(spec.default.to_string()))
+                    .unwrap_or_else(|_| panic!("default of {layer}.{} is ill-typed", spec.name));
+                values.insert(spec.name.to_string(), d);
+            }
+        }
+        Ok(Params { values })
+    }
+
+    fn get(&self, name: &str) -> &Value {
+        self.values.get(name).unwrap_or_else(|| panic!("parameter '{name}' was not declared"))
+    }
+    /// An integer parameter.
+    pub fn u64(&self, name: &str) -> u64 {
+        self.get(name).as_u64().unwrap_or_default()
+    }
+    /// A real parameter.
+    pub fn f64(&self, name: &str) -> f64 {
+        self.get(name).as_f64().unwrap_or_default()
+    }
+    /// A boolean parameter.
+    pub fn bool(&self, name: &str) -> bool {
+        self.get(name).as_bool().unwrap_or_default()
+    }
+    /// A choice parameter.
+    pub fn choice(&self, name: &str) -> &str {
+        self.get(name).as_str().unwrap_or_default()
+    }
+    /// All values, for the report.
+    pub fn values(&self) -> &BTreeMap<String, Value> {
+        &self.values
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec { name: "cache_tracks", kind: ParamKind::Int, unit: "tracks", default: "100", doc: "" },
+        ParamSpec { name: "threshold", kind: ParamKind::Float, unit: "-", default: "0.5", doc: "" },
+        ParamSpec { name: "skip_empty", kind: ParamKind::Bool, unit: "-", default: "true", doc: "" },
+        ParamSpec { name: "where", kind: ParamKind::Choice(&["outer", "spread"]), unit: "-", default: "outer", doc: "" },
+    ];
+
+    fn user(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn defaults_fill_in_and_strings_coerce() {
+        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from("250"))])).unwrap();
+        assert_eq!(p.u64("cache_tracks"), 250);
+        assert_eq!(p.f64("threshold"), 0.5);
+        assert!(p.bool("skip_empty"));
+        assert_eq!(p.choice("where"), "outer");
+    }
+
+    #[test]
+    fn unknown_and_ill_typed_are_errors() {
+        let e = Params::resolve("x", SPECS, &user(&[("cache_trax", Value::from(1))])).unwrap_err();
+        assert!(e.to_string().contains("no parameter 'cache_trax'"), "{e}");
+        let e = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(-3))])).unwrap_err();
+        assert!(e.to_string().contains("non-negative integer"), "{e}");
+        let e = Params::resolve("x", SPECS, &user(&[("where", Value::from("inner"))])).unwrap_err();
+        assert!(e.to_string().contains("one of outer, spread"), "{e}");
+    }
+}

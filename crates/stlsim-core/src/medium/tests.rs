@@ -1,0 +1,125 @@
+use crate::device::{Cause, Device};
+use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
+use crate::mechanics::Mechanics;
+use crate::medium::Token;
+use crate::units::{Lba, PhysAddr, Track};
+
+fn device(layout: LayoutConfig, tracks: u64, spt: u32) -> Device {
+    let d = DriveConfig {
+        track_bytes: spt as u64 * 4096,
+        tracks: Some(tracks),
+        capacity_gib: None,
+        layout,
+        ..Default::default()
+    };
+    let g = Geometry::from_config(&d).unwrap();
+    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+    Device::new(g, m, true)
+}
+
+fn fill(dev: &mut Device, t: u64, spt: u32) {
+    let g = dev.geometry_arc();
+    let data: Vec<Token> = (0..spt)
+        .map(|s| {
+            let at = PhysAddr { track: Track(t), sector: s };
+            Token::data(g.home_lba(at).unwrap_or(Lba(0)), 1)
+        })
+        .collect();
+    dev.write(Cause::Host, PhysAddr { track: Track(t), sector: 0 }, spt, &data).unwrap();
+}
+
+fn at(t: u64, s: u32) -> PhysAddr {
+    PhysAddr { track: Track(t), sector: s }
+}
+
+#[test]
+fn imr_bottom_write_destroys_overlapping_top_sectors() {
+    let mut dev = device(LayoutConfig { kind: "imr".into(), ..Default::default() }, 6, 100);
+    for t in [1, 3] {
+        fill(&mut dev, t, 100);
+    }
+    // Write sectors 10..20 of bottom track 2.
+    let data: Vec<Token> = (0..10).map(|i| Token::data(Lba(1000 + i), 1)).collect();
+    dev.write(Cause::Host, at(2, 10), 10, &data).unwrap();
+    for t in [1, 3] {
+        assert!(dev.medium().peek(at(t, 9)).destroyed_by().is_none(), "sector before the span survives");
+        assert!(dev.medium().peek(at(t, 10)).destroyed_by().is_some());
+        assert!(dev.medium().peek(at(t, 19)).destroyed_by().is_some());
+        assert!(dev.medium().peek(at(t, 20)).destroyed_by().is_none(), "sector after the span survives");
+    }
+    // Top tracks can be rewritten freely: writing track 3 damages nothing.
+    fill(&mut dev, 2, 100);
+    fill(&mut dev, 3, 100);
+    assert!(dev.medium().peek(at(2, 50)).destroyed_by().is_none());
+}
+
+#[test]
+fn imr_unequal_tracks_damage_by_angle() {
+    let layout = LayoutConfig { kind: "imr".into(), top_ratio: 0.5, ..Default::default() };
+    let mut dev = device(layout, 4, 100);
+    fill(&mut dev, 1, 50);
+    // Bottom sectors 40..60 span angles 0.4..0.6: top (50 sectors) sectors 20..30.
+    dev.write(Cause::Host, at(2, 40), 20, &vec![Token::data(Lba(7), 1); 20]).unwrap();
+    assert!(dev.medium().peek(at(1, 19)).destroyed_by().is_none());
+    assert!(dev.medium().peek(at(1, 20)).destroyed_by().is_some());
+    assert!(dev.medium().peek(at(1, 29)).destroyed_by().is_some());
+    assert!(dev.medium().peek(at(1, 30)).destroyed_by().is_none());
+}
+
+#[test]
+fn smr_write_destroys_downstream_within_band() {
+    let layout = LayoutConfig { kind: "smr".into(), band_tracks: 4, head_width_tracks: 3, ..Default::default() };
+    let mut dev = device(layout, 12, 10);
+    for t in [0, 1, 2, 3, 6] {
+        fill(&mut dev, t, 10);
+    }
+    dev.write(Cause::Host, at(1, 0), 10, &vec![Token::data(Lba(3), 2); 10]).unwrap();
+    assert!(dev.medium().peek(at(0, 5)).destroyed_by().is_none(), "upstream survives");
+    assert!(dev.medium().peek(at(2, 5)).destroyed_by().is_some());
+    assert!(dev.medium().peek(at(3, 5)).destroyed_by().is_some());
+    // Writing the band's last track damages only guards: the next band survives.
+    dev.write(Cause::Host, at(3, 0), 10, &vec![Token::data(Lba(3), 3); 10]).unwrap();
+    assert!(dev.medium().peek(at(6, 0)).destroyed_by().is_none());
+}
+
+#[test]
+fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
+    let layout = LayoutConfig { kind: "zoned".into(), zone_tracks: 2, conventional_zones: 1, ..Default::default() };
+    let mut dev = device(layout, 6, 10);
+    // Zone 0 is conventional: any order.
+    dev.write(Cause::Host, at(1, 5), 2, &[Token::data(Lba(15), 1), Token::data(Lba(16), 1)]).unwrap();
+    // Zone 1 (LBAs 20..40) must be written at its pointer.
+    let e = dev.write(Cause::Host, at(2, 3), 1, &[Token::data(Lba(23), 1)]).unwrap_err();
+    assert!(e.to_string().contains("write pointer"), "{e}");
+    dev.write(Cause::Host, at(2, 0), 10, &vec![Token::data(Lba(20), 1); 10]).unwrap();
+    assert_eq!(dev.medium().write_pointer(1), Some(Lba(30)));
+    dev.write(Cause::Host, at(3, 0), 4, &vec![Token::data(Lba(30), 1); 4]).unwrap();
+    dev.reset_zone(Cause::Gc, 1).unwrap();
+    assert_eq!(dev.medium().write_pointer(1), Some(Lba(20)));
+    assert!(dev.medium().peek(at(2, 0)).is_empty());
+    dev.write(Cause::Host, at(2, 0), 1, &[Token::data(Lba(20), 2)]).unwrap();
+}
+
+#[test]
+fn cmr_writes_damage_nothing() {
+    let mut dev = device(LayoutConfig::default(), 4, 10);
+    fill(&mut dev, 1, 10);
+    fill(&mut dev, 2, 10);
+    assert!((0..10).all(|s| dev.medium().peek(at(1, s)).destroyed_by().is_none()));
+}
+
+#[test]
+fn ops_are_counted_by_cause() {
+    let mut dev = device(LayoutConfig::default(), 4, 10);
+    dev.write(Cause::Rmw, at(1, 0), 4, &vec![Token::data(Lba(10), 1); 4]).unwrap();
+    let mut out = vec![];
+    dev.read(Cause::Backup, at(1, 0), 4, &mut out).unwrap();
+    assert_eq!(out.len(), 4);
+    assert_eq!(dev.write_counts()[Cause::Rmw as usize].sectors, 4);
+    assert_eq!(dev.read_counts()[Cause::Backup as usize].ops, 1);
+    assert_eq!(dev.read_counts()[Cause::Backup as usize].seeks, 0);
+    assert_eq!(dev.write_counts()[Cause::Rmw as usize].seeks, 1);
+    // An operation past the end of a track is refused, not a panic.
+    assert!(dev.read(Cause::Host, at(1, 8), 4, &mut out).is_err());
+    assert!(dev.read(Cause::Host, at(9, 0), 1, &mut out).is_err());
+}

@@ -1,0 +1,237 @@
+//! What a run measures: host latency histograms (HDR), a per-N-request time
+//! series, issue-time disparity, and the final structured report.
+
+pub mod report;
+
+use crate::units::Nanos;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Latency summary of one class of requests, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Requests counted.
+    pub count: u64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+}
+
+/// One HDR histogram of latencies in nanoseconds, plus an exact sum for the mean.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram { hist: Histogram::new(3).expect("3 significant figures is valid"), sum_ns: 0 }
+    }
+}
+
+impl LatencyHistogram {
+    /// Count one latency.
+    #[inline]
+    pub fn record(&mut self, lat: Nanos) {
+        // Auto-resizing histogram: recording cannot fail for u64 values >= 0.
+        let _ = self.hist.record(lat.0.max(1));
+        self.sum_ns += lat.0 as u128;
+    }
+    /// Requests counted.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+    /// The summary figures.
+    pub fn summary(&self) -> LatencySummary {
+        let n = self.hist.len();
+        if n == 0 {
+            return LatencySummary::default();
+        }
+        let q = |x: f64| self.hist.value_at_quantile(x) as f64 / 1e6;
+        LatencySummary {
+            count: n,
+            mean_ms: self.sum_ns as f64 / n as f64 / 1e6,
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p99_ms: q(0.99),
+            p999_ms: q(0.999),
+            max_ms: self.hist.max() as f64 / 1e6,
+        }
+    }
+    /// The CDF as (latency ms, cumulative fraction) at every recorded bucket.
+    pub fn cdf(&self) -> (Vec<f64>, Vec<f64>) {
+        let n = self.hist.len().max(1) as f64;
+        let mut xs = vec![];
+        let mut ys = vec![];
+        for v in self.hist.iter_recorded() {
+            xs.push(self.hist.highest_equivalent(v.value_iterated_to()) as f64 / 1e6);
+            ys.push(v.count_since_last_iteration() as f64);
+        }
+        let mut acc = 0.0;
+        for y in ys.iter_mut() {
+            acc += *y;
+            *y = acc / n;
+        }
+        (xs, ys)
+    }
+}
+
+/// The per-N-request time series, as columns.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Series {
+    /// Index of the last request in each bucket (1-based count).
+    pub requests: Vec<u64>,
+    /// Issue time of that request, seconds.
+    pub issue_s: Vec<f64>,
+    /// Mean latency over the bucket, ms.
+    pub mean_latency_ms: Vec<f64>,
+    /// Mean read latency over the bucket, ms (NaN when none).
+    pub mean_read_latency_ms: Vec<f64>,
+    /// Mean write latency over the bucket, ms (NaN when none).
+    pub mean_write_latency_ms: Vec<f64>,
+    /// Largest latency in the bucket, ms.
+    pub max_latency_ms: Vec<f64>,
+    /// Issue-time disparity (issue time minus trace time) at the bucket's end, seconds.
+    pub disparity_s: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Bucket {
+    n: u64,
+    sum: u128,
+    nr: u64,
+    sum_r: u128,
+    nw: u64,
+    sum_w: u128,
+    max: u64,
+}
+
+/// Live host-side metrics of a run.
+#[derive(Clone, Debug)]
+pub struct HostMetrics {
+    /// All requests.
+    pub all: LatencyHistogram,
+    /// Reads.
+    pub reads: LatencyHistogram,
+    /// Writes.
+    pub writes: LatencyHistogram,
+    /// Time series.
+    pub series: Series,
+    every: u64,
+    bucket: Bucket,
+    done: u64,
+    /// Largest disparity seen.
+    pub max_disparity: Nanos,
+    /// Latest disparity.
+    pub last_disparity: Nanos,
+    last_issue: Nanos,
+}
+
+impl HostMetrics {
+    /// Metrics with a series point every `every` requests.
+    pub fn new(every: u64) -> HostMetrics {
+        HostMetrics {
+            all: LatencyHistogram::default(),
+            reads: LatencyHistogram::default(),
+            writes: LatencyHistogram::default(),
+            series: Series::default(),
+            every: every.max(1),
+            bucket: Bucket::default(),
+            done: 0,
+            max_disparity: Nanos::ZERO,
+            last_disparity: Nanos::ZERO,
+            last_issue: Nanos::ZERO,
+        }
+    }
+
+    /// Count one completed request.
+    #[inline]
+    pub fn record(&mut self, write: bool, issue: Nanos, complete: Nanos, disparity: Nanos) {
+        let lat = complete.saturating_sub(issue);
+        self.all.record(lat);
+        let b = &mut self.bucket;
+        b.n += 1;
+        b.sum += lat.0 as u128;
+        b.max = b.max.max(lat.0);
+        if write {
+            self.writes.record(lat);
+            b.nw += 1;
+            b.sum_w += lat.0 as u128;
+        } else {
+            self.reads.record(lat);
+            b.nr += 1;
+            b.sum_r += lat.0 as u128;
+        }
+        self.done += 1;
+        self.last_issue = issue;
+        self.last_disparity = disparity;
+        if disparity > self.max_disparity {
+            self.max_disparity = disparity;
+        }
+        if b.n >= self.every {
+            self.flush_bucket();
+        }
+    }
+
+    /// Close the current series bucket (at the end of a run).
+    pub fn flush_bucket(&mut self) {
+        let b = std::mem::take(&mut self.bucket);
+        if b.n == 0 {
+            return;
+        }
+        let mean = |s: u128, n: u64| if n == 0 { f64::NAN } else { s as f64 / n as f64 / 1e6 };
+        let s = &mut self.series;
+        s.requests.push(self.done);
+        s.issue_s.push(self.last_issue.as_secs());
+        s.mean_latency_ms.push(mean(b.sum, b.n));
+        s.mean_read_latency_ms.push(mean(b.sum_r, b.nr));
+        s.mean_write_latency_ms.push(mean(b.sum_w, b.nw));
+        s.max_latency_ms.push(b.max as f64 / 1e6);
+        s.disparity_s.push(self.last_disparity.as_secs());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_and_cdf_agree_with_recorded_values() {
+        let mut h = LatencyHistogram::default();
+        for ms in 1..=1000u64 {
+            h.record(Nanos(ms * 1_000_000));
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert!((s.mean_ms - 500.5).abs() < 1e-9);
+        assert!((s.p50_ms - 500.0).abs() / 500.0 < 0.002, "{}", s.p50_ms);
+        assert!((s.p99_ms - 990.0).abs() / 990.0 < 0.002, "{}", s.p99_ms);
+        assert!((s.max_ms - 1000.0).abs() / 1000.0 < 0.002);
+        let (xs, ys) = h.cdf();
+        assert_eq!(xs.len(), ys.len());
+        assert!((ys.last().unwrap() - 1.0).abs() < 1e-12);
+        assert!(ys.windows(2).all(|w| w[1] >= w[0]));
+    }
+
+    #[test]
+    fn series_buckets_every_n() {
+        let mut m = HostMetrics::new(10);
+        for i in 0..25u64 {
+            m.record(i % 2 == 0, Nanos(i * 1000), Nanos(i * 1000 + 2_000_000), Nanos(i));
+        }
+        m.flush_bucket();
+        assert_eq!(m.series.requests, vec![10, 20, 25]);
+        assert!(m.series.mean_latency_ms.iter().all(|&x| (x - 2.0).abs() < 1e-9));
+        assert_eq!(m.max_disparity, Nanos(24));
+    }
+}

@@ -1,0 +1,183 @@
+//! MSR Cambridge block traces (SNIA IOTTA 388), no header:
+//! `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+//!
+//! * `Timestamp`: Windows filetime, 100 ns ticks since 1601; kept absolute
+//!   (`ticks * 100` ns) since the engine only uses differences.
+//! * `Hostname`: ignored. `DiskNumber`: the volume, exposed for disk selection.
+//! * `Type`: `Read` or `Write`, any case.
+//! * `Offset`, `Size`: bytes.
+//! * `ResponseTime`: ignored (must be present).
+
+use crate::error::SimResult;
+use crate::trace::open::text::CsvLines;
+use crate::trace::open::RawTraceReader;
+use crate::trace::{Op, TraceRecord};
+use crate::units::{Bytes, Nanos};
+use std::io::Read;
+
+const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime";
+
+/// Reader of MSR Cambridge CSV traces.
+pub struct MsrReader {
+    src: CsvLines,
+}
+
+impl MsrReader {
+    /// A reader over decompressed MSR CSV; `file` labels error messages.
+    pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
+        MsrReader {
+            src: CsvLines::new(input, file, b','),
+        }
+    }
+}
+
+/// `Read` / `Write`, any case.
+pub(crate) fn parse_rw_word(s: &[u8]) -> Option<Op> {
+    if s.eq_ignore_ascii_case(b"write") {
+        Some(Op::Write)
+    } else if s.eq_ignore_ascii_case(b"read") {
+        Some(Op::Read)
+    } else {
+        None
+    }
+}
+
+impl RawTraceReader for MsrReader {
+    fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        let s = &mut self.src;
+        if !s.advance()? {
+            return Ok(None);
+        }
+        s.expect_fields(7, LAYOUT)?;
+        let ticks = s.u64_field(0, "Timestamp")?;
+        let time = ticks.checked_mul(100).ok_or_else(|| {
+            s.err(format!(
+                "Timestamp (field 1) is too large: {ticks} ticks of 100 ns overflow"
+            ))
+        })?;
+        let disk = s.u64_field(2, "DiskNumber")?;
+        let op = parse_rw_word(s.field(3)).ok_or_else(|| {
+            s.err(format!(
+                "Type (field 4) is '{}', expected Read or Write",
+                crate::trace::open::text::show(s.field(3))
+            ))
+        })?;
+        let offset = s.u64_field(4, "Offset")?;
+        let len = s.u64_field(5, "Size")?;
+        let rec = TraceRecord {
+            time: Nanos(time),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(len),
+            line: s.line(),
+        };
+        Ok(Some((rec, Some(disk))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Location, SimError};
+    use crate::trace::open::test_util::*;
+    use crate::trace::Format;
+
+    #[test]
+    fn rsrch_1() {
+        let mut s = spec(&data("rsrch_1.csv"));
+        s.format = Some(Format::Msr);
+        let r = read_all(&s).unwrap();
+        assert_eq!(r.len(), 13_780);
+        assert_eq!(counts(&r), (42, 13_738));
+        // 128166481075232275,rsrch,1,Write,281358336,45056,94872
+        assert_eq!(
+            r[0],
+            TraceRecord {
+                time: Nanos(12_816_648_107_523_227_500),
+                op: Op::Write,
+                offset: Bytes(281_358_336),
+                len: Bytes(45_056),
+                line: 1
+            }
+        );
+        // 128166624705595699,rsrch,1,Read,279339008,4096,122805
+        assert_eq!(r[4].op, Op::Read);
+        assert_eq!(r[4].offset, Bytes(279_339_008));
+        assert_eq!(r[4].len, Bytes(4096));
+        assert_eq!(r[13_779].line, 13_780);
+        assert!(r.windows(2).all(|w| w[0].time <= w[1].time));
+    }
+
+    #[test]
+    fn wdev_1_and_3() {
+        let r = read_all(&spec(&data("wdev_1.csv"))).unwrap();
+        assert_eq!(r.len(), 1_055);
+        assert_eq!(counts(&r), (0, 1_055));
+        let r = read_all(&spec(&data("wdev_3.csv"))).unwrap();
+        assert_eq!(r.len(), 682);
+        assert_eq!(counts(&r), (11, 671));
+    }
+
+    #[test]
+    fn no_final_newline_crlf_blank_lines_case_and_spaces() {
+        let text = "\n100,h,0,write,0,4096,1\r\n\r\n  \n 200 , h , 0 , READ , 512 , 1024 , 2 \n300,h,2,WrItE,1024,0,3";
+        let p = write_temp("msr-misc", "misc.csv", text.as_bytes());
+        let r = read_all(&spec(&p)).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].time, r[0].op, r[0].line), (Nanos(10_000), Op::Write, 2));
+        assert_eq!(
+            (r[1].time, r[1].op, r[1].offset, r[1].len, r[1].line),
+            (Nanos(20_000), Op::Read, Bytes(512), Bytes(1024), 5)
+        );
+        assert_eq!((r[2].op, r[2].len, r[2].line), (Op::Write, Bytes(0), 6));
+    }
+
+    fn bad_third_line(line: &str) -> (Location, String) {
+        let text = format!("1,h,0,Write,0,512,1\n2,h,0,Read,0,512,1\n{line}\n4,h,0,Read,0,512,1\n");
+        let p = write_temp("msr-bad", "bad.csv", text.as_bytes());
+        let mut s = spec(&p);
+        s.format = Some(Format::Msr);
+        match read_err(&s) {
+            SimError::TraceFormat { at, msg } => {
+                assert_eq!(
+                    at,
+                    Location {
+                        file: p.clone(),
+                        line: 3
+                    }
+                );
+                (at, msg)
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_lines_name_file_line_field_and_value() {
+        let (_, m) = bad_third_line("3,h,0,Wrote,0,512,1");
+        assert!(m.contains("Type") && m.contains("'Wrote'"), "{m}");
+        let (_, m) = bad_third_line("3,h,0,Write,0,512");
+        assert!(m.contains("expected 7 fields") && m.contains("found 6"), "{m}");
+        let (_, m) = bad_third_line("3,h,0,Write,0x10,512,1");
+        assert!(m.contains("Offset") && m.contains("'0x10'"), "{m}");
+        let (_, m) = bad_third_line("3,h,0,Write,0,-512,1");
+        assert!(m.contains("Size") && m.contains("'-512'"), "{m}");
+        let (_, m) = bad_third_line("3.5,h,0,Write,0,512,1");
+        assert!(m.contains("Timestamp") && m.contains("'3.5'"), "{m}");
+        let (_, m) = bad_third_line("99999999999999999999,h,0,Write,0,512,1");
+        assert!(m.contains("Timestamp"), "{m}");
+        let (_, m) = bad_third_line("999999999999999999,h,0,Write,0,512,1");
+        assert!(m.contains("Timestamp") && m.contains("too large"), "{m}");
+        let (_, m) = bad_third_line("3,h,x,Write,0,512,1");
+        assert!(m.contains("DiskNumber") && m.contains("'x'"), "{m}");
+        // The display form is file:line: message.
+        let e = SimError::TraceFormat {
+            at: Location {
+                file: "f.csv".into(),
+                line: 3,
+            },
+            msg: m,
+        };
+        assert!(e.to_string().starts_with("f.csv:3: "));
+    }
+}

@@ -1,0 +1,188 @@
+//! The PyO3 binding of stlsim-core, imported as the private module
+//! `stlsim._core`. Conversions and errors only: configuration arrives as JSON
+//! (validated by serde with unknown keys rejected), results leave as JSON and
+//! plain lists, and every core error becomes a typed exception from
+//! `stlsim.errors`.
+
+use pyo3::prelude::*;
+use serde::Serialize;
+use stlsim_core::error::SimError;
+use stlsim_core::geometry::{DriveConfig, Geometry};
+use stlsim_core::layers::{LayoutNeed, REGISTRY};
+use stlsim_core::mechanics::Mechanics;
+
+fn raise(py: Python<'_>, e: SimError) -> PyErr {
+    let (class, extra): (&str, Option<(u64, u32, String, String)>) = match &e {
+        SimError::Config(_) => ("ConfigError", None),
+        SimError::TraceFormat { .. } => ("TraceFormatError", None),
+        SimError::Io(_) => ("TraceIOError", None),
+        SimError::DataLoss(d) => ("DataLossError", Some((d.lba, d.expected, d.found.clone(), d.during.clone()))),
+        SimError::Medium(_) => ("MediumError", None),
+        SimError::Crash => ("SimulationError", None),
+    };
+    let msg = e.to_string();
+    let made = (|| -> PyResult<PyErr> {
+        let errors = py.import("stlsim.errors")?;
+        let cls = errors.getattr(class)?;
+        let obj = cls.call1((msg.clone(),))?;
+        if let Some((lba, expected, found, during)) = extra {
+            obj.setattr("lba", lba)?;
+            obj.setattr("expected_version", expected)?;
+            obj.setattr("found", found)?;
+            obj.setattr("during", during)?;
+        }
+        Ok(PyErr::from_value(obj))
+    })();
+    made.unwrap_or_else(|_| pyo3::exceptions::PyRuntimeError::new_err(msg))
+}
+
+fn json_err(py: Python<'_>, what: &str, e: serde_json::Error) -> PyErr {
+    raise(py, SimError::Config(format!("{what}: {e}")))
+}
+
+/// One simulation run, stepped from Python so a progress bar can follow it.
+#[pyclass(module = "stlsim._core")]
+struct Simulation {
+    // A mutex makes the class Sync for PyO3; Python never shares a run between threads.
+    inner: std::sync::Mutex<stlsim_core::Simulation>,
+}
+
+impl Simulation {
+    fn sim(&self) -> std::sync::MutexGuard<'_, stlsim_core::Simulation> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[pymethods]
+impl Simulation {
+    /// Validate a JSON run configuration and open the trace.
+    #[new]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let cfg: stlsim_core::RunConfig =
+            serde_json::from_str(config_json).map_err(|e| json_err(py, "invalid run configuration", e))?;
+        let inner = py.allow_threads(|| stlsim_core::Simulation::new(cfg)).map_err(|e| raise(py, e))?;
+        Ok(Simulation { inner: std::sync::Mutex::new(inner) })
+    }
+
+    /// Replay up to `max_requests` more requests; True when the run has finished.
+    fn step(&self, py: Python<'_>, max_requests: u64) -> PyResult<bool> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.lock().unwrap_or_else(|p| p.into_inner()).step(max_requests))
+            .map_err(|e| raise(py, e))
+    }
+
+    /// Fraction of the trace consumed (0..1).
+    #[getter]
+    fn progress(&self) -> f64 {
+        self.sim().progress()
+    }
+
+    /// Host requests completed so far.
+    #[getter]
+    fn requests_done(&self) -> u64 {
+        self.sim().requests_done()
+    }
+
+    /// Whether the run has finished.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.sim().finished()
+    }
+
+    /// Inject a power loss before the next request.
+    fn request_crash(&self) {
+        self.sim().request_crash()
+    }
+
+    /// The run report as JSON.
+    fn report_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.sim().report())
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+    }
+
+    /// The latency CDF of `which` ('all', 'read' or 'write'): (latency_ms, fraction).
+    fn cdf(&self, py: Python<'_>, which: &str) -> PyResult<(Vec<f64>, Vec<f64>)> {
+        let sim = self.sim();
+        let m = sim.metrics();
+        let h = match which {
+            "all" => &m.all,
+            "read" => &m.reads,
+            "write" => &m.writes,
+            w => return Err(raise(py, SimError::Config(format!("no latency class '{w}' (all, read, write)")))),
+        };
+        Ok(h.cdf())
+    }
+
+    /// The per-N-request series as JSON columns.
+    fn series_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.sim().metrics().series)
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+    }
+}
+
+#[derive(Serialize)]
+struct LayerListing {
+    name: &'static str,
+    summary: &'static str,
+    paper: &'static str,
+    layout: String,
+    params: &'static [stlsim_core::layers::ParamSpec],
+}
+
+/// Every registered layer with its parameters, as JSON.
+#[pyfunction]
+fn layers_json() -> String {
+    let v: Vec<LayerListing> = REGISTRY
+        .iter()
+        .map(|e| LayerListing {
+            name: e.name,
+            summary: e.summary,
+            paper: e.paper,
+            layout: match e.layout {
+                LayoutNeed::AsConventional => "any (runs the drive as conventional)".to_string(),
+                LayoutNeed::Kind(k) => k.to_string(),
+            },
+            params: e.params,
+        })
+        .collect();
+    serde_json::to_string(&v).expect("layer listing serialises")
+}
+
+#[derive(Serialize)]
+struct DriveCheck {
+    tracks: u64,
+    capacity_bytes: u64,
+    sector_bytes: u32,
+    max_sectors_per_track: u32,
+    rotation_ms: f64,
+    full_stroke_seek_ms: f64,
+    single_track_seek_ms: f64,
+}
+
+/// Validate a drive description (JSON); returns derived figures as JSON.
+#[pyfunction]
+fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
+    let d: DriveConfig = serde_json::from_str(drive_json).map_err(|e| json_err(py, "invalid drive description", e))?;
+    let g = Geometry::from_config(&d).map_err(|e| raise(py, e))?;
+    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).map_err(|e| raise(py, e))?;
+    let c = DriveCheck {
+        tracks: g.tracks(),
+        capacity_bytes: g.capacity().0 * g.sector_bytes() as u64,
+        sector_bytes: g.sector_bytes(),
+        max_sectors_per_track: g.max_sectors_per_track(),
+        rotation_ms: m.rotation_time().as_ms(),
+        full_stroke_seek_ms: m.seek_time(g.tracks().saturating_sub(1)).as_ms(),
+        single_track_seek_ms: m.seek_time(1).as_ms(),
+    };
+    Ok(serde_json::to_string(&c).expect("drive check serialises"))
+}
+
+/// The native core of stlsim (private; use the `stlsim` package).
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Simulation>()?;
+    m.add_function(wrap_pyfunction!(layers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check_drive, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
