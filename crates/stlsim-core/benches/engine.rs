@@ -1,1 +1,72 @@
-fn main() {}
+//! Criterion benchmarks of the replay engine with the CMR layer: the
+//! CloudPhysics sample replayed in `queue` mode on the imr-paper drive
+//! (metrics on, verification off), with and without the write cache, and
+//! with verification on for comparison.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use stlsim_core::engine::{LayerConfig, RunConfig};
+use stlsim_core::geometry::DriveConfig;
+use stlsim_core::trace::{open_trace, TraceRecord, TraceSpec, VecTrace};
+use stlsim_core::Simulation;
+
+fn sample() -> Vec<TraceRecord> {
+    let spec = TraceSpec {
+        path: concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi").into(),
+        ..Default::default()
+    };
+    let mut r = open_trace(&spec).unwrap();
+    let mut v = vec![];
+    while let Some(x) = r.next_record().unwrap() {
+        v.push(x);
+    }
+    v
+}
+
+fn imr_paper() -> DriveConfig {
+    let mut d = DriveConfig {
+        name: "imr-paper".into(),
+        sector_bytes: 4096,
+        rpm: 6000.0,
+        track_bytes: 2 << 20,
+        capacity_gib: Some(1024.0),
+        write_cache_mib: 100.0,
+        ..Default::default()
+    };
+    d.layout.kind = "imr".into();
+    d.layout.group_tracks = 8;
+    d
+}
+
+fn bench(c: &mut Criterion) {
+    let recs = sample();
+    let mut g = c.benchmark_group("engine-cmr-queue");
+    g.throughput(Throughput::Elements(recs.len() as u64));
+    g.sample_size(10);
+    for (name, cache, verify) in
+        [("cache-on", true, false), ("cache-off", false, false), ("cache-on-verify", true, true)]
+    {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let cfg = RunConfig {
+                        drive: imr_paper(),
+                        layer: LayerConfig { name: "cmr".into(), ..Default::default() },
+                        verify,
+                        replay: stlsim_core::engine::ReplayConfig { write_cache: Some(cache), ..Default::default() },
+                        ..Default::default()
+                    };
+                    Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
+                },
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -80,6 +80,7 @@ pub struct Simulation {
     crash_requested: bool,
     in_flight: Vec<Token>,
     scratch: Vec<Token>,
+    batch: Vec<write_cache::Extent>,
     finished: bool,
 }
 
@@ -162,6 +163,7 @@ impl Simulation {
             crash_requested: false,
             in_flight: vec![],
             scratch: vec![],
+            batch: vec![],
             finished: false,
         })
     }
@@ -343,6 +345,8 @@ impl Simulation {
             self.host.cached_writes += 1;
             Ok(ready + xfer)
         } else {
+            // Too large to cache: written through, superseding any cached copy.
+            self.cache.invalidate(lba.0, n.0);
             self.dev.advance_to(issue);
             self.in_flight = data;
             let w = WriteReq { lba, sectors: n, cause: Cause::Host, data: &self.in_flight };
@@ -403,22 +407,35 @@ impl Simulation {
     }
 
     fn destage_batch(&mut self) -> SimResult<()> {
-        let geom = self.dev.geometry_arc();
-        let batch = self.cache.take_batch(|lba| {
-            let lt = geom.logical_track_of(Lba(lba));
-            (geom.logical_track_start(lt).0, geom.logical_track_start(lt + 1).0)
-        });
-        let reqs: Vec<WriteReq> = batch
-            .iter()
-            .map(|e| WriteReq { lba: Lba(e.lba), sectors: Sectors(e.len), cause: Cause::Destage, data: &e.data })
-            .collect();
-        self.layer.write_batch(&mut self.dev, &reqs)?;
+        let geom = self.dev.geometry();
+        let mut batch = std::mem::take(&mut self.batch);
+        self.cache.take_batch_into(
+            |lba| {
+                let lt = geom.logical_track_of(Lba(lba));
+                (geom.logical_track_start(lt).0, geom.logical_track_start(lt + 1).0)
+            },
+            &mut batch,
+        );
+        fn req(e: &write_cache::Extent) -> WriteReq<'_> {
+            WriteReq { lba: Lba(e.lba), sectors: Sectors(e.len), cause: Cause::Destage, data: &e.data }
+        }
+        let r = if batch.len() == 1 {
+            self.layer.write_batch(&mut self.dev, &[req(&batch[0])])
+        } else {
+            let reqs: Vec<WriteReq> = batch.iter().map(req).collect();
+            self.layer.write_batch(&mut self.dev, &reqs)
+        };
+        if let Err(e) = r {
+            self.batch = batch;
+            return Err(e);
+        }
         for e in &batch {
             self.host.layer_write_sectors += e.len;
             if let Some(o) = &mut self.oracle {
                 o.made_durable(&e.data);
             }
         }
+        self.batch = batch;
         Ok(())
     }
 

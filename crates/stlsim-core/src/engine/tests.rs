@@ -371,3 +371,43 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
         }
     }
 }
+
+// ---- property: every read returns the newest acknowledged write ----
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ops() -> impl Strategy<Value = Vec<(bool, u64, u64, u64)>> {
+        // (write?, lba, sectors, gap_us), over a small footprint so requests overlap.
+        proptest::collection::vec((any::<bool>(), 0u64..2_000, 1u64..64, 0u64..5_000), 1..300)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn cmr_reads_see_newest_writes(
+            seq in ops(),
+            cache_sectors in prop_oneof![Just(0u64), 1u64..256, Just(4096u64)],
+            qd in 1u64..64,
+            crash in proptest::option::of(0u64..300),
+        ) {
+            let mut d = small_drive("cmr");
+            d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
+            let mut c = cfg(d, "cmr");
+            c.verify = true;
+            c.replay.queue_depth = qd;
+            c.crash_after = crash.into_iter().collect();
+            let mut t = 0;
+            let recs: Vec<_> = seq
+                .iter()
+                .map(|&(w, lba, n, gap)| {
+                    t += gap;
+                    rec(t, if w { Op::Write } else { Op::Read }, lba, n)
+                })
+                .collect();
+            let s = run(c, recs);
+            prop_assert!(s.is_ok(), "{}", s.err().unwrap());
+        }
+    }
+}

@@ -111,9 +111,18 @@ impl WriteCache {
         s
     }
 
+    /// Drop cached data that a write bypassing the cache supersedes.
+    pub fn invalidate(&mut self, lba: u64, len: u64) {
+        if self.overlaps(lba, len) {
+            self.punch(lba, len);
+        }
+    }
+
     /// Cache a write (the caller has made room).
     pub fn insert(&mut self, lba: u64, len: u64, data: Vec<Token>) {
-        self.punch(lba, len);
+        if self.overlaps(lba, len) {
+            self.punch(lba, len);
+        }
         self.next_seq += 1 << 20;
         let seq = self.next_seq;
         self.put_extent(Extent { lba, len, seq, data });
@@ -167,11 +176,22 @@ impl WriteCache {
     /// within `[lo, hi)`, the home-track bounds the caller computes from the
     /// oldest extent's first LBA. Returned in LBA order.
     pub fn take_batch(&mut self, bounds: impl FnOnce(u64) -> (u64, u64)) -> Vec<Extent> {
-        let Some((_, &oldest)) = self.by_age.iter().next() else { return vec![] };
+        let mut out = vec![];
+        self.take_batch_into(bounds, &mut out);
+        out
+    }
+
+    /// [`take_batch`](Self::take_batch) into a reused buffer (cleared first).
+    pub fn take_batch_into(&mut self, bounds: impl FnOnce(u64) -> (u64, u64), out: &mut Vec<Extent>) {
+        out.clear();
+        let Some((_, &oldest)) = self.by_age.iter().next() else { return };
         let (lo, hi) = bounds(oldest);
         let range = if lo <= oldest && oldest < hi { lo..hi } else { oldest..oldest + 1 };
-        let keys: Vec<u64> = self.by_lba.range(range).map(|(&k, _)| k).collect();
-        keys.into_iter().map(|k| self.remove_extent(k)).collect()
+        let mut key = self.by_lba.range(range.clone()).next().map(|(&k, _)| k);
+        while let Some(k) = key {
+            key = self.by_lba.range(k + 1..range.end).next().map(|(&k, _)| k);
+            out.push(self.remove_extent(k));
+        }
     }
 }
 

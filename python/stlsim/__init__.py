@@ -1,0 +1,49 @@
+"""stlsim: a fast trace-driven simulator of SMR and IMR translation layers.
+
+Quick start::
+
+    import stlsim
+
+    result = stlsim.run()                      # cmr on imr-paper, bundled trace
+    print(result.summary["waf"], result.summary["p99_ms"])
+    cmp = stlsim.compare([{"layer": "cmr"}, {"layer": "cmr", "drive": "cmr"}], limit=5000)
+    print(cmp.table())
+
+The simulation core is native (Rust); this package is its front: the API,
+the ``stlsim`` command, DataFrames, files and plots.
+"""
+
+from ._core import __version__
+from .api import compare, run
+from .config import default_trace, drives, init_config_text, layers, load_drive, load_run_config
+from .errors import (
+    ConfigError,
+    DataLossError,
+    MediumError,
+    SimulationError,
+    StlsimError,
+    TraceFormatError,
+    TraceIOError,
+)
+from .result import Comparison, Result
+
+__all__ = [
+    "Comparison",
+    "ConfigError",
+    "DataLossError",
+    "MediumError",
+    "Result",
+    "SimulationError",
+    "StlsimError",
+    "TraceFormatError",
+    "TraceIOError",
+    "__version__",
+    "compare",
+    "default_trace",
+    "drives",
+    "init_config_text",
+    "layers",
+    "load_drive",
+    "load_run_config",
+    "run",
+]

@@ -1,0 +1,34 @@
+"""Type stubs of the native core (``crates/stlsim-py``). Private: use the ``stlsim`` package."""
+
+__version__: str
+
+class Simulation:
+    """One simulation run, stepped from Python."""
+
+    def __init__(self, config_json: str) -> None:
+        """Validate a JSON run configuration and open the trace (raises stlsim.errors exceptions)."""
+    def step(self, max_requests: int) -> bool:
+        """Replay up to ``max_requests`` more requests; True when the run has finished."""
+    @property
+    def progress(self) -> float:
+        """Fraction of the trace consumed (0..1)."""
+    @property
+    def requests_done(self) -> int:
+        """Host requests completed so far."""
+    @property
+    def finished(self) -> bool:
+        """Whether the run has finished."""
+    def request_crash(self) -> None:
+        """Inject a power loss before the next request."""
+    def report_json(self) -> str:
+        """The run report as JSON."""
+    def cdf(self, which: str) -> tuple[list[float], list[float]]:
+        """The latency CDF of ``which`` ('all', 'read' or 'write'): (latency_ms, fraction)."""
+    def series_json(self) -> str:
+        """The per-N-request series as JSON columns (NaN as null)."""
+
+def layers_json() -> str:
+    """Every registered layer with its parameters, as JSON."""
+
+def check_drive(drive_json: str) -> str:
+    """Validate a drive description (JSON); returns derived figures as JSON."""

@@ -1,0 +1,284 @@
+"""The Python API: :func:`run` one configuration, :func:`compare` several.
+
+A run is validated completely (settings, drive, layer and its parameters,
+trace format) before the first request is replayed. The native simulation is
+stepped in chunks so a progress bar can follow it and Ctrl-C is honoured
+between chunks.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from . import _core
+from .config import (
+    DEFAULT_DRIVE,
+    DEFAULT_LAYER,
+    DEFAULTS,
+    _core_message,
+    check_settings,
+    default_trace,
+    load_drive,
+    load_run_config,
+)
+from .errors import ConfigError
+from .result import LATENCY_CLASSES, Comparison, Result
+
+__all__ = ["compare", "run"]
+
+#: Requests replayed per call into the core between progress updates.
+CHUNK = 16384
+#: A progress bar appears only once a run has taken this long (seconds).
+PROGRESS_AFTER_S = 1.0
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_GIVEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("stlsim_given", default=frozenset())
+
+
+def _records_given(fn: _F) -> _F:
+    """Let ``fn`` know which arguments its caller passed (so explicit
+    arguments beat a config file while defaults do not)."""
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        token = _GIVEN.set(frozenset(sig.bind(*args, **kwargs).arguments))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _GIVEN.reset(token)
+
+    return cast(_F, wrapper)
+
+
+def resolve_settings(config: ConfigSource | None, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Run settings: the defaults, then ``config`` (a TOML path or dict), then
+    the explicitly ``given`` settings. Layer parameters merge by name."""
+    s = dict(DEFAULTS)
+    if config is not None:
+        s.update(load_run_config(config))
+    for k, v in check_settings(given).items():
+        if k == "params" and v is not None and s.get("params"):
+            s["params"] = {**s["params"], **v}
+        else:
+            s[k] = v
+    return s
+
+
+def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-ready run configuration the core takes, from run settings."""
+    trace = s["trace"] if s["trace"] is not None else default_trace()
+    spec: dict[str, Any] = {
+        "path": os.path.expanduser(os.fspath(trace)),
+        "format": s["format"],
+        "disk": s["disk"],
+        "start": s["start"],
+        "limit": s["limit"],
+    }
+    if s["csv"]:
+        spec["csv"] = dict(s["csv"])
+    return {
+        "trace": spec,
+        "drive": load_drive(s["drive"]),
+        "layer": {"name": s["layer"], "params": dict(s["params"] or {})},
+        "replay": {
+            "mode": s["mode"],
+            "queue_depth": s["queue_depth"],
+            "scale": s["scale"],
+            "write_cache": s["write_cache"],
+            "fold": s["fold"],
+            "series_every": s["series_every"],
+        },
+        "verify": s["verify"],
+        "crash_after": list(s["crash_after"] or []),
+        "crash_at_ops": list(s["crash_at_ops"] or []),
+    }
+
+
+def _open(cfg: Mapping[str, Any]) -> _core.Simulation:
+    try:
+        return _core.Simulation(json.dumps(cfg))
+    except ConfigError as e:
+        raise ConfigError(f"configuration error: {_core_message(e)}") from None
+
+
+class _Bar:
+    """A rich progress bar on stderr (by fraction of the trace)."""
+
+    def __init__(self, label: str) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task = self._progress.add_task(label, total=1.0)
+        self._progress.start()
+
+    def update(self, fraction: float) -> None:
+        self._progress.update(self._task, completed=min(max(fraction, 0.0), 1.0))
+
+    def stop(self) -> None:
+        self._progress.stop()
+
+
+def _fraction(sim: _core.Simulation, limit: int | None) -> float:
+    f = sim.progress
+    if limit:
+        f = max(f, sim.requests_done / limit)
+    return f
+
+
+def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Result:
+    """Run one core configuration to the end and collect its result."""
+    t0 = time.perf_counter()
+    sim = _open(cfg)
+    limit = cfg["trace"].get("limit")
+    bar: _Bar | None = None
+    try:
+        while not sim.step(CHUNK):
+            if progress and bar is None and time.perf_counter() - t0 > PROGRESS_AFTER_S:
+                bar = _Bar(label)
+            if bar is not None:
+                bar.update(_fraction(sim, limit))
+    finally:
+        if bar is not None:
+            bar.stop()
+    report = json.loads(sim.report_json())
+    cdfs = {c: sim.cdf(c) for c in LATENCY_CLASSES}
+    series = json.loads(sim.series_json())
+    return Result(label, report, dict(cfg), cdfs, series, wall_s=time.perf_counter() - t0)
+
+
+@_records_given
+def run(
+    trace: str | os.PathLike[str] | None = None,
+    drive: str | os.PathLike[str] | Mapping[str, Any] = DEFAULT_DRIVE,
+    layer: str = DEFAULT_LAYER,
+    params: Mapping[str, Any] | None = None,
+    mode: str = "queue",
+    queue_depth: int = 64,
+    scale: float = 1.0,
+    write_cache: bool | None = None,
+    fold: bool = False,
+    verify: bool = False,
+    format: str | None = None,
+    disk: int | None = None,
+    start: int = 0,
+    limit: int | None = None,
+    series_every: int = 1000,
+    crash_after: Sequence[int] | None = None,
+    crash_at_ops: Sequence[int] | None = None,
+    config: ConfigSource | None = None,
+    progress: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    label: str | None = None,
+    csv: Mapping[str, Any] | None = None,
+) -> Result:
+    """Replay a trace through one translation layer on one drive.
+
+    Args:
+        trace: trace file (``.gz`` / ``.zst`` are decompressed); None: the
+            bundled CloudPhysics trace (113,872 requests).
+        drive: a preset name (:func:`stlsim.drives`), a drive TOML path, or a dict.
+        layer: a registered layer (:func:`stlsim.layers`).
+        params: the layer's parameters by name (values are converted to their declared kinds).
+        mode: ``queue`` (host queue of ``queue_depth``, trace timing), ``flat-out``
+            (queue depth 1, no gaps) or ``scaled`` (open loop, gaps times ``scale``).
+        write_cache: force the drive's write cache on or off (None: the drive's own).
+        fold: fold offsets beyond the drive's capacity back into it.
+        verify: carry data and check every read and the final footprint.
+        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv); None guesses.
+        disk: keep only this MSR disk number / SPC ASU.
+        start, limit: skip ``start`` requests, then replay at most ``limit``.
+        series_every: requests per point of :meth:`Result.series`.
+        crash_after: inject a power loss after each of these many completed requests.
+        crash_at_ops: inject a power loss before these physical operation numbers.
+        config: a run-configuration TOML path or dict (layout of ``stlsim
+            init-config``); arguments passed explicitly override it.
+        progress: show a progress bar on stderr once the run takes over a second.
+        out: save the result into this folder (:meth:`Result.save`).
+        label: the run's name (default: the config's label or file name, else the layer).
+        csv: column layout for ``format="csv"`` (keys of ``[trace.csv]``).
+
+    Raises:
+        ConfigError, TraceFormatError, TraceIOError, DataLossError, MediumError.
+    """
+    given_names = _GIVEN.get()
+    args = dict(locals())
+    given = {k: args[k] for k in given_names if k in DEFAULTS}
+    s = resolve_settings(config, given)
+    cfg = core_config(s)
+    result = simulate(cfg, s["label"] or s["layer"], progress)
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique by appending -2, -3 ... to repeats."""
+    out: list[str] = []
+    for lab in labels:
+        name, n = lab, 1
+        while name in out:
+            n += 1
+            name = f"{lab}-{n}"
+        out.append(name)
+    return out
+
+
+def compare(
+    configs: Sequence[ConfigSource] | ConfigSource,
+    trace: str | os.PathLike[str] | None = None,
+    *,
+    progress: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    **common: Any,
+) -> Comparison:
+    """Run several configurations in turn and put them side by side.
+
+    Each entry of ``configs`` is a run-configuration TOML path or a dict of the
+    same shape (``{"label": ..., "layer": {"name": ..., "params": {...}}, ...}``;
+    ``layer`` and ``drive`` may be plain strings). ``trace`` and ``common``
+    (any :func:`run` setting, e.g. ``limit=5000``, ``drive="cmr"``) apply to
+    every configuration and override it. Labels default to the config's label,
+    its file name, or its layer, made unique with ``-2``, ``-3`` ...
+
+    Every configuration is validated before the first run starts.
+    """
+    if isinstance(configs, (str, os.PathLike, Mapping)):
+        configs = [configs]
+    configs = list(configs)
+    if not configs:
+        raise ConfigError("configuration error: compare needs at least one configuration")
+    unknown = sorted(set(common) - set(DEFAULTS) | ({"label"} & set(common)))
+    if unknown:
+        raise TypeError(f"compare() got unexpected keyword argument(s): {', '.join(unknown)}")
+    given = dict(common)
+    if trace is not None:
+        given["trace"] = trace
+    settings = [resolve_settings(c, given) for c in configs]
+    labels = _unique([s["label"] or s["layer"] for s in settings])
+    cfgs = [core_config(s) for s in settings]
+    results = [simulate(cfg, label, progress) for cfg, label in zip(cfgs, labels)]
+    comparison = Comparison(results)
+    if out is not None:
+        comparison.save(Path(out))
+    return comparison

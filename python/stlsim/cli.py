@@ -1,0 +1,592 @@
+"""The ``stlsim`` command.
+
+    stlsim run          replay a trace through one layer, print a summary
+    stlsim compare      run several configurations, save a table and plots
+    stlsim layers       list the translation layers and their parameters
+    stlsim drives       list the drive presets with derived figures
+    stlsim init-config  write a fully commented run configuration
+
+Every error a user can cause is printed as one line ``stlsim: error: ...`` on
+stderr with exit status 2; Ctrl-C exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .errors import ConfigError, StlsimError
+
+__all__ = ["build_parser", "main"]
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as one line, like every other stlsim error."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"stlsim: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(EXIT_ERROR)
+
+
+def _nonneg(text: str) -> int:
+    try:
+        v = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return v
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    """Options shared by run and compare (all default to 'not given')."""
+    t = p.add_argument_group("trace")
+    t.add_argument("--trace", metavar="FILE", help="trace file (.gz/.zst ok; default: the bundled CloudPhysics trace)")
+    t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv or auto (default: guess)")
+    t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
+    t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
+    t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
+    d = p.add_argument_group("drive and layer")
+    d.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
+    d.add_argument(
+        "--param", action="append", metavar="NAME=VALUE", help="a layer parameter (repeatable; see 'stlsim layers')"
+    )
+    r = p.add_argument_group("replay")
+    r.add_argument("--mode", choices=("queue", "flat-out", "scaled"), help="replay mode (default: queue)")
+    r.add_argument("--queue-depth", type=_nonneg, metavar="Q", help="host queue depth in queue mode (default: 64)")
+    r.add_argument("--scale", type=_positive_float, metavar="X", help="inter-arrival multiplier in scaled mode")
+    r.add_argument(
+        "--write-cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="force the drive's write cache on or off (default: the drive's)",
+    )
+    r.add_argument(
+        "--fold", action=argparse.BooleanOptionalAction, default=None, help="fold offsets beyond the capacity"
+    )
+    r.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="carry data and check every read and the final footprint",
+    )
+    r.add_argument("--series-every", type=_nonneg, metavar="N", help="requests per time-series point (default: 1000)")
+    r.add_argument(
+        "--crash-after",
+        type=_nonneg,
+        nargs="+",
+        action="extend",
+        metavar="N",
+        help="inject a power loss after N completed requests (several allowed)",
+    )
+    r.add_argument(
+        "--crash-at-op",
+        dest="crash_at_ops",
+        type=_nonneg,
+        nargs="+",
+        action="extend",
+        metavar="N",
+        help="inject a power loss before physical operation N (several allowed)",
+    )
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``stlsim`` command."""
+    from . import __version__
+
+    parser = _Parser(
+        prog="stlsim",
+        description="Trace-driven simulator of SMR and IMR translation layers.",
+        epilog="Run 'stlsim COMMAND --help' for a command's options; see docs/cli.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"stlsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser(
+        "run",
+        help="replay a trace through one layer and print a summary",
+        description="Replay a trace through one translation layer. With no options: layer cmr on drive "
+        "imr-paper over the bundled CloudPhysics trace, queue mode, queue depth 64.",
+    )
+    p.add_argument("--config", metavar="FILE", help="run configuration TOML (options given here override it)")
+    p.add_argument("--layer", metavar="NAME", help="translation layer (default: cmr; see 'stlsim layers')")
+    p.add_argument("--label", metavar="NAME", help="name of the run in the report")
+    p.add_argument("--out", metavar="DIR", help="save report.json, config.json and Parquet files into DIR")
+    _add_common(p)
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser(
+        "compare",
+        help="run several configurations; save a table and plots",
+        description="Run several configurations over the same trace and save summary.csv, per-run files "
+        "and plots (latency_cdf.png, headline.png, disparity.png). Give configurations as --config files "
+        "and/or --layer names; the other options apply to every configuration and override it.",
+    )
+    p.add_argument("--config", action="append", metavar="FILE", help="a run configuration TOML (repeatable)")
+    p.add_argument("--layer", action="append", metavar="NAME", help="a layer to run with its defaults (repeatable)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
+    _add_common(p)
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("layers", help="list the translation layers and their parameters")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=_cmd_layers)
+
+    p = sub.add_parser("drives", help="list the drive presets with derived figures")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_drives)
+
+    p = sub.add_parser(
+        "init-config",
+        help="write a fully commented run configuration",
+        description="Write a commented run configuration that runs as is on the bundled trace "
+        "(to FILE, or to stdout).",
+    )
+    p.add_argument("file", nargs="?", metavar="FILE", help="where to write it (default: stdout)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.set_defaults(func=_cmd_init_config)
+    return parser
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+_SETTING_OPTIONS = (
+    "trace",
+    "format",
+    "disk",
+    "start",
+    "limit",
+    "drive",
+    "mode",
+    "queue_depth",
+    "scale",
+    "write_cache",
+    "fold",
+    "verify",
+    "series_every",
+    "crash_after",
+    "crash_at_ops",
+)
+
+
+def _given(ns: argparse.Namespace) -> dict[str, Any]:
+    """The run settings given on the command line (options not given are left out)."""
+    from .config import parse_params
+
+    out = {k: getattr(ns, k) for k in _SETTING_OPTIONS if getattr(ns, k, None) is not None}
+    if ns.param:
+        out["params"] = parse_params(ns.param)
+    return out
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # A terminal gets tables fitted to its width; a pipe or file gets them at
+    # their natural width (never squeezed into 80 columns with ellipses).
+    width = None if stream.isatty() else 200
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
+def _show_progress() -> bool:
+    return sys.stderr.isatty()
+
+
+def _info(message: str) -> None:
+    sys.stderr.write(f"stlsim: {message}\n")
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        if v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _ms(v: float) -> str:
+    """A latency in ms with about five significant digits."""
+    if v != v:
+        return "-"
+    return f"{v:,.3f}" if v < 10 else f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+
+
+def _mib(sectors: int, sector_bytes: int) -> str:
+    return f"{sectors * sector_bytes / 2**20:,.1f}"
+
+
+def _print_summary(result: Any) -> None:
+    from rich import box
+    from rich.table import Table
+
+    r = result.report
+    con = _console()
+    host = r["host"]
+    drive = r["drive"]
+    mode = r["mode"] + " mode" + (f" (queue depth {r['queue_depth']})" if r["mode"] == "queue" else "")
+    con.print(
+        f"[bold]{result.label}[/bold]: layer [bold]{r['layer']}[/bold] on drive [bold]{drive['name']}[/bold] "
+        f"({drive['layout']} layout, {drive['capacity_bytes'] / 1e9:,.0f} GB), {mode}"
+    )
+    if r.get("params"):
+        con.print("parameters: " + ", ".join(f"{k}={v}" for k, v in r["params"].items()))
+    status = "" if r.get("finished", True) else " [red](not finished)[/red]"
+    con.print(
+        f"trace {r['trace']}: {host['requests']:,} requests "
+        f"({host['reads']:,} reads, {host['writes']:,} writes){status}"
+    )
+
+    lat = Table(title="Host latency (ms)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    lat.add_column("class", no_wrap=True)
+    for c in ("count", "mean", "p50", "p90", "p99", "p99.9", "max"):
+        lat.add_column(c, justify="right", no_wrap=True)
+    for cls in ("all", "read", "write"):
+        s = r["latency"][cls]
+        lat.add_row(
+            cls,
+            _num(s["count"]),
+            *(_ms(s[k]) for k in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms")),
+        )
+    con.print(lat)
+
+    run = Table(title="Run", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, show_header=False)
+    run.add_column("figure", no_wrap=True)
+    run.add_column("value", justify="right", no_wrap=True)
+    run.add_column("figure", no_wrap=True)
+    run.add_column("value", justify="right", no_wrap=True)
+    rows = [
+        ("WAF", f"{r['waf']:.3f}"),
+        ("I/O amplification", f"{r['io_amplification']:.3f}"),
+        ("simulated time (s)", _num(r["simulated_s"], 1)),
+        ("IOPS", _num(r["iops"], 1)),
+        ("throughput (MB/s)", _num(r["throughput_mb_s"], 2)),
+        ("device utilisation", f"{100 * r['utilisation']:.1f}%"),
+        ("disparity final (s)", _num(r["final_disparity_s"], 2)),
+        ("disparity max (s)", _num(r["max_disparity_s"], 2)),
+        ("writes cached", _num(host.get("cached_writes"))),
+        ("reads hit in cache", _num(host.get("cache_read_hits"))),
+        ("crashes", _num(r["crashes"])),
+        ("requests lost in crashes", _num(host.get("lost_in_crash"))),
+    ]
+    for i in range(0, len(rows), 2):
+        a, b = rows[i], rows[i + 1] if i + 1 < len(rows) else ("", "")
+        run.add_row(a[0], a[1], b[0], b[1])
+    con.print(run)
+
+    dev = Table(title="Device work by cause", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for c, j in (
+        ("cause", "left"),
+        ("read ops", "right"),
+        ("read MiB", "right"),
+        ("write ops", "right"),
+        ("write MiB", "right"),
+        ("busy s", "right"),
+        ("seeks", "right"),
+    ):
+        dev.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
+    sb = drive["sector_bytes"]
+    for row in r["device"]["by_cause"]:
+        dev.add_row(
+            row["cause"],
+            _num(row["read_ops"]),
+            _mib(row["read_sectors"], sb),
+            _num(row["write_ops"]),
+            _mib(row["write_sectors"], sb),
+            f"{row['busy_s']:,.1f}",
+            _num(row["seeks"]),
+        )
+    d = r["device"]
+    dev.add_section()
+    dev.add_row(
+        "total",
+        _num(d["read_ops"]),
+        _mib(d["media_read_sectors"], sb),
+        _num(d["write_ops"]),
+        _mib(d["media_write_sectors"], sb),
+        f"{d['busy_s']:,.1f}",
+        _num(d["seeks"]),
+    )
+    con.print(dev)
+
+    counters = r.get("layer_counters") or {}
+    if counters:
+        lc = Table(title=f"Layer counters ({r['layer']})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        lc.add_column("counter", no_wrap=True)
+        lc.add_column("value", justify="right", no_wrap=True)
+        for k, v in counters.items():
+            lc.add_row(k, _num(v))
+        con.print(lc)
+    else:
+        con.print(f"Layer counters ({r['layer']}): none")
+
+    v = r["verification"]
+    if v["enabled"]:
+        verdict = "[green]passed[/green]" if v["mismatches"] == 0 else f"[red]{v['mismatches']} mismatches[/red]"
+        con.print(
+            f"Verification: {verdict}: {v['read_blocks_checked']:,} blocks checked on reads, "
+            f"{v['scan_blocks_checked']:,} by scans, {v['mismatches']} mismatches"
+        )
+    else:
+        con.print("Verification: off (use --verify)")
+
+
+def _warn_empty(result: Any) -> None:
+    if result.report["host"]["requests"] == 0:
+        _info(f"warning: run '{result.label}' replayed no requests (check --disk, --start and --limit)")
+
+
+# --------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------
+
+
+def _cmd_run(ns: argparse.Namespace) -> int:
+    from .api import core_config, resolve_settings, simulate
+
+    given = _given(ns)
+    if ns.layer is not None:
+        given["layer"] = ns.layer
+    if ns.label is not None:
+        given["label"] = ns.label
+    s = resolve_settings(ns.config, given)
+    cfg = core_config(s)
+    result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
+    if ns.out:
+        result.save(ns.out)
+    if ns.json:
+        sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
+    else:
+        _print_summary(result)
+    _warn_empty(result)
+    if ns.out:
+        _info(f"saved report.json, config.json, latency_cdf.parquet and series.parquet in {ns.out}")
+    return 0
+
+
+def _default_compare_dir() -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path("results") / f"compare-{stamp}"
+    p, n = base, 1
+    while p.exists():
+        n += 1
+        p = base.with_name(f"{base.name}-{n}")
+    return p
+
+
+def _print_table(comparison: Any) -> None:
+    from rich import box
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    cols = [
+        ("label", "label", None),
+        ("layer", "layer", None),
+        ("drive", "drive", None),
+        ("requests", "requests", 0),
+        ("WAF", "waf", 3),
+        ("mean ms", "mean_ms", 3),
+        ("p99 ms", "p99_ms", 3),
+        ("p99.9 ms", "p999_ms", 3),
+        ("max ms", "max_ms", 3),
+        ("disparity s", "final_disparity_s", 2),
+    ]
+    for title, key, digits in cols:
+        t.add_column(title, justify="left" if digits is None else "right", no_wrap=True)
+    for r in comparison.results:
+        s = r.summary
+        t.add_row(
+            *(
+                str(s[k]) if digits is None else (f"{s[k]:,.{digits}f}" if isinstance(s[k], float) else _num(s[k]))
+                for _, k, digits in cols
+            )
+        )
+    _console().print(t)
+
+
+def _cmd_compare(ns: argparse.Namespace) -> int:
+    from .api import compare
+
+    configs: list[Any] = list(ns.config or [])
+    configs += [{"layer": {"name": name}} for name in ns.layer or []]
+    if not configs:
+        raise ConfigError("configuration error: compare needs configurations: --config FILE ... and/or --layer NAME ...")
+    out = Path(ns.out) if ns.out else _default_compare_dir()
+    comparison = compare(configs, progress=_show_progress(), **_given(ns))
+    comparison.save(out)
+    if ns.json:
+        sys.stdout.write(comparison.table().to_json(orient="records", indent=2) + "\n")
+    else:
+        _print_table(comparison)
+    for r in comparison.results:
+        _warn_empty(r)
+    _info(f"saved summary.csv, latency_cdf.png, headline.png, disparity.png and one folder per run in {out}")
+    return 0
+
+
+def _kind_text(kind: Any) -> str:
+    if isinstance(kind, dict) and "choice" in kind:
+        return " | ".join(kind["choice"])
+    return str(kind)
+
+
+def _cmd_layers(ns: argparse.Namespace) -> int:
+    from rich import box
+    from rich.table import Table
+
+    from .config import layers
+
+    listed = layers()
+    if ns.json:
+        sys.stdout.write(json.dumps(listed, indent=2) + "\n")
+        return 0
+    con = _console()
+    t = Table(title="Translation layers", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t.add_column("layer", no_wrap=True, style="bold")
+    t.add_column("layout")
+    t.add_column("summary")
+    t.add_column("paper")
+    for e in listed:
+        t.add_row(e["name"], e["layout"], e["summary"], e["paper"])
+    con.print(t)
+    for e in listed:
+        params = e.get("params") or []
+        if not params:
+            con.print(f"[bold]{e['name']}[/bold]: no parameters")
+            continue
+        p = Table(title=f"Parameters of {e['name']} (--param NAME=VALUE)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        p.add_column("name", no_wrap=True)
+        p.add_column("kind")
+        p.add_column("unit", no_wrap=True)
+        p.add_column("default", justify="right", no_wrap=True)
+        p.add_column("meaning")
+        for q in params:
+            p.add_row(q["name"], _kind_text(q["kind"]), q.get("unit", ""), str(q.get("default", "")), q.get("doc", ""))
+        con.print(p)
+    return 0
+
+
+def _cmd_drives(ns: argparse.Namespace) -> int:
+    from rich import box
+    from rich.table import Table
+
+    from .config import check_drive, drives, load_drive
+
+    rows = []
+    for preset in drives():
+        d = load_drive(preset["name"])
+        rows.append({"name": preset["name"], "description": preset["description"], "drive": d, "derived": check_drive(d)})
+    if ns.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    con = _console()
+    t = Table(title="Drive presets (--drive NAME)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for c, j in (
+        ("preset", "left"),
+        ("layout", "left"),
+        ("capacity GB", "right"),
+        ("tracks", "right"),
+        ("sector B", "right"),
+        ("rpm", "right"),
+        ("rotation ms", "right"),
+        ("seek ms", "right"),
+        ("cache MiB", "right"),
+    ):
+        t.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
+    for row in rows:
+        d, x = row["drive"], row["derived"]
+        t.add_row(
+            row["name"],
+            str(d.get("layout", {}).get("kind", "cmr")),
+            f"{x['capacity_bytes'] / 1e9:,.0f}",
+            _num(x["tracks"]),
+            _num(x["sector_bytes"]),
+            _num(float(d.get("rpm", 0))),
+            f"{x['rotation_ms']:.2f}",
+            f"{x['single_track_seek_ms']:.1f}-{x['full_stroke_seek_ms']:.1f}",
+            _num(float(d.get("write_cache_mib", 0))),
+        )
+    con.print(t)
+    for row in rows:
+        con.print(f"[bold]{row['name']}[/bold]: {row['description']}")
+    return 0
+
+
+def _cmd_init_config(ns: argparse.Namespace) -> int:
+    from .config import init_config_text
+
+    text = init_config_text()
+    if ns.file is None:
+        sys.stdout.write(text)
+        return 0
+    path = Path(ns.file)
+    if path.exists() and not ns.force:
+        raise ConfigError(f"configuration error: '{path}' exists; use --force to overwrite it")
+    path.write_text(text, encoding="utf-8")
+    _info(f"wrote {path}; run it with: stlsim run --config {path}")
+    return 0
+
+
+# --------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``stlsim`` command; returns the exit status."""
+    try:
+        ns = build_parser().parse_args(argv)
+        return int(ns.func(ns))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (e.g. `stlsim layers | head`): stop quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 1
+    except (StlsimError, OSError) as e:
+        sys.stderr.write(f"stlsim: error: {_one_line(e)}\n")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

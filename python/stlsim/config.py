@@ -1,0 +1,581 @@
+"""Configuration: drive presets, run-configuration TOML files, layer listings
+and ``--param NAME=VALUE`` parsing.
+
+Everything here is validated before a simulation starts, and every problem is
+a :class:`~stlsim.errors.ConfigError` whose message names the file and key
+at fault. The native core validates again (unknown keys are rejected there
+too), so this module never has to know every field of the Rust structs; it
+knows the run-level settings that the Python API exposes as arguments.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from .errors import ConfigError
+
+__all__ = [
+    "DEFAULT_DRIVE",
+    "DEFAULT_LAYER",
+    "DEFAULTS",
+    "FORMATS",
+    "MODES",
+    "check_drive",
+    "default_trace",
+    "deep_merge",
+    "drives",
+    "init_config_text",
+    "layers",
+    "load_drive",
+    "load_run_config",
+    "parse_param",
+    "parse_params",
+]
+
+DEFAULT_DRIVE = "imr-paper"
+DEFAULT_LAYER = "cmr"
+#: Replay modes the core knows.
+MODES = ("queue", "flat-out", "scaled")
+#: Trace formats the core knows (None: guess from the file name and first line).
+FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv")
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv"}
+
+#: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
+#: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
+DEFAULTS: dict[str, Any] = {
+    "label": None,
+    "trace": None,
+    "format": None,
+    "disk": None,
+    "start": 0,
+    "limit": None,
+    "csv": None,
+    "drive": DEFAULT_DRIVE,
+    "layer": DEFAULT_LAYER,
+    "params": None,
+    "mode": "queue",
+    "queue_depth": 64,
+    "scale": 1.0,
+    "write_cache": None,
+    "fold": False,
+    "series_every": 1000,
+    "verify": False,
+    "crash_after": None,
+    "crash_at_ops": None,
+}
+
+# Where each run setting lives in a run-configuration TOML file.
+_TOML_NAME = {
+    "label": "label",
+    "trace": "trace.path",
+    "format": "trace.format",
+    "disk": "trace.disk",
+    "start": "trace.start",
+    "limit": "trace.limit",
+    "csv": "trace.csv",
+    "drive": "drive",
+    "layer": "layer.name",
+    "params": "layer.params",
+    "mode": "replay.mode",
+    "queue_depth": "replay.queue_depth",
+    "scale": "replay.scale",
+    "write_cache": "replay.write_cache",
+    "fold": "replay.fold",
+    "series_every": "replay.series_every",
+    "verify": "verify",
+    "crash_after": "crash_after",
+    "crash_at_ops": "crash_at_ops",
+}
+_TOP_KEYS = ("label", "verify", "crash_after", "crash_at_ops", "trace", "drive", "layer", "replay")
+_SECTION_KEYS = {
+    "trace": {"path": "trace", "format": "format", "disk": "disk", "start": "start", "limit": "limit", "csv": "csv"},
+    "layer": {"name": "layer", "params": "params"},
+    "replay": {
+        "mode": "mode",
+        "queue_depth": "queue_depth",
+        "scale": "scale",
+        "write_cache": "write_cache",
+        "fold": "fold",
+        "series_every": "series_every",
+    },
+}
+
+_SERDE_POSITION = re.compile(r" at line \d+ column \d+$")
+
+
+def _core_message(e: Exception) -> str:
+    """The message of a core ConfigError without its prefix and JSON position."""
+    msg = _SERDE_POSITION.sub("", str(e))
+    return msg.removeprefix("configuration error: ")
+
+
+# --------------------------------------------------------------------------
+# Files and resources
+# --------------------------------------------------------------------------
+
+
+def default_trace() -> Path:
+    """Path of the bundled trace (``cloudPhysicsIO.vscsi``, 113,872 requests)."""
+    return Path(str(resources.files("stlsim").joinpath("data", "cloudPhysicsIO.vscsi")))
+
+
+def _read_toml(path: Path | Any, what: str) -> dict[str, Any]:
+    """Parse a TOML file; syntax and read errors become ConfigError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"configuration error: {what} '{path}' not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"configuration error: cannot read {what} '{path}': {e}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"configuration error: {path}: invalid TOML: {e}") from None
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on top; nested tables merge key by key, anything else is replaced."""
+    out = copy.deepcopy(dict(base))
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Drives
+# --------------------------------------------------------------------------
+
+
+def _preset_files() -> dict[str, Any]:
+    folder = resources.files("stlsim").joinpath("drives")
+    return {p.name[: -len(".toml")]: p for p in folder.iterdir() if p.name.endswith(".toml")}
+
+
+def drives() -> list[dict[str, Any]]:
+    """The shipped drive presets: ``[{name, description, path}]`` sorted by name."""
+    out = []
+    for name, path in sorted(_preset_files().items()):
+        d = _read_toml(path, "drive preset")
+        out.append({"name": name, "description": d.get("description", ""), "path": str(path)})
+    return out
+
+
+def check_drive(drive: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a drive description; returns its derived figures
+    (tracks, capacity_bytes, sector_bytes, rotation_ms, seek times ...)."""
+    return json.loads(_core.check_drive(json.dumps(drive)))
+
+
+def load_drive(
+    drive: str | os.PathLike[str] | Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    base_dir: Path | None = None,
+) -> dict[str, Any]:
+    """A validated drive description.
+
+    ``drive`` is a preset name (see :func:`drives`), a path to a drive TOML
+    file, or a dict. A file or dict may hold ``preset = "NAME"``: the preset
+    is loaded and the other keys override it. ``overrides`` are laid on top
+    (tables such as ``seek`` and ``layout`` merge key by key). Relative paths
+    resolve against ``base_dir`` (default: the working directory).
+    """
+    source: str
+    if isinstance(drive, Mapping):
+        d = copy.deepcopy(dict(drive))
+        source = "drive"
+        where = base_dir
+    elif isinstance(drive, (str, os.PathLike)):
+        text = os.fspath(drive)
+        presets = _preset_files()
+        path = Path(text)
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        if isinstance(drive, str) and text in presets:
+            d = _read_toml(presets[text], "drive preset")
+            source = f"drive preset '{text}'"
+            where = None
+        elif path.is_file():
+            d = _read_toml(path, "drive file")
+            d.setdefault("name", path.stem)  # a user's drive is named after its file
+            source = f"drive file '{path}'"
+            where = path.parent
+        elif text.endswith(".toml") or os.sep in text or "/" in text:
+            raise ConfigError(f"configuration error: drive file '{path}' not found")
+        else:
+            known = ", ".join(sorted(presets))
+            raise ConfigError(
+                f"configuration error: unknown drive '{text}' (presets: {known}; or give the path of a drive TOML file)"
+            )
+    else:
+        raise ConfigError(f"configuration error: drive must be a preset name, a path or a dict, not {type(drive).__name__}")
+
+    if "preset" in d:
+        preset = d.pop("preset")
+        if not isinstance(preset, str):
+            raise ConfigError(f"configuration error: {source}: 'preset' must be a preset name or a path")
+        d = deep_merge(load_drive(preset, base_dir=where), d)
+    if overrides:
+        d = deep_merge(d, overrides)
+    try:
+        check_drive(d)
+    except ConfigError as e:
+        raise ConfigError(f"configuration error: {source}: {_core_message(e)}") from None
+    return d
+
+
+# --------------------------------------------------------------------------
+# Layers and parameters
+# --------------------------------------------------------------------------
+
+
+def layers() -> list[dict[str, Any]]:
+    """Every registered layer: ``[{name, summary, paper, layout, params: [{name, kind, unit, default, doc}]}]``."""
+    return json.loads(_core.layers_json())
+
+
+def parse_param(text: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (the value may contain ``=``; the core converts it to the declared type)."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name or any(c.isspace() for c in name):
+        raise ConfigError(f"configuration error: expected NAME=VALUE for a layer parameter, got '{text}'")
+    return name, value.strip()
+
+
+def parse_params(items: list[str] | None) -> dict[str, str]:
+    """``--param`` options as a dict (a later NAME wins)."""
+    return dict(parse_param(t) for t in items or [])
+
+
+# --------------------------------------------------------------------------
+# Run settings
+# --------------------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _bad(where: str, key: str, want: str, v: Any) -> ConfigError:
+    prefix = f"{where}: " if where else ""
+    return ConfigError(f"configuration error: {prefix}{key} must be {want}, got {v!r}")
+
+
+def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> str | None:
+    """A trace format name as the core expects it (aliases resolved, ``auto`` -> None)."""
+    if fmt is None:
+        return None
+    if not isinstance(fmt, str):
+        raise _bad(where, key, "a format name", fmt)
+    f = fmt.strip().lower()
+    if f in _FORMAT_ALIASES:
+        return _FORMAT_ALIASES[f]
+    if f not in FORMATS:
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(
+            f"configuration error: {prefix}unknown trace format '{fmt}' (known: {', '.join(FORMATS)}, or auto)"
+        )
+    return f
+
+
+def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Type-check run settings (see :data:`DEFAULTS`) and normalise them.
+
+    ``where`` prefixes messages (a file name); ``names`` maps setting names to
+    the names the user wrote (TOML keys).
+    """
+    out = dict(s)
+    for key, v in s.items():
+        name = (names or {}).get(key, key)
+        if key not in DEFAULTS:
+            raise ConfigError(f"configuration error: {where + ': ' if where else ''}unknown setting '{name}'")
+        if v is None:
+            if key in ("drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify"):
+                raise _bad(where, name, "given (not None)", v)
+            continue
+        if key in ("disk", "start", "limit", "queue_depth", "series_every"):
+            if not _is_int(v) or v < 0:
+                raise _bad(where, name, "a non-negative integer", v)
+        elif key == "scale":
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
+                raise _bad(where, name, "a positive number", v)
+            out[key] = float(v)
+        elif key in ("fold", "verify", "write_cache"):
+            if not isinstance(v, bool):
+                raise _bad(where, name, "true or false", v)
+        elif key in ("crash_after", "crash_at_ops"):
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+                raise _bad(where, name, "a list of non-negative integers", v)
+            items = list(v)
+            if not all(_is_int(x) and x >= 0 for x in items):
+                raise _bad(where, name, "a list of non-negative integers", v)
+            out[key] = items
+        elif key == "mode":
+            if v not in MODES:
+                raise _bad(where, name, "one of " + ", ".join(MODES), v)
+        elif key == "format":
+            out[key] = normalize_format(v, where, name)
+        elif key in ("layer", "label"):
+            if not isinstance(v, str) or (key == "layer" and not v):
+                raise _bad(where, name, "a name", v)
+        elif key == "trace":
+            if not isinstance(v, (str, os.PathLike)):
+                raise _bad(where, name, "a path", v)
+        elif key == "drive":
+            if not isinstance(v, (str, os.PathLike, Mapping)):
+                raise _bad(where, name, "a preset name, a path or a table", v)
+        elif key in ("params", "csv"):
+            if not isinstance(v, Mapping):
+                raise _bad(where, name, "a table", v)
+            out[key] = dict(v)
+    return out
+
+
+def _settings_from_tree(tree: Mapping[str, Any], where: str, base_dir: Path | None) -> dict[str, Any]:
+    """Map a run-configuration tree (TOML layout) onto run settings."""
+    out: dict[str, Any] = {}
+    prefix = f"{where}: " if where else ""
+    for key, value in tree.items():
+        if key not in _TOP_KEYS:
+            raise ConfigError(
+                f"configuration error: {prefix}unknown key '{key}' (known: {', '.join(_TOP_KEYS)})"
+            )
+        if key in ("label", "verify", "crash_after", "crash_at_ops"):
+            out[key] = value
+        elif key == "drive":
+            if isinstance(value, Mapping):
+                out["drive"] = dict(value)
+            else:
+                out["drive"] = value
+        elif key == "layer" and isinstance(value, str):
+            out["layer"] = value
+        else:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"configuration error: {prefix}'{key}' must be a table ([{key}])")
+            known = _SECTION_KEYS[key]
+            for k, v in value.items():
+                if k not in known:
+                    raise ConfigError(
+                        f"configuration error: {prefix}unknown key '{key}.{k}' (known: {', '.join(known)})"
+                    )
+                out[known[k]] = v
+    if out.get("label") == "":
+        del out["label"]
+    if out.get("trace") == "":
+        del out["trace"]  # empty path: the bundled trace
+    out = check_settings(out, where, _TOML_NAME)
+    if base_dir is not None:
+        # Relative paths in a file resolve against the file's folder.
+        t = out.get("trace")
+        if t is not None and not Path(t).is_absolute():
+            out["trace"] = str(base_dir / t)
+        d = out.get("drive")
+        if isinstance(d, Mapping):
+            p = d.get("preset")
+            if isinstance(p, str) and p not in _preset_files() and not Path(p).is_absolute():
+                out["drive"] = {**d, "preset": str(base_dir / p)}
+        elif isinstance(d, (str, os.PathLike)) and str(d) not in _preset_files() and not Path(d).is_absolute():
+            out["drive"] = str(base_dir / d)
+    return out
+
+
+def load_run_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Read a run configuration (a TOML file or a dict of the same shape) into
+    run settings (keyword arguments of :func:`stlsim.run`).
+
+    The layout (see ``stlsim init-config``)::
+
+        label = "..."            verify = false       crash_after = [..]  crash_at_ops = [..]
+        [trace]   path, format, disk, start, limit, [trace.csv]
+        [drive]   preset = "imr-paper" plus any drive key to override
+        [layer]   name, [layer.params]
+        [replay]  mode, queue_depth, scale, write_cache, fold, series_every
+
+    A dict may also give ``layer`` and ``drive`` as plain strings. Unknown
+    keys are errors naming the file and key. In a file, relative paths are
+    relative to the file's folder. When a file gives no label, its name
+    (without ``.toml``) is the label.
+    """
+    if isinstance(config, Mapping):
+        return _settings_from_tree(config, "", None)
+    if not isinstance(config, (str, os.PathLike)):
+        raise ConfigError(f"configuration error: config must be a path or a dict, not {type(config).__name__}")
+    path = Path(config)
+    tree = _read_toml(path, "config file")
+    out = _settings_from_tree(tree, str(path), path.parent)
+    out.setdefault("label", path.stem)
+    return out
+
+
+# --------------------------------------------------------------------------
+# init-config
+# --------------------------------------------------------------------------
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def _line(key: str, value: Any, comment: str, commented: bool = False, width: int = 30) -> str:
+    text = f"{key} = {_toml_value(value)}"
+    return f"{'# ' if commented else ''}{text:<{width}} # {comment}"
+
+
+# Units and meaning of the drive keys, for the commented [drive] section.
+_DRIVE_DOCS = {
+    "name": "name shown in reports",
+    "description": "one line describing the drive",
+    "sector_bytes": "bytes per sector: 512 or 4096; host LBAs count in this unit",
+    "rpm": "spindle speed, revolutions per minute",
+    "track_bytes": "bytes per track when there is no zone table",
+    "capacity_gib": "host-visible capacity, GiB (or give tracks)",
+    "tracks": "physical tracks (instead of capacity_gib)",
+    "write_cache_mib": "DRAM write cache, MiB (0: none)",
+    "interface_mb_s": "host link rate, MB/s",
+    "rotation": "'average' (half a rotation per access) or 'angular' (head angle tracked)",
+    "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track",
+}
+_SEEK_DOCS = {
+    "model": "'sqrt' (a*sqrt(d)+b through min and max) or 'table'",
+    "min_ms": "single-track seek, ms",
+    "max_ms": "full-stroke seek, ms",
+    "table": "'table' model: [[tracks, ms], ...] ascending",
+}
+_LAYOUT_DOCS = {
+    "kind": "recording layout: cmr, smr, imr or zoned",
+    "band_tracks": "smr: data tracks per band",
+    "head_width_tracks": "smr: write-head width in tracks",
+    "direction": "smr: shingling direction, up or down",
+    "top_ratio": "imr: top-track capacity / bottom-track capacity",
+    "group_tracks": "imr: bottom tracks per LBA group",
+    "order": "imr: LBA order: zigzag, serpentine or ascending",
+    "zone_tracks": "zoned: tracks per zone",
+    "conventional_zones": "zoned: conventional zones at the start",
+}
+
+
+def _param_value(p: Mapping[str, Any]) -> Any:
+    """A parameter's default as a TOML value of its declared kind."""
+    d = p.get("default", "")
+    kind = p.get("kind")
+    try:
+        if kind == "int":
+            return int(str(d).replace("_", ""))
+        if kind == "float":
+            return float(d)
+        if kind == "bool":
+            return str(d).strip().lower() in ("true", "yes", "on", "1")
+    except ValueError:
+        pass
+    return str(d)
+
+
+def _param_comment(p: Mapping[str, Any]) -> str:
+    kind = p.get("kind")
+    if isinstance(kind, Mapping) and "choice" in kind:
+        kind_text = "one of " + "/".join(kind["choice"])
+    else:
+        kind_text = str(kind)
+    unit = p.get("unit", "-")
+    unit_text = "" if unit in ("-", "") else f", {unit}"
+    return f"{kind_text}{unit_text}: {p.get('doc', '')}"
+
+
+def init_config_text() -> str:
+    """A fully commented run configuration that runs as is on the bundled trace."""
+    preset = _read_toml(_preset_files()[DEFAULT_DRIVE], "drive preset")
+    lines: list[str] = [
+        "# stlsim run configuration (written by `stlsim init-config`).",
+        "# Run it with `stlsim run --config FILE`, or compare several with",
+        "# `stlsim compare --config A.toml --config B.toml`. Command-line options",
+        "# override the values here. Relative paths are relative to this file.",
+        "",
+        _line("label", "", "name in tables, plots and output folders; empty: this file's name"),
+        _line("verify", False, "carry data and check every read and the final footprint"),
+        _line("crash_after", [], "inject a power loss after N completed host requests (one per entry)"),
+        _line("crash_at_ops", [], "inject a power loss before these physical operation numbers"),
+        "",
+        "[trace]",
+        _line("path", "", "trace file (.gz/.zst decompressed); empty: the bundled CloudPhysics trace"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv"),
+        _line("start", 0, "requests to skip before replaying"),
+        _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),
+        _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
+        "",
+        "[trace.csv]                     # column layout, used only with format = \"csv\"",
+        _line("time_col", 0, "0-based column of the timestamp"),
+        _line("time_unit", "s", "s, ms, us, ns or filetime (100 ns ticks)"),
+        _line("op_col", 1, "column of the operation"),
+        _line("offset_col", 2, "column of the offset"),
+        _line("offset_unit_bytes", 512, "bytes per offset unit (1: bytes, 512: sectors)"),
+        _line("size_col", 3, "column of the size"),
+        _line("size_unit_bytes", 512, "bytes per size unit"),
+        _line("read_values", ["r", "read"], "op values meaning read (any case)"),
+        _line("write_values", ["w", "write"], "op values meaning write (any case)"),
+        _line("delimiter", ",", "field separator"),
+        _line("header", False, "skip the first line"),
+        "",
+        "[drive]",
+        _line("preset", DEFAULT_DRIVE, "a preset (`stlsim drives`) or the path of a drive TOML file"),
+        f"# Any drive key below overrides the preset; the values shown are {DEFAULT_DRIVE}'s.",
+    ]
+    for key, doc in _DRIVE_DOCS.items():
+        if key in preset and key != "zones":
+            lines.append(_line(key, preset[key], doc, commented=True))
+    for table, docs in (("seek", _SEEK_DOCS), ("layout", _LAYOUT_DOCS)):
+        lines += ["", f"# [drive.{table}]"]
+        for key, doc in docs.items():
+            if key in preset.get(table, {}):
+                lines.append(_line(key, preset[table][key], doc, commented=True))
+    lines += [
+        "",
+        "[layer]",
+        _line("name", DEFAULT_LAYER, "translation layer (`stlsim layers` lists them)"),
+        "",
+        "[layer.params]",
+    ]
+    listed = layers()
+    for entry in listed:
+        params = entry.get("params", [])
+        active = entry["name"] == DEFAULT_LAYER
+        lines.append(f"# parameters of layer '{entry['name']}' ({entry.get('summary', '')}):")
+        if not params:
+            lines.append("#   (none)")
+        for p in params:
+            lines.append(_line(p["name"], _param_value(p), _param_comment(p), commented=not active))
+    lines += [
+        "",
+        "[replay]",
+        _line("mode", "queue", "queue (host queue, trace timing), flat-out (QD 1, no gaps) or scaled"),
+        _line("queue_depth", 64, "host queue depth, requests (queue mode)"),
+        _line("scale", 1.0, "inter-arrival time multiplier (scaled mode)"),
+        _line("fold", False, "fold offsets beyond the drive's capacity back into it"),
+        _line("series_every", 1000, "requests per point of the time series"),
+        _line("write_cache", False, "force the drive's write cache on/off (absent: on if write_cache_mib > 0)", commented=True),
+        "",
+    ]
+    return "\n".join(lines)

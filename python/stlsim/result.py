@@ -1,0 +1,200 @@
+"""Results of runs: :class:`Result` (one run) and :class:`Comparison` (several).
+
+Everything leaves as structured data: the report as a dict (the core's JSON),
+tables as pandas DataFrames, files as JSON, Parquet and CSV. pandas and
+matplotlib are imported only when a DataFrame or a plot is asked for, so the
+command line starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Comparison", "Result", "safe_label"]
+
+LATENCY_CLASSES = ("all", "read", "write")
+
+# Series columns with their dtypes (requests is an integer count).
+_SERIES_INT = ("requests",)
+
+
+def safe_label(label: str) -> str:
+    """A label usable as a folder name."""
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", label).strip("._")
+    return s or "run"
+
+
+class Result:
+    """The outcome of one run.
+
+    Attributes:
+        label: the run's name in tables and folders.
+        report: the core's report (a dict; see ``docs/cli.md``).
+        config: the run configuration handed to the core (a dict).
+        wall_s: wall-clock seconds the run took (not part of the report, which
+            holds only simulated quantities and is reproducible bit for bit).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        report: dict[str, Any],
+        config: dict[str, Any],
+        cdfs: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+        series: Mapping[str, Sequence[Any]],
+        wall_s: float = 0.0,
+    ) -> None:
+        self.label = label
+        self.report = report
+        self.config = config
+        self._cdfs = {k: (list(x), list(y)) for k, (x, y) in cdfs.items()}
+        self._series = {k: list(v) for k, v in series.items()}
+        self.wall_s = wall_s
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"<Result {self.label!r}: layer {s['layer']}, {s['requests']} requests, "
+            f"WAF {s['waf']:.3f}, mean {s['mean_ms']:.3f} ms>"
+        )
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Headline figures (one row of a comparison table), then the layer's own counters."""
+        r = self.report
+        lat = r["latency"]
+        out: dict[str, Any] = {
+            "label": self.label,
+            "layer": r["layer"],
+            "drive": r["drive"]["name"],
+            "mode": r["mode"],
+            "requests": r["host"]["requests"],
+            "reads": r["host"]["reads"],
+            "writes": r["host"]["writes"],
+            "waf": r["waf"],
+            "io_amplification": r["io_amplification"],
+            "mean_ms": lat["all"]["mean_ms"],
+            "p50_ms": lat["all"]["p50_ms"],
+            "p99_ms": lat["all"]["p99_ms"],
+            "p999_ms": lat["all"]["p999_ms"],
+            "max_ms": lat["all"]["max_ms"],
+            "read_mean_ms": lat["read"]["mean_ms"],
+            "write_mean_ms": lat["write"]["mean_ms"],
+            "simulated_s": r["simulated_s"],
+            "iops": r["iops"],
+            "final_disparity_s": r["final_disparity_s"],
+            "crashes": r["crashes"],
+        }
+        for k, v in r.get("layer_counters", {}).items():
+            out[k if k not in out else f"layer.{k}"] = v
+        return out
+
+    def latency_cdf(self, which: str = "all") -> pd.DataFrame:
+        """The latency CDF of ``which`` (all, read or write): columns latency_ms, fraction (ascending)."""
+        import pandas as pd
+
+        from .errors import ConfigError
+
+        if which not in self._cdfs:
+            raise ConfigError(f"configuration error: no latency class '{which}' (all, read, write)")
+        x, y = self._cdfs[which]
+        return pd.DataFrame({"latency_ms": pd.Series(x, dtype="float64"), "fraction": pd.Series(y, dtype="float64")})
+
+    def series(self) -> pd.DataFrame:
+        """Per-N-request series: requests, issue_s, mean/read/write/max latency (ms), disparity_s.
+
+        A bucket with no reads (or writes) has NaN as its read (write) mean.
+        """
+        import pandas as pd
+
+        cols = {}
+        for k, v in self._series.items():
+            if k in _SERIES_INT:
+                cols[k] = pd.Series(v, dtype="int64")
+            else:
+                cols[k] = pd.Series([math.nan if x is None else x for x in v], dtype="float64")
+        return pd.DataFrame(cols)
+
+    def counters_by_cause(self) -> pd.DataFrame:
+        """Physical work by cause: read/write ops, sectors and bytes, busy seconds, seeks."""
+        import pandas as pd
+
+        rows = self.report["device"]["by_cause"]
+        sb = self.report["drive"]["sector_bytes"]
+        cols = ["cause", "read_ops", "read_sectors", "write_ops", "write_sectors", "busy_s", "seeks"]
+        df = pd.DataFrame(rows, columns=cols)
+        df["read_bytes"] = df["read_sectors"].astype("int64") * sb
+        df["write_bytes"] = df["write_sectors"].astype("int64") * sb
+        return df
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction)
+        and series.parquet into ``directory`` (created). Returns the folder."""
+        import pandas as pd
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "report.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
+        (d / "config.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
+        parts = []
+        for c in LATENCY_CLASSES:
+            df = self.latency_cdf(c)
+            df.insert(0, "class", pd.Series([c] * len(df), dtype="string"))
+            parts.append(df)
+        pd.concat(parts, ignore_index=True).to_parquet(d / "latency_cdf.parquet", index=False)
+        self.series().to_parquet(d / "series.parquet", index=False)
+        return d
+
+
+class Comparison:
+    """Several runs side by side (see :func:`stlsim.compare`)."""
+
+    def __init__(self, results: Sequence[Result]) -> None:
+        self.results: list[Result] = list(results)
+
+    def __repr__(self) -> str:
+        return f"<Comparison of {len(self.results)} runs: {', '.join(r.label for r in self.results)}>"
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self.results)
+
+    def __getitem__(self, key: int | str) -> Result:
+        if isinstance(key, str):
+            for r in self.results:
+                if r.label == key:
+                    return r
+            raise KeyError(key)
+        return self.results[key]
+
+    def table(self) -> pd.DataFrame:
+        """One row per run: the :attr:`Result.summary` figures (layer counters a layer lacks are NaN)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.summary for r in self.results])
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write summary.csv, each run's files under ``<label>/``, and the plots
+        latency_cdf.png, headline.png and disparity.png. Returns the folder."""
+        from . import plots
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        self.table().to_csv(d / "summary.csv", index=False)
+        for r in self.results:
+            r.save(d / safe_label(r.label))
+        plots.latency_cdf(self.results, d / "latency_cdf.png")
+        plots.headline(self.results, d / "headline.png")
+        plots.disparity(self.results, d / "disparity.png")
+        return d
