@@ -93,10 +93,7 @@ impl Simulation {
 
     /// Set up a run reading requests from `reader` (the trace spec's path is only used in messages).
     pub fn with_reader(cfg: RunConfig, reader: Box<dyn TraceReader>) -> SimResult<Simulation> {
-        let entry = layers::find(&cfg.layer.name)?;
-        let params = Params::resolve(entry.name, entry.params, &cfg.layer.params)?;
-        let layer = (entry.build)(&params, &Geometry::from_config(&entry.drive_for(&cfg.drive)?)?)?;
-        Simulation::assemble(cfg, entry, params, layer, reader)
+        Simulation::with_layer(cfg.clone(), layers::find(&cfg.layer.name)?, reader)
     }
 
     /// Set up a run with a layer that is not in the registry (tests of the
@@ -107,19 +104,9 @@ impl Simulation {
         reader: Box<dyn TraceReader>,
     ) -> SimResult<Simulation> {
         let params = Params::resolve(entry.name, entry.params, &cfg.layer.params)?;
-        let layer = (entry.build)(&params, &Geometry::from_config(&entry.drive_for(&cfg.drive)?)?)?;
-        Simulation::assemble(cfg, entry, params, layer, reader)
-    }
-
-    fn assemble(
-        cfg: RunConfig,
-        entry: &'static LayerEntry,
-        params: Params,
-        layer: Box<dyn Layer>,
-        reader: Box<dyn TraceReader>,
-    ) -> SimResult<Simulation> {
         let drive = entry.drive_for(&cfg.drive)?;
         let geom = Geometry::from_config(&drive)?;
+        let layer = (entry.build)(&params, &geom)?;
         let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;
         let r = &cfg.replay;
         if r.mode == Mode::Queue && r.queue_depth == 0 {
@@ -449,8 +436,7 @@ impl Simulation {
         if let Some(o) = &mut self.oracle {
             o.crash(&in_flight);
         }
-        let drive = self.entry.drive_for(&self.cfg.drive)?;
-        let geom = Geometry::from_config(&drive)?;
+        let geom = self.dev.geometry_arc();
         loop {
             self.layer = (self.entry.build)(&self.params, &geom)?;
             match self.layer.recover(&mut self.dev) {

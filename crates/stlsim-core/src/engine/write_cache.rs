@@ -8,7 +8,7 @@
 //! Volatile: a power loss drops the whole cache (no power-loss protection).
 
 use crate::medium::Token;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// One cached extent.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,14 +23,28 @@ pub struct Extent {
     pub data: Vec<Token>,
 }
 
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    len: u64,
+    seq: u64,
+}
+
 /// The write cache.
+///
+/// Extents live in an interval map keyed by first LBA (small values keep the
+/// B-tree fast); payload tokens, when carried, in a side table. Age order is
+/// a queue of `(seq, lba)` with lazy deletion: an entry is live while the
+/// extent at `lba` still has that `seq`. The tail of an extent split by a
+/// newer write keeps its age and is tracked in a small ordered side set.
 #[derive(Debug, Default)]
 pub struct WriteCache {
     capacity: u64,
     used: u64,
     next_seq: u64,
-    by_lba: BTreeMap<u64, Extent>,
-    by_age: BTreeMap<u64, u64>,
+    by_lba: BTreeMap<u64, Slot>,
+    data: HashMap<u64, Vec<Token>>,
+    age: VecDeque<(u64, u64)>,
+    late: BTreeSet<(u64, u64)>,
 }
 
 impl WriteCache {
@@ -57,29 +71,40 @@ impl WriteCache {
 
     /// Drop every cached extent (power loss), returning their LBA ranges.
     pub fn clear(&mut self) -> Vec<(u64, u64)> {
-        let r = self.by_lba.values().map(|e| (e.lba, e.len)).collect();
+        let r = self.by_lba.iter().map(|(&l, s)| (l, s.len)).collect();
         *self = WriteCache::new(self.capacity);
         r
     }
 
-    fn remove_extent(&mut self, lba: u64) -> Extent {
-        let e = self.by_lba.remove(&lba).expect("extent present");
-        self.by_age.remove(&e.seq);
-        self.used -= e.len;
-        e
+    fn live(&self, (seq, lba): (u64, u64)) -> bool {
+        self.by_lba.get(&lba).is_some_and(|s| s.seq == seq)
     }
 
-    fn put_extent(&mut self, e: Extent) {
+    fn remove_extent(&mut self, lba: u64) -> Extent {
+        let s = self.by_lba.remove(&lba).expect("extent present");
+        self.used -= s.len;
+        let data = self.data.remove(&lba).unwrap_or_default();
+        Extent { lba, len: s.len, seq: s.seq, data }
+    }
+
+    fn put_extent(&mut self, e: Extent, in_order: bool) {
         self.used += e.len;
-        self.by_age.insert(e.seq, e.lba);
-        self.by_lba.insert(e.lba, e);
+        if in_order {
+            self.age.push_back((e.seq, e.lba));
+        } else {
+            self.late.insert((e.seq, e.lba));
+        }
+        self.by_lba.insert(e.lba, Slot { len: e.len, seq: e.seq });
+        if !e.data.is_empty() {
+            self.data.insert(e.lba, e.data);
+        }
     }
 
     /// Remove cached data for `[lba, lba+len)`, keeping the parts of
     /// overlapping extents outside it (with their age).
     fn punch(&mut self, lba: u64, len: u64) {
         let end = lba + len;
-        let first = self.by_lba.range(..lba).next_back().filter(|(_, e)| e.lba + e.len > lba).map(|(&k, _)| k);
+        let first = self.by_lba.range(..lba).next_back().filter(|(&k, s)| k + s.len > lba).map(|(&k, _)| k);
         let mut keys: Vec<u64> = first.into_iter().collect();
         keys.extend(self.by_lba.range(lba..end).map(|(&k, _)| k));
         for k in keys {
@@ -89,26 +114,41 @@ impl WriteCache {
             if e.lba < lba {
                 let n = lba - e.lba;
                 let data = if carries { e.data[..n as usize].to_vec() } else { vec![] };
-                self.put_extent(Extent { lba: e.lba, len: n, seq: e.seq, data });
+                // Same (seq, lba): its queue entry stays valid.
+                self.used += n;
+                self.by_lba.insert(e.lba, Slot { len: n, seq: e.seq });
+                if carries {
+                    self.data.insert(e.lba, data);
+                }
             }
             if e_end > end {
-                // The tail keeps the extent's age under a fresh key in by_age order.
                 let off = (end - e.lba) as usize;
                 let data = if carries { e.data[off..].to_vec() } else { vec![] };
-                let tail_seq = if e.lba < lba { self.alloc_seq_like(e.seq) } else { e.seq };
-                self.put_extent(Extent { lba: end, len: e_end - end, seq: tail_seq, data });
+                self.put_extent(Extent { lba: end, len: e_end - end, seq: e.seq, data }, false);
             }
         }
     }
 
-    /// A sequence number that sorts right after `seq` (a split extent's second half).
-    fn alloc_seq_like(&mut self, seq: u64) -> u64 {
-        // Sequence numbers are spaced by 2^20 so splits can take the gaps.
-        let mut s = seq + 1;
-        while self.by_age.contains_key(&s) {
-            s += 1;
+    /// The oldest live extent's first LBA, dropping dead queue entries.
+    fn oldest(&mut self) -> Option<u64> {
+        while let Some(&front) = self.age.front() {
+            if self.live(front) {
+                break;
+            }
+            self.age.pop_front();
         }
-        s
+        while let Some(&first) = self.late.first() {
+            if self.live(first) {
+                break;
+            }
+            self.late.pop_first();
+        }
+        match (self.age.front(), self.late.first()) {
+            (Some(&a), Some(&l)) => Some(if l < a { l.1 } else { a.1 }),
+            (Some(&a), None) => Some(a.1),
+            (None, Some(&l)) => Some(l.1),
+            (None, None) => None,
+        }
     }
 
     /// Drop cached data that a write bypassing the cache supersedes.
@@ -123,23 +163,23 @@ impl WriteCache {
         if self.overlaps(lba, len) {
             self.punch(lba, len);
         }
-        self.next_seq += 1 << 20;
+        self.next_seq += 1;
         let seq = self.next_seq;
-        self.put_extent(Extent { lba, len, seq, data });
+        self.put_extent(Extent { lba, len, seq, data }, true);
     }
 
     /// Whether `[lba, lba+len)` is entirely cached.
     pub fn covers(&self, lba: u64, len: u64) -> bool {
         let end = lba + len;
         let mut cur = lba;
-        if let Some((_, e)) = self.by_lba.range(..=cur).next_back() {
-            if e.lba + e.len > cur {
-                cur = e.lba + e.len;
+        if let Some((&k, s)) = self.by_lba.range(..=cur).next_back() {
+            if k + s.len > cur {
+                cur = k + s.len;
             }
         }
         while cur < end {
             match self.by_lba.get(&cur) {
-                Some(e) => cur = e.lba + e.len,
+                Some(s) => cur += s.len,
                 None => return false,
             }
         }
@@ -149,8 +189,8 @@ impl WriteCache {
     /// Whether any sector of `[lba, lba+len)` is cached.
     pub fn overlaps(&self, lba: u64, len: u64) -> bool {
         let end = lba + len;
-        if let Some((_, e)) = self.by_lba.range(..lba).next_back() {
-            if e.lba + e.len > lba {
+        if let Some((&k, s)) = self.by_lba.range(..lba).next_back() {
+            if k + s.len > lba {
                 return true;
             }
         }
@@ -161,14 +201,15 @@ impl WriteCache {
     pub fn overlay(&self, lba: u64, len: u64, out: &mut [Token]) {
         let end = lba + len;
         let start_key = self.by_lba.range(..lba).next_back().map(|(&k, _)| k).unwrap_or(lba);
-        for (_, e) in self.by_lba.range(start_key..end) {
-            let lo = e.lba.max(lba);
-            let hi = (e.lba + e.len).min(end);
-            if lo >= hi || e.data.is_empty() {
+        for (&k, s) in self.by_lba.range(start_key..end) {
+            let lo = k.max(lba);
+            let hi = (k + s.len).min(end);
+            let Some(data) = self.data.get(&k) else { continue };
+            if lo >= hi {
                 continue;
             }
             out[(lo - lba) as usize..(hi - lba) as usize]
-                .copy_from_slice(&e.data[(lo - e.lba) as usize..(hi - e.lba) as usize]);
+                .copy_from_slice(&data[(lo - k) as usize..(hi - k) as usize]);
         }
     }
 
@@ -184,7 +225,7 @@ impl WriteCache {
     /// [`take_batch`](Self::take_batch) into a reused buffer (cleared first).
     pub fn take_batch_into(&mut self, bounds: impl FnOnce(u64) -> (u64, u64), out: &mut Vec<Extent>) {
         out.clear();
-        let Some((_, &oldest)) = self.by_age.iter().next() else { return };
+        let Some(oldest) = self.oldest() else { return };
         let (lo, hi) = bounds(oldest);
         let range = if lo <= oldest && oldest < hi { lo..hi } else { oldest..oldest + 1 };
         let mut key = self.by_lba.range(range.clone()).next().map(|(&k, _)| k);
