@@ -126,6 +126,7 @@ impl Simulation {
             if cache_on { (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64 } else { 0 };
         let ns_per_sector = geom.sector_bytes() as f64 * 1000.0 / drive.interface_mb_s;
         let mut dev = Device::new(geom, mech, cfg.verify);
+        let cache = WriteCache::new(cache_sectors, dev.geometry_arc());
         dev.set_crash_points(cfg.crash_at_ops.clone());
         let mut crash_after = cfg.crash_after.clone();
         crash_after.sort_unstable_by(|a, b| b.cmp(a));
@@ -138,7 +139,7 @@ impl Simulation {
             dev,
             layer,
             reader,
-            cache: WriteCache::new(cache_sectors),
+            cache,
             host: HostCounts::default(),
             outstanding: BinaryHeap::new(),
             base_trace: None,
@@ -394,15 +395,8 @@ impl Simulation {
     }
 
     fn destage_batch(&mut self) -> SimResult<()> {
-        let geom = self.dev.geometry();
         let mut batch = std::mem::take(&mut self.batch);
-        self.cache.take_batch_into(
-            |lba| {
-                let lt = geom.logical_track_of(Lba(lba));
-                (geom.logical_track_start(lt).0, geom.logical_track_start(lt + 1).0)
-            },
-            &mut batch,
-        );
+        self.cache.take_batch_into(&mut batch);
         fn req(e: &write_cache::Extent) -> WriteReq<'_> {
             WriteReq { lba: Lba(e.lba), sectors: Sectors(e.len), cause: Cause::Destage, data: &e.data }
         }

@@ -5,7 +5,7 @@
 use crate::error::{DataLoss, SimError, SimResult};
 use crate::medium::Token;
 use crate::units::Lba;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Newest acknowledged version per LBA, and the durable one where they differ.
 #[derive(Debug, Default)]
