@@ -411,3 +411,51 @@ mod props {
         }
     }
 }
+
+// ---- golden reports: a behaviour change is a visible, deliberate diff ----
+
+/// Compare a run's report with `tests/data/golden/<name>.json`; write it
+/// instead when STLSIM_BLESS=1.
+fn golden(name: &str, c: RunConfig) {
+    let mut s = Simulation::new(c).unwrap();
+    s.run().unwrap();
+    let mut r = s.report();
+    r.trace = r.trace.rsplit('/').next().unwrap_or_default().to_string();
+    let got = serde_json::to_string_pretty(&r).unwrap() + "\n";
+    let path = format!("{}/../../tests/data/golden/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    if std::env::var("STLSIM_BLESS").as_deref() == Ok("1") {
+        std::fs::create_dir_all(std::path::Path::new(&path).parent().unwrap()).unwrap();
+        std::fs::write(&path, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (run with STLSIM_BLESS=1 to create it)"));
+    if got != want {
+        let line = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "report differs from {path} at line {}: got `{}`, golden `{}` (rerun with STLSIM_BLESS=1 if the change is intended)",
+            line + 1,
+            got.lines().nth(line).unwrap_or(""),
+            want.lines().nth(line).unwrap_or("")
+        );
+    }
+}
+
+#[test]
+fn golden_cmr_wdev_3_queue() {
+    let mut c = cfg(drive_for_layer(&cmr::ENTRY), "cmr");
+    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.verify = true;
+    golden("cmr-wdev_3-queue", c);
+}
+
+#[test]
+fn golden_cmr_wdev_3_flat_out_angular() {
+    let mut d = drive_for_layer(&cmr::ENTRY);
+    d.rotation = "angular".into();
+    let mut c = cfg(d, "cmr");
+    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.replay.mode = Mode::FlatOut;
+    c.replay.write_cache = Some(false);
+    golden("cmr-wdev_3-flat-out-angular", c);
+}
