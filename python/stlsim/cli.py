@@ -230,10 +230,15 @@ def _num(v: Any, digits: int = 3) -> str:
     if isinstance(v, float):
         if v != v:
             return "-"
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
         return f"{v:,.{digits}f}"
     return str(v)
+
+
+def _counter(v: Any) -> str:
+    """A layer counter or gauge: whole numbers without decimals."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    return _num(v)
 
 
 def _ms(v: float) -> str:
@@ -268,7 +273,7 @@ def _print_summary(result: Any) -> None:
         f"({host['reads']:,} reads, {host['writes']:,} writes){status}"
     )
 
-    lat = Table(title="Host latency (ms)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    lat = Table(title="Host latency (ms)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     lat.add_column("class", no_wrap=True)
     for c in ("count", "mean", "p50", "p90", "p99", "p99.9", "max"):
         lat.add_column(c, justify="right", no_wrap=True)
@@ -277,11 +282,11 @@ def _print_summary(result: Any) -> None:
         lat.add_row(
             cls,
             _num(s["count"]),
-            *(_ms(s[k]) for k in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms")),
+            *(_ms(s[k]) if s["count"] else "-" for k in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms")),
         )
     con.print(lat)
 
-    run = Table(title="Run", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, show_header=False)
+    run = Table(title="Run", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True, show_header=False)
     run.add_column("figure", no_wrap=True)
     run.add_column("value", justify="right", no_wrap=True)
     run.add_column("figure", no_wrap=True)
@@ -305,7 +310,7 @@ def _print_summary(result: Any) -> None:
         run.add_row(a[0], a[1], b[0], b[1])
     con.print(run)
 
-    dev = Table(title="Device work by cause", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    dev = Table(title="Device work by cause", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     for c, j in (
         ("cause", "left"),
         ("read ops", "right"),
@@ -342,11 +347,11 @@ def _print_summary(result: Any) -> None:
 
     counters = r.get("layer_counters") or {}
     if counters:
-        lc = Table(title=f"Layer counters ({r['layer']})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        lc = Table(title=f"Layer counters ({r['layer']})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
         lc.add_column("counter", no_wrap=True)
         lc.add_column("value", justify="right", no_wrap=True)
         for k, v in counters.items():
-            lc.add_row(k, _num(v))
+            lc.add_row(k, _counter(v))
         con.print(lc)
     else:
         con.print(f"Layer counters ({r['layer']}): none")
@@ -360,6 +365,16 @@ def _print_summary(result: Any) -> None:
         )
     else:
         con.print("Verification: off (use --verify)")
+
+
+def _save(obj: Any, out: str | os.PathLike[str]) -> None:
+    """Save a Result or Comparison; a file-system failure names the folder."""
+    try:
+        obj.save(out)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
+        raise OSError(f"cannot save results in '{out}': {reason}{where}") from None
 
 
 def _warn_empty(result: Any) -> None:
@@ -384,7 +399,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     cfg = core_config(s)
     result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
     if ns.out:
-        result.save(ns.out)
+        _save(result, ns.out)
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
@@ -409,7 +424,7 @@ def _print_table(comparison: Any) -> None:
     from rich import box
     from rich.table import Table
 
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     cols = [
         ("label", "label", None),
         ("layer", "layer", None),
@@ -426,12 +441,7 @@ def _print_table(comparison: Any) -> None:
         t.add_column(title, justify="left" if digits is None else "right", no_wrap=True)
     for r in comparison.results:
         s = r.summary
-        t.add_row(
-            *(
-                str(s[k]) if digits is None else (f"{s[k]:,.{digits}f}" if isinstance(s[k], float) else _num(s[k]))
-                for _, k, digits in cols
-            )
-        )
+        t.add_row(*(str(s[k]) if digits is None else _num(s[k], digits) for _, k, digits in cols))
     _console().print(t)
 
 
@@ -444,9 +454,10 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
         raise ConfigError("configuration error: compare needs configurations: --config FILE ... and/or --layer NAME ...")
     out = Path(ns.out) if ns.out else _default_compare_dir()
     comparison = compare(configs, progress=_show_progress(), **_given(ns))
-    comparison.save(out)
+    _save(comparison, out)
     if ns.json:
-        sys.stdout.write(comparison.table().to_json(orient="records", indent=2) + "\n")
+        rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
         _print_table(comparison)
     for r in comparison.results:
@@ -472,7 +483,7 @@ def _cmd_layers(ns: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(listed, indent=2) + "\n")
         return 0
     con = _console()
-    t = Table(title="Translation layers", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t = Table(title="Translation layers", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     t.add_column("layer", no_wrap=True, style="bold")
     t.add_column("layout")
     t.add_column("summary")
@@ -485,7 +496,7 @@ def _cmd_layers(ns: argparse.Namespace) -> int:
         if not params:
             con.print(f"[bold]{e['name']}[/bold]: no parameters")
             continue
-        p = Table(title=f"Parameters of {e['name']} (--param NAME=VALUE)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+        p = Table(title=f"Parameters of {e['name']} (--param NAME=VALUE)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
         p.add_column("name", no_wrap=True)
         p.add_column("kind")
         p.add_column("unit", no_wrap=True)
@@ -511,15 +522,15 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
     con = _console()
-    t = Table(title="Drive presets (--drive NAME)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    t = Table(title="Drive presets (--drive NAME)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     for c, j in (
         ("preset", "left"),
         ("layout", "left"),
-        ("capacity GB", "right"),
+        ("GB", "right"),
         ("tracks", "right"),
-        ("sector B", "right"),
+        ("sector", "right"),
         ("rpm", "right"),
-        ("rotation ms", "right"),
+        ("rot ms", "right"),
         ("seek ms", "right"),
         ("cache MiB", "right"),
     ):
@@ -532,10 +543,10 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
             f"{x['capacity_bytes'] / 1e9:,.0f}",
             _num(x["tracks"]),
             _num(x["sector_bytes"]),
-            _num(float(d.get("rpm", 0))),
+            _counter(float(d.get("rpm", 0))),
             f"{x['rotation_ms']:.2f}",
             f"{x['single_track_seek_ms']:.1f}-{x['full_stroke_seek_ms']:.1f}",
-            _num(float(d.get("write_cache_mib", 0))),
+            _counter(float(d.get("write_cache_mib", 0))),
         )
     con.print(t)
     for row in rows:

@@ -176,7 +176,8 @@ def drives() -> list[dict[str, Any]]:
 def check_drive(drive: Mapping[str, Any]) -> dict[str, Any]:
     """Validate a drive description; returns its derived figures
     (tracks, capacity_bytes, sector_bytes, rotation_ms, seek times ...)."""
-    return json.loads(_core.check_drive(json.dumps(drive)))
+    figures: dict[str, Any] = json.loads(_core.check_drive(json.dumps(drive)))
+    return figures
 
 
 def load_drive(
@@ -244,7 +245,8 @@ def load_drive(
 
 def layers() -> list[dict[str, Any]]:
     """Every registered layer: ``[{name, summary, paper, layout, params: [{name, kind, unit, default, doc}]}]``."""
-    return json.loads(_core.layers_json())
+    listed: list[dict[str, Any]] = json.loads(_core.layers_json())
+    return listed
 
 
 def parse_param(text: str) -> tuple[str, str]:
@@ -441,8 +443,8 @@ def _toml_value(v: Any) -> str:
 
 
 def _line(key: str, value: Any, comment: str, commented: bool = False, width: int = 30) -> str:
-    text = f"{key} = {_toml_value(value)}"
-    return f"{'# ' if commented else ''}{text:<{width}} # {comment}"
+    text = f"{'# ' if commented else ''}{key} = {_toml_value(value)}"
+    return f"{text:<{width}} # {comment}"
 
 
 # Units and meaning of the drive keys, for the commented [drive] section.
@@ -526,7 +528,7 @@ def init_config_text() -> str:
         _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         "",
-        "[trace.csv]                     # column layout, used only with format = \"csv\"",
+        "[trace.csv]                    # column layout, used only with format = \"csv\"",
         _line("time_col", 0, "0-based column of the timestamp"),
         _line("time_unit", "s", "s, ms, us, ns or filetime (100 ns ticks)"),
         _line("op_col", 1, "column of the operation"),

@@ -69,9 +69,16 @@ class Result:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """Headline figures (one row of a comparison table), then the layer's own counters."""
+        """Headline figures (one row of a comparison table), then the layer's own counters.
+
+        Latency figures of a class with no requests (e.g. reads of a write-only
+        trace) are NaN.
+        """
         r = self.report
-        lat = r["latency"]
+        lat = {
+            cls: {k: (v if s["count"] or k == "count" else math.nan) for k, v in s.items()}
+            for cls, s in r["latency"].items()
+        }
         out: dict[str, Any] = {
             "label": self.label,
             "layer": r["layer"],

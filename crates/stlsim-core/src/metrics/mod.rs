@@ -55,7 +55,9 @@ impl LatencyHistogram {
     pub fn summary(&self) -> LatencySummary {
         let n = self.hist.len();
         if n == 0 {
-            return LatencySummary::default();
+            // No requests of this class: no figures (serialised as null), not zeros.
+            let nan = f64::NAN;
+            return LatencySummary { count: 0, mean_ms: nan, p50_ms: nan, p90_ms: nan, p99_ms: nan, p999_ms: nan, max_ms: nan };
         }
         let q = |x: f64| self.hist.value_at_quantile(x) as f64 / 1e6;
         LatencySummary {

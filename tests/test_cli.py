@@ -1,0 +1,269 @@
+"""The `stlsim` command, run as `python -m stlsim` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import stlsim
+from stlsim import cli
+
+
+def test_run_prints_the_summary_tables(cli, tmp_path: Path) -> None:
+    p = cli("run", "--limit", "2000", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for text in ("Host latency (ms)", "WAF", "Device work by cause", "Layer counters (cmr)", "Verification: off"):
+        assert text in out, text
+    assert "2,000 requests" in out
+    assert "imr-paper" in out
+    assert p.stderr == ""  # no progress bar when stderr is not a terminal
+    assert not (tmp_path / "results").exists()
+
+
+def test_run_without_arguments_replays_the_bundled_trace(cli, tmp_path: Path) -> None:
+    p = cli("run", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert (r["host"]["requests"], r["host"]["reads"], r["host"]["writes"]) == (113_872, 46_974, 66_898)
+    assert (r["layer"], r["drive"]["name"], r["mode"], r["queue_depth"]) == ("cmr", "imr-paper", "queue", 64)
+    assert r["waf"] == 1.0
+
+
+def test_run_options_reach_the_core(cli, tmp_path: Path, data: Path) -> None:
+    p = cli(
+        "run",
+        "--trace", str(data / "rsrch_1.csv"),
+        "--drive", "cmr",
+        "--mode", "flat-out",
+        "--no-write-cache",
+        "--verify",
+        "--limit", "1500",
+        "--crash-after", "500", "1000",
+        "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["host"]["requests"] == 1500
+    assert r["drive"]["name"] == "cmr"
+    assert r["mode"] == "flat-out"
+    assert r["drive"]["write_cache_bytes"] == 0
+    assert r["crashes"] == 2
+    assert r["verification"]["enabled"] and r["verification"]["mismatches"] == 0
+
+
+def test_run_verify_prints_the_verdict(cli, tmp_path: Path, data: Path) -> None:
+    p = cli("run", "--trace", str(data / "rsrch_1.csv"), "--limit", "3000", "--verify", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "Verification: passed" in p.stdout
+    assert "0 mismatches" in p.stdout
+
+
+def test_run_out_saves_files(cli, tmp_path: Path) -> None:
+    p = cli("run", "--limit", "1000", "--out", "res", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    res = tmp_path / "res"
+    assert json.loads((res / "report.json").read_text())["host"]["requests"] == 1000
+    assert list(pd.read_parquet(res / "latency_cdf.parquet").columns) == ["class", "latency_ms", "fraction"]
+    assert len(pd.read_parquet(res / "series.parquet")) == 1
+    assert "saved" in p.stderr
+
+
+def test_layers_lists_every_registered_layer(cli) -> None:
+    p = cli("layers")
+    assert p.returncode == 0, p.stderr
+    assert "cmr" in p.stdout
+    for entry in stlsim.layers():
+        assert entry["name"] in p.stdout
+        for param in entry["params"]:
+            assert param["name"] in p.stdout
+    j = cli("layers", "--json")
+    assert [e["name"] for e in json.loads(j.stdout)] == [e["name"] for e in stlsim.layers()]
+
+
+def test_drives_lists_the_presets_with_figures(cli) -> None:
+    p = cli("drives")
+    assert p.returncode == 0, p.stderr
+    for name in ("imr-paper", "cmr"):
+        assert name in p.stdout
+    assert "524,288" in p.stdout  # imr-paper's tracks, derived by the core
+    rows = json.loads(cli("drives", "--json").stdout)
+    assert {r["name"] for r in rows} == {d["name"] for d in stlsim.drives()}
+    assert all(r["derived"]["capacity_bytes"] > 0 for r in rows)
+
+
+def test_init_config_output_parses_and_runs(cli, tmp_path: Path) -> None:
+    p = cli("init-config")
+    assert p.returncode == 0, p.stderr
+    tree = tomllib.loads(p.stdout)
+    assert tree["layer"]["name"] == "cmr"
+    conf = tmp_path / "mine.toml"
+    w = cli("init-config", str(conf), cwd=tmp_path)
+    assert w.returncode == 0, w.stderr
+    assert conf.read_text() == p.stdout
+    r = cli("run", "--config", str(conf), "--limit", "2000", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["host"]["requests"] == 2000
+    assert report["trace"] == str(stlsim.default_trace())
+    again = cli("init-config", str(conf), cwd=tmp_path)
+    assert "exists" in again.stderr and again.returncode == 2
+    assert cli("init-config", str(conf), "--force", cwd=tmp_path).returncode == 0
+
+
+def test_config_values_and_command_line_overrides(cli, tmp_path: Path, data: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text(f'label = "mine"\n[trace]\npath = "{data / "wdev_1.csv"}"\nlimit = 100\n[replay]\nmode = "flat-out"\n')
+    r = json.loads(cli("run", "--config", str(conf), "--json", cwd=tmp_path).stdout)
+    assert (r["host"]["requests"], r["mode"]) == (100, "flat-out")
+    r = json.loads(cli("run", "--config", str(conf), "--limit", "200", "--mode", "queue", "--json", cwd=tmp_path).stdout)
+    assert (r["host"]["requests"], r["mode"]) == (200, "queue")
+
+
+def test_compare_writes_table_and_plots(cli, tmp_path: Path) -> None:
+    p = cli("compare", "--layer", "cmr", "--layer", "cmr", "--limit", "3000", "--out", "tmp", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "tmp"
+    for name in ("latency_cdf.png", "headline.png", "disparity.png", "summary.csv"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "headline.png").read_bytes()[:4] == b"\x89PNG"
+    table = pd.read_csv(out / "summary.csv")
+    assert table["label"].tolist() == ["cmr", "cmr-2"]
+    assert table["requests"].tolist() == [3000, 3000]
+    assert (out / "cmr-2" / "report.json").is_file()
+    assert "cmr-2" in p.stdout and "WAF" in p.stdout
+
+
+def test_compare_configs_and_default_output_folder(cli, tmp_path: Path, data: Path) -> None:
+    (tmp_path / "a.toml").write_text('[replay]\nmode = "flat-out"\n')
+    (tmp_path / "b.toml").write_text('label = "bee"\n[drive]\npreset = "cmr"\n')
+    p = cli("compare", "--config", "a.toml", "--config", "b.toml", "--trace", str(data / "wdev_3.csv"), "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [(r["label"], r["mode"], r["drive"], r["requests"]) for r in rows] == [
+        ("a", "flat-out", "imr-paper", 682),
+        ("bee", "queue", "cmr", 682),
+    ]
+    folders = list((tmp_path / "results").glob("compare-*"))
+    assert len(folders) == 1
+    assert (folders[0] / "latency_cdf.png").is_file()
+
+
+def test_compare_needs_configurations(cli, one_line_error, tmp_path: Path) -> None:
+    line = one_line_error(cli("compare", "--limit", "10", cwd=tmp_path))
+    assert "--config" in line and "--layer" in line
+
+
+# --------------------------------------------------------------------------
+# User errors: exit 2, one line, no traceback
+# --------------------------------------------------------------------------
+
+
+def _broken_trace(tmp_path: Path, data: Path) -> Path:
+    lines = (data / "wdev_3.csv").read_text().splitlines()[:8]
+    lines[2] = "128166410318061390,wdev,3,Write,3154144768,4096"  # a field short
+    bad = tmp_path / "broken_trace.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    return bad
+
+
+def test_error_unknown_layer(cli, one_line_error) -> None:
+    line = one_line_error(cli("run", "--layer", "no-such-layer", "--limit", "10"))
+    assert "unknown layer 'no-such-layer'" in line and "cmr" in line
+
+
+def test_error_unknown_param(cli, one_line_error) -> None:
+    line = one_line_error(cli("run", "--param", "no_such_param=3", "--limit", "10"))
+    assert "no parameter 'no_such_param'" in line
+
+
+def test_error_param_without_value(cli, one_line_error) -> None:
+    line = one_line_error(cli("run", "--param", "cache_tracks", "--limit", "10"))
+    assert "expected NAME=VALUE" in line
+
+
+def test_error_unknown_drive(cli, one_line_error) -> None:
+    line = one_line_error(cli("run", "--drive", "no-such-drive", "--limit", "10"))
+    assert "unknown drive 'no-such-drive'" in line and "imr-paper" in line
+
+
+def test_error_malformed_third_line(cli, one_line_error, tmp_path: Path, data: Path) -> None:
+    bad = _broken_trace(tmp_path, data)
+    line = one_line_error(cli("run", "--trace", str(bad)))
+    assert "broken_trace.csv:3:" in line
+
+
+def test_error_missing_trace(cli, one_line_error, tmp_path: Path) -> None:
+    line = one_line_error(cli("run", "--trace", str(tmp_path / "absent.vscsi")))
+    assert "absent.vscsi" in line
+
+
+def test_error_impossible_geometry(cli, one_line_error, tmp_path: Path) -> None:
+    drive = tmp_path / "odd_sectors.toml"
+    base = (Path(stlsim.__file__).parent / "drives" / "imr-paper.toml").read_text()
+    drive.write_text(base.replace("sector_bytes = 4096", "sector_bytes = 1000"))
+    line = one_line_error(cli("run", "--drive", str(drive), "--limit", "10"))
+    assert "odd_sectors.toml" in line and "sector_bytes 1000" in line
+
+
+def test_error_config_with_unknown_key(cli, one_line_error, tmp_path: Path) -> None:
+    conf = tmp_path / "typo.toml"
+    conf.write_text("[replay]\nqueue_dept = 4\n")
+    line = one_line_error(cli("run", "--config", str(conf)))
+    assert "typo.toml" in line and "replay.queue_dept" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--mode", "fastest"], "invalid choice"),
+        (["run", "--limit", "-5"], "non-negative integer"),
+        (["run", "--format", "xml"], "unknown trace format 'xml'"),
+        (["run", "--queue-depth", "0", "--limit", "10"], "queue_depth must be at least 1"),
+        (["run", "--no-such-option"], "unrecognized arguments"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_error_usage(cli, one_line_error, args: list[str], needle: str) -> None:
+    assert needle in one_line_error(cli(*args))
+
+
+def test_error_unwritable_output(cli, one_line_error, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    line = one_line_error(cli("run", "--limit", "10", "--out", str(blocker / "sub"), cwd=tmp_path))
+    assert "cannot save results" in line
+
+
+# --------------------------------------------------------------------------
+# In-process: exit statuses
+# --------------------------------------------------------------------------
+
+
+def test_keyboard_interrupt_exits_130_quietly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import stlsim.api
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stlsim.api, "simulate", interrupted)
+    assert cli.main(["run", "--limit", "10"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+
+
+def test_main_returns_2_on_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--layer", "nope", "--limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("stlsim: error: ") and err.count("\n") == 1
+
+
+def test_version(cli) -> None:
+    p = cli("--version")
+    assert p.returncode == 0
+    assert stlsim.__version__ in p.stdout
