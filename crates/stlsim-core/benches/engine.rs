@@ -1,12 +1,13 @@
 //! Criterion benchmarks of the replay engine with the CMR layer: the
 //! CloudPhysics sample replayed in `queue` mode on the imr-paper drive
 //! (metrics on, verification off), with and without the write cache, and
-//! with verification on for comparison.
+//! with verification on for comparison; and parsing the vscsi trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stlsim_core::engine::{LayerConfig, RunConfig};
 use stlsim_core::geometry::DriveConfig;
-use stlsim_core::trace::{open_trace, TraceRecord, TraceSpec, VecTrace};
+use stlsim_core::trace::open::open_reader;
+use stlsim_core::trace::{open_trace, Format, TraceRecord, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
 
 fn sample() -> Vec<TraceRecord> {
@@ -68,5 +69,24 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+fn bench_vscsi(c: &mut Criterion) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
+    let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
+    let mut g = c.benchmark_group("trace");
+    g.throughput(Throughput::Elements((bytes.len() / 32) as u64));
+    g.bench_function("vscsi-parse", |b| {
+        b.iter(|| {
+            let spec = TraceSpec { path: "mem.vscsi".into(), format: Some(Format::Vscsi), ..Default::default() };
+            let mut r = open_reader(Box::new(bytes), &spec).unwrap();
+            let mut n = 0u64;
+            while let Some(rec) = r.next_record().unwrap() {
+                n += rec.len.0;
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_vscsi);
 criterion_main!(benches);

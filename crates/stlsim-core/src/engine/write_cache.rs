@@ -50,7 +50,9 @@ pub struct WriteCache {
 
 /// Remove `[lo, hi)` from a sorted extent list; returns the sectors removed.
 fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
-    if !list.iter().any(|e| e.lba < hi && e.lba + e.len > lo) {
+    // Extents are sorted and disjoint, so their ends are sorted too.
+    let first = list.partition_point(|e| e.lba + e.len <= lo);
+    if first == list.len() || list[first].lba >= hi {
         return 0;
     }
     let mut removed = 0;
@@ -76,6 +78,25 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
     }
     *list = out;
     removed
+}
+
+/// Insert an extent into a sorted, disjoint list that has room for it,
+/// merging it with neighbours it touches so that sequential writes stay one
+/// extent (short lists, and one coalesced write when destaged).
+fn insert_merging(list: &mut Vec<Extent>, mut e: Extent) {
+    let at = list.partition_point(|x| x.lba < e.lba);
+    if at < list.len() && list[at].lba == e.lba + e.len {
+        let next = list.remove(at);
+        e.len += next.len;
+        e.data.extend_from_slice(&next.data);
+    }
+    if at > 0 && list[at - 1].lba + list[at - 1].len == e.lba {
+        let prev = &mut list[at - 1];
+        prev.len += e.len;
+        prev.data.extend_from_slice(&e.data);
+        return;
+    }
+    list.insert(at, e);
 }
 
 /// Call `f(logical track, lo, hi)` for each home-track piece of `[lba, lba+len)`.
@@ -162,8 +183,7 @@ impl WriteCache {
             } else {
                 data.as_ref().map(|d| d[(lo - lba) as usize..(hi - lba) as usize].to_vec()).unwrap_or_default()
             };
-            let at = t.extents.partition_point(|e| e.lba < lo);
-            t.extents.insert(at, Extent { lba: lo, len: hi - lo, seq: t.seq, data: piece });
+            insert_merging(&mut t.extents, Extent { lba: lo, len: hi - lo, seq: t.seq, data: piece });
             added += hi - lo;
         };
         pieces(&geom, lba, len, &mut each);
@@ -297,6 +317,18 @@ mod tests {
     }
 
     #[test]
+    fn sequential_writes_merge_into_one_extent() {
+        let mut c = cache(1000);
+        for i in 0..10 {
+            c.insert(210 + 3 * i, 3, vec![]);
+        }
+        c.insert(205, 5, vec![]);
+        let b = c.take_batch();
+        assert_eq!(b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(), vec![(205, 35)]);
+        assert_eq!(c.used(), 0);
+    }
+
+    #[test]
     fn writes_spanning_tracks_are_split_and_punches_keep_both_halves() {
         let mut c = cache(1000);
         c.insert(50, 100, toks(50, 100, 1));
@@ -305,9 +337,11 @@ mod tests {
         c.insert(60, 10, toks(60, 10, 2));
         assert_eq!(c.used(), 100);
         let b = c.take_batch();
-        assert_eq!(b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(), vec![(50, 10), (60, 10), (70, 30)]);
-        assert_eq!(b[1].data[0], Token::data(Lba(60), 2));
-        assert_eq!(b[2].data[0], Token::data(Lba(70), 1));
+        // The overwrite touches both remaining pieces, so the three merge back into one extent.
+        assert_eq!(b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(), vec![(50, 50)]);
+        assert_eq!(b[0].data[9], Token::data(Lba(59), 1));
+        assert_eq!(b[0].data[10], Token::data(Lba(60), 2));
+        assert_eq!(b[0].data[20], Token::data(Lba(70), 1));
         c.invalidate(100, 50);
         assert!(c.is_empty());
         assert_eq!(c.used(), 0);
