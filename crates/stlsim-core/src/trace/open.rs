@@ -694,6 +694,17 @@ pub(crate) mod test_util {
         }
     }
 
+    /// The message of the trace-format error that reading `spec` must raise at `line` of its file.
+    pub(crate) fn format_error_at(spec: &TraceSpec, line: u64) -> String {
+        match read_err(spec) {
+            SimError::TraceFormat { at, msg } => {
+                assert_eq!(at, crate::error::Location { file: spec.path.clone(), line }, "{msg}");
+                msg
+            }
+            e => panic!("expected a trace format error at line {line}, got {e:?}"),
+        }
+    }
+
     /// Write `contents` to `name` in a temp dir and return the path.
     pub(crate) fn write_temp(tag: &str, name: &str, contents: &[u8]) -> String {
         let p = temp_dir(tag).join(name);
