@@ -311,6 +311,29 @@ impl Device {
         Ok(self.time(true, cause, at, count))
     }
 
+    /// Write `count` sectors from `at` holding a layer metadata record
+    /// (`words`) and, when data is carried, `data` tokens (empty or one per
+    /// sector: a record may carry saved host data after its header). The record
+    /// survives power loss until any of its sectors is overwritten or damaged.
+    pub fn write_meta(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+        words: Vec<u64>,
+    ) -> SimResult<Nanos> {
+        let done = self.write(cause, at, count, data)?;
+        self.medium.put_meta(at, count, words);
+        Ok(done)
+    }
+
+    /// The intact metadata records on a track (what a read of the track would
+    /// find; the caller times that read itself).
+    pub fn meta_records(&self, t: Track) -> Vec<crate::medium::MetaRecord> {
+        self.medium.meta_records(t)
+    }
+
     /// Reset a host-managed zone (rewind its write pointer, empty it). Costs no media time.
     pub fn reset_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
         let at = PhysAddr { track: Track(0), sector: 0 };

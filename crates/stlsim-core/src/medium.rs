@@ -59,9 +59,25 @@ impl Token {
     }
 }
 
-/// Per-sector contents and zone write pointers.
+/// A translation layer's persistent record (backup-region header, map log
+/// entry, checkpoint ...): an opaque list of words stored on `count` sectors
+/// from `sector` of a track. It survives power loss and is lost as soon as any
+/// of its sectors is overwritten or damaged, so a layer learns of torn or
+/// stale metadata the way firmware would: the record is gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaRecord {
+    /// First sector on the track.
+    pub sector: u32,
+    /// Sectors it occupies.
+    pub count: u32,
+    /// The layer's words.
+    pub words: Vec<u64>,
+}
+
+/// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]
 pub struct Medium {
+    meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
     tracked: bool,
     tracks: Vec<Option<Box<[Token]>>>,
     zone_sectors: u64,
@@ -77,6 +93,7 @@ impl Medium {
             _ => (0, 0, 0),
         };
         Medium {
+            meta: Default::default(),
             tracked,
             tracks: if tracked { vec![None; geom.tracks() as usize] } else { vec![] },
             zone_sectors,
@@ -128,6 +145,14 @@ impl Medium {
         }
         let start = zone * self.zone_sectors;
         self.write_pointers[zone as usize] = start;
+        {
+            let mut lba = start;
+            while lba < start + self.zone_sectors {
+                let lt = geom.logical_track_of(Lba(lba));
+                self.meta.remove(&geom.logical_track_phys(lt).0);
+                lba = geom.logical_track_start(lt + 1).0;
+            }
+        }
         if self.tracked {
             let mut lba = start;
             let end = start + self.zone_sectors;
@@ -140,9 +165,40 @@ impl Medium {
         Ok(())
     }
 
+    /// Drop the metadata records of track `t` that meet sectors `[lo, hi)`.
+    fn drop_meta(&mut self, t: Track, lo: u32, hi: u32) {
+        if let Some(v) = self.meta.get_mut(&t.0) {
+            v.retain(|r| r.sector + r.count <= lo || r.sector >= hi);
+            if v.is_empty() {
+                self.meta.remove(&t.0);
+            }
+        }
+    }
+
+    /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after
+    /// the sectors themselves were written by [`write`](Self::write)).
+    pub fn put_meta(&mut self, at: PhysAddr, count: u32, words: Vec<u64>) {
+        self.meta.entry(at.track.0).or_default().push(MetaRecord { sector: at.sector, count, words });
+    }
+
+    /// The intact metadata records of a track, in sector order.
+    pub fn meta_records(&self, t: Track) -> Vec<MetaRecord> {
+        let mut v = self.meta.get(&t.0).cloned().unwrap_or_default();
+        v.sort_by_key(|r| r.sector);
+        v
+    }
+
     /// Store `data` (one token per sector) from `at`, then apply overlap
     /// damage to neighbouring tracks, marking it with operation `op`.
+    /// Metadata records on the written or damaged sectors are lost.
     pub fn write(&mut self, geom: &Geometry, at: PhysAddr, count: u32, data: &[Token], op: u64) {
+        if !self.meta.is_empty() {
+            self.drop_meta(at.track, at.sector, at.sector + count);
+            for nb in geom.damaged_by_write(at.track) {
+                let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
+                self.drop_meta(nb, lo, hi);
+            }
+        }
         if !self.tracked {
             return;
         }
@@ -156,21 +212,9 @@ impl Medium {
             // A layer that moves no payload (should not happen with verification on).
             row[s..s + n].fill(Token::destroyed(op));
         }
-        let whole = count as usize >= spt;
         for nb in geom.damaged_by_write(at.track) {
-            let nspt = geom.sectors_in(nb) as u64;
-            if nspt == 0 {
-                continue;
-            }
+            let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
             let Some(nrow) = self.tracks[nb.0 as usize].as_mut() else { continue };
-            let (lo, hi) = if whole {
-                (0, nspt)
-            } else {
-                // Sectors of the neighbour whose angular span meets [s, s+n) of this track.
-                let lo = (s as u64 * nspt) / spt as u64;
-                let hi = ((s + n) as u64 * nspt).div_ceil(spt as u64).min(nspt);
-                (lo, hi)
-            };
             for cell in &mut nrow[lo as usize..hi as usize] {
                 if !cell.is_empty() {
                     *cell = Token::destroyed(op);

@@ -229,7 +229,7 @@ impl Simulation {
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors)> {
         let g = self.dev.geometry();
         let sb = g.sector_bytes() as u64;
-        let cap = g.capacity().0;
+        let cap = self.layer.host_capacity(g).0;
         let mut lba = rec.offset.0 / sb;
         let n = (rec.offset.0 + rec.len.0).div_ceil(sb) - lba;
         if n > cap {

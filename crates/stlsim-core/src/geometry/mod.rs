@@ -417,6 +417,19 @@ impl Geometry {
         (lo..=hi).filter(move |&x| x != t.0).map(Track)
     }
 
+    /// The sectors `[lo, hi)` of track `to` whose angular span meets sectors
+    /// `[sector, sector+count)` of track `from` (a whole-track span maps to the whole track).
+    pub fn overlap_span(&self, from: Track, sector: u32, count: u32, to: Track) -> (u32, u32) {
+        let spt = self.sectors_in(from) as u64;
+        let nspt = self.sectors_in(to) as u64;
+        if count as u64 >= spt || spt == 0 {
+            return (0, nspt as u32);
+        }
+        let lo = (sector as u64 * nspt) / spt;
+        let hi = ((sector as u64 + count as u64) * nspt).div_ceil(spt).min(nspt);
+        (lo as u32, hi as u32)
+    }
+
     /// Host-managed zones: sectors per zone (`None` for other layouts).
     pub fn zone_sectors(&self) -> Option<u64> {
         match self.layout {

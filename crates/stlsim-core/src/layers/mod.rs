@@ -48,6 +48,11 @@ pub trait Layer: Send {
     fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
         ws.iter().try_for_each(|w| self.write(dev, w))
     }
+    /// Sectors the host may address (the drive's capacity less any tracks
+    /// the layer reserves for itself).
+    fn host_capacity(&self, geom: &Geometry) -> Sectors {
+        geom.capacity()
+    }
     /// Whether the layer has background work for idle time (checked before calling `idle`).
     fn wants_idle(&self) -> bool {
         false

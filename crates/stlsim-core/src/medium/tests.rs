@@ -123,3 +123,21 @@ fn ops_are_counted_by_cause() {
     assert!(dev.read(Cause::Host, at(1, 8), 4, &mut out).is_err());
     assert!(dev.read(Cause::Host, at(9, 0), 1, &mut out).is_err());
 }
+
+#[test]
+fn metadata_records_survive_until_overwritten_or_damaged() {
+    let mut dev = device(LayoutConfig { kind: "imr".into(), ..Default::default() }, 6, 100);
+    dev.write_meta(Cause::Metadata, at(1, 10), 2, &[], vec![7, 8, 9]).unwrap();
+    dev.write_meta(Cause::Metadata, at(1, 50), 1, &[], vec![1]).unwrap();
+    assert_eq!(dev.meta_records(Track(1)).len(), 2);
+    assert_eq!(dev.meta_records(Track(1))[0].words, vec![7, 8, 9]);
+    // A write elsewhere on the track leaves both.
+    dev.write(Cause::Host, at(1, 30), 5, &vec![Token::data(Lba(130), 1); 5]).unwrap();
+    assert_eq!(dev.meta_records(Track(1)).len(), 2);
+    // Overwriting one sector of a record loses it.
+    dev.write(Cause::Host, at(1, 11), 1, &[Token::data(Lba(111), 1)]).unwrap();
+    assert_eq!(dev.meta_records(Track(1)).len(), 1);
+    // Writing the bottom track underneath damages the other.
+    dev.write(Cause::Host, at(2, 45), 10, &vec![Token::data(Lba(245), 1); 10]).unwrap();
+    assert!(dev.meta_records(Track(1)).is_empty());
+}

@@ -209,7 +209,7 @@ pub fn build(i: Inputs) -> Report {
             layout: layout.into(),
             sector_bytes: g.sector_bytes(),
             tracks: g.tracks(),
-            capacity_bytes: g.capacity().0 * g.sector_bytes() as u64,
+            capacity_bytes: i.layer.host_capacity(g).0 * g.sector_bytes() as u64,
             rotation_ms: dev.mechanics().rotation_time().as_ms(),
             rotation_model: format!("{:?}", dev.mechanics().rotation()).to_lowercase(),
             write_cache_bytes: i.cache_sectors * g.sector_bytes() as u64,
