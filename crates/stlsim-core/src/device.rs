@@ -143,6 +143,7 @@ pub struct Device {
     crash_points: Vec<u64>,
     op_log: VecDeque<OpRecord>,
     accounting: bool,
+    crashed_during: Option<Cause>,
 }
 
 impl Device {
@@ -161,6 +162,7 @@ impl Device {
             crash_points: vec![],
             op_log: VecDeque::new(),
             accounting: true,
+            crashed_during: None,
         }
     }
 
@@ -226,6 +228,12 @@ impl Device {
         self.crash_points = serials;
     }
 
+    /// The cause of the operation an injected power loss interrupted, taken
+    /// (so the next crash starts afresh).
+    pub fn take_crash_cause(&mut self) -> Option<Cause> {
+        self.crashed_during.take()
+    }
+
     /// Turn timing and counting off (verification scans) or back on.
     pub fn set_accounting(&mut self, on: bool) {
         self.accounting = on;
@@ -252,6 +260,7 @@ impl Device {
         if self.accounting {
             if self.crash_points.last() == Some(&self.serial) {
                 self.crash_points.pop();
+                self.crashed_during = Some(cause);
                 return Err(SimError::Crash);
             }
         }
@@ -326,6 +335,13 @@ impl Device {
         let done = self.write(cause, at, count, data)?;
         self.medium.put_meta(at, count, words);
         Ok(done)
+    }
+
+    /// The tokens of sectors already read in a timed operation (no timing,
+    /// no counting): for layers that read a whole track once and then pick
+    /// pieces of it.
+    pub fn peek_sectors(&self, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
+        self.medium.read(&self.geom, at, count, out);
     }
 
     /// The intact metadata records on a track (what a read of the track would

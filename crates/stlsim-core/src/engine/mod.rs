@@ -81,6 +81,10 @@ pub struct Simulation {
     in_flight: Vec<Token>,
     scratch: Vec<Token>,
     batch: Vec<write_cache::Extent>,
+    /// Crashes by the cause of the operation they interrupted.
+    crashes_during: std::collections::BTreeMap<&'static str, u64>,
+    /// Layer counters of incarnations before crashes.
+    past_counters: layers::LayerReport,
     finished: bool,
 }
 
@@ -121,6 +125,12 @@ impl Simulation {
         if !(drive.write_cache_mib >= 0.0) {
             return Err(SimError::Config(format!("write_cache_mib {} must be >= 0", drive.write_cache_mib)));
         }
+        if r.write_cache == Some(true) && drive.write_cache_mib == 0.0 {
+            return Err(SimError::Config(format!(
+                "the write cache was asked for, but drive '{}' has write_cache_mib = 0",
+                drive.name
+            )));
+        }
         let cache_on = r.write_cache.unwrap_or(drive.write_cache_mib > 0.0);
         let cache_sectors =
             if cache_on { (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64 } else { 0 };
@@ -152,6 +162,8 @@ impl Simulation {
             in_flight: vec![],
             scratch: vec![],
             batch: vec![],
+            past_counters: Default::default(),
+            crashes_during: Default::default(),
             finished: false,
         })
     }
@@ -424,18 +436,29 @@ impl Simulation {
     /// rebuild the layer from the medium, and (verifying) check every block.
     fn crash(&mut self) -> SimResult<()> {
         self.crashes += 1;
+        let during = self.dev.take_crash_cause().map(|c| c.name()).unwrap_or("between-requests");
+        *self.crashes_during.entry(during).or_insert(0) += 1;
         self.cache.clear();
         self.outstanding.clear();
         let in_flight = std::mem::take(&mut self.in_flight);
         if let Some(o) = &mut self.oracle {
             o.crash(&in_flight);
         }
+        for (k, v) in self.layer.report() {
+            if !layers::is_gauge(&k) {
+                *self.past_counters.entry(k).or_insert(0.0) += v;
+            }
+        }
         let geom = self.dev.geometry_arc();
         loop {
             self.layer = (self.entry.build)(&self.params, &geom)?;
             match self.layer.recover(&mut self.dev) {
                 Ok(()) => break,
-                Err(SimError::Crash) => self.crashes += 1,
+                Err(SimError::Crash) => {
+                    self.crashes += 1;
+                    *self.crashes_during.entry("recovery").or_insert(0) += 1;
+                    self.dev.take_crash_cause();
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -509,6 +532,8 @@ impl Simulation {
             params: &self.params,
             dev: &self.dev,
             layer: self.layer.as_ref(),
+            past_counters: &self.past_counters,
+            crashes_during: &self.crashes_during,
             host: &self.host,
             metrics: &self.metrics,
             oracle: self.oracle.as_ref(),

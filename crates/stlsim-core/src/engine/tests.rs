@@ -356,17 +356,30 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
 #[test]
 fn every_registered_layer_keeps_every_block_on_real_traces() {
     for e in REGISTRY {
-        for (trace, limit) in [("rsrch_1.csv", None), ("cloudPhysicsIO.vscsi", Some(40_000))] {
-            for cache in [true, false] {
-                let mut c = cfg(drive_for_layer(e), e.name);
-                c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
-                c.replay.write_cache = Some(cache);
-                c.verify = true;
-                let mut s = Simulation::new(c).unwrap();
-                s.run().unwrap_or_else(|err| panic!("layer {} on {trace} (cache {cache}): {err}", e.name));
-                let r = s.report();
-                assert!(r.verification.scan_blocks_checked > 0);
-                assert!(r.waf >= 1.0 - 1e-12, "{} WAF {}", e.name, r.waf);
+        // IMR layers run on both LBA orders and on equal and 0.9 top tracks.
+        let variants: &[(f64, &str, u64)] = match e.layout {
+            LayoutNeed::Kind("imr") => &[(1.0, "zigzag", 8), (0.9, "serpentine", 8), (0.9, "zigzag", 1)],
+            _ => &[(1.0, "zigzag", 8)],
+        };
+        for &(ratio, order, group) in variants {
+            for (trace, limit) in [("rsrch_1.csv", None), ("cloudPhysicsIO.vscsi", Some(40_000))] {
+                for cache in [true, false] {
+                    let mut d = drive_for_layer(e);
+                    d.layout.top_ratio = ratio;
+                    d.layout.order = order.into();
+                    d.layout.group_tracks = group;
+                    let mut c = cfg(d, e.name);
+                    c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
+                    c.replay.write_cache = Some(cache);
+                    c.verify = true;
+                    let mut s = Simulation::new(c).unwrap();
+                    s.run().unwrap_or_else(|err| {
+                        panic!("layer {} on {trace} (cache {cache}, top {ratio}, {order}/{group}): {err}", e.name)
+                    });
+                    let r = s.report();
+                    assert!(r.verification.scan_blocks_checked > 0);
+                    assert!(r.waf >= 1.0 - 1e-12, "{} WAF {}", e.name, r.waf);
+                }
             }
         }
     }
@@ -458,4 +471,12 @@ fn golden_cmr_wdev_3_flat_out_angular() {
     c.replay.mode = Mode::FlatOut;
     c.replay.write_cache = Some(false);
     golden("cmr-wdev_3-flat-out-angular", c);
+}
+
+#[test]
+fn golden_imr_rmw_wdev_3_queue() {
+    let mut c = cfg(drive_for_layer(&crate::layers::imr::rmw::ENTRY), "imr-rmw");
+    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.verify = true;
+    golden("imr-rmw-wdev_3-queue", c);
 }

@@ -7,6 +7,7 @@
 //! registry test runs every entry on a real trace with verification on.
 
 pub mod cmr;
+pub mod imr;
 pub mod params;
 
 use crate::device::{Cause, Device};
@@ -32,8 +33,15 @@ pub struct WriteReq<'a> {
 }
 
 /// Layer-specific figures for the report: counters (flips, RMWs ...) and
-/// gauges (map bytes ...), by name.
+/// gauges (map bytes ...), by name. Names ending in `_bytes` or `_tracks`
+/// are gauges; every other figure is a counter, summed over the layer's
+/// incarnations when crashes rebuild it.
 pub type LayerReport = BTreeMap<String, f64>;
+
+/// Whether a report figure is a gauge (not summed across crashes).
+pub fn is_gauge(name: &str) -> bool {
+    name.ends_with("_bytes") || name.ends_with("_tracks")
+}
 
 /// A translation layer: turns host requests into physical operations.
 pub trait Layer: Send {
@@ -99,7 +107,7 @@ pub struct LayerEntry {
 }
 
 /// Every layer stlsim knows, in listing order. The only place layers are registered.
-pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY];
+pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {

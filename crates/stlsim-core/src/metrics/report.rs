@@ -124,6 +124,9 @@ pub struct Report {
     pub max_disparity_s: f64,
     /// Power losses injected.
     pub crashes: u64,
+    /// Power losses by the cause of the physical operation they interrupted
+    /// (`between-requests` for `crash_after`, `recovery` for a crash during recovery).
+    pub crashes_during: BTreeMap<&'static str, u64>,
     /// The layer's own counters and gauges.
     pub layer_counters: LayerReport,
     /// Verification.
@@ -137,6 +140,8 @@ pub struct Inputs<'a> {
     pub(crate) params: &'a Params,
     pub(crate) dev: &'a Device,
     pub(crate) layer: &'a dyn Layer,
+    pub(crate) past_counters: &'a LayerReport,
+    pub(crate) crashes_during: &'a BTreeMap<&'static str, u64>,
     pub(crate) host: &'a HostCounts,
     pub(crate) metrics: &'a HostMetrics,
     pub(crate) oracle: Option<&'a Oracle>,
@@ -234,7 +239,14 @@ pub fn build(i: Inputs) -> Report {
         final_disparity_s: i.metrics.last_disparity.as_secs(),
         max_disparity_s: i.metrics.max_disparity.as_secs(),
         crashes: i.crashes,
-        layer_counters: i.layer.report(),
+        crashes_during: i.crashes_during.clone(),
+        layer_counters: {
+            let mut r = i.layer.report();
+            for (k, v) in i.past_counters {
+                *r.entry(k.clone()).or_insert(0.0) += v;
+            }
+            r
+        },
         verification: VerifySummary {
             enabled: i.oracle.is_some(),
             read_blocks_checked: i.oracle.map(|o| o.read_blocks_checked).unwrap_or(0),

@@ -1,0 +1,52 @@
+//! Translation layers for interlaced magnetic recording (paper 000,
+//! Hajkazemi et al., "Track-based Translation Layers for Interlaced Magnetic
+//! Recording"), and the pieces they share: the reserved region and the
+//! backup region.
+
+pub mod backup;
+pub mod region;
+pub mod rmw;
+
+use crate::device::{Cause, Device};
+use crate::error::SimResult;
+use crate::geometry::Geometry;
+use crate::medium::Token;
+use crate::units::{Lba, PhysAddr, Track};
+use region::Reserved;
+
+/// One piece of a host request at its home location: `count` sectors from
+/// `at`, the `offset` of the piece within the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomePiece {
+    /// Home location.
+    pub at: PhysAddr,
+    /// Sectors.
+    pub count: u32,
+    /// Offset of the piece within the host request, in sectors.
+    pub offset: u64,
+}
+
+/// Split host `[lba, lba+n)` into per-track pieces at their home locations.
+pub fn home_pieces(geom: &Geometry, res: &Reserved, lba: u64, n: u64, out: &mut Vec<HomePiece>) {
+    res.for_home_pieces(lba, n, |home, count, off| {
+        geom.for_home_extents(Lba(home), crate::units::Sectors(count), |at, c, l| {
+            out.push(HomePiece { at, count: c, offset: off + (l.0 - home) });
+        });
+    });
+}
+
+/// Read host `[lba, lba+n)` from home, appending tokens to `out`.
+pub fn read_home_mapped(dev: &mut Device, res: &Reserved, lba: u64, n: u64, out: &mut Vec<Token>) -> SimResult<()> {
+    let geom = dev.geometry_arc();
+    let mut pieces = vec![];
+    home_pieces(&geom, res, lba, n, &mut pieces);
+    for p in pieces {
+        dev.read(Cause::Host, p.at, p.count, out)?;
+    }
+    Ok(())
+}
+
+/// The top tracks next to bottom track `t` (one or two).
+pub fn top_neighbours(geom: &Geometry, t: Track) -> impl Iterator<Item = Track> {
+    geom.damaged_by_write(t)
+}

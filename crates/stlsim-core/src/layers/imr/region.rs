@@ -1,0 +1,163 @@
+//! Tracks an IMR translation layer reserves for itself (backup region,
+//! checkpoint location), and the host address space that remains.
+//!
+//! The reserved region is a run of whole LBA groups (N bottom and N top
+//! tracks each). Only its top tracks whose neighbours are both reserved
+//! bottom tracks (never written) are used, so neither host writes nor the
+//! layer's own bottom-track writes can damage what is stored there. Host LBAs
+//! skip the region's home LBAs: host capacity shrinks by the region's size.
+
+use crate::error::{config_err, SimResult};
+use crate::geometry::{Geometry, Layout};
+use crate::units::{Sectors, Track};
+
+/// A reserved region and the host-to-home address map around it.
+#[derive(Clone, Debug)]
+pub struct Reserved {
+    /// First reserved physical track.
+    pub first: Track,
+    /// One past the last reserved physical track.
+    pub end: Track,
+    /// Usable top tracks inside the region, ascending.
+    pub tops: Vec<Track>,
+    /// Reserved home-LBA ranges `(start, len)`, sorted and merged.
+    ranges: Vec<(u64, u64)>,
+    host_capacity: u64,
+}
+
+impl Reserved {
+    /// Reserve enough whole groups at `location` (`outer`, `middle` or
+    /// `inner`) to hold `tops_needed` usable top tracks.
+    pub fn new(geom: &Geometry, location: &str, tops_needed: u64) -> SimResult<Reserved> {
+        let Layout::Imr { group, .. } = geom.layout() else {
+            return config_err("IMR layers need an IMR drive layout");
+        };
+        let unit = 2 * group;
+        let groups = geom.tracks() / unit;
+        let g = (tops_needed + 1).div_ceil(group).max(1);
+        if g >= groups {
+            return config_err(format!(
+                "the drive has {groups} LBA groups; reserving {g} for the layer's own tracks leaves none for data"
+            ));
+        }
+        let g0 = match location {
+            "outer" => 0,
+            "inner" => groups - g,
+            "middle" => groups / 2 - g / 2,
+            l => return config_err(format!("region location '{l}' is not outer, middle or inner")),
+        };
+        let (first, end) = (g0 * unit, (g0 + g) * unit);
+        let reserved = |t: u64| t >= first && t < end;
+        let tops: Vec<Track> = (first..end)
+            .filter(|&t| t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1)))
+            .map(Track)
+            .collect();
+        if (tops.len() as u64) < tops_needed {
+            return config_err(format!("could not reserve {tops_needed} usable top tracks"));
+        }
+        let mut ranges: Vec<(u64, u64)> = (first..end)
+            .filter_map(|t| geom.phys_logical_track(Track(t)))
+            .map(|lt| {
+                let s = geom.logical_track_start(lt).0;
+                (s, geom.logical_track_start(lt + 1).0 - s)
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = vec![];
+        for (s, l) in ranges {
+            match merged.last_mut() {
+                Some((ms, ml)) if *ms + *ml == s => *ml += l,
+                _ => merged.push((s, l)),
+            }
+        }
+        let taken: u64 = merged.iter().map(|r| r.1).sum();
+        Ok(Reserved {
+            first: Track(first),
+            end: Track(end),
+            tops,
+            ranges: merged,
+            host_capacity: geom.capacity().0 - taken,
+        })
+    }
+
+    /// Host-visible sectors.
+    pub fn host_capacity(&self) -> Sectors {
+        Sectors(self.host_capacity)
+    }
+
+    /// Whether a physical track is reserved.
+    pub fn contains(&self, t: Track) -> bool {
+        t >= self.first && t < self.end
+    }
+
+    /// The home LBA of a host LBA.
+    pub fn to_home(&self, host: u64) -> u64 {
+        let mut h = host;
+        for &(s, l) in &self.ranges {
+            if h >= s {
+                h += l;
+            } else {
+                break;
+            }
+        }
+        h
+    }
+
+    /// Split host `[lba, lba+n)` into home-contiguous pieces: calls
+    /// `f(home_lba, count, offset_in_request)`.
+    pub fn for_home_pieces(&self, lba: u64, n: u64, mut f: impl FnMut(u64, u64, u64)) {
+        let mut off = 0;
+        while off < n {
+            let home = self.to_home(lba + off);
+            // The piece runs until the next reserved range starts.
+            let next = self.ranges.iter().find(|r| r.0 > home).map(|r| r.0).unwrap_or(u64::MAX);
+            let take = (n - off).min(next - home);
+            f(home, take, off);
+            off += take;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{DriveConfig, LayoutConfig};
+
+    fn geom(group: u64) -> Geometry {
+        let d = DriveConfig {
+            track_bytes: 10 * 4096,
+            tracks: Some(40),
+            capacity_gib: None,
+            layout: LayoutConfig { kind: "imr".into(), group_tracks: group, ..Default::default() },
+            ..Default::default()
+        };
+        Geometry::from_config(&d).unwrap()
+    }
+
+    #[test]
+    fn usable_tops_are_fenced_by_reserved_bottoms() {
+        let g = geom(2);
+        let r = Reserved::new(&g, "outer", 2).unwrap();
+        // 2 groups of 4 tracks: 0..8; tops 1, 3, 5 usable, 7 borders host track 8.
+        assert_eq!((r.first, r.end), (Track(0), Track(8)));
+        assert_eq!(r.tops, vec![Track(1), Track(3), Track(5)]);
+        assert_eq!(r.host_capacity(), Sectors(400 - 80));
+        assert_eq!(r.to_home(0), 80);
+        let inner = Reserved::new(&g, "inner", 2).unwrap();
+        // At the inner edge the last top has no bottom beyond it.
+        assert_eq!(inner.tops, vec![Track(33), Track(35), Track(37), Track(39)]);
+    }
+
+    #[test]
+    fn host_ranges_skip_the_region() {
+        let g = geom(1);
+        let r = Reserved::new(&g, "middle", 2).unwrap();
+        assert!(r.contains(r.first));
+        let mut pieces = vec![];
+        let before = r.to_home(0);
+        assert_eq!(before, 0);
+        let start = r.ranges[0].0;
+        r.for_home_pieces(start - 5, 10, |h, n, off| pieces.push((h, n, off)));
+        assert_eq!(pieces, vec![(start - 5, 5, 0), (start + r.ranges[0].1, 5, 5)]);
+    }
+}
