@@ -9,6 +9,7 @@
 //! verification, crashes) and [`metrics`] (histograms, series, report).
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod device;
 pub mod engine;
 pub mod error;

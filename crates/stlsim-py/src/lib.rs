@@ -177,12 +177,25 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&c).expect("drive check serialises"))
 }
 
+/// Every write of a trace mapped onto the home tracks of a drive, as JSON
+/// columns (request, time_s, logical_track, physical_track, sectors).
+#[pyfunction]
+#[pyo3(signature = (trace_json, drive_json, fold = false))]
+fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: bool) -> PyResult<String> {
+    let t: stlsim_core::trace::TraceSpec =
+        serde_json::from_str(trace_json).map_err(|e| json_err(py, "invalid trace description", e))?;
+    let d: DriveConfig = serde_json::from_str(drive_json).map_err(|e| json_err(py, "invalid drive description", e))?;
+    let cols = py.allow_threads(|| stlsim_core::analysis::track_writes(&t, &d, fold)).map_err(|e| raise(py, e))?;
+    Ok(serde_json::to_string(&cols).expect("columns serialise"))
+}
+
 /// The native core of stlsim (private; use the `stlsim` package).
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
+    m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
