@@ -66,8 +66,8 @@ impl BackupRegion {
         self.live.iter().any(|s| s.meets(t, lo, hi))
     }
 
-    fn header(&self, seq: u64, part: usize, parts: usize, saved: &[Saved]) -> Vec<u64> {
-        let mut w = vec![MAGIC, seq, part as u64, parts as u64, saved.len() as u64];
+    fn header(&self, seq: u64, part: usize, parts: usize, saved: &[Saved], tx: u64) -> Vec<u64> {
+        let mut w = vec![MAGIC, seq, part as u64, parts as u64, saved.len() as u64, tx];
         for s in saved {
             w.extend([s.track.0, s.sector as u64, s.count as u64]);
         }
@@ -75,8 +75,15 @@ impl BackupRegion {
     }
 
     /// Save `saved` extents (their tokens concatenated in `data` when data
-    /// is carried) as the new live record.
+    /// is carried) as the new live record of a read-modify-write: restored
+    /// unconditionally after a power loss.
     pub fn save(&mut self, dev: &mut Device, saved: &[Saved], data: &[Token]) -> SimResult<()> {
+        self.save_tx(dev, saved, data, 0)
+    }
+
+    /// Save the pre-move contents of a relocation that commits as map change
+    /// `tx`: after a power loss they are restored only if `tx` was not committed.
+    pub fn save_tx(&mut self, dev: &mut Device, saved: &[Saved], data: &[Token], tx: u64) -> SimResult<()> {
         let total: u64 = saved.iter().map(|s| s.count as u64).sum();
         self.seq += 1;
         let mut parts = vec![];
@@ -94,7 +101,7 @@ impl BackupRegion {
         let mut off = 0usize;
         let n = parts.len();
         for (i, &(t, take)) in parts.iter().enumerate() {
-            let words = self.header(self.seq, i, n, saved);
+            let words = self.header(self.seq, i, n, saved, tx);
             let payload: Vec<Token> = if data.is_empty() {
                 vec![]
             } else {
@@ -137,8 +144,15 @@ impl BackupRegion {
         Ok(())
     }
 
-    /// After a power loss: restore the newest complete, uncleared record.
-    pub fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+    /// Forget the live record without writing (a committed relocation's
+    /// record is never restored, so it needs no lazy clearing).
+    pub fn forget(&mut self) {
+        self.live.clear();
+    }
+
+    /// After a power loss: restore the newest complete, uncleared record,
+    /// unless it belongs to a relocation committed as map change `<= committed`.
+    pub fn recover(&mut self, dev: &mut Device, committed: u64) -> SimResult<()> {
         // Read every backup track to find the headers.
         let mut found: Vec<(Track, Vec<u64>, u32)> = vec![];
         for &t in &self.tracks {
@@ -150,7 +164,7 @@ impl BackupRegion {
             }
         }
         let Some(first) = found.first() else { return Ok(()) };
-        if first.1.get(1) == Some(&CLEARED) || first.1.len() < 5 {
+        if first.1.get(1) == Some(&CLEARED) || first.1.len() < 6 {
             self.seq = found.iter().filter_map(|f| f.1.get(1)).filter(|&&s| s != CLEARED).max().copied().unwrap_or(0);
             return Ok(());
         }
@@ -167,11 +181,15 @@ impl BackupRegion {
         }
         let words = &first.1;
         let n = words[4] as usize;
+        let tx = words[5];
+        if tx != 0 && tx <= committed {
+            return Ok(());
+        }
         let saved: Vec<Saved> = (0..n)
             .map(|i| Saved {
-                track: Track(words[5 + 3 * i]),
-                sector: words[6 + 3 * i] as u32,
-                count: words[7 + 3 * i] as u32,
+                track: Track(words[6 + 3 * i]),
+                sector: words[7 + 3 * i] as u32,
+                count: words[8 + 3 * i] as u32,
             })
             .collect();
         // Gather the saved tokens (the reads above were timed; this collects their contents).
@@ -183,11 +201,19 @@ impl BackupRegion {
                 data.extend(v);
             }
         }
+        // Bottom tracks first: restoring them damages their top neighbours,
+        // whose saved contents are written after.
+        let mut order: Vec<(usize, usize)> = vec![];
         let mut off = 0usize;
-        for s in &saved {
+        for (i, s) in saved.iter().enumerate() {
+            order.push((i, off));
+            off += s.count as usize;
+        }
+        order.sort_by_key(|&(i, _)| dev.geometry().kind(saved[i].track) != crate::geometry::TrackKind::Bottom);
+        for (i, off) in order {
+            let s = &saved[i];
             let chunk = if data.is_empty() { &[][..] } else { &data[off..off + s.count as usize] };
             dev.write(Cause::Recovery, PhysAddr { track: s.track, sector: s.sector }, s.count, chunk)?;
-            off += s.count as usize;
         }
         self.restored += 1;
         self.live = saved;

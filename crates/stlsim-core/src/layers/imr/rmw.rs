@@ -31,6 +31,7 @@
 //!   may do.
 
 use super::backup::{BackupRegion, Saved};
+use super::map_store::MapStore;
 use super::region::Reserved;
 use super::{home_pieces, read_home_mapped, top_neighbours, HomePiece};
 use crate::device::{Cause, Device};
@@ -110,6 +111,17 @@ impl TrackBits {
     pub fn set_all(&mut self) {
         self.0.fill(u64::MAX);
     }
+}
+
+/// One data movement of a relocation: `count` sectors from `src` to `dst`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// Where the data is.
+    pub src: PhysAddr,
+    /// Where it goes.
+    pub dst: PhysAddr,
+    /// Sectors.
+    pub count: u32,
 }
 
 /// Counters of the RMW engine shared by the IMR layers.
@@ -209,6 +221,89 @@ impl RmwEngine {
         Ok(())
     }
 
+    /// Move data between physical extents as one crash-safe step: read the
+    /// sources, save them and every written top-track span a bottom
+    /// destination would damage in the backup region, write the bottom
+    /// destinations, restore the damaged spans, write the top destinations,
+    /// then commit `updates` to the map store (the commit point). A power loss
+    /// before the commit rolls everything back from the backup region.
+    pub fn relocate(
+        &mut self,
+        dev: &mut Device,
+        store: &mut MapStore,
+        moves: &[Move],
+        updates: &[(u64, Option<u64>)],
+        cause: Cause,
+    ) -> SimResult<u64> {
+        let geom = dev.geometry_arc();
+        let mut src_data: Vec<Token> = vec![];
+        for m in moves {
+            dev.read(cause, m.src, m.count, &mut src_data)?;
+        }
+        // Spans of top neighbours of bottom destinations, less the destinations themselves.
+        let mut collateral: Vec<Saved> = vec![];
+        for m in moves.iter().filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom) {
+            for nb in top_neighbours(&geom, m.dst.track) {
+                if self.skip_empty && !self.written.get(nb) {
+                    continue;
+                }
+                let (lo, hi) = geom.overlap_span(m.dst.track, m.dst.sector, m.count, nb);
+                let mut pieces = vec![(lo, hi)];
+                for d in moves.iter().filter(|d| d.dst.track == nb) {
+                    let (a, b) = (d.dst.sector, d.dst.sector + d.count);
+                    pieces = pieces
+                        .into_iter()
+                        .flat_map(|(x, y)| [(x, y.min(a)), (x.max(b), y)])
+                        .filter(|(x, y)| x < y)
+                        .collect();
+                }
+                for (x, y) in pieces {
+                    let s = Saved { track: nb, sector: x, count: y - x };
+                    if !collateral.iter().any(|c| c.meets(nb, x, y)) {
+                        collateral.push(s);
+                    }
+                }
+            }
+        }
+        let mut col_data: Vec<Token> = vec![];
+        for c in &collateral {
+            dev.read(cause, PhysAddr { track: c.track, sector: c.sector }, c.count, &mut col_data)?;
+        }
+        let mut saved: Vec<Saved> =
+            moves.iter().map(|m| Saved { track: m.src.track, sector: m.src.sector, count: m.count }).collect();
+        saved.extend_from_slice(&collateral);
+        let mut data = src_data.clone();
+        data.extend_from_slice(&col_data);
+        let tx = store.seq() + 1;
+        self.backup.save_tx(dev, &saved, &data, tx)?;
+        let carries = !src_data.is_empty();
+        let mut offs = vec![];
+        let mut off = 0usize;
+        for m in moves {
+            offs.push(off);
+            off += m.count as usize;
+        }
+        let slice = |i: usize, n: u32| if carries { &src_data[offs[i]..offs[i] + n as usize] } else { &[][..] };
+        for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) == TrackKind::Bottom) {
+            dev.write(cause, m.dst, m.count, slice(i, m.count))?;
+            self.written.set(m.dst.track);
+        }
+        let mut off = 0usize;
+        for c in &collateral {
+            let chunk = if carries { &col_data[off..off + c.count as usize] } else { &[][..] };
+            dev.write(cause, PhysAddr { track: c.track, sector: c.sector }, c.count, chunk)?;
+            off += c.count as usize;
+        }
+        for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) != TrackKind::Bottom) {
+            dev.write(cause, m.dst, m.count, slice(i, m.count))?;
+            self.written.set(m.dst.track);
+        }
+        let seq = store.commit(dev, updates)?;
+        debug_assert_eq!(seq, tx);
+        self.backup.forget();
+        Ok(seq)
+    }
+
     /// Counters for the report.
     pub fn report(&self, r: &mut LayerReport) {
         r.insert("rmws".into(), self.counters.rmws as f64);
@@ -293,7 +388,7 @@ impl Layer for ImrRmw {
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.rmw.written.set_all();
-        self.rmw.backup.recover(dev)
+        self.rmw.backup.recover(dev, 0)
     }
     fn report(&self) -> LayerReport {
         let mut r = LayerReport::new();
