@@ -8,13 +8,16 @@ Quick start::
     print(result.summary["waf"], result.summary["p99_ms"])
     cmp = stlsim.compare([{"layer": "cmr"}, {"layer": "cmr", "drive": "cmr"}], limit=5000)
     print(cmp.table())
+    work = stlsim.analyze(limit=20000)         # which tracks the trace writes, and when
+    print(work.hottest(100).tail(1), work.neighbours())
 
 The simulation core is native (Rust); this package is its front: the API,
 the ``stlsim`` command, DataFrames, files and plots.
 """
 
 from ._core import __version__
-from .api import compare, run
+from .analysis import Analysis
+from .api import analyze, compare, run
 from .config import default_trace, drives, init_config_text, layers, load_drive, load_run_config
 from .errors import (
     ConfigError,
@@ -28,6 +31,7 @@ from .errors import (
 from .result import Comparison, Result
 
 __all__ = [
+    "Analysis",
     "Comparison",
     "ConfigError",
     "DataLossError",
@@ -38,6 +42,7 @@ __all__ = [
     "TraceFormatError",
     "TraceIOError",
     "__version__",
+    "analyze",
     "compare",
     "default_trace",
     "drives",

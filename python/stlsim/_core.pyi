@@ -32,3 +32,8 @@ def layers_json() -> str:
 
 def check_drive(drive_json: str) -> str:
     """Validate a drive description (JSON); returns derived figures as JSON."""
+
+def track_writes_json(trace_json: str, drive_json: str, fold: bool = False) -> str:
+    """Every write of a trace (a TraceSpec as JSON) mapped onto the home tracks of a
+    drive (JSON), as JSON columns request, time_s, logical_track, physical_track,
+    sectors, plus the scalars requests and tracks (raises stlsim.errors exceptions)."""

@@ -330,6 +330,17 @@ class Analysis:
                     }
                 )
             )
+        if not parts:  # nothing written, so no hottest tracks to follow
+            return pd.DataFrame(
+                {
+                    "interval": pd.Series(dtype="int64"),
+                    "first_write": pd.Series(dtype="int64"),
+                    "interval_writes": pd.Series(dtype="int64"),
+                    "time_s": pd.Series(dtype="float64"),
+                    "physical_track": pd.Series(dtype="int64"),
+                    "writes": pd.Series(dtype="int64"),
+                }
+            )
         df = pd.concat(parts, ignore_index=True)
         return df.sort_values(["interval", "physical_track"], kind="stable").reset_index(drop=True)
 

@@ -1,4 +1,5 @@
-"""The Python API: :func:`run` one configuration, :func:`compare` several.
+"""The Python API: :func:`run` one configuration, :func:`compare` several,
+:func:`analyze` a trace's track writes.
 
 A run is validated completely (settings, drive, layer and its parameters,
 trace format) before the first request is replayed. The native simulation is
@@ -16,7 +17,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _core
 from .config import (
@@ -32,7 +33,10 @@ from .config import (
 from .errors import ConfigError
 from .result import LATENCY_CLASSES, Comparison, Result
 
-__all__ = ["compare", "run"]
+if TYPE_CHECKING:
+    from .analysis import Analysis
+
+__all__ = ["analyze", "compare", "run"]
 
 #: Requests replayed per call into the core between progress updates.
 CHUNK = 16384
@@ -282,3 +286,78 @@ def compare(
     if out is not None:
         comparison.save(Path(out))
     return comparison
+
+
+def analyze(
+    trace: str | os.PathLike[str] | None = None,
+    drive: str | os.PathLike[str] | Mapping[str, Any] = DEFAULT_DRIVE,
+    *,
+    format: str | None = None,
+    disk: int | None = None,
+    start: int = 0,
+    limit: int | None = None,
+    fold: bool = False,
+    csv: Mapping[str, Any] | None = None,
+    hottest: int = 3000,
+    neighbours: int = 20,
+    colder: int = 50,
+    tracks: Sequence[int] | None = None,
+    interval: int = 10_000,
+    out: str | os.PathLike[str] | None = None,
+) -> Analysis:
+    """Map every write of a trace onto the physical (home) tracks of a drive
+    and analyse them, as the IMR paper does to explain its results.
+
+    Nothing is simulated: each write request is split into the tracks it
+    touches in the drive's layout (LBA order, e.g. IMR zigzag), and each
+    (request, track) pair counts as one *track write*.
+
+    Args:
+        trace: trace file (``.gz`` / ``.zst`` ok); None: the bundled CloudPhysics trace.
+        drive: a preset name, a drive TOML path, or a dict (as for :func:`run`).
+        format, disk, start, limit, fold, csv: select and read the trace as for :func:`run`.
+        hottest: tracks in the write-count CDF (:meth:`Analysis.hottest`, paper Figures 2 and 10).
+        neighbours: hottest bottom tracks shown with their neighbours
+            (:meth:`Analysis.neighbours`, Figures 4 and 11).
+        colder: a hot bottom track is flip-friendly when a neighbour is at least
+            this many writes colder (section 2.2).
+        tracks: physical tracks followed over time (:meth:`Analysis.frequency`,
+            Figure 5); None: the 4 hottest.
+        interval: write requests per interval of :meth:`Analysis.frequency`.
+        out: save the figures and ``track_counts.parquet`` into this folder (:meth:`Analysis.save`).
+
+    Raises:
+        ConfigError (unknown drive, bad setting, track beyond the drive),
+        TraceFormatError (a malformed record, or one beyond the capacity
+        without ``fold``), TraceIOError.
+    """
+    from .analysis import Analysis
+
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold}
+    if trace is not None:
+        given["trace"] = trace
+    if csv is not None:
+        given["csv"] = csv
+    s = resolve_settings(None, given)
+    path = os.path.expanduser(os.fspath(s["trace"] if s["trace"] is not None else default_trace()))
+    spec: dict[str, Any] = {"path": path, "format": s["format"], "disk": s["disk"], "start": s["start"], "limit": s["limit"]}
+    if s["csv"]:
+        spec["csv"] = dict(s["csv"])
+    drive_cfg = load_drive(s["drive"])
+    try:
+        text = _core.track_writes_json(json.dumps(spec), json.dumps(drive_cfg), bool(s["fold"]))
+    except ConfigError as e:
+        raise ConfigError(f"configuration error: {_core_message(e)}") from None
+    analysis = Analysis(
+        path,
+        drive_cfg,
+        json.loads(text),
+        hottest=hottest,
+        neighbours=neighbours,
+        colder=colder,
+        interval=interval,
+        tracks=tracks,
+    )
+    if out is not None:
+        analysis.save(out)
+    return analysis

@@ -2,6 +2,7 @@
 
     stlsim run          replay a trace through one layer, print a summary
     stlsim compare      run several configurations, save a table and plots
+    stlsim analyze      which tracks a trace writes, and when (no simulation)
     stlsim layers       list the translation layers and their parameters
     stlsim drives       list the drive presets with derived figures
     stlsim init-config  write a fully commented run configuration
@@ -57,14 +58,39 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
-    """Options shared by run and compare (all default to 'not given')."""
+def _positive(text: str) -> int:
+    try:
+        v = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return v
+
+
+def _track_list(text: str) -> list[int]:
+    parts = [t.strip() for t in text.split(",")]
+    try:
+        out = [int(t.replace("_", "")) for t in parts if t]
+    except ValueError:
+        out = []
+    if not out or any(t < 0 for t in out):
+        raise argparse.ArgumentTypeError(f"expected physical track numbers like 3054,3055, got '{text}'")
+    return out
+
+
+def _add_trace_options(p: argparse.ArgumentParser) -> None:
     t = p.add_argument_group("trace")
     t.add_argument("--trace", metavar="FILE", help="trace file (.gz/.zst ok; default: the bundled CloudPhysics trace)")
     t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv or auto (default: guess)")
     t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    """Options shared by run and compare (all default to 'not given')."""
+    _add_trace_options(p)
     d = p.add_argument_group("drive and layer")
     d.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
     d.add_argument(
@@ -148,6 +174,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser(
+        "analyze",
+        help="which tracks a trace writes, and when (the paper's workload figures)",
+        description="Map every write of a trace onto the physical tracks of a drive (nothing is simulated) and "
+        "report: the write-count CDF of the hottest tracks (paper Figures 2, 10), the hottest bottom tracks "
+        "with their neighbours T-1 and T+1 (Figures 4, 11) and the write frequency of chosen tracks over time "
+        "(Figure 5). With --out, save hottest_cdf.png, hottest_neighbours.png, track_frequency.png and "
+        "track_counts.parquet.",
+    )
+    _add_trace_options(p)
+    p.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
+    p.add_argument(
+        "--fold", action=argparse.BooleanOptionalAction, default=None, help="fold offsets beyond the capacity"
+    )
+    a = p.add_argument_group("analysis")
+    a.add_argument("--hottest", type=_positive, default=3000, metavar="K", help="tracks in the CDF (default: 3000)")
+    a.add_argument(
+        "--tracks",
+        type=_track_list,
+        metavar="T1,T2,...",
+        help="physical tracks followed over time (default: the 4 hottest)",
+    )
+    a.add_argument(
+        "--interval",
+        type=_positive,
+        default=10_000,
+        metavar="N",
+        help="write requests per interval of the frequency figure (default: 10000)",
+    )
+    o = p.add_argument_group("output")
+    o.add_argument("--out", metavar="DIR", help="save the three figures and track_counts.parquet into DIR (default: none)")
+    o.add_argument("--json", action="store_true", help="print the figures' numbers as JSON instead of tables")
+    p.set_defaults(func=_cmd_analyze)
 
     p = sub.add_parser("layers", help="list the translation layers and their parameters")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -463,6 +523,129 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     for r in comparison.results:
         _warn_empty(r)
     _info(f"saved summary.csv, latency_cdf.png, headline.png, disparity.png and one folder per run in {out}")
+    return 0
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None or v != v else f"{100 * v:.1f}%"
+
+
+def _sparkline(values: Sequence[int]) -> str:
+    """Counts as a row of block characters, scaled to the largest."""
+    bars = "·▁▂▃▄▅▆▇█"
+    top = max(values, default=0)
+    if top <= 0:
+        return bars[0] * len(values)
+    return "".join(bars[0] if v <= 0 else bars[max(1, round(8 * v / top))] for v in values)
+
+
+def _print_analysis(analysis: Any) -> None:
+    import pandas as pd
+    from rich import box
+    from rich.table import Table
+
+    s = analysis.summary
+    con = _console()
+    con.print(
+        f"[bold]Track writes[/bold] of {s['trace']} on drive [bold]{s['drive']}[/bold] "
+        f"({s['layout']} layout, {s['tracks']:,} physical tracks)"
+    )
+    con.print(
+        f"{s['requests']:,} requests, {s['write_requests']:,} writes: {s['track_writes']:,} track writes "
+        f"({s['sectors_written']:,} sectors) on {s['tracks_written']:,} distinct tracks"
+    )
+
+    h = Table(title="Hottest tracks (paper Figures 2, 10)", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
+    h.add_column("figure", no_wrap=True)
+    h.add_column("value", justify="right", no_wrap=True)
+    if s["hottest_track"] is not None:
+        h.add_row("hottest track", f"{s['hottest_track']:,} ({s['hottest_track_writes']:,} writes)")
+    for k, v in s["share_hottest"].items():
+        if k != "1":
+            h.add_row(f"share of track writes on the hottest {int(k):,}", _pct(v))
+    h.add_row(f"share on the hottest {s['hottest_k']:,} (the CDF)", _pct(s["share_hottest_k"]))
+    h.add_row("tracks taking 50% of track writes", _num(s["tracks_for_50pct"]))
+    h.add_row("tracks taking 80% of track writes", _num(s["tracks_for_80pct"]))
+    con.print(h)
+
+    nb = analysis.neighbours()
+    which = "bottom tracks" if s["bottom_only"] else "tracks"
+    t = Table(
+        title=f"{len(nb)} hottest {which} T and their neighbours (paper Figures 4, 11)",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for c in ("rank", "track T", "writes", "T-1 writes", "T+1 writes", "colder by", "flip-friendly"):
+        t.add_column(c, justify="right", no_wrap=True)
+    def cell(v: Any) -> str:
+        return "-" if pd.isna(v) else f"{int(v):,}"
+
+    for row in nb.itertuples(index=False):
+        t.add_row(
+            str(row.rank),
+            f"{row.physical_track:,}",
+            f"{row.writes:,}",
+            cell(row.left_writes),
+            cell(row.right_writes),
+            cell(row.colder_by),
+            "yes" if row.friendly else "no",
+        )
+    con.print(t)
+    con.print(
+        f"flip-friendly: {s['flip_friendly']} of {s['neighbours_n']} hottest {which} have a neighbour "
+        f"at least {s['colder']} writes colder (paper section 2.2)"
+    )
+
+    fr = analysis.frequency()
+    f = Table(
+        title=f"Write frequency per {s['interval']:,} writes (paper Figure 5)",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for c, j in (("track", "right"), ("writes", "right"), ("busiest interval", "right"), ("over time", "left")):
+        f.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
+    for track in analysis.default_tracks():
+        counts = fr.loc[fr["physical_track"] == track, "writes"].tolist()
+        peak = max(counts, default=0)
+        at = counts.index(peak) if counts and peak else None
+        f.add_row(
+            f"{track:,}",
+            f"{sum(counts):,}",
+            "-" if at is None else f"{peak:,} (#{at + 1} of {len(counts)})",
+            _sparkline(counts) if len(counts) <= 100 else "(more than 100 intervals: see --out or --json)",
+        )
+    con.print(f)
+
+
+def _cmd_analyze(ns: argparse.Namespace) -> int:
+    from .api import analyze
+
+    kwargs: dict[str, Any] = {
+        k: getattr(ns, k) for k in ("trace", "format", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
+    }
+    if ns.start is not None:
+        kwargs["start"] = ns.start
+    if ns.fold is not None:
+        kwargs["fold"] = ns.fold
+    analysis = analyze(hottest=ns.hottest, interval=ns.interval, **kwargs)
+    if ns.out:
+        _save(analysis, ns.out)
+    if ns.json:
+        sys.stdout.write(analysis.to_json() + "\n")
+    else:
+        _print_analysis(analysis)
+    if analysis.requests == 0:
+        _info("warning: the trace selection holds no requests (check --disk, --start and --limit)")
+    elif analysis.track_writes == 0:
+        _info("warning: the trace selection holds no writes")
+    if ns.out:
+        _info(
+            f"saved hottest_cdf.png, hottest_neighbours.png, track_frequency.png and track_counts.parquet in {ns.out}"
+        )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Plots of results, drawn with matplotlib's Agg canvas.
+"""Plots of results and of workload analyses, drawn with matplotlib's Agg canvas.
 
 No pyplot and no global backend switch: each plot is a standalone
 :class:`~matplotlib.figure.Figure` on a ``FigureCanvasAgg``, so plotting works
@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from .analysis import Analysis
     from .result import Result
 
-__all__ = ["disparity", "headline", "latency_cdf"]
+__all__ = ["disparity", "headline", "hottest_cdf", "hottest_neighbours", "latency_cdf", "track_frequency"]
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -99,4 +100,116 @@ def disparity(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
     ax.set_ylabel("issue-time disparity (s)")
     ax.grid(True, alpha=0.3)
     ax.set_title("Issue-time disparity")
+    return _save(fig, path)
+
+
+# --------------------------------------------------------------------------
+# Workload analysis (stlsim analyze; the IMR paper's workload figures)
+# --------------------------------------------------------------------------
+
+
+def _workload_title(analysis: Analysis) -> str:
+    return f"{Path(analysis.trace).name} on {analysis.drive.get('name', 'drive')}"
+
+
+def _no_writes(ax: object) -> None:
+    ax.text(0.5, 0.5, "no writes", ha="center", va="center", transform=ax.transAxes)  # type: ignore[attr-defined]
+
+
+def hottest_cdf(analysis: Analysis, path: str | os.PathLike[str]) -> Path:
+    """Cumulative fraction of track writes on the k hottest tracks, k = 1 .. K
+    (paper Figures 2 and 10), with the hottest 10 / 100 / 1000 marked."""
+    df = analysis.hottest()
+    fig = _figure(7.0, 4.5)
+    ax = fig.add_subplot()
+    if df.empty:
+        _no_writes(ax)
+    else:
+        ax.plot(df["rank"], df["cumulative_fraction"], color="C0", lw=1.8, drawstyle="steps-post")
+        for k in (10, 100, 1000):
+            if k <= len(df):
+                y = float(df["cumulative_fraction"].iloc[k - 1])
+                ax.plot([k], [y], "o", color="C3", ms=5)
+                ax.annotate(
+                    f"top {k:,}: {100 * y:.1f}%", (k, y), textcoords="offset points", xytext=(8, -14), fontsize=9
+                )
+    ax.set_xlim(0, analysis.k)
+    ax.set_ylim(0.0, 1.02)
+    ax.set_xlabel("number of hottest tracks (hottest first)")
+    ax.set_ylabel("cumulative fraction of track writes")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(
+        f"Track write-count CDF, hottest {analysis.k:,} tracks\n"
+        f"{_workload_title(analysis)}: {analysis.track_writes:,} track writes on {analysis.tracks_written:,} tracks",
+        fontsize=10,
+    )
+    return _save(fig, path)
+
+
+def hottest_neighbours(analysis: Analysis, path: str | os.PathLike[str]) -> Path:
+    """Write counts of the hottest bottom tracks T and of T-1 and T+1 as
+    grouped bars (paper Figures 4 and 11)."""
+    df = analysis.neighbours()
+    fig = _figure(max(7.0, 0.45 * len(df) + 2.0), 4.5)
+    ax = fig.add_subplot()
+    which = "bottom tracks" if analysis.bottom_only else "tracks"
+    if df.empty:
+        _no_writes(ax)
+    else:
+        x = list(range(len(df)))
+        w = 0.27
+        left = df["left_writes"].fillna(0).astype("int64")
+        right = df["right_writes"].fillna(0).astype("int64")
+        ax.bar([i - w for i in x], left, w, label="T-1", color="C0")
+        ax.bar(x, df["writes"], w, label=f"T (hot {which[:-1]})", color="C3")
+        ax.bar([i + w for i in x], right, w, label="T+1", color="C2")
+        ax.set_xticks(x, [f"{t}" for t in df["physical_track"]], rotation=60, ha="right", fontsize=8)
+        for label, ok in zip(ax.get_xticklabels(), df["friendly"]):
+            if not ok:  # no neighbour cold enough to flip with
+                label.set_color("0.55")
+                label.set_fontstyle("italic")
+        ax.legend(loc="upper right")
+        ax.set_xlim(-0.6, len(df) - 0.4)
+    ax.set_xlabel(f"physical track T (hottest {which}, hottest first)")
+    ax.set_ylabel("write requests")
+    ax.grid(True, axis="y", alpha=0.3)
+    friendly = int(df["friendly"].sum()) if not df.empty else 0
+    ax.set_title(
+        f"{len(df)} hottest {which} and their neighbours, {_workload_title(analysis)}\n"
+        f"{friendly} of {len(df)} have a neighbour at least {analysis.colder} writes colder "
+        "(flip-friendly; the others in grey italics)",
+        fontsize=10,
+    )
+    return _save(fig, path)
+
+
+def track_frequency(analysis: Analysis, path: str | os.PathLike[str]) -> Path:
+    """Writes to each chosen track per interval of write requests (paper Figure 5)."""
+    df = analysis.frequency()
+    fig = _figure(7.0, 4.5)
+    ax = fig.add_subplot()
+    xlabel = "write requests so far"
+    if df.empty:
+        _no_writes(ax)
+    else:
+        wide = df.pivot(index="interval", columns="physical_track", values="writes")
+        firsts = df.drop_duplicates("interval")
+        edges = [*firsts["first_write"].tolist(), int(firsts["first_write"].iloc[-1] + firsts["interval_writes"].iloc[-1])]
+        for i, t in enumerate(analysis.default_tracks()):
+            where = (" (bottom)" if t % 2 == 0 else " (top)") if analysis.bottom_only else ""
+            ax.stairs(wide[t].to_numpy(), edges, label=f"track {t}{where}", color=f"C{i % 10}", lw=1.8, baseline=None)
+        # Room above the highest step for the legend, so it hides no data.
+        cols = min(len(wide.columns), 2)
+        rows = math.ceil(len(wide.columns) / cols)
+        top = max(float(wide.to_numpy().max()), 1.0)
+        ax.set_ylim(0, top * (1.08 + 0.1 * rows))
+        ax.legend(loc="upper center", ncols=cols, fontsize=9, frameon=False)
+        ax.set_xlim(0, edges[-1])
+        last = int(firsts["interval_writes"].iloc[-1])
+        if last < analysis.interval:
+            xlabel += f" (the last interval holds {last:,} writes)"
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"writes to the track per {analysis.interval:,} writes")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"Track write frequency over time, {_workload_title(analysis)}", fontsize=10)
     return _save(fig, path)

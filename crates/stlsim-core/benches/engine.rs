@@ -1,11 +1,13 @@
 //! Criterion benchmarks of the replay engine with the CMR layer: the
 //! CloudPhysics sample replayed in `queue` mode on the imr-paper drive
 //! (metrics on, verification off), with and without the write cache, and
-//! with verification on for comparison; and parsing the vscsi trace format.
+//! with verification on for comparison; every registered IMR layer the same
+//! way; and parsing the vscsi trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stlsim_core::engine::{LayerConfig, RunConfig};
 use stlsim_core::geometry::DriveConfig;
+use stlsim_core::layers::REGISTRY;
 use stlsim_core::trace::open::open_reader;
 use stlsim_core::trace::{open_trace, Format, TraceRecord, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
@@ -54,6 +56,30 @@ fn bench(c: &mut Criterion) {
                         layer: LayerConfig { name: "cmr".into(), ..Default::default() },
                         verify,
                         replay: stlsim_core::engine::ReplayConfig { write_cache: Some(cache), ..Default::default() },
+                        ..Default::default()
+                    };
+                    Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
+                },
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+    // The IMR layers on the same drive and trace (cache on, verification off).
+    let mut g = c.benchmark_group("engine-imr-queue");
+    g.throughput(Throughput::Elements(recs.len() as u64));
+    g.sample_size(10);
+    for layer in REGISTRY.iter().map(|e| e.name).filter(|n| n.starts_with("imr-")) {
+        g.bench_function(layer, |b| {
+            b.iter_batched(
+                || {
+                    let cfg = RunConfig {
+                        drive: imr_paper(),
+                        layer: LayerConfig { name: layer.to_string(), ..Default::default() },
                         ..Default::default()
                     };
                     Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
