@@ -185,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
         "track_counts.parquet.",
     )
     _add_trace_options(p)
-    p.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
-    p.add_argument(
+    d = p.add_argument_group("drive")
+    d.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
+    d.add_argument(
         "--fold", action=argparse.BooleanOptionalAction, default=None, help="fold offsets beyond the capacity"
     )
     a = p.add_argument_group("analysis")
@@ -599,8 +600,10 @@ def _print_analysis(analysis: Any) -> None:
     )
 
     fr = analysis.frequency()
+    sizes = fr.drop_duplicates("interval")["interval_writes"].tolist()
+    short = f"; the last of {len(sizes)} intervals holds {sizes[-1]:,}" if sizes and sizes[-1] < s["interval"] else ""
     f = Table(
-        title=f"Write frequency per {s['interval']:,} writes (paper Figure 5)",
+        title=f"Write frequency per {s['interval']:,} writes (paper Figure 5{short})",
         box=box.SIMPLE_HEAD,
         title_justify="left",
         pad_edge=False,

@@ -133,13 +133,14 @@ def hottest_cdf(analysis: Analysis, path: str | os.PathLike[str]) -> Path:
                 ax.annotate(
                     f"top {k:,}: {100 * y:.1f}%", (k, y), textcoords="offset points", xytext=(8, -14), fontsize=9
                 )
-    ax.set_xlim(0, analysis.k)
+    # Up to K, or up to the last track written when fewer were (the curve is flat at 1.0 beyond).
+    ax.set_xlim(0, max(1, min(analysis.k, math.ceil(1.05 * len(df)))))
     ax.set_ylim(0.0, 1.02)
     ax.set_xlabel("number of hottest tracks (hottest first)")
     ax.set_ylabel("cumulative fraction of track writes")
     ax.grid(True, alpha=0.3)
     ax.set_title(
-        f"Track write-count CDF, hottest {analysis.k:,} tracks\n"
+        f"Track write-count CDF, hottest {min(analysis.k, len(df)):,} tracks\n"
         f"{_workload_title(analysis)}: {analysis.track_writes:,} track writes on {analysis.tracks_written:,} tracks",
         fontsize=10,
     )
