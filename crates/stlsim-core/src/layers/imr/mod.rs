@@ -4,6 +4,7 @@
 //! backup region.
 
 pub mod backup;
+pub mod flip;
 pub mod map_store;
 pub mod region;
 pub mod rmw;

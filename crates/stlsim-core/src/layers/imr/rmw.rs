@@ -400,4 +400,4 @@ impl Layer for ImrRmw {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
