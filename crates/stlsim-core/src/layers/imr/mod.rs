@@ -8,6 +8,7 @@ pub mod flip;
 pub mod map_store;
 pub mod region;
 pub mod rmw;
+pub mod track_cache;
 
 use crate::device::{Cause, Device};
 use crate::error::SimResult;

@@ -22,6 +22,8 @@ pub struct Reserved {
     pub tops: Vec<Track>,
     /// Reserved home-LBA ranges `(start, len)`, sorted and merged.
     ranges: Vec<(u64, u64)>,
+    /// The reserved track runs `[first, end)` (one, or several for a union).
+    parts: Vec<(Track, Track)>,
     host_capacity: u64,
 }
 
@@ -29,11 +31,7 @@ impl Reserved {
     /// Reserve enough whole groups at `location` (`outer`, `middle` or
     /// `inner`) to hold `tops_needed` usable top tracks.
     pub fn new(geom: &Geometry, location: &str, tops_needed: u64) -> SimResult<Reserved> {
-        let Layout::Imr { group, .. } = geom.layout() else {
-            return config_err("IMR layers need an IMR drive layout");
-        };
-        let unit = 2 * group;
-        let groups = geom.tracks() / unit;
+        let (group, groups) = Reserved::groups_on(geom)?;
         let g = (tops_needed + 1).div_ceil(group).max(1);
         if g >= groups {
             return config_err(format!(
@@ -46,15 +44,39 @@ impl Reserved {
             "middle" => groups / 2 - g / 2,
             l => return config_err(format!("region location '{l}' is not outer, middle or inner")),
         };
+        let r = Reserved::at_groups(geom, g0, g)?;
+        if (r.tops.len() as u64) < tops_needed {
+            return config_err(format!("could not reserve {tops_needed} usable top tracks"));
+        }
+        Ok(r)
+    }
+
+    /// The drive's LBA group size N (bottom tracks per group) and its number of groups.
+    pub fn groups_on(geom: &Geometry) -> SimResult<(u64, u64)> {
+        let Layout::Imr { group, .. } = geom.layout() else {
+            return config_err("IMR layers need an IMR drive layout");
+        };
+        Ok((group, geom.tracks() / (2 * group)))
+    }
+
+    /// Reserve the `g` whole LBA groups starting at group `g0` (an explicit
+    /// position; [`Reserved::new`] picks one from a location name). Its
+    /// `tops` are the top tracks fenced by the region's own bottoms.
+    pub fn at_groups(geom: &Geometry, g0: u64, g: u64) -> SimResult<Reserved> {
+        let (group, groups) = Reserved::groups_on(geom)?;
+        if g == 0 || g0 + g > groups {
+            return config_err(format!(
+                "cannot reserve LBA groups {g0}..{} of a drive with {groups}",
+                g0 + g
+            ));
+        }
+        let unit = 2 * group;
         let (first, end) = (g0 * unit, (g0 + g) * unit);
         let reserved = |t: u64| t >= first && t < end;
         let tops: Vec<Track> = (first..end)
             .filter(|&t| t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1)))
             .map(Track)
             .collect();
-        if (tops.len() as u64) < tops_needed {
-            return config_err(format!("could not reserve {tops_needed} usable top tracks"));
-        }
         let mut ranges: Vec<(u64, u64)> = (first..end)
             .filter_map(|t| geom.phys_logical_track(Track(t)))
             .map(|lt| {
@@ -63,21 +85,58 @@ impl Reserved {
             })
             .collect();
         ranges.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = vec![];
-        for (s, l) in ranges {
-            match merged.last_mut() {
-                Some((ms, ml)) if *ms + *ml == s => *ml += l,
-                _ => merged.push((s, l)),
-            }
-        }
+        let merged = merge_ranges(ranges);
         let taken: u64 = merged.iter().map(|r| r.1).sum();
         Ok(Reserved {
             first: Track(first),
             end: Track(end),
             tops,
             ranges: merged,
+            parts: vec![(Track(first), Track(end))],
             host_capacity: geom.capacity().0 - taken,
         })
+    }
+
+    /// Several disjoint reserved regions as one host-to-home address map
+    /// (host LBAs skip all of them). `first`/`end` are the hull of the parts,
+    /// `tops` the union of each part's own fenced tops; `contains` checks
+    /// the parts themselves.
+    pub fn union(geom: &Geometry, parts: &[Reserved]) -> SimResult<Reserved> {
+        let mut runs: Vec<(Track, Track)> = parts.iter().flat_map(|p| p.parts.iter().copied()).collect();
+        runs.sort_unstable();
+        if runs.is_empty() {
+            return config_err("a union of reserved regions needs at least one region");
+        }
+        if runs.windows(2).any(|w| w[1].0 < w[0].1) {
+            return config_err("reserved regions overlap");
+        }
+        let mut ranges: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.ranges.iter().copied()).collect();
+        ranges.sort_unstable();
+        let merged = merge_ranges(ranges);
+        let taken: u64 = merged.iter().map(|r| r.1).sum();
+        let mut tops: Vec<Track> = parts.iter().flat_map(|p| p.tops.iter().copied()).collect();
+        tops.sort_unstable();
+        Ok(Reserved {
+            first: runs[0].0,
+            end: runs[runs.len() - 1].1,
+            tops,
+            ranges: merged,
+            parts: runs,
+            host_capacity: geom.capacity().0 - taken,
+        })
+    }
+
+    /// The region's bottom tracks whose top neighbours all lie inside the
+    /// region: writing them damages only reserved tops, so a layer that
+    /// never uses those tops may write these bottoms freely (bottom-only
+    /// tracks, e.g. a track cache). Ascending.
+    pub fn fenced_bottoms(&self, geom: &Geometry) -> Vec<Track> {
+        self.parts
+            .iter()
+            .flat_map(|&(a, b)| (a.0..b.0).map(move |t| (a.0, b.0, t)))
+            .filter(|&(a, b, t)| t % 2 == 0 && (t == 0 || t > a) && (t + 1 < b || t + 1 >= geom.tracks()))
+            .map(|(_, _, t)| Track(t))
+            .collect()
     }
 
     /// Host-visible sectors.
@@ -87,7 +146,7 @@ impl Reserved {
 
     /// Whether a physical track is reserved.
     pub fn contains(&self, t: Track) -> bool {
-        t >= self.first && t < self.end
+        self.parts.iter().any(|&(a, b)| t >= a && t < b)
     }
 
     /// The home LBA of a host LBA.
@@ -118,6 +177,18 @@ impl Reserved {
     }
 }
 
+/// Merge sorted `(start, len)` ranges that touch.
+fn merge_ranges(ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut merged: Vec<(u64, u64)> = vec![];
+    for (s, l) in ranges {
+        match merged.last_mut() {
+            Some((ms, ml)) if *ms + *ml == s => *ml += l,
+            _ => merged.push((s, l)),
+        }
+    }
+    merged
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +199,11 @@ mod tests {
             track_bytes: 10 * 4096,
             tracks: Some(40),
             capacity_gib: None,
-            layout: LayoutConfig { kind: "imr".into(), group_tracks: group, ..Default::default() },
+            layout: LayoutConfig {
+                kind: "imr".into(),
+                group_tracks: group,
+                ..Default::default()
+            },
             ..Default::default()
         };
         Geometry::from_config(&d).unwrap()
@@ -159,5 +234,34 @@ mod tests {
         let start = r.ranges[0].0;
         r.for_home_pieces(start - 5, 10, |h, n, off| pieces.push((h, n, off)));
         assert_eq!(pieces, vec![(start - 5, 5, 0), (start + r.ranges[0].1, 5, 5)]);
+    }
+
+    #[test]
+    fn unions_of_explicit_regions_skip_every_part() {
+        let g = geom(2);
+        // 10 groups of 4 tracks. Parts at groups 0 and 5..7.
+        let a = Reserved::at_groups(&g, 0, 1).unwrap();
+        let b = Reserved::at_groups(&g, 5, 2).unwrap();
+        let u = Reserved::union(&g, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(u.host_capacity(), Sectors(400 - 40 - 80));
+        assert!(u.contains(Track(3)) && u.contains(Track(20)) && u.contains(Track(27)));
+        assert!(!u.contains(Track(4)) && !u.contains(Track(19)) && !u.contains(Track(28)));
+        assert_eq!((u.first, u.end), (Track(0), Track(28)));
+        // Host LBAs skip both parts: host 0 is home 40; host 160 (after 4 groups) is home 280.
+        assert_eq!(u.to_home(0), 40);
+        assert_eq!(u.to_home(159), 199);
+        assert_eq!(u.to_home(160), 280);
+        // Bottoms fenced by reserved tops: 0 and 2 in part a (0 is the outer edge),
+        // 22, 24, 26 in part b (20's outer neighbour 19 is a host track).
+        assert_eq!(
+            u.fenced_bottoms(&g),
+            vec![Track(0), Track(2), Track(22), Track(24), Track(26)]
+        );
+        assert_eq!(u.tops, vec![Track(1), Track(21), Track(23), Track(25)]);
+        assert!(Reserved::union(&g, &[b.clone(), Reserved::at_groups(&g, 6, 1).unwrap()]).is_err());
+        assert!(Reserved::at_groups(&g, 9, 2).is_err());
+        // A single explicit region is what `new` builds for the same groups.
+        let n = Reserved::new(&g, "outer", 1).unwrap();
+        assert_eq!((n.first, n.end, n.tops.clone()), (a.first, a.end, a.tops.clone()));
     }
 }

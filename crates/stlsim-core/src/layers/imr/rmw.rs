@@ -257,14 +257,21 @@ impl RmwEngine {
                         .filter(|(x, y)| x < y)
                         .collect();
                 }
-                for (x, y) in pieces {
-                    let s = Saved { track: nb, sector: x, count: y - x };
-                    if !collateral.iter().any(|c| c.meets(nb, x, y)) {
-                        collateral.push(s);
-                    }
-                }
+                collateral.extend(pieces.into_iter().map(|(x, y)| Saved { track: nb, sector: x, count: y - x }));
             }
         }
+        // Spans of neighbouring destinations overlap on a shared top track: merge them.
+        collateral.sort_by_key(|c| (c.track, c.sector));
+        let mut merged: Vec<Saved> = vec![];
+        for c in collateral {
+            match merged.last_mut() {
+                Some(m) if m.track == c.track && m.sector + m.count >= c.sector => {
+                    m.count = m.count.max(c.sector + c.count - m.sector);
+                }
+                _ => merged.push(c),
+            }
+        }
+        let collateral = merged;
         let mut col_data: Vec<Token> = vec![];
         for c in &collateral {
             dev.read(cause, PhysAddr { track: c.track, sector: c.sector }, c.count, &mut col_data)?;

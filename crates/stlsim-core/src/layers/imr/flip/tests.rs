@@ -608,7 +608,7 @@ fn two_thousand_crash_points_lose_no_acknowledged_write() {
         ("flip_threshold", "0"),
         ("skip_empty", "false"),
     ];
-    let by_cause = crash_sweep("imr-flip", &params, 1000, 0..2000);
+    let (by_cause, _) = crash_sweep("imr-flip", &params, 1000, 0..2000);
     let total: u64 = by_cause.values().sum();
     let get = |c: &str| by_cause.get(c).copied().unwrap_or(0);
     // Flip-cause ops are a flip's reads and writes; metadata ops are its commit records (and

@@ -200,14 +200,16 @@ pub(crate) fn rsrch_head(limit: u64) -> TraceSpec {
 }
 
 /// Crash at `points` physical operations, one run per point, verifying every
-/// block after each; returns crashes by the cause of the interrupted op.
+/// block after each; returns crashes by the cause of the interrupted op and
+/// the layer counters summed over the runs.
 pub(crate) fn crash_sweep(
     layer: &str,
     params: &[(&str, &str)],
     requests: u64,
     points: impl Iterator<Item = u64>,
-) -> std::collections::BTreeMap<&'static str, u64> {
+) -> (std::collections::BTreeMap<&'static str, u64>, crate::layers::LayerReport) {
     let mut by_cause = std::collections::BTreeMap::new();
+    let mut totals = crate::layers::LayerReport::new();
     for (i, point) in points.enumerate() {
         // Alternate layouts and the write cache so every combination is crashed.
         let (ratio, order) = [(1.0, "zigzag"), (0.9, "serpentine"), (0.9, "zigzag"), (1.0, "serpentine")][i % 4];
@@ -218,16 +220,20 @@ pub(crate) fn crash_sweep(
         c.crash_at_ops = vec![point];
         let mut s = Simulation::new(c).unwrap();
         s.run().unwrap_or_else(|e| panic!("crash at op {point}: {e}"));
-        for (k, v) in s.report().crashes_during {
+        let rep = s.report();
+        for (k, v) in rep.crashes_during {
             *by_cause.entry(k).or_insert(0) += v;
         }
+        for (k, v) in rep.layer_counters {
+            *totals.entry(k).or_insert(0.0) += v;
+        }
     }
-    by_cause
+    (by_cause, totals)
 }
 
 #[test]
 fn a_thousand_crash_points_lose_no_acknowledged_write() {
-    let by_cause = crash_sweep("imr-rmw", &[("skip_empty", "false")], 300, 0..1200);
+    let (by_cause, _) = crash_sweep("imr-rmw", &[("skip_empty", "false")], 300, 0..1200);
     let total: u64 = by_cause.values().sum();
     let inside: u64 = ["rmw", "backup"].iter().map(|c| by_cause.get(c).copied().unwrap_or(0)).sum();
     println!("imr-rmw crash points covered: {total} ({by_cause:?})");
