@@ -27,6 +27,8 @@ pub enum Cause {
     Backup,
     /// Track flipping (IMR).
     Flip,
+    /// Pseudo-track swapping (IMR dynamic track mapping).
+    Swap,
     /// Promotion into a cache region.
     Promote,
     /// Eviction from a cache region.
@@ -45,12 +47,13 @@ pub enum Cause {
 
 impl Cause {
     /// All causes, in report order.
-    pub const ALL: [Cause; 12] = [
+    pub const ALL: [Cause; 13] = [
         Cause::Host,
         Cause::Destage,
         Cause::Rmw,
         Cause::Backup,
         Cause::Flip,
+        Cause::Swap,
         Cause::Promote,
         Cause::Evict,
         Cause::Clean,
@@ -67,6 +70,7 @@ impl Cause {
             Cause::Rmw => "rmw",
             Cause::Backup => "backup",
             Cause::Flip => "flip",
+            Cause::Swap => "swap",
             Cause::Promote => "promote",
             Cause::Evict => "evict",
             Cause::Clean => "clean",

@@ -4,6 +4,7 @@
 //! backup region.
 
 pub mod backup;
+pub mod dynamic_map;
 pub mod flip;
 pub mod map_store;
 pub mod region;

@@ -1,0 +1,755 @@
+//! Dynamic track mapping for IMR (`imr-dtm`): paper 000 section 2.4 and
+//! Algorithm 3.
+//!
+//! All host bottom-track LBAs are concatenated (bottom tracks in physical
+//! order, skipping the reserved region) and cut into equal *pseudo-tracks* of
+//! P sectors; all top-track LBAs likewise, with the same P. The last
+//! pseudo-track of each space may be shorter and never moves. Pseudo-tracks
+//! are grouped into *zones*; within a zone a map sends every logical
+//! pseudo-track to a physical one (a permutation; initially the identity).
+//! Host I/O maps each sector home -> (space, offset) -> logical pseudo-track
+//! -> physical pseudo-track -> (track, sector), split at pseudo-track and
+//! physical-track boundaries. Writes that land on a bottom track go through
+//! [`RmwEngine::write_track`] (read-modify-write through the backup region),
+//! top-track writes go straight to the medium. Every `interval_writes`
+//! writes the layer looks at the interval's write counts and, per zone,
+//! pairs the hottest bottom pseudo-tracks with the coldest top ones (Algorithm
+//! 3, `RemapTracks`); a pair whose write-count gap exceeds `swap_threshold` is
+//! swapped: the bottom pseudo-track's data goes to the top location and vice
+//! versa, as one crash-safe [`RmwEngine::relocate`] (every source and every
+//! endangered top-track span is saved in the backup region first) whose map
+//! change is committed to the [`MapStore`] log (checkpointed when the log
+//! track is full).
+//!
+//! Choices where the paper is silent (parameters in brackets):
+//! * **Pseudo-track size** [`pseudo_track_sectors`, 0 = the mean host
+//!   bottom-track size, i.e. exactly one bottom track on a uniform drive]:
+//!   bottom pseudo-tracks are then track-aligned on uniform drives and top
+//!   pseudo-tracks straddle two top tracks whenever tops are smaller
+//!   (`top_ratio` < 1).
+//! * **Zones** [`zone_pseudo_tracks`, default 256 as the paper]: with Z
+//!   zones, zone z holds bottom pseudo-tracks `[z*Nb/Z, (z+1)*Nb/Z)` and top
+//!   pseudo-tracks `[z*Nt/Z, (z+1)*Nt/Z)` (integer division), Z being the
+//!   smallest count for which no zone exceeds `zone_pseudo_tracks` entries.
+//!   The proportional split keeps a zone's bottoms and tops at the same radius
+//!   even when tops hold fewer sectors, so a swap never seeks far. A zone map
+//!   entry needs ceil(log2(zone_pseudo_tracks)) bits (8 for 256); `map_bytes`
+//!   is that times the number of pseudo-tracks (the paper: ~13 M tracks of a
+//!   20 TB drive at 8 bits, ~12.5 MB). Persistently only the entries that
+//!   differ from the identity are logged, keyed by the global pseudo-track
+//!   number (bottoms `0..Nb`, tops `Nb..Nb+Nt`). The interval's write counts
+//!   (at most `interval_writes` entries, the paper's < 0.25 MB trackIdLog)
+//!   are not part of `map_bytes`.
+//! * **Temperature**: a write request (one `WriteReq` the layer receives: a
+//!   host write, or one cached extent of a destage batch) adds one to the
+//!   count of every logical pseudo-track it touches (the paper's trackIdLog,
+//!   kept as counts). Counts follow the data (logical pseudo-tracks), not the
+//!   location, and are reset after every interval. The plan is made at the
+//!   end of the batch that crosses an interval boundary.
+//! * **Pairing**: per zone, bottom-resident pseudo-tracks with a count above
+//!   `swap_threshold` in decreasing count order, each paired with the
+//!   remaining top-resident pseudo-track of the zone with the lowest count,
+//!   ties broken by the physically nearest (shortest seek), then by number;
+//!   pairing stops in the zone at the first gap <= `swap_threshold`.
+//! * **Bound** [`max_swaps`, default 50]: Algorithm 3 has no bound; Table 2
+//!   lists "max flips 50" for the "dynamic track mapping and flipping
+//!   configuration", which we apply as the most swaps planned per interval
+//!   over all zones, largest gaps first. Whether the paper bounded per zone or
+//!   per interval is not said.
+//! * **When**: swaps are background work done in `idle()`, one whole swap at
+//!   a time, none started once the next host request is due (a started swap
+//!   runs to completion: the device cannot preempt it). A new plan replaces
+//!   the swaps still pending from the previous one (their counts are stale).
+//!   If the host leaves no idle time, one pending swap is done in the
+//!   foreground at the end of a write batch once `foreground_every_writes`
+//!   writes (default 400 = 20,000 / 50, so a full plan still completes within
+//!   one interval) have passed without swap progress (0: never).
+//! * **Swap mechanics**: the two pseudo-tracks are moved as one relocation,
+//!   cut into per-track pieces where either side crosses a physical track
+//!   boundary. The endangered top-track spans (the angular overlap of every
+//!   bottom destination on its written top neighbours, merged per track,
+//!   less the relocation's own top destinations) are passed to `relocate` as
+//!   moves onto themselves, so they are read, saved, and rewritten after the
+//!   bottom writes like `relocate`'s own collateral (which is then empty),
+//!   but in the paper's order: T' (the cold top), T-1, T+1 and T (the hot bottom)
+//!   are read and saved, then T, T-1, T+1 and T' written, then the log record.
+//!   A swap's moves are tagged `swap`; its
+//!   backup record is tagged `backup` and its log record `metadata`.
+//! * **Cost** (tests pin it): an aligned swap is 12 whole-track accesses, two
+//!   partial ones (backup tail, log record) = 13 t_rot in the average model,
+//!   as the paper's 5 t_seek + 13 t_rot, with 6 long seeks (the sixth is to
+//!   the log); a pseudo-track straddling two top tracks costs ~16.5 t_rot.
+//! * **Backup region** [`backup_location`, `backup_tracks` default 8]: one
+//!   swap saves 2P sectors plus up to (k+1) top tracks (k = bottom tracks a
+//!   pseudo-track can touch); the build fails with a configuration error if
+//!   the region cannot hold that. Three more reserved top tracks hold the
+//!   map store (two checkpoint slots and the log).
+//! * `skip_empty` (default on) as in `imr-rmw`.
+//! * Recovery: the map store first, then the backup region (a swap whose log
+//!   record was not written is rolled back), then every track counts as
+//!   written. Interval counts and pending swaps are volatile and lost.
+
+use super::backup::BackupRegion;
+use super::map_store::MapStore;
+use super::region::Reserved;
+use super::rmw::{Move, RmwEngine, BACKUP_PARAMS};
+use super::{home_pieces, top_neighbours, HomePiece};
+use crate::device::{Cause, Device};
+use crate::error::{config_err, SimResult};
+use crate::geometry::{Geometry, TrackKind};
+use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::medium::Token;
+use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Registry entry.
+pub static ENTRY: LayerEntry = LayerEntry {
+    name: "imr-dtm",
+    summary: "IMR dynamic track mapping: swap hot bottom pseudo-tracks with cold top ones within zones",
+    paper: "000 section 2.4",
+    layout: LayoutNeed::Kind("imr"),
+    params: &[
+        ParamSpec {
+            name: "pseudo_track_sectors",
+            kind: ParamKind::Int,
+            unit: "sectors",
+            default: "0",
+            doc: "pseudo-track size (0: the mean host bottom-track size)",
+        },
+        ParamSpec {
+            name: "zone_pseudo_tracks",
+            kind: ParamKind::Int,
+            unit: "pseudo-tracks",
+            default: "256",
+            doc: "most pseudo-tracks (bottom and top) per zone; map entries take ceil(log2) bits",
+        },
+        ParamSpec {
+            name: "interval_writes",
+            kind: ParamKind::Int,
+            unit: "writes",
+            default: "20000",
+            doc: "writes between remapping decisions (the paper's updateFrequency)",
+        },
+        ParamSpec {
+            name: "swap_threshold",
+            kind: ParamKind::Int,
+            unit: "writes",
+            default: "50",
+            doc: "swap when the hot bottom's interval write count exceeds the cold top's by more than this",
+        },
+        ParamSpec {
+            name: "max_swaps",
+            kind: ParamKind::Int,
+            unit: "swaps",
+            default: "50",
+            doc: "most swaps planned per interval over all zones (Table 2's max flips)",
+        },
+        ParamSpec {
+            name: "foreground_every_writes",
+            kind: ParamKind::Int,
+            unit: "writes",
+            default: "400",
+            doc: "with swaps pending and no idle progress for this many writes, do one in the foreground (0: never)",
+        },
+        ParamSpec {
+            name: "skip_empty",
+            kind: ParamKind::Bool,
+            unit: "-",
+            default: "true",
+            doc: "do not save never-written top neighbours (off: the paper's analysis)",
+        },
+        BACKUP_PARAMS[0],
+        ParamSpec {
+            name: "backup_tracks",
+            kind: ParamKind::Int,
+            unit: "tracks",
+            default: "8",
+            doc: "top tracks of the backup region holding records (must hold one swap)",
+        },
+    ],
+    build: |p, g| Ok(Box::new(ImrDtm::new(p, g)?)),
+};
+
+const BOTTOM: usize = 0;
+const TOP: usize = 1;
+
+/// A run of same-size tracks of one space (every other physical track).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    first: u64,
+    n: u64,
+    spt: u32,
+    start: u64,
+}
+
+/// The concatenated LBAs of all host bottom (or top) tracks, as runs.
+#[derive(Clone, Debug, Default)]
+struct Space {
+    runs: Vec<Run>,
+    total: u64,
+    tracks: u64,
+}
+
+impl Space {
+    fn build(geom: &Geometry, res: &Reserved, parity: u64) -> Space {
+        let mut s = Space::default();
+        let mut t = parity;
+        while t < geom.tracks() {
+            if res.contains(Track(t)) {
+                t = res.end.0 + (parity + res.end.0) % 2;
+                continue;
+            }
+            let spt = geom.sectors_in(Track(t));
+            match s.runs.last_mut() {
+                Some(r) if r.first + 2 * r.n == t && r.spt == spt => r.n += 1,
+                _ => s.runs.push(Run {
+                    first: t,
+                    n: 1,
+                    spt,
+                    start: s.total,
+                }),
+            }
+            s.total += spt as u64;
+            s.tracks += 1;
+            t += 2;
+        }
+        s
+    }
+
+    /// Offset in the space of sector `sector` of track `t` (a track of the space).
+    fn offset(&self, t: Track, sector: u32) -> u64 {
+        let i = self.runs.partition_point(|r| r.first <= t.0).saturating_sub(1);
+        let r = &self.runs[i];
+        r.start + (t.0.saturating_sub(r.first) / 2) * r.spt as u64 + sector as u64
+    }
+
+    /// Where offset `off` lies, and how many sectors of its track follow it.
+    fn locate(&self, off: u64) -> (PhysAddr, u32) {
+        let i = self.runs.partition_point(|r| r.start <= off).saturating_sub(1);
+        let r = &self.runs[i];
+        let k = (off - r.start) / r.spt as u64;
+        let sector = ((off - r.start) % r.spt as u64) as u32;
+        (
+            PhysAddr {
+                track: Track(r.first + 2 * k),
+                sector,
+            },
+            r.spt - sector,
+        )
+    }
+
+    fn min_spt(&self) -> u32 {
+        self.runs.iter().map(|r| r.spt).min().unwrap_or(0)
+    }
+
+    fn max_spt(&self) -> u32 {
+        self.runs.iter().map(|r| r.spt).max().unwrap_or(0)
+    }
+}
+
+/// The layer's counters.
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    swaps: u64,
+    foreground_swaps: u64,
+    plans: u64,
+    planned: u64,
+    stale: u64,
+    dropped: u64,
+    swap_sectors: u64,
+    /// Writes to bottom-home data that a swap had moved to a top.
+    spared: u64,
+}
+
+/// The `imr-dtm` layer.
+#[derive(Debug)]
+pub struct ImrDtm {
+    res: Reserved,
+    rmw: RmwEngine,
+    store_tracks: [Track; 3],
+    store: Option<MapStore>,
+    map_bytes: u64,
+    spaces: [Space; 2],
+    /// Pseudo-track size in sectors.
+    p: u64,
+    /// Pseudo-tracks per space (the last may be short).
+    n: [u64; 2],
+    /// Full-size pseudo-tracks per space (the ones that may move).
+    full: [u64; 2],
+    zones: u64,
+    zone_size: u64,
+    /// Physical pseudo-track -> logical, where not the identity.
+    inverse: HashMap<u64, u64>,
+    /// Writes per logical pseudo-track in the current interval.
+    counts: HashMap<u64, u32>,
+    writes: u64,
+    interval: u64,
+    threshold: u64,
+    max_swaps: u64,
+    fg_every: u64,
+    /// Planned swaps: (hot logical, cold logical).
+    pending: VecDeque<(u64, u64)>,
+    since_progress: u64,
+    c: Counters,
+    scratch: Vec<HomePiece>,
+    sector_bytes: u64,
+}
+
+impl ImrDtm {
+    /// Build for a geometry.
+    pub fn new(p: &Params, g: &Geometry) -> SimResult<ImrDtm> {
+        let bt = p.u64("backup_tracks");
+        if bt < 3 {
+            return config_err(format!("backup_tracks = {bt}: at least 3 are needed"));
+        }
+        let zp = p.u64("zone_pseudo_tracks");
+        if zp < 2 {
+            return config_err(format!(
+                "zone_pseudo_tracks = {zp}: a zone needs at least 2 pseudo-tracks"
+            ));
+        }
+        let interval = p.u64("interval_writes");
+        if interval == 0 {
+            return config_err("interval_writes must be at least 1");
+        }
+        let res = Reserved::new(g, p.choice("backup_location"), bt + 3)?;
+        let backup_tops = res.tops[..bt as usize].to_vec();
+        let store_tracks = [
+            res.tops[bt as usize],
+            res.tops[bt as usize + 1],
+            res.tops[bt as usize + 2],
+        ];
+        let spaces = [Space::build(g, &res, 0), Space::build(g, &res, 1)];
+        if spaces[BOTTOM].total == 0 || spaces[TOP].total == 0 {
+            return config_err("imr-dtm needs host bottom and top tracks outside the reserved region");
+        }
+        let mut ps = p.u64("pseudo_track_sectors");
+        if ps == 0 {
+            ps = (spaces[BOTTOM].total as f64 / spaces[BOTTOM].tracks as f64)
+                .round()
+                .max(1.0) as u64;
+        }
+        let n = [spaces[BOTTOM].total.div_ceil(ps), spaces[TOP].total.div_ceil(ps)];
+        let full = [spaces[BOTTOM].total / ps, spaces[TOP].total / ps];
+        let mut zones = (n[0] + n[1]).div_ceil(zp).max(1);
+        while n[0].div_ceil(zones) + n[1].div_ceil(zones) > zp {
+            zones += 1;
+        }
+        let bits = 64 - (zp - 1).leading_zeros() as u64;
+        let map_bytes = ((n[0] + n[1]) * bits).div_ceil(8);
+        // One swap saves 2P sectors and the written spans of the top
+        // neighbours of the bottom tracks the bottom pseudo-track touches.
+        let touched = ps.div_ceil(spaces[BOTTOM].min_spt().max(1) as u64) + 1;
+        let need = 2 * ps + (touched + 1) * spaces[TOP].max_spt() as u64;
+        let room: u64 = backup_tops.iter().map(|&t| g.sectors_in(t) as u64 - 1).sum();
+        if room < need {
+            return config_err(format!(
+                "backup_tracks = {bt} holds {room} sectors; a swap of {ps}-sector pseudo-tracks may save {need}: \
+                 raise backup_tracks"
+            ));
+        }
+        let backup = BackupRegion::new(backup_tops);
+        Ok(ImrDtm {
+            rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
+            res,
+            store_tracks,
+            store: None,
+            map_bytes,
+            spaces,
+            p: ps,
+            n,
+            full,
+            zones,
+            zone_size: zp,
+            inverse: HashMap::new(),
+            counts: HashMap::new(),
+            writes: 0,
+            interval,
+            threshold: p.u64("swap_threshold"),
+            max_swaps: p.u64("max_swaps"),
+            fg_every: p.u64("foreground_every_writes"),
+            pending: VecDeque::new(),
+            since_progress: 0,
+            c: Counters::default(),
+            scratch: vec![],
+            sector_bytes: g.sector_bytes() as u64,
+        })
+    }
+
+    /// Memory of the zone maps by the paper's formula, in bytes.
+    pub fn map_bytes(&self) -> u64 {
+        self.map_bytes
+    }
+
+    fn store(&mut self, dev: &Device) -> &mut MapStore {
+        let (tracks, bytes) = (self.store_tracks, self.map_bytes);
+        self.store.get_or_insert_with(|| MapStore::new(dev, tracks, bytes))
+    }
+
+    /// Global pseudo-track number of pseudo-track `q` of `space`.
+    fn id(&self, space: usize, q: u64) -> u64 {
+        if space == BOTTOM {
+            q
+        } else {
+            self.n[BOTTOM] + q
+        }
+    }
+
+    /// Space and index of a global pseudo-track number.
+    fn split_id(&self, id: u64) -> (usize, u64) {
+        if id < self.n[BOTTOM] {
+            (BOTTOM, id)
+        } else {
+            (TOP, id - self.n[BOTTOM])
+        }
+    }
+
+    /// Where logical pseudo-track `l` is stored.
+    fn phys_of(&self, l: u64) -> u64 {
+        self.store.as_ref().and_then(|s| s.map.get(&l).copied()).unwrap_or(l)
+    }
+
+    /// Which logical pseudo-track physical pseudo-track `s` holds.
+    fn log_of(&self, s: u64) -> u64 {
+        self.inverse.get(&s).copied().unwrap_or(s)
+    }
+
+    /// The zone of pseudo-track `q` of `space`.
+    fn zone_of(&self, space: usize, q: u64) -> u64 {
+        (((q as u128 + 1) * self.zones as u128 - 1) / self.n[space] as u128) as u64
+    }
+
+    /// The pseudo-tracks of `space` in zone `z`.
+    fn zone_range(&self, space: usize, z: u64) -> std::ops::Range<u64> {
+        let at = |z: u64| ((z as u128 * self.n[space] as u128) / self.zones as u128) as u64;
+        at(z)..at(z + 1)
+    }
+
+    /// Map host `[lba, lba+n)` to physical pieces (appended to `out`, with
+    /// their offsets in the request); the logical pseudo-tracks touched are
+    /// appended to `touched`.
+    fn map_range(&mut self, geom: &Geometry, lba: u64, n: u64, out: &mut Vec<HomePiece>, touched: &mut Vec<u64>) {
+        let mut home = std::mem::take(&mut self.scratch);
+        home.clear();
+        home_pieces(geom, &self.res, lba, n, &mut home);
+        for hp in &home {
+            let space = if geom.kind(hp.at.track) == TrackKind::Bottom {
+                BOTTOM
+            } else {
+                TOP
+            };
+            let off = self.spaces[space].offset(hp.at.track, hp.at.sector);
+            let mut done = 0u64;
+            while done < hp.count as u64 {
+                let o = off + done;
+                let (q, within) = (o / self.p, o % self.p);
+                let take = (hp.count as u64 - done).min(self.p - within);
+                let l = self.id(space, q);
+                if touched.last() != Some(&l) {
+                    touched.push(l);
+                }
+                let (ss, sq) = self.split_id(self.phys_of(l));
+                let po = sq * self.p + within;
+                let mut k = 0u64;
+                while k < take {
+                    let (at, left) = self.spaces[ss].locate(po + k);
+                    let c = (take - k).min(left as u64);
+                    out.push(HomePiece {
+                        at,
+                        count: c as u32,
+                        offset: hp.offset + done + k,
+                    });
+                    k += c;
+                }
+                done += take;
+            }
+        }
+        self.scratch = home;
+    }
+
+    /// Algorithm 3's RemapTracks over every zone: plan the interval's swaps.
+    fn plan(&mut self) {
+        self.c.plans += 1;
+        let mut hot: BTreeMap<u64, Vec<(u32, u64, u64)>> = BTreeMap::new();
+        for (&l, &cnt) in &self.counts {
+            if cnt as u64 <= self.threshold {
+                continue;
+            }
+            let (space, q) = self.split_id(self.phys_of(l));
+            if space == BOTTOM && q < self.full[BOTTOM] {
+                hot.entry(self.zone_of(BOTTOM, q)).or_default().push((cnt, l, q));
+            }
+        }
+        let mut cands: Vec<(u64, u64, u64)> = vec![];
+        for (z, mut hots) in hot {
+            hots.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            let mut tops: Vec<(u32, u64, u64, bool)> = self
+                .zone_range(TOP, z)
+                .filter(|&t| t < self.full[TOP])
+                .map(|t| {
+                    let l = self.log_of(self.id(TOP, t));
+                    let track = self.spaces[TOP].locate(t * self.p).0.track.0;
+                    (self.counts.get(&l).copied().unwrap_or(0), l, track, false)
+                })
+                .collect();
+            for (hc, hl, hq) in hots {
+                let ht = self.spaces[BOTTOM].locate(hq * self.p).0.track.0;
+                let best = tops
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| !t.3)
+                    .min_by_key(|(_, t)| (t.0, t.2.abs_diff(ht), t.1))
+                    .map(|(i, _)| i);
+                let Some(i) = best else { break };
+                let gap = hc as i64 - tops[i].0 as i64;
+                if gap <= self.threshold as i64 {
+                    break;
+                }
+                tops[i].3 = true;
+                cands.push((gap as u64, hl, tops[i].1));
+            }
+        }
+        cands.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        cands.truncate(self.max_swaps as usize);
+        self.c.dropped += self.pending.len() as u64;
+        self.c.planned += cands.len() as u64;
+        self.pending = cands.into_iter().map(|(_, h, c)| (h, c)).collect();
+        self.counts.clear();
+    }
+
+    /// Per-track moves carrying physical pseudo-track `src` to `dst`.
+    fn moves_between(&self, src: u64, dst: u64, out: &mut Vec<Move>) {
+        let (ss, sq) = self.split_id(src);
+        let (ds, dq) = self.split_id(dst);
+        let (so, dof) = (sq * self.p, dq * self.p);
+        let mut k = 0u64;
+        while k < self.p {
+            let (sa, sl) = self.spaces[ss].locate(so + k);
+            let (da, dl) = self.spaces[ds].locate(dof + k);
+            let c = (self.p - k).min(sl as u64).min(dl as u64);
+            out.push(Move {
+                src: sa,
+                dst: da,
+                count: c as u32,
+            });
+            k += c;
+        }
+    }
+
+    /// Swap the data of logical pseudo-tracks `hot` (on a bottom) and `cold`
+    /// (on a top) if they are still there. Returns whether it swapped.
+    fn swap(&mut self, dev: &mut Device, hot: u64, cold: u64) -> SimResult<bool> {
+        self.since_progress = 0;
+        let (b, t) = (self.phys_of(hot), self.phys_of(cold));
+        let (bs, bq) = self.split_id(b);
+        let (ts, tq) = self.split_id(t);
+        if bs != BOTTOM || ts != TOP || bq >= self.full[BOTTOM] || tq >= self.full[TOP] {
+            self.c.stale += 1;
+            return Ok(false);
+        }
+        // Order: the cold data to the bottom, the endangered spans (appended
+        // below), the hot data to the top. Relocate reads sources in this
+        // order and writes bottom destinations first, then top destinations
+        // in this order: T', T-1, T+1, T are read and T, T-1, T+1, T'
+        // written, as in the paper's step list.
+        let mut moves = vec![];
+        self.moves_between(t, b, &mut moves);
+        let mut hot_moves = vec![];
+        self.moves_between(b, t, &mut hot_moves);
+        let geom = dev.geometry_arc();
+        // The endangered top spans, merged per track, less the top destinations.
+        let mut spans: BTreeMap<Track, Vec<(u32, u32)>> = BTreeMap::new();
+        for m in moves
+            .iter()
+            .chain(&hot_moves)
+            .filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom)
+        {
+            for nb in top_neighbours(&geom, m.dst.track) {
+                if self.rmw.skip_empty && !self.rmw.written.get(nb) {
+                    continue;
+                }
+                spans
+                    .entry(nb)
+                    .or_default()
+                    .push(geom.overlap_span(m.dst.track, m.dst.sector, m.count, nb));
+            }
+        }
+        let mut own = vec![];
+        for (nb, mut s) in spans {
+            s.sort_unstable();
+            let mut merged: Vec<(u32, u32)> = vec![];
+            for (lo, hi) in s {
+                match merged.last_mut() {
+                    Some(last) if last.1 >= lo => last.1 = last.1.max(hi),
+                    _ => merged.push((lo, hi)),
+                }
+            }
+            for d in moves.iter().chain(&hot_moves).filter(|d| d.dst.track == nb) {
+                let (a, z) = (d.dst.sector, d.dst.sector + d.count);
+                merged = merged
+                    .into_iter()
+                    .flat_map(|(x, y)| [(x, y.min(a)), (x.max(z), y)])
+                    .filter(|(x, y)| x < y)
+                    .collect();
+            }
+            for (x, y) in merged {
+                let at = PhysAddr { track: nb, sector: x };
+                own.push(Move {
+                    src: at,
+                    dst: at,
+                    count: y - x,
+                });
+            }
+        }
+        moves.extend(own);
+        moves.extend(hot_moves);
+        let upd = |l: u64, s: u64| (l, if l == s { None } else { Some(s) });
+        let updates = [upd(hot, t), upd(cold, b)];
+        self.store(dev);
+        let store = self.store.as_mut().expect("store built above");
+        self.rmw.relocate(dev, store, &moves, &updates, Cause::Swap)?;
+        for (s, l) in [(t, hot), (b, cold)] {
+            if s == l {
+                self.inverse.remove(&s);
+            } else {
+                self.inverse.insert(s, l);
+            }
+        }
+        self.c.swaps += 1;
+        self.c.swap_sectors += 2 * self.p;
+        Ok(true)
+    }
+
+    fn next_swap(&mut self, dev: &mut Device) -> SimResult<bool> {
+        match self.pending.pop_front() {
+            Some((h, c)) => self.swap(dev, h, c),
+            None => Ok(false),
+        }
+    }
+}
+
+impl Layer for ImrDtm {
+    fn name(&self) -> &'static str {
+        "imr-dtm"
+    }
+    fn host_capacity(&self, _geom: &Geometry) -> Sectors {
+        self.res.host_capacity()
+    }
+    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+        let geom = dev.geometry_arc();
+        let mut pieces = vec![];
+        self.map_range(&geom, lba.0, n.0, &mut pieces, &mut vec![]);
+        for p in pieces {
+            dev.read(Cause::Host, p.at, p.count, out)?;
+        }
+        Ok(())
+    }
+    fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+        self.write_batch(dev, std::slice::from_ref(w))
+    }
+    fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
+        let geom = dev.geometry_arc();
+        let mut pieces: Vec<(HomePiece, usize)> = vec![];
+        let mut buf = vec![];
+        let mut touched = vec![];
+        for (i, w) in ws.iter().enumerate() {
+            buf.clear();
+            touched.clear();
+            self.map_range(&geom, w.lba.0, w.sectors.0, &mut buf, &mut touched);
+            pieces.extend(buf.iter().map(|&p| (p, i)));
+            touched.sort_unstable();
+            touched.dedup();
+            for &l in &touched {
+                *self.counts.entry(l).or_insert(0) += 1;
+                if self.split_id(l).0 == BOTTOM && self.split_id(self.phys_of(l)).0 == TOP {
+                    self.c.spared += 1;
+                }
+            }
+        }
+        pieces.sort_by_key(|(p, _)| (p.at.track, p.at.sector));
+        let mut i = 0;
+        while i < pieces.len() {
+            let t = pieces[i].0.at.track;
+            let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
+            let group: Vec<HomePiece> = pieces[i..j].iter().map(|x| x.0).collect();
+            let owners: Vec<usize> = pieces[i..j].iter().map(|x| x.1).collect();
+            let find = |p: &HomePiece| owners[group.iter().position(|q| q == p).unwrap_or(0)];
+            self.rmw.write_track(
+                dev,
+                t,
+                &group,
+                |p| {
+                    let w = &ws[find(p)];
+                    if w.data.is_empty() {
+                        &[]
+                    } else {
+                        &w.data[p.offset as usize..p.offset as usize + p.count as usize]
+                    }
+                },
+                |p| ws[find(p)].cause,
+            )?;
+            i = j;
+        }
+        let before = self.writes;
+        self.writes += ws.len() as u64;
+        if before / self.interval != self.writes / self.interval {
+            self.plan();
+        }
+        self.since_progress += ws.len() as u64;
+        let due = self.fg_every > 0 && !self.pending.is_empty() && self.since_progress >= self.fg_every;
+        if due && self.next_swap(dev)? {
+            self.c.foreground_swaps += 1;
+        }
+        Ok(())
+    }
+    fn wants_idle(&self) -> bool {
+        !self.pending.is_empty()
+    }
+    fn idle(&mut self, dev: &mut Device, until: Nanos) -> SimResult<()> {
+        while dev.now() < until && !self.pending.is_empty() {
+            self.next_swap(dev)?;
+        }
+        Ok(())
+    }
+    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+        self.store(dev).recover(dev)?;
+        let seq = self.store.as_ref().map(|s| s.seq()).unwrap_or(0);
+        self.inverse = self
+            .store
+            .as_ref()
+            .map(|s| s.map.iter().map(|(&l, &p)| (p, l)).collect())
+            .unwrap_or_default();
+        self.rmw.written.set_all();
+        self.rmw.backup.recover(dev, seq)
+    }
+    fn report(&self) -> LayerReport {
+        let mut r = LayerReport::new();
+        self.rmw.report(&mut r);
+        let c = &self.c;
+        r.insert("swaps".into(), c.swaps as f64);
+        r.insert("foreground_swaps".into(), c.foreground_swaps as f64);
+        r.insert("swap_plans".into(), c.plans as f64);
+        r.insert("swaps_planned".into(), c.planned as f64);
+        r.insert("swaps_stale".into(), c.stale as f64);
+        r.insert("swaps_dropped".into(), c.dropped as f64);
+        r.insert("swap_sectors".into(), c.swap_sectors as f64);
+        r.insert("writes_to_swapped_up".into(), c.spared as f64);
+        let (logs, ckpts, moved) = self
+            .store
+            .as_ref()
+            .map(|s| (s.log_writes, s.checkpoints, s.map.len()))
+            .unwrap_or((0, 0, 0));
+        r.insert("map_log_writes".into(), logs as f64);
+        r.insert("map_checkpoints".into(), ckpts as f64);
+        r.insert("remapped_pseudo_tracks".into(), moved as f64);
+        r.insert("pseudo_tracks".into(), (self.n[0] + self.n[1]) as f64);
+        r.insert("zone_pseudo_tracks".into(), self.zone_size as f64);
+        r.insert("pseudo_track_bytes".into(), (self.p * self.sector_bytes) as f64);
+        r.insert("map_bytes".into(), self.map_bytes as f64);
+        r.insert("reserved_tracks".into(), (self.res.end.0 - self.res.first.0) as f64);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;
