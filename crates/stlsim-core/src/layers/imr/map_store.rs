@@ -225,4 +225,50 @@ mod tests {
         assert_eq!(fresh.map.get(&1), Some(&10));
         assert_eq!(fresh.map.get(&2), None);
     }
+
+    #[test]
+    fn a_crash_at_every_operation_including_checkpoints_keeps_a_consistent_map() {
+        let tracks = [Track(1), Track(3), Track(5)];
+        let update = |i: u64| [(i % 5, Some(i)), (50 + i % 3, if i % 4 == 0 { None } else { Some(i) })];
+        let mut points = 0;
+        let mut in_checkpoints = 0;
+        for k in 0..60u64 {
+            let mut d = dev();
+            let mut s = MapStore::new(&d, tracks, 4096);
+            d.set_crash_points(vec![k]);
+            let mut before = s.map.clone();
+            let mut crashed = None;
+            for i in 0..30u64 {
+                before = s.map.clone();
+                let ckpt = s.checkpoints;
+                if s.commit(&mut d, &update(i)).is_err() {
+                    crashed = Some((i, s.checkpoints == ckpt && s.next_log_sector >= 8));
+                    break;
+                }
+            }
+            let Some((i, during_checkpoint)) = crashed else { continue };
+            points += 1;
+            in_checkpoints += during_checkpoint as u64;
+            let mut fresh = MapStore::new(&d, tracks, 4096);
+            fresh.recover(&mut d).unwrap();
+            let mut after = before.clone();
+            for (key, v) in update(i) {
+                match v {
+                    Some(v) => after.insert(key, v),
+                    None => after.remove(&key),
+                };
+            }
+            assert!(fresh.map == before || fresh.map == after, "crash at op {k} (commit {i})");
+            // And the store goes on from there, through further checkpoints.
+            for j in 100..120 {
+                fresh.commit(&mut d, &update(j)).unwrap();
+            }
+            let want = fresh.map.clone();
+            let mut again = MapStore::new(&d, tracks, 4096);
+            again.recover(&mut d).unwrap();
+            assert_eq!(again.map, want, "after recovering from a crash at op {k}");
+        }
+        assert!(points >= 30, "{points}");
+        assert!(in_checkpoints >= 2, "crashes inside checkpoint writes: {in_checkpoints}");
+    }
 }
