@@ -139,6 +139,27 @@ def test_compare_writes_table_and_plots(cli, tmp_path: Path) -> None:
     assert "cmr-2" in p.stdout and "WAF" in p.stdout
 
 
+IMR_LAYERS = ["cmr", "imr-rmw", "imr-flip", "imr-cache", "imr-dtm"]
+
+
+def test_compare_runs_the_imr_papers_evaluation(cli, tmp_path: Path) -> None:
+    """The paper's comparison in one command: WAF and latency table, Figures 8/9, 12, 13."""
+    layers = [a for name in IMR_LAYERS for a in ("--layer", name)]
+    p = cli("compare", "--drive", "imr-paper", *layers, "--limit", "30000", "--out", "imr", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {r["label"]: r for r in json.loads(p.stdout)}
+    assert list(rows) == IMR_LAYERS
+    assert rows["cmr"]["waf"] == 1.0
+    for name in IMR_LAYERS[1:]:
+        assert rows[name]["waf"] > 1.0, name
+        assert rows[name]["requests"] == 30000
+    out = tmp_path / "imr"
+    for name in ("latency_cdf.png", "headline.png", "disparity.png", "summary.csv"):
+        assert (out / name).stat().st_size > 0, name
+    report = json.loads((out / "imr-flip" / "report.json").read_text())
+    assert report["layer_counters"]["map_bytes"] > 0
+
+
 def test_compare_configs_and_default_output_folder(cli, tmp_path: Path, data: Path) -> None:
     (tmp_path / "a.toml").write_text('[replay]\nmode = "flat-out"\n')
     (tmp_path / "b.toml").write_text('label = "bee"\n[drive]\npreset = "cmr"\n')

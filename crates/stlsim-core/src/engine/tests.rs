@@ -362,7 +362,9 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
             _ => &[(1.0, "zigzag", 8)],
         };
         for &(ratio, order, group) in variants {
-            for (trace, limit) in [("rsrch_1.csv", None), ("cloudPhysicsIO.vscsi", Some(40_000))] {
+            for (trace, limit) in
+                [("rsrch_1.csv", None), ("wdev_1.csv", None), ("wdev_3.csv", None), ("cloudPhysicsIO.vscsi", None)]
+            {
                 for cache in [true, false] {
                     let mut d = drive_for_layer(e);
                     d.layout.top_ratio = ratio;
