@@ -666,30 +666,7 @@ impl Layer for ImrDtm {
                 }
             }
         }
-        pieces.sort_by_key(|(p, _)| (p.at.track, p.at.sector));
-        let mut i = 0;
-        while i < pieces.len() {
-            let t = pieces[i].0.at.track;
-            let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
-            let group: Vec<HomePiece> = pieces[i..j].iter().map(|x| x.0).collect();
-            let owners: Vec<usize> = pieces[i..j].iter().map(|x| x.1).collect();
-            let find = |p: &HomePiece| owners[group.iter().position(|q| q == p).unwrap_or(0)];
-            self.rmw.write_track(
-                dev,
-                t,
-                &group,
-                |p| {
-                    let w = &ws[find(p)];
-                    if w.data.is_empty() {
-                        &[]
-                    } else {
-                        &w.data[p.offset as usize..p.offset as usize + p.count as usize]
-                    }
-                },
-                |p| ws[find(p)].cause,
-            )?;
-            i = j;
-        }
+        self.rmw.write_pieces(dev, &mut pieces, ws)?;
         let before = self.writes;
         self.writes += ws.len() as u64;
         if before / self.interval != self.writes / self.interval {

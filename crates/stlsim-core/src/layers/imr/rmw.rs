@@ -221,6 +221,27 @@ impl RmwEngine {
         Ok(())
     }
 
+    /// Write one physical track's pieces of a batch (each piece with the
+    /// index of its write in `ws`): directly on a top track, by one coalesced
+    /// read-modify-write on a bottom track.
+    pub fn write_group(
+        &mut self,
+        dev: &mut Device,
+        track: Track,
+        group: &[(HomePiece, usize)],
+        ws: &[WriteReq],
+    ) -> SimResult<()> {
+        let parts: Vec<HomePiece> = group.iter().map(|x| x.0).collect();
+        let owner = |p: &HomePiece| group[parts.iter().position(|q| q == p).unwrap_or(0)].1;
+        self.write_track(dev, track, &parts, |p| piece_data(&ws[owner(p)], p), |p| ws[owner(p)].cause)
+    }
+
+    /// Write every piece of a batch, one physical track at a time (sorts `pieces`).
+    pub fn write_pieces(&mut self, dev: &mut Device, pieces: &mut [(HomePiece, usize)], ws: &[WriteReq]) -> SimResult<()> {
+        sort_by_location(pieces);
+        for_track_groups(pieces, |t, group| self.write_group(dev, t, group, ws))
+    }
+
     /// Move data between physical extents as one crash-safe step: read the
     /// sources, save them and every written top-track span a bottom
     /// destination would damage in the backup region, write the bottom
@@ -323,6 +344,36 @@ impl RmwEngine {
     }
 }
 
+/// The tokens of a piece of write `w` (empty when data is not carried).
+pub fn piece_data<'a>(w: &WriteReq<'a>, p: &HomePiece) -> &'a [Token] {
+    if w.data.is_empty() {
+        &[]
+    } else {
+        &w.data[p.offset as usize..p.offset as usize + p.count as usize]
+    }
+}
+
+/// Sort a batch's pieces by physical location.
+pub fn sort_by_location(pieces: &mut [(HomePiece, usize)]) {
+    pieces.sort_by_key(|(p, _)| (p.at.track, p.at.sector));
+}
+
+/// Call `f(track, group)` for each run of (sorted) pieces on one physical track,
+/// stopping at the first error.
+pub fn for_track_groups(
+    pieces: &[(HomePiece, usize)],
+    mut f: impl FnMut(Track, &[(HomePiece, usize)]) -> SimResult<()>,
+) -> SimResult<()> {
+    let mut i = 0;
+    while i < pieces.len() {
+        let t = pieces[i].0.at.track;
+        let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
+        f(t, &pieces[i..j])?;
+        i = j;
+    }
+    Ok(())
+}
+
 /// The `imr-rmw` layer.
 #[derive(Debug)]
 pub struct ImrRmw {
@@ -362,34 +413,7 @@ impl Layer for ImrRmw {
             home_pieces(&geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
             pieces.extend(buf.iter().map(|&p| (p, i)));
         }
-        pieces.sort_by_key(|(p, _)| (p.at.track, p.at.sector));
-        let mut i = 0;
-        let mut result = Ok(());
-        while i < pieces.len() {
-            let t = pieces[i].0.at.track;
-            let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
-            let group: Vec<HomePiece> = pieces[i..j].iter().map(|x| x.0).collect();
-            let owners: Vec<usize> = pieces[i..j].iter().map(|x| x.1).collect();
-            let find = |p: &HomePiece| owners[group.iter().position(|q| q == p).expect("piece of this group")];
-            result = self.rmw.write_track(
-                dev,
-                t,
-                &group,
-                |p| {
-                    let w = &ws[find(p)];
-                    if w.data.is_empty() {
-                        &[]
-                    } else {
-                        &w.data[p.offset as usize..p.offset as usize + p.count as usize]
-                    }
-                },
-                |p| ws[find(p)].cause,
-            );
-            if result.is_err() {
-                break;
-            }
-            i = j;
-        }
+        let result = self.rmw.write_pieces(dev, &mut pieces, ws);
         self.pieces = pieces;
         result
     }

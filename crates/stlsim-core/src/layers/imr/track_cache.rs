@@ -101,7 +101,7 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
-use super::rmw::{RmwEngine, BACKUP_PARAMS};
+use super::rmw::{for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS};
 use super::{home_pieces, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
@@ -763,41 +763,17 @@ impl Layer for TrackCache {
                 }
             }
         }
-        pieces.sort_by_key(|(p, _)| (p.at.track, p.at.sector));
-        let data_of = |p: &HomePiece, owner: usize| -> &[Token] {
-            let w = &ws[owner];
-            if w.data.is_empty() {
-                &[]
-            } else {
-                &w.data[p.offset as usize..p.offset as usize + p.count as usize]
-            }
-        };
-        let mut i = 0;
-        let mut result = Ok(());
-        while i < pieces.len() {
-            let t = pieces[i].0.at.track;
-            let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
-            if let Some(&s) = self.cached.get(&t.0) {
-                for &(p, o) in &pieces[i..j] {
-                    result = self.write_slot(dev, ws[o].cause, s, p.at.sector as u64, p.count as u64, data_of(&p, o));
-                    if result.is_err() {
-                        break;
-                    }
+        sort_by_location(&mut pieces);
+        let result = for_track_groups(&pieces, |t, group| match self.cached.get(&t.0).copied() {
+            Some(s) => {
+                for &(p, o) in group {
+                    self.write_slot(dev, ws[o].cause, s, p.at.sector as u64, p.count as u64, piece_data(&ws[o], &p))?;
                     self.counters.cache_write_pieces += 1;
                 }
-            } else {
-                let group: Vec<HomePiece> = pieces[i..j].iter().map(|x| x.0).collect();
-                let owners: Vec<usize> = pieces[i..j].iter().map(|x| x.1).collect();
-                let find = |p: &HomePiece| owners[group.iter().position(|q| q == p).unwrap_or(0)];
-                result = self
-                    .rmw
-                    .write_track(dev, t, &group, |p| data_of(p, find(p)), |p| ws[find(p)].cause);
+                Ok(())
             }
-            if result.is_err() {
-                break;
-            }
-            i = j;
-        }
+            None => self.rmw.write_group(dev, t, group, ws),
+        });
         self.pieces = pieces;
         result?;
         if self.writes_in_interval >= self.interval {
