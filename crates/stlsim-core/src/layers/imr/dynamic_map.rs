@@ -711,13 +711,8 @@ impl Layer for ImrDtm {
         r.insert("swaps_dropped".into(), c.dropped as f64);
         r.insert("swap_sectors".into(), c.swap_sectors as f64);
         r.insert("writes_to_swapped_up".into(), c.spared as f64);
-        let (logs, ckpts, moved) = self
-            .store
-            .as_ref()
-            .map(|s| (s.log_writes, s.checkpoints, s.map.len()))
-            .unwrap_or((0, 0, 0));
-        r.insert("map_log_writes".into(), logs as f64);
-        r.insert("map_checkpoints".into(), ckpts as f64);
+        MapStore::report(self.store.as_ref(), &mut r);
+        let moved = self.store.as_ref().map(|s| s.map.len()).unwrap_or(0);
         r.insert("remapped_pseudo_tracks".into(), moved as f64);
         r.insert("pseudo_tracks".into(), (self.n[0] + self.n[1]) as f64);
         r.insert("zone_pseudo_tracks".into(), self.zone_size as f64);

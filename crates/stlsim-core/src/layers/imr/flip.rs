@@ -743,13 +743,7 @@ impl Layer for ImrFlip {
         r.insert("flips_planned".into(), c.planned as f64);
         r.insert("flip_intervals".into(), c.intervals as f64);
         r.insert("flipped_tracks".into(), self.flipped_now as f64);
-        let (ckpt, log) = self
-            .store
-            .as_ref()
-            .map(|s| (s.checkpoints, s.log_writes))
-            .unwrap_or((0, 0));
-        r.insert("map_checkpoints".into(), ckpt as f64);
-        r.insert("map_log_writes".into(), log as f64);
+        MapStore::report(self.store.as_ref(), &mut r);
         r.insert("map_bytes".into(), self.map_bytes as f64);
         r.insert("reserved_tracks".into(), (self.res.end.0 - self.res.first.0) as f64);
         r

@@ -63,6 +63,14 @@ impl MapStore {
         }
     }
 
+    /// Add the store's counters (`map_log_writes`, `map_checkpoints`) to a
+    /// report; a store not yet created counts zero.
+    pub fn report(store: Option<&MapStore>, r: &mut crate::layers::LayerReport) {
+        let (logs, ckpts) = store.map(|s| (s.log_writes, s.checkpoints)).unwrap_or((0, 0));
+        r.insert("map_log_writes".into(), logs as f64);
+        r.insert("map_checkpoints".into(), ckpts as f64);
+    }
+
     /// The sequence number of the last committed change.
     pub fn seq(&self) -> u64 {
         self.seq

@@ -833,11 +833,10 @@ impl Layer for TrackCache {
             ("foreground_moves", c.foreground_moves),
             ("scan_recoveries", c.scan_recoveries),
             ("stale_headers_cleared", c.stale_headers_cleared),
-            ("map_log_writes", self.store.as_ref().map_or(0, |s| s.log_writes)),
-            ("map_checkpoints", self.store.as_ref().map_or(0, |s| s.checkpoints)),
         ] {
             r.insert(k.into(), v as f64);
         }
+        MapStore::report(self.store.as_ref(), &mut r);
         r.insert("map_bytes".into(), self.map_bytes() as f64);
         r.insert("monitor_bytes".into(), self.monitor_bytes() as f64);
         r.insert("cache_capacity_tracks".into(), self.capacity_tracks() as f64);
