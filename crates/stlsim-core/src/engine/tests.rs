@@ -482,3 +482,31 @@ fn golden_imr_rmw_wdev_3_queue() {
     c.verify = true;
     golden("imr-rmw-wdev_3-queue", c);
 }
+
+#[test]
+fn every_registered_layer_is_deterministic() {
+    for e in REGISTRY {
+        let go = || {
+            let mut d = drive_for_layer(e);
+            d.layout.top_ratio = 0.9;
+            let mut c = cfg(d, e.name);
+            c.trace = TraceSpec { path: data_path("cloudPhysicsIO.vscsi"), ..Default::default() };
+            // Short intervals so the layers' own moves happen many times.
+            for (k, v) in [("interval_writes", "2000"), ("flip_threshold", "5"), ("swap_threshold", "5")] {
+                if e.params.iter().any(|p| p.name == k) {
+                    c.layer.params.insert(k.into(), serde_json::Value::from(v));
+                }
+            }
+            let mut s = Simulation::new(c).unwrap();
+            s.run().unwrap();
+            let r = s.report();
+            let moves: f64 = ["flips", "swaps", "promotions"].iter().filter_map(|k| r.layer_counters.get(*k)).sum();
+            (serde_json::to_string(&r).unwrap(), moves)
+        };
+        let (a, moves) = go();
+        assert_eq!(a, go().0, "layer {}", e.name);
+        if e.params.iter().any(|p| p.name == "interval_writes") {
+            assert!(moves > 10.0, "layer {} moved data only {moves} times", e.name);
+        }
+    }
+}
