@@ -74,6 +74,13 @@ pub enum TrackKind {
 
 const NO_LT: u32 = u32::MAX;
 
+/// The most physical tracks a drive may have: the home map costs 16 bytes a
+/// track, so this bounds it at 3.2 GB (a 20 TB drive of 1.5 MB tracks has 13 M).
+pub const MAX_TRACKS: u64 = 200_000_000;
+
+/// The most sectors on one track (a 4 GiB track of 4 KiB sectors).
+pub const MAX_SECTORS_PER_TRACK: u32 = 1 << 20;
+
 /// The validated geometry of a drive.
 #[derive(Clone, Debug)]
 pub struct Geometry {
@@ -171,6 +178,12 @@ impl Geometry {
         if zones.iter().any(|z| z.sectors_per_track == 0) {
             return config_err("a zone has sectors_per_track = 0");
         }
+        if let Some(z) = zones.iter().find(|z| z.sectors_per_track > MAX_SECTORS_PER_TRACK) {
+            return config_err(format!(
+                "{} sectors per track is more than stlsim simulates ({MAX_SECTORS_PER_TRACK})",
+                z.sectors_per_track
+            ));
+        }
         let unit = layout.unit_tracks();
         let tracks = match (c.tracks, c.capacity_gib) {
             (Some(t), _) => t,
@@ -179,25 +192,22 @@ impl Geometry {
                     return config_err(format!("capacity_gib {gib} must be positive"));
                 }
                 let want = (gib * 1024.0 * 1024.0 * 1024.0 / c.sector_bytes as f64).ceil() as u64;
-                // Grow by whole layout units until the host capacity is reached.
-                let mut t = 0u64;
-                let mut cap = 0u64;
-                while cap < want {
-                    t += unit;
-                    cap = Geometry::build(c.sector_bytes, layout, &zones, t)?.capacity;
-                    if t > (1 << 31) {
-                        return config_err("capacity_gib is too large for this track size");
+                // Estimate from the capacity per layout unit so far, then grow by whole
+                // units; checked against the limit before anything is allocated.
+                let mut t = unit;
+                loop {
+                    if t > MAX_TRACKS {
+                        return config_err(format!(
+                            "capacity_gib {gib} needs more than {MAX_TRACKS} tracks of this size"
+                        ));
                     }
-                    // Jump ahead proportionally once the per-unit capacity is known.
-                    if cap > 0 && cap < want {
-                        let per_unit = cap / (t / unit);
-                        let more = (want - cap) / per_unit.max(1);
-                        if more > 1 {
-                            t += (more - 1) * unit;
-                        }
+                    let cap = Geometry::build(c.sector_bytes, layout, &zones, t)?.capacity;
+                    if cap >= want {
+                        break t;
                     }
+                    let per_unit = (cap / (t / unit)).max(1);
+                    t += ((want - cap) / per_unit).max(1) * unit;
                 }
-                t
             }
             (None, None) => return config_err("give either tracks or capacity_gib"),
         };
@@ -206,8 +216,8 @@ impl Geometry {
                 "tracks = {tracks} must be a positive multiple of the layout's unit of {unit} tracks"
             ));
         }
-        if tracks >= NO_LT as u64 {
-            return config_err("too many tracks (at most 4 billion)");
+        if tracks > MAX_TRACKS {
+            return config_err(format!("{tracks} tracks is more than stlsim simulates ({MAX_TRACKS})"));
         }
         if let Some(z) = zones.iter().find(|z| z.first_track >= tracks) {
             return config_err(format!("zone starting at track {} lies beyond the last track", z.first_track));

@@ -121,4 +121,12 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.layout.kind = "hamr".into()).contains("unknown layout"));
     assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
     assert!(bad(&|d| d.zones = vec![ZoneSpec { first_track: 3, sectors_per_track: 5 }]).contains("track 0"));
+    // Sizes that would exhaust memory are refused up front, not attempted.
+    assert!(bad(&|d| d.tracks = Some(1 << 40)).contains("more than stlsim simulates"));
+    assert!(bad(&|d| d.track_bytes = 4096 << 30).contains("sectors per track"));
+    assert!(bad(&|d| {
+        d.tracks = None;
+        d.capacity_gib = Some(1e15);
+    })
+    .contains("needs more than"));
 }
