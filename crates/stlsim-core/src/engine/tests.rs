@@ -510,3 +510,86 @@ fn every_registered_layer_is_deterministic() {
         }
     }
 }
+
+/// A small IMR drive (64-sector tracks) so that requests cross tracks and
+/// every layer's moves happen within a few hundred requests.
+fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
+    let mut d = small_drive("imr");
+    d.track_bytes = 64 * 4096;
+    d.tracks = Some(400);
+    d.layout.group_tracks = 2;
+    d.layout.top_ratio = ratio;
+    d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
+    d
+}
+
+/// Parameters that make each layer move data often.
+const BUSY: [(&str, &str); 6] = [
+    ("interval_writes", "16"),
+    ("flip_threshold", "1"),
+    ("swap_threshold", "1"),
+    ("cache_tracks", "6"),
+    ("foreground_after_writes", "8"),
+    ("foreground_every_writes", "8"),
+];
+
+
+/// The busy parameters really make the layers that move data move it.
+#[test]
+fn busy_parameters_make_every_moving_layer_move_data() {
+    for e in REGISTRY {
+        let mut c = cfg(tiny_imr(64, 1.0), e.name);
+        for (k, v) in BUSY {
+            if e.params.iter().any(|p| p.name == k) {
+                c.layer.params.insert(k.into(), serde_json::Value::from(v));
+            }
+        }
+        c.verify = true;
+        let recs: Vec<_> = (0..200u64)
+            .map(|i| rec(i * 700, if i % 3 == 0 { Op::Read } else { Op::Write }, (i * 7919 + (i % 5) * 64) % 2400, 1 + i % 40))
+            .collect();
+        let r = run(c, recs).unwrap().report();
+        let moves: f64 = ["flips", "swaps", "promotions"].iter().filter_map(|k| r.layer_counters.get(*k)).sum();
+        if e.params.iter().any(|p| p.name == "interval_writes") {
+            assert!(moves >= 5.0, "layer {} moved data {moves} times", e.name);
+        }
+    }
+}
+
+mod layer_props {
+    use super::*;
+    use proptest::prelude::*;
+
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+        #[test]
+        fn every_layer_reads_see_newest_writes(
+            layer in 0..REGISTRY.len(),
+            seq in proptest::collection::vec((any::<bool>(), 0u64..2_400, 1u64..48, 0u64..3_000), 1..250),
+            cache_sectors in prop_oneof![Just(0u64), 8u64..128, Just(2048u64)],
+            ratio in prop_oneof![Just(1.0f64), Just(0.9f64)],
+            crash in proptest::option::of(0u64..1_500),
+        ) {
+            let e = REGISTRY[layer];
+            let mut c = cfg(tiny_imr(cache_sectors, ratio), e.name);
+            for (k, v) in BUSY {
+                if e.params.iter().any(|p| p.name == k) {
+                    c.layer.params.insert(k.into(), serde_json::Value::from(v));
+                }
+            }
+            c.verify = true;
+            c.crash_at_ops = crash.into_iter().collect();
+            let mut t = 0;
+            let recs: Vec<_> = seq
+                .iter()
+                .map(|&(w, lba, n, gap)| {
+                    t += gap;
+                    rec(t, if w { Op::Write } else { Op::Read }, lba, n)
+                })
+                .collect();
+            let s = run(c, recs);
+            prop_assert!(s.is_ok(), "layer {}: {}", e.name, s.err().unwrap());
+        }
+    }
+}
