@@ -35,6 +35,26 @@ fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
     }
 }
 
+/// Records from `(write?, lba, sectors, gap_us)` tuples, gaps accumulated into times.
+fn timed(seq: &[(bool, u64, u64, u64)]) -> Vec<TraceRecord> {
+    let mut t = 0;
+    seq.iter()
+        .map(|&(w, lba, n, gap)| {
+            t += gap;
+            rec(t, if w { Op::Write } else { Op::Read }, lba, n)
+        })
+        .collect()
+}
+
+/// Set those of `kv` that layer `e` declares (the others do not apply to it).
+fn set_declared(c: &mut RunConfig, e: &LayerEntry, kv: &[(&str, &str)]) {
+    for &(k, v) in kv {
+        if e.params.iter().any(|p| p.name == k) {
+            c.layer.params.insert(k.into(), serde_json::Value::from(v));
+        }
+    }
+}
+
 fn run(c: RunConfig, recs: Vec<TraceRecord>) -> SimResult<Simulation> {
     let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs)))?;
     s.run()?;
@@ -413,15 +433,7 @@ mod props {
             c.verify = true;
             c.replay.queue_depth = qd;
             c.crash_after = crash.into_iter().collect();
-            let mut t = 0;
-            let recs: Vec<_> = seq
-                .iter()
-                .map(|&(w, lba, n, gap)| {
-                    t += gap;
-                    rec(t, if w { Op::Write } else { Op::Read }, lba, n)
-                })
-                .collect();
-            let s = run(c, recs);
+            let s = run(c, timed(&seq));
             prop_assert!(s.is_ok(), "{}", s.err().unwrap());
         }
     }
@@ -492,11 +504,7 @@ fn every_registered_layer_is_deterministic() {
             let mut c = cfg(d, e.name);
             c.trace = TraceSpec { path: data_path("cloudPhysicsIO.vscsi"), ..Default::default() };
             // Short intervals so the layers' own moves happen many times.
-            for (k, v) in [("interval_writes", "2000"), ("flip_threshold", "5"), ("swap_threshold", "5")] {
-                if e.params.iter().any(|p| p.name == k) {
-                    c.layer.params.insert(k.into(), serde_json::Value::from(v));
-                }
-            }
+            set_declared(&mut c, e, &[("interval_writes", "2000"), ("flip_threshold", "5"), ("swap_threshold", "5")]);
             let mut s = Simulation::new(c).unwrap();
             s.run().unwrap();
             let r = s.report();
@@ -539,11 +547,7 @@ const BUSY: [(&str, &str); 6] = [
 fn busy_parameters_make_every_moving_layer_move_data() {
     for e in REGISTRY {
         let mut c = cfg(tiny_imr(64, 1.0), e.name);
-        for (k, v) in BUSY {
-            if e.params.iter().any(|p| p.name == k) {
-                c.layer.params.insert(k.into(), serde_json::Value::from(v));
-            }
-        }
+        set_declared(&mut c, e, &BUSY);
         c.verify = true;
         let recs: Vec<_> = (0..200u64)
             .map(|i| rec(i * 700, if i % 3 == 0 { Op::Read } else { Op::Write }, (i * 7919 + (i % 5) * 64) % 2400, 1 + i % 40))
@@ -573,22 +577,10 @@ mod layer_props {
         ) {
             let e = REGISTRY[layer];
             let mut c = cfg(tiny_imr(cache_sectors, ratio), e.name);
-            for (k, v) in BUSY {
-                if e.params.iter().any(|p| p.name == k) {
-                    c.layer.params.insert(k.into(), serde_json::Value::from(v));
-                }
-            }
+            set_declared(&mut c, e, &BUSY);
             c.verify = true;
             c.crash_at_ops = crash.into_iter().collect();
-            let mut t = 0;
-            let recs: Vec<_> = seq
-                .iter()
-                .map(|&(w, lba, n, gap)| {
-                    t += gap;
-                    rec(t, if w { Op::Write } else { Op::Read }, lba, n)
-                })
-                .collect();
-            let s = run(c, recs);
+            let s = run(c, timed(&seq));
             prop_assert!(s.is_ok(), "layer {}: {}", e.name, s.err().unwrap());
         }
     }

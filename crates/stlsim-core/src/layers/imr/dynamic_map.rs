@@ -92,7 +92,7 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
-use super::rmw::{Move, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
 use super::{home_pieces, top_neighbours, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
@@ -151,13 +151,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             default: "400",
             doc: "with swaps pending and no idle progress for this many writes, do one in the foreground (0: never)",
         },
-        ParamSpec {
-            name: "skip_empty",
-            kind: ParamKind::Bool,
-            unit: "-",
-            default: "true",
-            doc: "do not save never-written top neighbours (off: the paper's analysis)",
-        },
+        SKIP_EMPTY,
         BACKUP_PARAMS[0],
         ParamSpec {
             name: "backup_tracks",

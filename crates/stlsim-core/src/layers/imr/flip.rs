@@ -94,7 +94,7 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
-use super::rmw::{Move, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
 use super::{home_pieces, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
@@ -133,13 +133,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             default: "50",
             doc: "most flips (and flip-backs) decided per interval",
         },
-        ParamSpec {
-            name: "skip_empty",
-            kind: ParamKind::Bool,
-            unit: "-",
-            default: "true",
-            doc: "do not save never-written top neighbours (off: the paper's analysis)",
-        },
+        SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
     ],

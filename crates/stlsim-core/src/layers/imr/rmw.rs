@@ -41,6 +41,15 @@ use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, Param
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 
+/// The read-modify-write parameter shared by every IMR layer.
+pub const SKIP_EMPTY: ParamSpec = ParamSpec {
+    name: "skip_empty",
+    kind: ParamKind::Bool,
+    unit: "-",
+    default: "true",
+    doc: "do not save never-written top neighbours (off: the paper's analysis)",
+};
+
 /// Parameters shared by the IMR layers that use a backup region.
 pub const BACKUP_PARAMS: [ParamSpec; 2] = [
     ParamSpec {
@@ -66,13 +75,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     paper: "000 section 2.1",
     layout: LayoutNeed::Kind("imr"),
     params: &[
-        ParamSpec {
-            name: "skip_empty",
-            kind: ParamKind::Bool,
-            unit: "-",
-            default: "true",
-            doc: "do not save never-written top neighbours (off: the paper's analysis)",
-        },
+        SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
     ],

@@ -101,7 +101,7 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
-use super::rmw::{for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{SKIP_EMPTY, for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS};
 use super::{home_pieces, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
@@ -167,13 +167,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             default: "1000",
             doc: "writes after which an unfinished plan runs one move per write batch in the foreground",
         },
-        ParamSpec {
-            name: "skip_empty",
-            kind: ParamKind::Bool,
-            unit: "-",
-            default: "true",
-            doc: "do not save never-written top neighbours in read-modify-writes",
-        },
+        SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
     ],
