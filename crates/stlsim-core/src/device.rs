@@ -62,6 +62,25 @@ impl Cause {
         Cause::Gc,
         Cause::Recovery,
     ];
+    /// The cause group WAF is broken down by: `host` (host data: host,
+    /// destage), `rmw`, `backup` (backup, and recovery's restores of backups),
+    /// `moves` (flip, swap, promote, evict, clean, gc, padding: data moved or
+    /// filled by background work) and `metadata`.
+    pub fn group(self) -> &'static str {
+        match self {
+            Cause::Host | Cause::Destage => "host",
+            Cause::Rmw => "rmw",
+            Cause::Backup | Cause::Recovery => "backup",
+            Cause::Flip | Cause::Swap | Cause::Promote | Cause::Evict | Cause::Clean | Cause::Gc | Cause::Padding => {
+                "moves"
+            }
+            Cause::Metadata => "metadata",
+        }
+    }
+
+    /// The cause groups, in report order.
+    pub const GROUPS: [&'static str; 5] = ["host", "rmw", "backup", "moves", "metadata"];
+
     /// The cause's name as reported.
     pub fn name(self) -> &'static str {
         match self {
@@ -148,6 +167,9 @@ pub struct Device {
     op_log: VecDeque<OpRecord>,
     accounting: bool,
     crashed_during: Option<Cause>,
+    in_stage: bool,
+    crashed_in_stage: bool,
+    stage_write_sectors: u64,
 }
 
 impl Device {
@@ -167,6 +189,9 @@ impl Device {
             op_log: VecDeque::new(),
             accounting: true,
             crashed_during: None,
+            in_stage: false,
+            crashed_in_stage: false,
+            stage_write_sectors: 0,
         }
     }
 
@@ -238,6 +263,26 @@ impl Device {
         self.crashed_during.take()
     }
 
+    /// Mark the operations that follow as background work (a stage) or not.
+    pub fn set_in_stage(&mut self, on: bool) {
+        self.in_stage = on;
+    }
+
+    /// Whether the operations now issued belong to a stage of background work.
+    pub fn in_stage(&self) -> bool {
+        self.in_stage
+    }
+
+    /// Sectors written inside stages of background work (moves, cleaning ...), whatever their cause.
+    pub fn stage_write_sectors(&self) -> u64 {
+        self.stage_write_sectors
+    }
+
+    /// Whether the last injected power loss fell inside a stage, taken.
+    pub fn take_crash_in_stage(&mut self) -> bool {
+        std::mem::take(&mut self.crashed_in_stage)
+    }
+
     /// Turn timing and counting off (verification scans) or back on.
     pub fn set_accounting(&mut self, on: bool) {
         self.accounting = on;
@@ -265,6 +310,7 @@ impl Device {
             if self.crash_points.last() == Some(&self.serial) {
                 self.crash_points.pop();
                 self.crashed_during = Some(cause);
+                self.crashed_in_stage = self.in_stage;
                 return Err(SimError::Crash);
             }
         }
@@ -303,6 +349,9 @@ impl Device {
         c.sectors += count as u64;
         c.busy += busy;
         c.seeks += moved as u64;
+        if write && self.in_stage {
+            self.stage_write_sectors += count as u64;
+        }
         self.clock
     }
 
@@ -310,7 +359,7 @@ impl Device {
     /// to `out` when data is carried. Returns the completion time.
     pub fn read(&mut self, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<Nanos> {
         self.begin(OpKind::Read, cause, at, count)?;
-        self.medium.read(&self.geom, at, count, out);
+        self.medium.read(&self.geom, at, count, out, self.accounting);
         Ok(self.time(false, cause, at, count))
     }
 
@@ -345,7 +394,25 @@ impl Device {
     /// no counting): for layers that read a whole track once and then pick
     /// pieces of it.
     pub fn peek_sectors(&self, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
-        self.medium.read(&self.geom, at, count, out);
+        self.medium.peek_into(&self.geom, at, count, out);
+    }
+
+    /// What one sector holds (tests and diagnostics; no timing).
+    pub fn peek(&self, at: PhysAddr) -> Token {
+        self.medium.peek(&self.geom, at)
+    }
+
+    /// Whether physical track `t` holds data from the drive's starting state
+    /// (a prefilled drive): layers treat such tracks as written.
+    #[inline]
+    pub fn prefilled(&self, t: Track) -> bool {
+        self.medium.prefilled(t)
+    }
+
+    /// Set the medium's starting state (before the first operation; costs no time).
+    pub fn set_prefill(&mut self, prefill: crate::medium::prefill::Prefill) {
+        let geom = Arc::clone(&self.geom);
+        self.medium.set_prefill(&geom, prefill);
     }
 
     /// The intact metadata records on a track (what a read of the track would

@@ -19,6 +19,7 @@ pub mod mechanics;
 pub mod medium;
 pub mod metrics;
 pub mod trace;
+pub mod track_bits;
 pub mod units;
 
 pub use engine::{RunConfig, Simulation};

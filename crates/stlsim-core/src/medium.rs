@@ -11,10 +11,18 @@
 //! Contents are tracked only when verification is on (tokens per sector,
 //! allocated per track on first write); with it off the medium keeps only
 //! the write pointers, so the physics costs nothing.
+//!
+//! A medium may start *prefilled* ([`prefill`]): prefilled tracks hold
+//! version 0 of their home LBAs implicitly (one bit per track); a track's
+//! row of tokens is made from it on the first write or damage.
+
+pub mod prefill;
 
 use crate::error::{SimError, SimResult};
 use crate::geometry::{Geometry, Layout};
+use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Track};
+use prefill::Prefill;
 
 /// What a sector holds: the host block (LBA, version) last written there, or
 /// a marker for an empty or destroyed sector.
@@ -83,6 +91,9 @@ pub struct Medium {
     zone_sectors: u64,
     conventional: u64,
     write_pointers: Vec<u64>,
+    prefill: Prefill,
+    /// Tracks read, written or damaged (tracked media only): what a final scan must cover.
+    touched: TrackBits,
 }
 
 impl Medium {
@@ -99,7 +110,88 @@ impl Medium {
             zone_sectors,
             conventional,
             write_pointers: (0..zones).map(|z| z * zone_sectors).collect(),
+            prefill: Prefill::none(),
+            touched: if tracked { TrackBits::new(geom.tracks()) } else { TrackBits::default() },
         }
+    }
+
+    /// Start from `prefill` (before any operation). In sequential zones the
+    /// prefilled data is a prefix of the zone: every track up to the last
+    /// prefilled one is prefilled, and the write pointer follows it.
+    pub fn set_prefill(&mut self, geom: &Geometry, mut prefill: Prefill) {
+        if self.zone_sectors > 0 && prefill.any() {
+            for z in self.conventional..self.write_pointers.len() as u64 {
+                let (start, end) = (z * self.zone_sectors, (z + 1) * self.zone_sectors);
+                let mut last = None;
+                let mut lba = start;
+                while lba < end {
+                    let lt = geom.logical_track_of(Lba(lba));
+                    if prefill.track(geom.logical_track_phys(lt)) {
+                        last = Some(lt);
+                    }
+                    lba = geom.logical_track_start(lt + 1).0;
+                }
+                let Some(last) = last else { continue };
+                let mut lba = start;
+                while lba < end {
+                    let lt = geom.logical_track_of(Lba(lba));
+                    if lt > last {
+                        break;
+                    }
+                    prefill.set_track(geom.logical_track_phys(lt));
+                    lba = geom.logical_track_start(lt + 1).0;
+                }
+                let top = geom.logical_track_start(last + 1).0.min(end);
+                // A partly prefilled last track (a fraction ending inside it) ends the data there.
+                let home_limit = if prefill.is_footprint() || prefill.limit() == 0 {
+                    top
+                } else {
+                    prefill.map().home_of_host(prefill.limit()).clamp(start, top)
+                };
+                self.write_pointers[z as usize] = home_limit;
+            }
+        }
+        self.prefill = prefill;
+    }
+
+    /// The prefill the medium started from.
+    pub fn prefill(&self) -> &Prefill {
+        &self.prefill
+    }
+
+    /// Whether physical track `t` still holds prefilled data it was never written over with.
+    #[inline]
+    pub fn prefilled(&self, t: Track) -> bool {
+        self.prefill.track(t)
+    }
+
+    /// Tracks read, written or damaged so far (tracked media only).
+    pub fn touched(&self) -> &TrackBits {
+        &self.touched
+    }
+
+    /// Heap bytes of the contents, metadata and bookkeeping (not the geometry).
+    pub fn heap_bytes(&self) -> u64 {
+        let rows: u64 = self.tracks.iter().flatten().map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64).sum();
+        rows + (self.tracks.capacity() * std::mem::size_of::<Option<Box<[Token]>>>()) as u64
+            + self.prefill.heap_bytes()
+            + self.touched.heap_bytes()
+            + (self.write_pointers.capacity() * 8) as u64
+    }
+
+    /// The row of track `t`, made on first use (from the prefill, else empty).
+    fn row(&mut self, geom: &Geometry, t: Track) -> &mut [Token] {
+        let prefill = &self.prefill;
+        self.tracks[t.0 as usize].get_or_insert_with(|| {
+            let spt = geom.sectors_in(t);
+            if prefill.track(t) {
+                let mut v = Vec::with_capacity(spt as usize);
+                prefill.tokens(geom, PhysAddr { track: t, sector: 0 }, spt, &mut v);
+                v.into_boxed_slice()
+            } else {
+                vec![Token::EMPTY; spt as usize].into_boxed_slice()
+            }
+        })
     }
 
     /// Whether contents are kept.
@@ -153,12 +245,17 @@ impl Medium {
                 lba = geom.logical_track_start(lt + 1).0;
             }
         }
-        if self.tracked {
+        {
             let mut lba = start;
             let end = start + self.zone_sectors;
             while lba < end {
                 let lt = geom.logical_track_of(Lba(lba));
-                self.tracks[geom.logical_track_phys(lt).0 as usize] = None;
+                let t = geom.logical_track_phys(lt);
+                self.prefill.clear_track(t);
+                if self.tracked {
+                    self.tracks[t.0 as usize] = None;
+                    self.touched.set(t);
+                }
                 lba = geom.logical_track_start(lt + 1).0;
             }
         }
@@ -202,8 +299,8 @@ impl Medium {
         if !self.tracked {
             return;
         }
-        let spt = geom.sectors_in(at.track) as usize;
-        let row = self.tracks[at.track.0 as usize].get_or_insert_with(|| vec![Token::EMPTY; spt].into_boxed_slice());
+        self.touched.set(at.track);
+        let row = self.row(geom, at.track);
         let s = at.sector as usize;
         let n = count as usize;
         if data.len() == n {
@@ -214,7 +311,11 @@ impl Medium {
         }
         for nb in geom.damaged_by_write(at.track) {
             let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
-            let Some(nrow) = self.tracks[nb.0 as usize].as_mut() else { continue };
+            if self.tracks[nb.0 as usize].is_none() && !self.prefill.track(nb) {
+                continue; // nothing there to damage
+            }
+            self.touched.set(nb);
+            let nrow = self.row(geom, nb);
             for cell in &mut nrow[lo as usize..hi as usize] {
                 if !cell.is_empty() {
                     *cell = Token::destroyed(op);
@@ -223,30 +324,41 @@ impl Medium {
         }
     }
 
-    /// Append the tokens of `count` sectors from `at` to `out`.
-    pub fn read(&self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
+    /// Append the tokens of `count` sectors from `at` to `out`; `touch`
+    /// marks the track as one a final scan must cover (a timed read).
+    pub fn read(&mut self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>, touch: bool) {
+        if !self.tracked {
+            return;
+        }
+        if touch {
+            self.touched.set(at.track);
+        }
+        self.peek_into(geom, at, count, out);
+    }
+
+    /// Append the tokens of `count` sectors from `at` to `out`, touching nothing.
+    pub fn peek_into(&self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
         if !self.tracked {
             return;
         }
         match &self.tracks[at.track.0 as usize] {
             Some(row) => out.extend_from_slice(&row[at.sector as usize..(at.sector + count) as usize]),
-            None => out.extend(std::iter::repeat(Token::EMPTY).take(count as usize)),
+            None if self.prefill.track(at.track) => self.prefill.tokens(geom, at, count, out),
+            None => out.extend(std::iter::repeat_n(Token::EMPTY, count as usize)),
         }
-        let _ = geom;
     }
 
     /// Peek at one sector without timing (tests and diagnostics).
-    pub fn peek(&self, at: PhysAddr) -> Token {
-        self.tracks
-            .get(at.track.0 as usize)
-            .and_then(|r| r.as_ref())
-            .map(|r| r[at.sector as usize])
-            .unwrap_or(Token::EMPTY)
+    pub fn peek(&self, geom: &Geometry, at: PhysAddr) -> Token {
+        match self.tracks.get(at.track.0 as usize).and_then(|r| r.as_ref()) {
+            Some(r) => r[at.sector as usize],
+            None => self.prefill.token(geom, at),
+        }
     }
 
-    /// Whether any sector of a track has been written (tracked media only).
+    /// Whether any sector of a track has been written or holds prefilled data (tracked media only).
     pub fn track_written(&self, t: Track) -> bool {
-        self.tracks.get(t.0 as usize).map(|r| r.is_some()).unwrap_or(false)
+        self.tracks.get(t.0 as usize).map(|r| r.is_some()).unwrap_or(false) || self.prefill.track(t)
     }
 }
 

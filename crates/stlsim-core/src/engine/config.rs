@@ -3,6 +3,7 @@
 //! anything runs.
 
 use crate::geometry::DriveConfig;
+use crate::medium::prefill::PrefillSpec;
 use crate::trace::TraceSpec;
 use serde::Deserialize;
 use serde_json::Value;
@@ -47,11 +48,27 @@ pub struct ReplayConfig {
     pub fold: bool,
     /// Requests per time-series point.
     pub series_every: u64,
+    /// The drive's starting state; `None`: the drive's own default (`prefill` in its description).
+    pub prefill: Option<PrefillSpec>,
+    /// Fold trace LBAs into the prefilled range: LBA mod (F x capacity), as He & Du do for usage levels.
+    pub fold_to_prefill: bool,
+    /// Host writes per point of the WAF series.
+    pub waf_every: u64,
 }
 
 impl Default for ReplayConfig {
     fn default() -> Self {
-        ReplayConfig { mode: Mode::Queue, queue_depth: 64, scale: 1.0, write_cache: None, fold: false, series_every: 1000 }
+        ReplayConfig {
+            mode: Mode::Queue,
+            queue_depth: 64,
+            scale: 1.0,
+            write_cache: None,
+            fold: false,
+            series_every: 1000,
+            prefill: None,
+            fold_to_prefill: false,
+            waf_every: 10_000,
+        }
     }
 }
 

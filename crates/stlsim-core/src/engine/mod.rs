@@ -1,12 +1,15 @@
 //! The replay engine: issues trace requests by the chosen replay mode, runs
-//! the drive's write cache, offers idle time to the layer, verifies data and
-//! injects crashes. Every layer is measured by these same rules.
+//! the drive's write cache, schedules the layer's background work in stages,
+//! verifies data and injects crashes. Every layer is measured by these same
+//! rules.
 //!
 //! The device serves host requests first-come first-served (no command
-//! reordering), one physical operation at a time; background work (destaging,
-//! layer idle work) starts only when the device is idle and is never
-//! preempted mid-operation, so a request arriving during it waits for the
-//! operation in progress.
+//! reordering), one physical operation at a time. Background work — destaging
+//! the write cache and the layer's stages (see [`crate::layers::background`])
+//! — runs when the device would otherwise be idle; a host request that
+//! arrives during a stage waits for that stage only, and is served before the
+//! next one. Stages the layer says are overdue run before the next request,
+//! and a write the layer says must wait for work in progress waits for it.
 //!
 //! A run is an owned value ([`Simulation`]) stepped in chunks, so a front end
 //! can show progress and many runs can share a process. Memory does not grow
@@ -20,18 +23,54 @@ pub mod write_cache;
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
-use crate::layers::{self, Layer, LayerEntry, Params, WriteReq};
+use crate::layers::{self, Background, Layer, LayerEntry, Params, QueueView, QueuedRequest, StageOutcome, WriteReq};
 use crate::mechanics::Mechanics;
+use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::medium::Token;
 use crate::metrics::report::{self, Report};
-use crate::metrics::HostMetrics;
+use crate::metrics::{HostMetrics, WafSeries};
 use crate::trace::{open_trace, Op, TraceReader, TraceRecord};
+use crate::track_bits::TrackBits;
 use crate::units::{Lba, Nanos, Sectors};
 pub use config::{LayerConfig, Mode, ReplayConfig, RunConfig};
 use oracle::Oracle;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
 use write_cache::WriteCache;
+
+/// How a run's background work went (stages of the layer's moves, cleaning, GC).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BackgroundCounts {
+    /// Stages run.
+    pub stages: u64,
+    /// Of those, run in idle time.
+    pub stages_idle: u64,
+    /// Of those, run in the foreground (overdue work, or work a write had to wait for).
+    pub stages_foreground: u64,
+    /// Times the layer abandoned its work at a stage boundary.
+    pub aborted: u64,
+    /// Times the engine stopped running stages because a host request had
+    /// arrived while the layer still had work pending.
+    pub postponed: u64,
+    /// Host requests that waited behind at least one stage.
+    pub requests_waited: u64,
+    /// Total time host requests waited behind stages, seconds.
+    pub host_wait_s: f64,
+}
+
+/// Counts behind the run's warnings.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Irregular {
+    /// Records whose timestamp went backwards (clamped to the previous one).
+    pub(crate) clamped: u64,
+    /// Requests whose LBA was folded back into the capacity (`fold`).
+    pub(crate) folded: u64,
+    /// Requests folded into the prefilled range (`fold_to_prefill`).
+    pub(crate) folded_to_prefill: u64,
+    /// Non-empty records the trace holds (when a first pass counted them).
+    pub(crate) trace_requests: Option<u64>,
+}
 
 /// Host-side counts of a run.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -83,9 +122,24 @@ pub struct Simulation {
     batch: Vec<write_cache::Extent>,
     /// Crashes by the cause of the operation they interrupted.
     crashes_during: std::collections::BTreeMap<&'static str, u64>,
+    /// Crashes that fell inside a stage of background work.
+    crashes_in_stages: u64,
     /// Layer counters of incarnations before crashes.
     past_counters: layers::LayerReport,
+    /// Intervals completed by incarnations before crashes.
+    past_intervals: u64,
     finished: bool,
+    /// Host LBAs below this are prefilled (fold target of `fold_to_prefill`).
+    prefill_limit: u64,
+    /// The drive's starting state as laid out (for the report).
+    prefill_tracks: u64,
+    bg: BackgroundCounts,
+    bg_wait: Nanos,
+    /// Spans `[start, end)` of recent stages, for host waiting times.
+    stage_spans: VecDeque<(u64, u64)>,
+    waf: WafSeries,
+    host_writes_arrived: u64,
+    irregular: Irregular,
 }
 
 impl Simulation {
@@ -113,6 +167,17 @@ impl Simulation {
         let layer = (entry.build)(&params, &geom)?;
         let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;
         let r = &cfg.replay;
+        let prefill = r.prefill.or(drive.prefill).unwrap_or(PrefillSpec::Fraction(0.0));
+        prefill.validate().map_err(SimError::Config)?;
+        if r.waf_every == 0 {
+            return Err(SimError::Config("waf_every must be at least 1".into()));
+        }
+        if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
+            return Err(SimError::Config(
+                "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
+                    .into(),
+            ));
+        }
         if r.mode == Mode::Queue && r.queue_depth == 0 {
             return Err(SimError::Config("queue_depth must be at least 1".into()));
         }
@@ -135,14 +200,19 @@ impl Simulation {
         let cache_sectors =
             if cache_on { (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64 } else { 0 };
         let ns_per_sector = geom.sector_bytes() as f64 * 1000.0 / drive.interface_mb_s;
-        let mut dev = Device::new(geom, mech, cfg.verify);
+        let host_cap = layer.host_capacity(&geom).0;
+        let home_map = HomeMap::new(&layer.reserved_home());
+        let prefill_limit = match prefill {
+            PrefillSpec::Fraction(f) => ((host_cap as f64 * f).floor() as u64).min(host_cap),
+            PrefillSpec::Footprint => u64::MAX,
+        };
+        let dev = Device::new(geom, mech, cfg.verify);
         let cache = WriteCache::new(cache_sectors, dev.geometry_arc());
-        dev.set_crash_points(cfg.crash_at_ops.clone());
         let mut crash_after = cfg.crash_after.clone();
         crash_after.sort_unstable_by(|a, b| b.cmp(a));
-        Ok(Simulation {
+        let mut sim = Simulation {
             metrics: HostMetrics::new(r.series_every),
-            oracle: cfg.verify.then(Oracle::default),
+            oracle: None,
             cfg,
             entry,
             params,
@@ -163,9 +233,74 @@ impl Simulation {
             scratch: vec![],
             batch: vec![],
             past_counters: Default::default(),
+            past_intervals: 0,
             crashes_during: Default::default(),
+            crashes_in_stages: 0,
             finished: false,
-        })
+            prefill_limit,
+            prefill_tracks: 0,
+            bg: BackgroundCounts::default(),
+            bg_wait: Nanos::ZERO,
+            stage_spans: VecDeque::new(),
+            waf: WafSeries::default(),
+            host_writes_arrived: 0,
+            irregular: Irregular::default(),
+        };
+        // A first pass over the trace when the run needs to know it ahead:
+        // the tracks it touches (footprint prefill), its length (crash points).
+        let footprint = prefill == PrefillSpec::Footprint;
+        let mut touched = TrackBits::default();
+        if footprint || !sim.cfg.crash_after.is_empty() {
+            match sim.reader.reopen() {
+                Some(first) => {
+                    let mut first = first?;
+                    if footprint {
+                        touched = TrackBits::new(sim.dev.geometry().tracks());
+                    }
+                    let mut count = 0u64;
+                    let geom = sim.dev.geometry_arc();
+                    while let Some(rec) = first.next_record()? {
+                        if rec.len.0 == 0 {
+                            continue;
+                        }
+                        count += 1;
+                        if footprint {
+                            let (lba, n, _) = sim.convert(&rec)?;
+                            home_map.for_home_pieces(lba.0, n.0, |home, k| {
+                                geom.for_home_extents(Lba(home), Sectors(k), |at, _, _| touched.set(at.track));
+                            });
+                        }
+                    }
+                    sim.irregular = Irregular { trace_requests: Some(count), ..Irregular::default() };
+                }
+                None if footprint => {
+                    return Err(SimError::Config(
+                        "prefill = 'footprint' reads the trace twice, but this trace source cannot be read again".into(),
+                    ))
+                }
+                None => {}
+            }
+        }
+        if let (Some(total), Some(&last)) = (sim.irregular.trace_requests, sim.cfg.crash_after.iter().max()) {
+            if last > total {
+                return Err(SimError::Config(format!(
+                    "crash_after {last} lies beyond the end of the trace, which holds {total} requests"
+                )));
+            }
+        }
+        let start = match prefill {
+            PrefillSpec::Footprint => Prefill::tracks(home_map, touched),
+            PrefillSpec::Fraction(_) => Prefill::below(sim.dev.geometry(), home_map, prefill_limit),
+        };
+        sim.prefill_tracks = start.track_count();
+        if sim.cfg.verify {
+            let start = start.any().then(|| (Arc::new(start.clone()), sim.dev.geometry_arc()));
+            sim.oracle = Some(Oracle::new(start));
+        }
+        sim.dev.set_prefill(start);
+        sim.dev.set_crash_points(sim.cfg.crash_at_ops.clone());
+        sim.waf.push(0, 0, 0, 0);
+        Ok(sim)
     }
 
     /// The device (for tests and diagnostics).
@@ -238,22 +373,45 @@ impl Simulation {
         Ok(())
     }
 
-    fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors)> {
+    /// The host range a record addresses, and whether it was folded.
+    fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
         let g = self.dev.geometry();
         let sb = g.sector_bytes() as u64;
         let cap = self.layer.host_capacity(g).0;
         let mut lba = rec.offset.0 / sb;
         let n = (rec.offset.0 + rec.len.0).div_ceil(sb) - lba;
+        let at = || crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line };
         if n > cap {
             return Err(SimError::TraceFormat {
-                at: crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line },
+                at: at(),
                 msg: format!("request of {} bytes is larger than the drive ({} sectors)", rec.len.0, cap),
             });
         }
+        if self.cfg.replay.fold_to_prefill {
+            let limit = self.prefill_limit;
+            if n > limit {
+                return Err(SimError::TraceFormat {
+                    at: at(),
+                    msg: format!(
+                        "request of {} bytes is larger than the prefilled range ({limit} sectors) it is folded into",
+                        rec.len.0
+                    ),
+                });
+            }
+            let folded = lba + n > limit;
+            if folded {
+                lba %= limit;
+                if lba + n > limit {
+                    lba = limit - n;
+                }
+            }
+            return Ok((Lba(lba), Sectors(n), folded));
+        }
+        let mut folded = false;
         if lba + n > cap {
             if !self.cfg.replay.fold {
                 return Err(SimError::TraceFormat {
-                    at: crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line },
+                    at: at(),
                     msg: format!(
                         "request at byte offset {} lies beyond the drive's capacity of {} bytes; use a larger drive capacity or fold LBAs (--fold)",
                         rec.offset.0,
@@ -265,13 +423,18 @@ impl Simulation {
             if lba + n > cap {
                 lba = cap - n;
             }
+            folded = true;
         }
-        Ok((Lba(lba), Sectors(n)))
+        Ok((Lba(lba), Sectors(n), folded))
     }
 
     fn issue_time(&mut self, rec: &TraceRecord) -> (Nanos, Nanos) {
         let base = *self.base_trace.get_or_insert(rec.time.0);
-        let rel = rec.time.0.saturating_sub(base);
+        if rec.time.0 < self.prev_trace.max(base) {
+            // Went backwards: replayed as if at the latest time seen.
+            self.irregular.clamped += 1;
+        }
+        let rel = rec.time.0.max(self.prev_trace).saturating_sub(base);
         let gap = rec.time.0.saturating_sub(self.prev_trace.max(base));
         self.prev_trace = self.prev_trace.max(rec.time.0);
         let (issue, trace_t) = match self.cfg.replay.mode {
@@ -302,12 +465,23 @@ impl Simulation {
             self.host.empty_skipped += 1;
             return Ok(());
         }
-        let (lba, n) = self.convert(rec)?;
+        let (lba, n, folded) = self.convert(rec)?;
+        if folded {
+            if self.cfg.replay.fold_to_prefill {
+                self.irregular.folded_to_prefill += 1;
+            } else {
+                self.irregular.folded += 1;
+            }
+        }
         let (issue, disparity) = self.issue_time(rec);
-        self.background(issue)?;
-        let xfer = Nanos((n.0 as f64 * self.ns_per_sector) as u64);
         let write = rec.op == Op::Write;
-        let complete = if write { self.serve_write(issue, lba, n, xfer)? } else { self.serve_read(issue, lba, n, xfer)? };
+        self.background(QueuedRequest { write, lba, sectors: n }, issue)?;
+        let xfer = Nanos((n.0 as f64 * self.ns_per_sector) as u64);
+        let (complete, device_done) =
+            if write { self.serve_write(issue, lba, n, xfer)? } else { self.serve_read(issue, lba, n, xfer)? };
+        if let Some(done) = device_done {
+            self.count_stage_wait(issue, done);
+        }
         self.metrics.record(write, issue, complete, disparity);
         if self.cfg.replay.mode != Mode::Scaled {
             self.outstanding.push(Reverse(complete.0));
@@ -324,30 +498,73 @@ impl Simulation {
         Ok(())
     }
 
-    fn serve_write(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<Nanos> {
+    /// A request issued at `issue` whose device work ended at `done`: add the
+    /// stage time that fell in between to the host's waiting time.
+    fn count_stage_wait(&mut self, issue: Nanos, done: Nanos) {
+        while self.stage_spans.front().is_some_and(|s| s.1 <= issue.0) {
+            self.stage_spans.pop_front();
+        }
+        let mut wait = 0;
+        for &(a, b) in &self.stage_spans {
+            if a >= done.0 {
+                break;
+            }
+            wait += b.min(done.0).saturating_sub(a.max(issue.0));
+        }
+        if wait > 0 {
+            self.bg.requests_waited += 1;
+            self.bg_wait += Nanos(wait);
+        }
+    }
+
+    /// Count a host write arriving, and the WAF series point it may complete.
+    fn write_arrived(&mut self, lba: Lba, n: Sectors) {
+        self.layer.host_write_arrived(self.dev.geometry(), lba, n);
+        self.host_writes_arrived += 1;
+        if self.host_writes_arrived % self.cfg.replay.waf_every == 0 {
+            self.push_waf_point();
+        }
+    }
+
+    fn push_waf_point(&mut self) {
+        let (_, w) = self.dev.totals();
+        self.waf.push(self.host_writes_arrived, self.host.layer_write_sectors, w.sectors, self.dev.stage_write_sectors());
+    }
+
+    /// Serve a write; returns its completion time and, when it needed the
+    /// device, when the device work it waited for ended.
+    fn serve_write(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<(Nanos, Option<Nanos>)> {
+        self.write_arrived(lba, n);
         let data = match &self.oracle {
             Some(o) => o.new_write(lba.0, n.0),
             None => vec![],
         };
         if n.0 <= self.cache.capacity() {
             let mut ready = issue;
+            let mut device = None;
             if !self.cache.fits(n.0) {
                 self.dev.advance_to(issue);
                 while !self.cache.fits(n.0) {
                     self.destage_batch()?;
                 }
                 ready = ready.max(self.dev.now());
+                device = Some(self.dev.now());
             }
             if let Some(o) = &mut self.oracle {
                 o.acknowledge(&data, false);
             }
             self.cache.insert(lba.0, n.0, data);
             self.host.cached_writes += 1;
-            Ok(ready + xfer)
+            Ok((ready + xfer, device))
         } else {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
             self.dev.advance_to(issue);
+            {
+                let w = [WriteReq { lba, sectors: n, cause: Cause::Host, data: &data }];
+                let queued = [QueuedRequest { write: true, lba, sectors: n }];
+                self.wait_for_layer(&w, &queued)?;
+            }
             self.in_flight = data;
             let w = WriteReq { lba, sectors: n, cause: Cause::Host, data: &self.in_flight };
             self.layer.write(&mut self.dev, &w)?;
@@ -356,23 +573,23 @@ impl Simulation {
             if let Some(o) = &mut self.oracle {
                 o.acknowledge(&data, true);
             }
-            Ok(self.dev.now().max(issue + xfer))
+            Ok((self.dev.now().max(issue + xfer), Some(self.dev.now())))
         }
     }
 
-    fn serve_read(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<Nanos> {
+    fn serve_read(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<(Nanos, Option<Nanos>)> {
         let carries = self.oracle.is_some();
         self.scratch.clear();
-        let complete = if !self.cache.is_empty() && self.cache.covers(lba.0, n.0) {
+        let (complete, device) = if !self.cache.is_empty() && self.cache.covers(lba.0, n.0) {
             self.host.cache_read_hits += 1;
             if carries {
                 self.scratch.resize(n.0 as usize, Token::EMPTY);
             }
-            issue + xfer
+            (issue + xfer, None)
         } else {
             self.dev.advance_to(issue);
             self.layer.read(&mut self.dev, lba, n, &mut self.scratch)?;
-            self.dev.now().max(issue + xfer)
+            (self.dev.now().max(issue + xfer), Some(self.dev.now()))
         };
         if let Some(o) = &mut self.oracle {
             if self.scratch.len() != n.0 as usize {
@@ -388,20 +605,96 @@ impl Simulation {
             o.check(lba.0, &self.scratch, "a host read", false, |op| self.dev.describe_op(op))?;
             o.read_blocks_checked += n.0;
         }
-        Ok(complete)
+        Ok((complete, device))
     }
 
-    /// Background work while the device would otherwise sit idle before `until`.
-    fn background(&mut self, until: Nanos) -> SimResult<()> {
-        while self.dev.now() < until {
+    /// Run one stage of the layer's background work; returns whether it made
+    /// progress (ran a stage or abandoned its work).
+    fn run_stage(&mut self, foreground: bool, queued: &[QueuedRequest]) -> SimResult<bool> {
+        let start = self.dev.now();
+        self.dev.set_in_stage(true);
+        let out = self.layer.stage(&mut self.dev, &QueueView::new(queued))?;
+        self.dev.set_in_stage(false);
+        let end = self.dev.now();
+        match out {
+            StageOutcome::Ran => {
+                self.bg.stages += 1;
+                if foreground {
+                    self.bg.stages_foreground += 1;
+                } else {
+                    self.bg.stages_idle += 1;
+                }
+                if end > start {
+                    self.stage_spans.push_back((start.0, end.0));
+                }
+                Ok(true)
+            }
+            StageOutcome::Aborted => {
+                self.bg.aborted += 1;
+                if end > start {
+                    self.stage_spans.push_back((start.0, end.0));
+                }
+                Ok(true)
+            }
+            StageOutcome::Nothing => Ok(false),
+        }
+    }
+
+    /// Background work before the request `next`, issued at `until`:
+    /// overdue stages first (whatever the time), then — while the device
+    /// would otherwise sit idle — destaging, then the layer's idle stages.
+    fn background(&mut self, next: QueuedRequest, until: Nanos) -> SimResult<()> {
+        let mut ran = false;
+        loop {
+            let bg = self.layer.background();
+            let arrived = self.dev.now() >= until;
+            if bg == Background::Overdue {
+                let queued = [next];
+                if self.run_stage(true, if arrived { &queued } else { &[] })? {
+                    continue;
+                }
+                if self.layer.background() == Background::Overdue {
+                    return Err(SimError::Medium(format!(
+                        "layer '{}' says its background work is overdue but has no stage to run",
+                        self.entry.name
+                    )));
+                }
+                continue;
+            }
+            if arrived {
+                if ran && bg != Background::None {
+                    self.bg.postponed += 1;
+                }
+                break;
+            }
             if !self.cache.is_empty() {
                 self.destage_batch()?;
                 continue;
             }
-            if self.layer.wants_idle() {
-                self.layer.idle(&mut self.dev, until)?;
+            if bg == Background::Idle {
+                if self.run_stage(false, &[])? {
+                    ran = true;
+                    continue;
+                }
+                if self.layer.background() != Background::Idle {
+                    continue;
+                }
             }
             break;
+        }
+        Ok(())
+    }
+
+    /// Before the layer stores `ws`: run stages while it says the writes
+    /// must wait for background work in progress.
+    fn wait_for_layer(&mut self, ws: &[WriteReq], queued: &[QueuedRequest]) -> SimResult<()> {
+        while self.layer.write_must_wait(self.dev.geometry(), ws) {
+            if !self.run_stage(true, queued)? && self.layer.write_must_wait(self.dev.geometry(), ws) {
+                return Err(SimError::Medium(format!(
+                    "layer '{}' says a write must wait for background work but has no stage to run",
+                    self.entry.name
+                )));
+            }
         }
         Ok(())
     }
@@ -413,10 +706,14 @@ impl Simulation {
             WriteReq { lba: Lba(e.lba), sectors: Sectors(e.len), cause: Cause::Destage, data: &e.data }
         }
         let r = if batch.len() == 1 {
-            self.layer.write_batch(&mut self.dev, &[req(&batch[0])])
+            let w = [req(&batch[0])];
+            let q = [QueuedRequest { write: true, lba: w[0].lba, sectors: w[0].sectors }];
+            self.wait_for_layer(&w, &q).and_then(|_| self.layer.write_batch(&mut self.dev, &w))
         } else {
             let reqs: Vec<WriteReq> = batch.iter().map(req).collect();
-            self.layer.write_batch(&mut self.dev, &reqs)
+            let q: Vec<QueuedRequest> =
+                reqs.iter().map(|w| QueuedRequest { write: true, lba: w.lba, sectors: w.sectors }).collect();
+            self.wait_for_layer(&reqs, &q).and_then(|_| self.layer.write_batch(&mut self.dev, &reqs))
         };
         if let Err(e) = r {
             self.batch = batch;
@@ -438,6 +735,10 @@ impl Simulation {
         self.crashes += 1;
         let during = self.dev.take_crash_cause().map(|c| c.name()).unwrap_or("between-requests");
         *self.crashes_during.entry(during).or_insert(0) += 1;
+        if self.dev.take_crash_in_stage() {
+            self.crashes_in_stages += 1;
+        }
+        self.dev.set_in_stage(false);
         self.cache.clear();
         self.outstanding.clear();
         let in_flight = std::mem::take(&mut self.in_flight);
@@ -449,6 +750,7 @@ impl Simulation {
                 *self.past_counters.entry(k).or_insert(0.0) += v;
             }
         }
+        self.past_intervals += self.layer.intervals_completed().unwrap_or(0);
         let geom = self.dev.geometry_arc();
         loop {
             self.layer = (self.entry.build)(&self.params, &geom)?;
@@ -458,6 +760,7 @@ impl Simulation {
                     self.crashes += 1;
                     *self.crashes_during.entry("recovery").or_insert(0) += 1;
                     self.dev.take_crash_cause();
+                    self.dev.take_crash_in_stage();
                 }
                 Err(e) => return Err(e),
             }
@@ -469,33 +772,61 @@ impl Simulation {
         Ok(())
     }
 
-    /// Read every block the host ever wrote through the layer and check it.
+    /// Host ranges a scan must read: every LBA the host wrote, and the
+    /// prefilled LBAs of every track the run read, wrote or damaged.
+    fn scan_ranges(&self, o: &Oracle) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = vec![];
+        for l in o.footprint() {
+            match v.last_mut() {
+                Some((s, n)) if *s + *n == l => *n += 1,
+                _ => v.push((l, 1)),
+            }
+        }
+        let med = self.dev.medium();
+        if let Some(start) = o.start() {
+            let geom = self.dev.geometry();
+            for t in med.touched().iter() {
+                start.host_ranges_on(geom, t, |h, n| v.push((h, n)));
+            }
+            v.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = vec![];
+            for (s, n) in v {
+                match merged.last_mut() {
+                    Some((ms, mn)) if *ms + *mn >= s => *mn = (*mn).max(s + n - *ms),
+                    _ => merged.push((s, n)),
+                }
+            }
+            v = merged;
+        }
+        v
+    }
+
+    /// Read every block the host ever wrote (and every prefilled block the
+    /// run may have disturbed) through the layer and check it.
     fn scan(&mut self, during: &str, settle: bool) -> SimResult<()> {
         let Some(mut o) = self.oracle.take() else { return Ok(()) };
+        let ranges = self.scan_ranges(&o);
         self.dev.set_accounting(false);
-        let lbas = o.footprint();
         let geom = self.dev.geometry_arc();
-        let mut i = 0;
         let mut result = Ok(());
-        while i < lbas.len() {
-            let start = lbas[i];
-            let lt_end = geom.logical_track_start(geom.logical_track_of(Lba(start)) + 1).0;
-            let mut j = i + 1;
-            while j < lbas.len() && lbas[j] == lbas[j - 1] + 1 && lbas[j] < lt_end {
-                j += 1;
+        'ranges: for (start, len) in ranges {
+            let end = start + len;
+            let mut cur = start;
+            while cur < end {
+                let lt_end = geom.logical_track_start(geom.logical_track_of(Lba(cur)) + 1).0;
+                let n = end.min(lt_end.max(cur + 1)) - cur;
+                self.scratch.clear();
+                if let Err(e) = self.layer.read(&mut self.dev, Lba(cur), Sectors(n), &mut self.scratch) {
+                    result = Err(e);
+                    break 'ranges;
+                }
+                if let Err(e) = o.check(cur, &self.scratch, during, settle, |op| self.dev.describe_op(op)) {
+                    result = Err(e);
+                    break 'ranges;
+                }
+                o.scan_blocks_checked += n;
+                cur += n;
             }
-            let n = (j - i) as u64;
-            self.scratch.clear();
-            if let Err(e) = self.layer.read(&mut self.dev, Lba(start), Sectors(n), &mut self.scratch) {
-                result = Err(e);
-                break;
-            }
-            if let Err(e) = o.check(start, &self.scratch, during, settle, |op| self.dev.describe_op(op)) {
-                result = Err(e);
-                break;
-            }
-            o.scan_blocks_checked += n;
-            i = j;
         }
         self.dev.set_accounting(true);
         self.oracle = Some(o);
@@ -517,6 +848,7 @@ impl Simulation {
             }
         }
         self.metrics.flush_bucket();
+        self.push_waf_point();
         if self.oracle.is_some() {
             self.scan("the final scan", false)?;
         }
@@ -526,6 +858,9 @@ impl Simulation {
 
     /// The report of the run so far (complete once finished).
     pub fn report(&self) -> Report {
+        let mut bg = self.bg.clone();
+        bg.host_wait_s = self.bg_wait.as_secs();
+        let intervals = self.layer.intervals_completed().map(|n| n + self.past_intervals);
         report::build(report::Inputs {
             cfg: &self.cfg,
             entry: self.entry,
@@ -534,13 +869,25 @@ impl Simulation {
             layer: self.layer.as_ref(),
             past_counters: &self.past_counters,
             crashes_during: &self.crashes_during,
+            crashes_in_stages: self.crashes_in_stages,
             host: &self.host,
             metrics: &self.metrics,
             oracle: self.oracle.as_ref(),
             crashes: self.crashes,
             cache_sectors: self.cache.capacity(),
             finished: self.finished,
+            background: bg,
+            waf: &self.waf,
+            intervals,
+            irregular: &self.irregular,
+            prefill_tracks: self.prefill_tracks,
+            prefill_limit: self.prefill_limit,
         })
+    }
+
+    /// The WAF series so far (cumulative sector counts every `waf_every` host writes).
+    pub fn waf_series(&self) -> &WafSeries {
+        &self.waf
     }
 }
 

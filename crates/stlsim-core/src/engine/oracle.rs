@@ -1,15 +1,24 @@
 //! The verification oracle: which version of each LBA the host last wrote and
 //! had acknowledged, which of those are durable (on the medium rather than in
 //! the volatile write cache), and the checks of reads against them.
+//!
+//! Version 0 means "never written by the host": an empty sector, or on a
+//! prefilled drive, for an LBA the drive started with, the prefilled data
+//! (`Token::data(lba, 0)`).
 
 use crate::error::{DataLoss, SimError, SimResult};
+use crate::geometry::Geometry;
+use crate::medium::prefill::Prefill;
 use crate::medium::Token;
 use crate::units::Lba;
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 /// Newest acknowledged version per LBA, and the durable one where they differ.
 #[derive(Debug, Default)]
 pub struct Oracle {
+    /// The drive's starting state (host LBAs holding version 0), with the geometry to read it.
+    start: Option<(Arc<Prefill>, Arc<Geometry>)>,
     expected: HashMap<u64, u32>,
     /// LBAs whose newest version is not yet durable → the durable version (0: none).
     nondurable: HashMap<u64, u32>,
@@ -22,6 +31,34 @@ pub struct Oracle {
 }
 
 impl Oracle {
+    /// An oracle for a drive that starts from `prefill`.
+    pub fn new(prefill: Option<(Arc<Prefill>, Arc<Geometry>)>) -> Oracle {
+        Oracle { start: prefill.filter(|p| p.0.any()), ..Default::default() }
+    }
+
+    /// The drive's starting state, if it held data.
+    pub fn start(&self) -> Option<&Prefill> {
+        self.start.as_ref().map(|s| s.0.as_ref())
+    }
+
+    /// Whether host LBA `lba` started with data (version 0 of it is a real block).
+    pub fn prefilled(&self, lba: u64) -> bool {
+        self.start.as_ref().is_some_and(|(p, g)| p.holds_host(g, lba))
+    }
+
+    /// Whether token `t` is version `v` of LBA `l`.
+    fn is_version(&self, t: &Token, l: u64, v: u32) -> bool {
+        if v == 0 {
+            if self.prefilled(l) {
+                t.lba == l && t.ver == 0
+            } else {
+                t.is_empty()
+            }
+        } else {
+            t.lba == l && t.ver == v
+        }
+    }
+
     /// The version the host last wrote to `lba` (0: never).
     pub fn expected(&self, lba: u64) -> u32 {
         self.expected.get(&lba).copied().unwrap_or(0)
@@ -90,20 +127,18 @@ impl Oracle {
             let want = self.expected(l);
             let ok = if settle && self.uncertain.contains_key(&l) {
                 let (lo, hi) = self.uncertain[&l];
-                let fits = (t.lba == l && t.ver >= lo && t.ver <= hi && t.ver > 0) || (lo == 0 && t.is_empty());
+                let fits = (t.lba == l && t.ver >= lo && t.ver <= hi && t.ver > 0) || (lo == 0 && self.is_version(t, l, 0));
                 if fits {
                     self.uncertain.remove(&l);
-                    if t.is_empty() {
+                    if t.is_empty() || t.ver == 0 {
                         self.expected.remove(&l);
                     } else {
                         self.expected.insert(l, t.ver);
                     }
                 }
                 fits
-            } else if want == 0 {
-                t.is_empty()
             } else {
-                t.lba == l && t.ver == want
+                self.is_version(t, l, want)
             };
             if !ok {
                 let expected_desc = if let Some(&(lo, hi)) = self.uncertain.get(&l) { (lo, hi) } else { (want, want) };

@@ -2,6 +2,7 @@
 //! files). Deserialised with unknown keys rejected, then validated and turned
 //! into a [`Geometry`](super::Geometry) and [`MechanicsConfig`](crate::mechanics::MechanicsConfig).
 
+use crate::medium::prefill::PrefillSpec;
 use serde::{Deserialize, Serialize};
 
 /// One zone of a zoned-bit-recording drive: tracks from `first_track` on
@@ -106,6 +107,9 @@ pub struct DriveConfig {
     pub rotation: String,
     /// Recording layout.
     pub layout: LayoutConfig,
+    /// How full the drive is when a run starts, unless the run says otherwise
+    /// (a fraction of the host capacity, or `footprint`; absent: empty).
+    pub prefill: Option<PrefillSpec>,
 }
 
 impl Default for DriveConfig {
@@ -124,6 +128,7 @@ impl Default for DriveConfig {
             seek: SeekConfig::default(),
             rotation: "average".into(),
             layout: LayoutConfig::default(),
+            prefill: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! `pub static ENTRY: LayerEntry`, and add that entry to [`REGISTRY`]. The
 //! registry test runs every entry on a real trace with verification on.
 
+pub mod background;
 pub mod cmr;
 pub mod imr;
 pub mod params;
@@ -14,7 +15,8 @@ use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::{DriveConfig, Geometry};
 use crate::medium::Token;
-use crate::units::{Lba, Nanos, Sectors};
+use crate::units::{Lba, Sectors};
+pub use background::{Background, QueueView, QueuedRequest, StageOutcome};
 pub use params::{ParamKind, ParamSpec, Params};
 use std::collections::BTreeMap;
 
@@ -61,13 +63,35 @@ pub trait Layer: Send {
     fn host_capacity(&self, geom: &Geometry) -> Sectors {
         geom.capacity()
     }
-    /// Whether the layer has background work for idle time (checked before calling `idle`).
-    fn wants_idle(&self) -> bool {
+    /// The home-LBA ranges the layer keeps for itself (they hold no host
+    /// data; host LBAs skip them in order). A prefilled drive lays host data
+    /// out around them. Default: none.
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        vec![]
+    }
+    /// A host write arrived (before the drive's write cache sees it): where
+    /// the papers count writes (`ReceiveIO`). Default: nothing.
+    fn host_write_arrived(&mut self, _geom: &Geometry, _lba: Lba, _sectors: Sectors) {}
+    /// What the layer's pending background work asks of the engine
+    /// (see [`background`]). Default: nothing pending.
+    fn background(&self) -> Background {
+        Background::None
+    }
+    /// Run one stage of background work: one or a few physical operations,
+    /// with every acknowledged write safe when it returns. `queue` holds the
+    /// host requests waiting meanwhile (empty in idle time).
+    fn stage(&mut self, _dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        Ok(StageOutcome::Nothing)
+    }
+    /// Whether these writes must wait until background work in progress
+    /// has finished (or been abandoned); the engine then runs stages first.
+    fn write_must_wait(&self, _geom: &Geometry, _ws: &[WriteReq]) -> bool {
         false
     }
-    /// Background work while the host is idle; should not start operations after `until`.
-    fn idle(&mut self, _dev: &mut Device, _until: Nanos) -> SimResult<()> {
-        Ok(())
+    /// Intervals completed by an interval-driven layer (`None`: the layer
+    /// does not work in intervals). Summed over crashes like a counter.
+    fn intervals_completed(&self) -> Option<u64> {
+        None
     }
     /// Rebuild volatile state from the medium after a power loss. Called on a
     /// freshly built layer, so nothing volatile survives.

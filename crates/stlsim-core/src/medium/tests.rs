@@ -42,15 +42,15 @@ fn imr_bottom_write_destroys_overlapping_top_sectors() {
     let data: Vec<Token> = (0..10).map(|i| Token::data(Lba(1000 + i), 1)).collect();
     dev.write(Cause::Host, at(2, 10), 10, &data).unwrap();
     for t in [1, 3] {
-        assert!(dev.medium().peek(at(t, 9)).destroyed_by().is_none(), "sector before the span survives");
-        assert!(dev.medium().peek(at(t, 10)).destroyed_by().is_some());
-        assert!(dev.medium().peek(at(t, 19)).destroyed_by().is_some());
-        assert!(dev.medium().peek(at(t, 20)).destroyed_by().is_none(), "sector after the span survives");
+        assert!(dev.peek(at(t, 9)).destroyed_by().is_none(), "sector before the span survives");
+        assert!(dev.peek(at(t, 10)).destroyed_by().is_some());
+        assert!(dev.peek(at(t, 19)).destroyed_by().is_some());
+        assert!(dev.peek(at(t, 20)).destroyed_by().is_none(), "sector after the span survives");
     }
     // Top tracks can be rewritten freely: writing track 3 damages nothing.
     fill(&mut dev, 2, 100);
     fill(&mut dev, 3, 100);
-    assert!(dev.medium().peek(at(2, 50)).destroyed_by().is_none());
+    assert!(dev.peek(at(2, 50)).destroyed_by().is_none());
 }
 
 #[test]
@@ -60,10 +60,10 @@ fn imr_unequal_tracks_damage_by_angle() {
     fill(&mut dev, 1, 50);
     // Bottom sectors 40..60 span angles 0.4..0.6: top (50 sectors) sectors 20..30.
     dev.write(Cause::Host, at(2, 40), 20, &vec![Token::data(Lba(7), 1); 20]).unwrap();
-    assert!(dev.medium().peek(at(1, 19)).destroyed_by().is_none());
-    assert!(dev.medium().peek(at(1, 20)).destroyed_by().is_some());
-    assert!(dev.medium().peek(at(1, 29)).destroyed_by().is_some());
-    assert!(dev.medium().peek(at(1, 30)).destroyed_by().is_none());
+    assert!(dev.peek(at(1, 19)).destroyed_by().is_none());
+    assert!(dev.peek(at(1, 20)).destroyed_by().is_some());
+    assert!(dev.peek(at(1, 29)).destroyed_by().is_some());
+    assert!(dev.peek(at(1, 30)).destroyed_by().is_none());
 }
 
 #[test]
@@ -74,12 +74,12 @@ fn smr_write_destroys_downstream_within_band() {
         fill(&mut dev, t, 10);
     }
     dev.write(Cause::Host, at(1, 0), 10, &vec![Token::data(Lba(3), 2); 10]).unwrap();
-    assert!(dev.medium().peek(at(0, 5)).destroyed_by().is_none(), "upstream survives");
-    assert!(dev.medium().peek(at(2, 5)).destroyed_by().is_some());
-    assert!(dev.medium().peek(at(3, 5)).destroyed_by().is_some());
+    assert!(dev.peek(at(0, 5)).destroyed_by().is_none(), "upstream survives");
+    assert!(dev.peek(at(2, 5)).destroyed_by().is_some());
+    assert!(dev.peek(at(3, 5)).destroyed_by().is_some());
     // Writing the band's last track damages only guards: the next band survives.
     dev.write(Cause::Host, at(3, 0), 10, &vec![Token::data(Lba(3), 3); 10]).unwrap();
-    assert!(dev.medium().peek(at(6, 0)).destroyed_by().is_none());
+    assert!(dev.peek(at(6, 0)).destroyed_by().is_none());
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
     dev.write(Cause::Host, at(3, 0), 4, &vec![Token::data(Lba(30), 1); 4]).unwrap();
     dev.reset_zone(Cause::Gc, 1).unwrap();
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(20)));
-    assert!(dev.medium().peek(at(2, 0)).is_empty());
+    assert!(dev.peek(at(2, 0)).is_empty());
     dev.write(Cause::Host, at(2, 0), 1, &[Token::data(Lba(20), 2)]).unwrap();
 }
 
@@ -105,7 +105,7 @@ fn cmr_writes_damage_nothing() {
     let mut dev = device(LayoutConfig::default(), 4, 10);
     fill(&mut dev, 1, 10);
     fill(&mut dev, 2, 10);
-    assert!((0..10).all(|s| dev.medium().peek(at(1, s)).destroyed_by().is_none()));
+    assert!((0..10).all(|s| dev.peek(at(1, s)).destroyed_by().is_none()));
 }
 
 #[test]

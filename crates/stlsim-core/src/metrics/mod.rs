@@ -118,6 +118,52 @@ struct Bucket {
     max: u64,
 }
 
+/// Write amplification as the run goes: cumulative sector counts every N
+/// host writes (as they arrive), so a window's WAF is the ratio of the
+/// differences between two points.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WafSeries {
+    /// Host write requests arrived so far.
+    pub host_writes: Vec<u64>,
+    /// Sectors the layer was asked to store so far (direct writes plus destages).
+    pub layer_write_sectors: Vec<u64>,
+    /// Sectors written to the medium so far (all causes).
+    pub media_write_sectors: Vec<u64>,
+    /// Of those, sectors written inside stages of background work (moves).
+    pub move_write_sectors: Vec<u64>,
+}
+
+impl WafSeries {
+    /// Append a point.
+    pub fn push(&mut self, host_writes: u64, layer: u64, media: u64, moves: u64) {
+        if self.host_writes.last() == Some(&host_writes) {
+            return;
+        }
+        self.host_writes.push(host_writes);
+        self.layer_write_sectors.push(layer);
+        self.media_write_sectors.push(media);
+        self.move_write_sectors.push(moves);
+    }
+
+    /// WAF between the point nearest `from` of the run's host writes and the
+    /// last point (`None` when that point is the run's start — too few
+    /// points to leave a warm-up out — or the window stored nothing).
+    pub fn waf_from(&self, from: f64) -> Option<f64> {
+        let n = self.host_writes.len();
+        if n < 3 {
+            return None;
+        }
+        let total = self.host_writes[n - 1] as f64;
+        let i = (1..n - 1).min_by(|&a, &b| {
+            let da = (self.host_writes[a] as f64 - from * total).abs();
+            let db = (self.host_writes[b] as f64 - from * total).abs();
+            da.total_cmp(&db)
+        })?;
+        let stored = self.layer_write_sectors[n - 1] - self.layer_write_sectors[i];
+        (stored > 0).then(|| (self.media_write_sectors[n - 1] - self.media_write_sectors[i]) as f64 / stored as f64)
+    }
+}
+
 /// Live host-side metrics of a run.
 #[derive(Clone, Debug)]
 pub struct HostMetrics {
@@ -223,6 +269,24 @@ mod tests {
         assert_eq!(xs.len(), ys.len());
         assert!((ys.last().unwrap() - 1.0).abs() < 1e-12);
         assert!(ys.windows(2).all(|w| w[1] >= w[0]));
+    }
+
+    #[test]
+    fn waf_series_windows_from_a_point() {
+        let mut w = WafSeries::default();
+        w.push(0, 0, 0, 0);
+        w.push(10, 100, 300, 50);
+        w.push(20, 200, 400, 50);
+        w.push(20, 200, 400, 50); // duplicate point ignored
+        assert_eq!(w.host_writes, vec![0, 10, 20]);
+        // From the middle: (400 - 300) / (200 - 100).
+        assert_eq!(w.waf_from(0.5), Some(1.0));
+        // The run's start is never a window's start: a warm-up is always left out.
+        assert_eq!(w.waf_from(0.0), Some(1.0));
+        let mut short = WafSeries::default();
+        short.push(0, 0, 0, 0);
+        short.push(5, 10, 20, 0);
+        assert_eq!(short.waf_from(0.5), None);
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //! It holds only simulated quantities, so the same inputs give a
 //! byte-identical report.
 
-use super::{HostMetrics, LatencySummary};
+use super::{HostMetrics, LatencySummary, WafSeries};
 use crate::device::{Cause, Device};
 use crate::engine::oracle::Oracle;
-use crate::engine::{HostCounts, Mode, RunConfig};
+use crate::engine::{BackgroundCounts, HostCounts, Irregular, Mode, RunConfig};
+use crate::medium::prefill::PrefillSpec;
 use crate::geometry::Layout;
 use crate::layers::{Layer, LayerEntry, LayerReport, Params};
 use serde::Serialize;
@@ -83,6 +84,19 @@ pub struct VerifySummary {
     pub mismatches: u64,
 }
 
+/// The drive's starting state as run.
+#[derive(Clone, Debug, Serialize)]
+pub struct PrefillSummary {
+    /// The fraction of the host capacity prefilled, or `"footprint"`.
+    pub spec: PrefillSpec,
+    /// Host LBAs below this started with data (absent for a footprint prefill).
+    pub limit_sectors: Option<u64>,
+    /// Physical tracks that started with data.
+    pub tracks: u64,
+    /// LBAs were folded into the prefilled range.
+    pub fold_to_prefill: bool,
+}
+
 /// The full run report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -106,8 +120,22 @@ pub struct Report {
     pub latency: BTreeMap<&'static str, LatencySummary>,
     /// Device figures.
     pub device: DeviceSummary,
+    /// How full the drive was when the run started.
+    pub prefill: PrefillSummary,
     /// Media sectors written / sectors the layer was asked to store.
     pub waf: f64,
+    /// WAF broken down by cause group (host, rmw, backup, moves, metadata); the groups sum to `waf`.
+    pub waf_by_group: BTreeMap<&'static str, f64>,
+    /// WAF without the sectors written by background work (moves, cleaning), whatever their cause.
+    pub waf_excluding_moves: f64,
+    /// WAF over the second half of the run's host writes (null when the run has fewer than two WAF points).
+    pub waf_steady: Option<f64>,
+    /// Host writes per point of the WAF series.
+    pub waf_every: u64,
+    /// Intervals an interval-driven layer completed (null for other layers).
+    pub intervals_completed: Option<u64>,
+    /// Background work: stages run, aborted and postponed, and host time spent waiting behind them.
+    pub background: BackgroundCounts,
     /// Physical operations / host requests.
     pub io_amplification: f64,
     /// Time from the first issue to the last device activity, seconds.
@@ -127,6 +155,10 @@ pub struct Report {
     /// Power losses by the cause of the physical operation they interrupted
     /// (`between-requests` for `crash_after`, `recovery` for a crash during recovery).
     pub crashes_during: BTreeMap<&'static str, u64>,
+    /// Power losses that fell inside a stage of background work.
+    pub crashes_in_stages: u64,
+    /// Everything that silently changed the meaning of the run (empty: nothing).
+    pub warnings: Vec<String>,
     /// The layer's own counters and gauges.
     pub layer_counters: LayerReport,
     /// Verification.
@@ -142,12 +174,70 @@ pub struct Inputs<'a> {
     pub(crate) layer: &'a dyn Layer,
     pub(crate) past_counters: &'a LayerReport,
     pub(crate) crashes_during: &'a BTreeMap<&'static str, u64>,
+    pub(crate) crashes_in_stages: u64,
     pub(crate) host: &'a HostCounts,
     pub(crate) metrics: &'a HostMetrics,
     pub(crate) oracle: Option<&'a Oracle>,
     pub(crate) crashes: u64,
     pub(crate) cache_sectors: u64,
     pub(crate) finished: bool,
+    pub(crate) background: BackgroundCounts,
+    pub(crate) waf: &'a WafSeries,
+    pub(crate) intervals: Option<u64>,
+    pub(crate) irregular: &'a Irregular,
+    pub(crate) prefill_tracks: u64,
+    pub(crate) prefill_limit: u64,
+}
+
+/// Layers that complete fewer intervals than this get the not-steady-state warning.
+pub const STEADY_INTERVALS: u64 = 10;
+
+/// Everything that silently changed the meaning of a run, one sentence each.
+fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
+    let mut w = vec![];
+    if let Some(n) = i.intervals {
+        if n < STEADY_INTERVALS {
+            w.push(format!(
+                "layer {} completed {n} interval(s), fewer than {STEADY_INTERVALS}: not steady state; moves amortised over too few intervals",
+                i.entry.name
+            ));
+        }
+    }
+    let x = i.irregular;
+    if x.clamped > 0 {
+        w.push(format!("{} trace timestamp(s) went backwards and were replayed at the latest time seen", x.clamped));
+    }
+    if x.folded > 0 {
+        w.push(format!("{} request(s) lay beyond the drive's capacity and were folded into it (fold)", x.folded));
+    }
+    if x.folded_to_prefill > 0 {
+        w.push(format!(
+            "{} request(s) lay beyond the prefilled range and were folded into it (fold_to_prefill)",
+            x.folded_to_prefill
+        ));
+    }
+    if i.host.empty_skipped > 0 {
+        w.push(format!("{} zero-length trace record(s) were skipped", i.host.empty_skipped));
+    }
+    if i.finished {
+        let late: Vec<String> = i.cfg.crash_at_ops.iter().filter(|&&p| p >= ops).map(|p| p.to_string()).collect();
+        if !late.is_empty() {
+            w.push(format!(
+                "crash point(s) at physical operation {} lie beyond the run's {ops} operations and never fired",
+                late.join(", ")
+            ));
+        }
+        let late: Vec<String> =
+            i.cfg.crash_after.iter().filter(|&&p| p > i.host.requests).map(|p| p.to_string()).collect();
+        if !late.is_empty() {
+            w.push(format!(
+                "crash point(s) after request {} lie beyond the run's {} requests and never fired",
+                late.join(", "),
+                i.host.requests
+            ));
+        }
+    }
+    w
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -193,6 +283,15 @@ pub fn build(i: Inputs) -> Report {
     latency.insert("read", i.metrics.reads.summary());
     latency.insert("write", i.metrics.writes.summary());
     let host_bytes = (i.host.read_sectors + i.host.write_sectors) as f64 * g.sector_bytes() as f64;
+    let stored = i.host.layer_write_sectors as f64;
+    let mut waf_by_group: BTreeMap<&'static str, f64> = Cause::GROUPS.iter().map(|&g| (g, 0.0)).collect();
+    for (k, c) in Cause::ALL.iter().enumerate() {
+        *waf_by_group.entry(c.group()).or_insert(0.0) += dev.write_counts()[k].sectors as f64;
+    }
+    for v in waf_by_group.values_mut() {
+        *v = ratio(*v, stored);
+    }
+    let prefill_spec = i.cfg.replay.prefill.or(i.cfg.drive.prefill).unwrap_or(PrefillSpec::Fraction(0.0));
     Report {
         layer: i.entry.name.to_string(),
         params: i.params.values().clone(),
@@ -230,7 +329,19 @@ pub fn build(i: Inputs) -> Report {
             media_write_sectors: wt.sectors,
             seeks: rt.seeks + wt.seeks,
         },
-        waf: ratio(wt.sectors as f64, i.host.layer_write_sectors as f64),
+        prefill: PrefillSummary {
+            spec: prefill_spec,
+            limit_sectors: (prefill_spec != PrefillSpec::Footprint).then_some(i.prefill_limit),
+            tracks: i.prefill_tracks,
+            fold_to_prefill: i.cfg.replay.fold_to_prefill,
+        },
+        waf: ratio(wt.sectors as f64, stored),
+        waf_by_group,
+        waf_excluding_moves: ratio(wt.sectors.saturating_sub(dev.stage_write_sectors()) as f64, stored),
+        waf_steady: i.waf.waf_from(0.5),
+        waf_every: i.cfg.replay.waf_every,
+        intervals_completed: i.intervals,
+        background: i.background.clone(),
         io_amplification: ratio((rt.ops + wt.ops) as f64, i.host.requests as f64),
         simulated_s: simulated,
         utilisation: ratio(busy, simulated),
@@ -240,6 +351,8 @@ pub fn build(i: Inputs) -> Report {
         max_disparity_s: i.metrics.max_disparity.as_secs(),
         crashes: i.crashes,
         crashes_during: i.crashes_during.clone(),
+        crashes_in_stages: i.crashes_in_stages,
+        warnings: warnings(&i, dev.ops_issued()),
         layer_counters: {
             let mut r = i.layer.report();
             for (k, v) in i.past_counters {

@@ -167,11 +167,23 @@ pub struct TraceSpec {
     pub limit: Option<u64>,
     /// Column layout for the generic CSV format.
     pub csv: GenericCsv,
+    /// Replay the selection this many times back to back (each copy shifted
+    /// in time to start one mean inter-arrival gap after the previous one
+    /// ends; LBAs unchanged). 1: once.
+    pub repeat: u64,
 }
 
 impl Default for TraceSpec {
     fn default() -> Self {
-        TraceSpec { path: String::new(), format: None, disk: None, start: 0, limit: None, csv: GenericCsv::default() }
+        TraceSpec {
+            path: String::new(),
+            format: None,
+            disk: None,
+            start: 0,
+            limit: None,
+            csv: GenericCsv::default(),
+            repeat: 1,
+        }
     }
 }
 
@@ -181,27 +193,37 @@ pub trait TraceReader: Send {
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>>;
     /// Fraction of the input consumed so far, 0.0 ..= 1.0 (for progress bars).
     fn progress(&self) -> f64;
+    /// A fresh reader of the same records from the start, if the source can
+    /// be read again (a first pass: footprint prefill, trace length).
+    fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
+        None
+    }
 }
 
 /// An in-memory trace (tests, benchmarks and synthetic workloads).
 pub struct VecTrace {
-    records: std::vec::IntoIter<TraceRecord>,
-    total: usize,
+    records: std::sync::Arc<[TraceRecord]>,
+    next: usize,
 }
 
 impl VecTrace {
     /// A trace of these records, in order.
     pub fn new(records: Vec<TraceRecord>) -> VecTrace {
-        let total = records.len();
-        VecTrace { records: records.into_iter(), total }
+        VecTrace { records: records.into(), next: 0 }
     }
 }
 
 impl TraceReader for VecTrace {
+    #[inline]
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>> {
-        Ok(self.records.next())
+        let r = self.records.get(self.next).copied();
+        self.next += 1;
+        Ok(r)
     }
     fn progress(&self) -> f64 {
-        1.0 - self.records.len() as f64 / self.total.max(1) as f64
+        (self.next as f64 / self.records.len().max(1) as f64).min(1.0)
+    }
+    fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
+        Some(Ok(Box::new(VecTrace { records: std::sync::Arc::clone(&self.records), next: 0 })))
     }
 }

@@ -27,6 +27,15 @@ pub trait RawTraceReader: Send {
 /// format (`spec.format`, else from the file name, else from the first line)
 /// and apply `spec.disk`, `spec.start` and `spec.limit`.
 pub fn open_trace(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
+    match spec.repeat {
+        0 => Err(SimError::Config("trace option 'repeat' must be at least 1".into())),
+        1 => open_once(spec),
+        _ => Ok(Box::new(RepeatReader::new(spec.clone())?)),
+    }
+}
+
+/// Open one pass over the trace (no repetition).
+fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
     let path = &spec.path;
     let file = File::open(path).map_err(|e| SimError::Io(format!("cannot open trace '{path}': {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -46,14 +55,14 @@ pub fn open_trace(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
     } else {
         Box::new(counted)
     };
-    build(decoded, spec, Some((consumed, size)))
+    build(decoded, spec, Some((consumed, size)), true)
 }
 
 /// Read a trace from an already opened, already decompressed stream (for
 /// example an in-memory buffer). `spec.path` only labels error messages and
 /// guides format detection; progress is unknown (0.0) until the end.
 pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
-    build(input, spec, None)
+    build(input, spec, None, false)
 }
 
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
@@ -82,6 +91,7 @@ fn build(
     input: Box<dyn Read + Send>,
     spec: &TraceSpec,
     progress: Option<(Arc<AtomicU64>, u64)>,
+    from_file: bool,
 ) -> SimResult<Box<dyn TraceReader>> {
     let (format, input) = match spec.format.or_else(|| Format::guess(&spec.path)) {
         Some(f) => (f, input),
@@ -100,6 +110,7 @@ fn build(
         inner: R,
         spec: &TraceSpec,
         progress: Option<(Arc<AtomicU64>, u64)>,
+        from_file: bool,
     ) -> Box<dyn TraceReader> {
         Box::new(SpecReader {
             inner,
@@ -109,15 +120,18 @@ fn build(
             emitted: 0,
             done: false,
             progress,
+            again: from_file.then(|| TraceSpec { repeat: 1, ..spec.clone() }),
         })
     }
     let file = spec.path.as_str();
+    let p = progress;
+    let f = from_file;
     Ok(match format {
-        Format::Msr => wrap(MsrReader::new(input, file), spec, progress),
-        Format::Spc => wrap(SpcReader::new(input, file), spec, progress),
-        Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, progress),
-        Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, progress),
-        Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv)?, spec, progress),
+        Format::Msr => wrap(MsrReader::new(input, file), spec, p, f),
+        Format::Spc => wrap(SpcReader::new(input, file), spec, p, f),
+        Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
+        Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
+        Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv)?, spec, p, f),
     })
 }
 
@@ -217,6 +231,8 @@ struct SpecReader<R> {
     emitted: u64,
     done: bool,
     progress: Option<(Arc<AtomicU64>, u64)>,
+    /// The spec to open the file again with (readers of files only).
+    again: Option<TraceSpec>,
 }
 
 impl<R: RawTraceReader> TraceReader for SpecReader<R> {
@@ -261,6 +277,71 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
             _ => 0.0,
         };
         file.max(by_limit).clamp(0.0, 1.0)
+    }
+
+    fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
+        self.again.as_ref().map(open_once)
+    }
+}
+
+/// Replays the selection of a trace `repeat` times: each pass is read from
+/// the file again and shifted in time so that it starts one mean
+/// inter-arrival gap (of the first pass) after the previous pass ended.
+struct RepeatReader {
+    spec: TraceSpec,
+    inner: Box<dyn TraceReader>,
+    pass: u64,
+    /// First and last timestamps and record count of the first pass.
+    first: Option<u64>,
+    last: u64,
+    count: u64,
+    /// Where the current pass starts, in shifted time.
+    base: u64,
+    /// The largest shifted time emitted so far.
+    end: u64,
+}
+
+impl RepeatReader {
+    fn new(spec: TraceSpec) -> SimResult<RepeatReader> {
+        let inner = open_once(&TraceSpec { repeat: 1, ..spec.clone() })?;
+        Ok(RepeatReader { spec, inner, pass: 0, first: None, last: 0, count: 0, base: 0, end: 0 })
+    }
+}
+
+impl TraceReader for RepeatReader {
+    fn next_record(&mut self) -> SimResult<Option<TraceRecord>> {
+        loop {
+            if let Some(mut rec) = self.inner.next_record()? {
+                let t = rec.time.0;
+                if self.pass == 0 {
+                    let first = *self.first.get_or_insert(t);
+                    self.last = self.last.max(t);
+                    self.count += 1;
+                    self.base = first;
+                } else {
+                    let first = self.first.unwrap_or(0);
+                    rec.time = crate::units::Nanos(self.base + t.saturating_sub(first));
+                }
+                self.end = self.end.max(rec.time.0);
+                return Ok(Some(rec));
+            }
+            self.pass += 1;
+            if self.pass >= self.spec.repeat || self.count == 0 {
+                return Ok(None);
+            }
+            let span = self.last - self.first.unwrap_or(0);
+            let gap = if self.count > 1 { (span / (self.count - 1)).max(1) } else { 1_000_000 };
+            self.base = self.end + gap;
+            self.inner = open_once(&TraceSpec { repeat: 1, ..self.spec.clone() })?;
+        }
+    }
+
+    fn progress(&self) -> f64 {
+        ((self.pass as f64 + self.inner.progress()) / self.spec.repeat as f64).min(1.0)
+    }
+
+    fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
+        Some(RepeatReader::new(self.spec.clone()).map(|r| Box::new(r) as Box<dyn TraceReader>))
     }
 }
 

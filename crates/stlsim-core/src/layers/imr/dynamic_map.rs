@@ -92,14 +92,18 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
+use super::relocation::{relocation_steps, Relocation};
 use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
-use super::{home_pieces, top_neighbours, HomePiece};
+use super::{home_pieces, top_neighbours, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::layers::{
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
+    WriteReq,
+};
 use crate::medium::Token;
-use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
+use crate::units::{Lba, PhysAddr, Sectors, Track};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Registry entry.
@@ -151,6 +155,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             default: "400",
             doc: "with swaps pending and no idle progress for this many writes, do one in the foreground (0: never)",
         },
+        COUNT_AT,
         SKIP_EMPTY,
         BACKUP_PARAMS[0],
         ParamSpec {
@@ -284,6 +289,12 @@ pub struct ImrDtm {
     /// Planned swaps: (hot logical, cold logical).
     pending: VecDeque<(u64, u64)>,
     since_progress: u64,
+    /// The swap in progress (its steps run in `rmw.in_flight`): hot and cold
+    /// logical pseudo-tracks, their physical places `t` (top) and `b` (bottom).
+    current: Option<(u64, u64, u64, u64)>,
+    /// One swap is owed in the foreground.
+    fg_credit: bool,
+    count_at_arrival: bool,
     c: Counters,
     scratch: Vec<HomePiece>,
     sector_bytes: u64,
@@ -364,6 +375,9 @@ impl ImrDtm {
             fg_every: p.u64("foreground_every_writes"),
             pending: VecDeque::new(),
             since_progress: 0,
+            current: None,
+            fg_credit: false,
+            count_at_arrival: p.choice("count_at") == "arrival",
             c: Counters::default(),
             scratch: vec![],
             sector_bytes: g.sector_bytes() as u64,
@@ -424,9 +438,23 @@ impl ImrDtm {
     /// appended to `touched`.
     fn map_range(&mut self, geom: &Geometry, lba: u64, n: u64, out: &mut Vec<HomePiece>, touched: &mut Vec<u64>) {
         let mut home = std::mem::take(&mut self.scratch);
+        self.map_range_with(geom, lba, n, out, touched, &mut home);
+        self.scratch = home;
+    }
+
+    /// [`map_range`](Self::map_range) with a caller's scratch vector.
+    fn map_range_with(
+        &self,
+        geom: &Geometry,
+        lba: u64,
+        n: u64,
+        out: &mut Vec<HomePiece>,
+        touched: &mut Vec<u64>,
+        home: &mut Vec<HomePiece>,
+    ) {
         home.clear();
-        home_pieces(geom, &self.res, lba, n, &mut home);
-        for hp in &home {
+        home_pieces(geom, &self.res, lba, n, home);
+        for hp in home.iter() {
             let space = if geom.kind(hp.at.track) == TrackKind::Bottom {
                 BOTTOM
             } else {
@@ -458,7 +486,6 @@ impl ImrDtm {
                 done += take;
             }
         }
-        self.scratch = home;
     }
 
     /// Algorithm 3's RemapTracks over every zone: plan the interval's swaps.
@@ -530,16 +557,15 @@ impl ImrDtm {
         }
     }
 
-    /// Swap the data of logical pseudo-tracks `hot` (on a bottom) and `cold`
-    /// (on a top) if they are still there. Returns whether it swapped.
-    fn swap(&mut self, dev: &mut Device, hot: u64, cold: u64) -> SimResult<bool> {
-        self.since_progress = 0;
+    /// The steps of swapping the data of logical pseudo-tracks `hot` (on a
+    /// bottom) and `cold` (on a top), with their physical places `(t, b)`;
+    /// `None` if they are no longer there.
+    fn compile_swap(&self, dev: &Device, hot: u64, cold: u64) -> Option<(Relocation, u64, u64)> {
         let (b, t) = (self.phys_of(hot), self.phys_of(cold));
         let (bs, bq) = self.split_id(b);
         let (ts, tq) = self.split_id(t);
         if bs != BOTTOM || ts != TOP || bq >= self.full[BOTTOM] || tq >= self.full[TOP] {
-            self.c.stale += 1;
-            return Ok(false);
+            return None;
         }
         // Order: the cold data to the bottom, the endangered spans (appended
         // below), the hot data to the top. Relocate reads sources in this
@@ -559,7 +585,7 @@ impl ImrDtm {
             .filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom)
         {
             for nb in top_neighbours(&geom, m.dst.track) {
-                if self.rmw.skip_empty && !self.rmw.written.get(nb) {
+                if self.rmw.skip_empty && !self.rmw.holds_data(dev, nb) {
                     continue;
                 }
                 spans
@@ -599,9 +625,14 @@ impl ImrDtm {
         moves.extend(hot_moves);
         let upd = |l: u64, s: u64| (l, if l == s { None } else { Some(s) });
         let updates = [upd(hot, t), upd(cold, b)];
-        self.store(dev);
-        let store = self.store.as_mut().expect("store built above");
-        self.rmw.relocate(dev, store, &moves, &updates, Cause::Swap)?;
+        let tx = self.store.as_ref().map(|s| s.seq()).unwrap_or(0) + 1;
+        let steps = relocation_steps(&self.rmw, dev, &moves, &updates, Cause::Swap, tx);
+        Some((Relocation::new(&geom, steps), t, b))
+    }
+
+    /// The swap in progress has committed: update the inverse map and counters.
+    fn complete(&mut self) {
+        let Some((hot, cold, t, b)) = self.current.take() else { return };
         for (s, l) in [(t, hot), (b, cold)] {
             if s == l {
                 self.inverse.remove(&s);
@@ -611,13 +642,81 @@ impl ImrDtm {
         }
         self.c.swaps += 1;
         self.c.swap_sectors += 2 * self.p;
+        if std::mem::take(&mut self.fg_credit) {
+            self.c.foreground_swaps += 1;
+        }
+    }
+
+    /// Start swapping `hot` and `cold`; returns whether it started (it may have gone stale).
+    fn start(&mut self, dev: &Device, hot: u64, cold: u64) -> bool {
+        self.since_progress = 0;
+        match self.compile_swap(dev, hot, cold) {
+            Some((r, t, b)) => {
+                self.rmw.in_flight = Some(r);
+                self.current = Some((hot, cold, t, b));
+                true
+            }
+            None => {
+                self.c.stale += 1;
+                false
+            }
+        }
+    }
+
+    /// Swap `hot` and `cold` at once, every step, if they are still where
+    /// the plan saw them. Returns whether it swapped.
+    #[cfg(test)]
+    fn swap(&mut self, dev: &mut Device, hot: u64, cold: u64) -> SimResult<bool> {
+        self.store(dev);
+        self.rmw.finish(dev, self.store.as_mut())?;
+        self.complete();
+        if !self.start(dev, hot, cold) {
+            return Ok(false);
+        }
+        self.rmw.finish(dev, self.store.as_mut())?;
+        self.complete();
         Ok(true)
     }
 
-    fn next_swap(&mut self, dev: &mut Device) -> SimResult<bool> {
-        match self.pending.pop_front() {
-            Some((h, c)) => self.swap(dev, h, c),
-            None => Ok(false),
+    /// Run one step of the swap in progress, starting the next pending one if none is.
+    fn step(&mut self, dev: &mut Device) -> SimResult<StageOutcome> {
+        self.store(dev);
+        if !self.rmw.busy() {
+            loop {
+                let Some((h, c)) = self.pending.pop_front() else {
+                    self.fg_credit = false;
+                    return Ok(StageOutcome::Nothing);
+                };
+                if self.start(dev, h, c) {
+                    break;
+                }
+            }
+        }
+        if self.rmw.step(dev, self.store.as_mut())? {
+            self.complete();
+        }
+        Ok(StageOutcome::Ran)
+    }
+
+    /// Count one write request (on arrival or destage) that touched these
+    /// logical pseudo-tracks; plan at the end of an interval; owe a
+    /// foreground swap when the host leaves no idle time.
+    fn count_write(&mut self, touched: &mut Vec<u64>) {
+        touched.sort_unstable();
+        touched.dedup();
+        for &l in touched.iter() {
+            *self.counts.entry(l).or_insert(0) += 1;
+            if self.split_id(l).0 == BOTTOM && self.split_id(self.phys_of(l)).0 == TOP {
+                self.c.spared += 1;
+            }
+        }
+        self.writes += 1;
+        if self.writes % self.interval == 0 {
+            self.plan();
+        }
+        self.since_progress += 1;
+        if self.fg_every > 0 && !self.pending.is_empty() && self.since_progress >= self.fg_every {
+            self.fg_credit = true;
         }
     }
 }
@@ -629,12 +728,15 @@ impl Layer for ImrDtm {
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        self.res.home_ranges()
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         self.map_range(&geom, lba.0, n.0, &mut pieces, &mut vec![]);
         for p in pieces {
-            dev.read(Cause::Host, p.at, p.count, out)?;
+            self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
         }
         Ok(())
     }
@@ -651,36 +753,44 @@ impl Layer for ImrDtm {
             touched.clear();
             self.map_range(&geom, w.lba.0, w.sectors.0, &mut buf, &mut touched);
             pieces.extend(buf.iter().map(|&p| (p, i)));
-            touched.sort_unstable();
-            touched.dedup();
-            for &l in &touched {
-                *self.counts.entry(l).or_insert(0) += 1;
-                if self.split_id(l).0 == BOTTOM && self.split_id(self.phys_of(l)).0 == TOP {
-                    self.c.spared += 1;
-                }
+            if !self.count_at_arrival {
+                self.count_write(&mut touched);
             }
         }
-        self.rmw.write_pieces(dev, &mut pieces, ws)?;
-        let before = self.writes;
-        self.writes += ws.len() as u64;
-        if before / self.interval != self.writes / self.interval {
-            self.plan();
-        }
-        self.since_progress += ws.len() as u64;
-        let due = self.fg_every > 0 && !self.pending.is_empty() && self.since_progress >= self.fg_every;
-        if due && self.next_swap(dev)? {
-            self.c.foreground_swaps += 1;
-        }
-        Ok(())
+        self.rmw.write_pieces(dev, &mut pieces, ws)
     }
-    fn wants_idle(&self) -> bool {
-        !self.pending.is_empty()
-    }
-    fn idle(&mut self, dev: &mut Device, until: Nanos) -> SimResult<()> {
-        while dev.now() < until && !self.pending.is_empty() {
-            self.next_swap(dev)?;
+    fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
+        if self.count_at_arrival {
+            let mut buf = vec![];
+            let mut touched = vec![];
+            self.map_range(geom, lba.0, n.0, &mut buf, &mut touched);
+            self.count_write(&mut touched);
         }
-        Ok(())
+    }
+    fn background(&self) -> Background {
+        if !self.rmw.busy() && self.pending.is_empty() {
+            Background::None
+        } else if self.fg_credit {
+            Background::Overdue
+        } else {
+            Background::Idle
+        }
+    }
+    fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        self.step(dev)
+    }
+    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+        if !self.rmw.busy() {
+            return false;
+        }
+        let (mut out, mut touched, mut home) = (vec![], vec![], vec![]);
+        for w in ws {
+            self.map_range_with(geom, w.lba.0, w.sectors.0, &mut out, &mut touched, &mut home);
+        }
+        out.iter().any(|p| self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom))
+    }
+    fn intervals_completed(&self) -> Option<u64> {
+        Some(self.c.plans)
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.store(dev).recover(dev)?;

@@ -94,14 +94,18 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
+use super::relocation::{relocation_steps, Relocation};
 use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
-use super::{home_pieces, HomePiece};
+use super::{home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
 use crate::geometry::{Geometry, TrackKind};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::layers::{
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
+    WriteReq,
+};
 use crate::medium::Token;
-use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
+use crate::units::{Lba, PhysAddr, Sectors, Track};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -133,6 +137,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             default: "50",
             doc: "most flips (and flip-backs) decided per interval",
         },
+        COUNT_AT,
         SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
@@ -257,6 +262,8 @@ pub struct FlipCounters {
     pub intervals: u64,
     /// Flips decided.
     pub planned: u64,
+    /// Planned flips found no longer valid when their turn came.
+    pub stale: u64,
 }
 
 /// The `imr-flip` layer.
@@ -276,6 +283,11 @@ pub struct ImrFlip {
     counts: FxHashMap<u64, Count>,
     writes_in_interval: u64,
     pending: VecDeque<Planned>,
+    /// The flip in progress (its steps run in `rmw.in_flight`), and whether it runs overdue.
+    current: Option<(Planned, bool)>,
+    /// Flips (at the front of the queue, the one in progress included) that are overdue.
+    overdue: usize,
+    count_at_arrival: bool,
     counters: FlipCounters,
     pieces: Vec<(HomePiece, usize)>,
 }
@@ -361,6 +373,9 @@ impl ImrFlip {
             counts: FxHashMap::default(),
             writes_in_interval: 0,
             pending: VecDeque::new(),
+            current: None,
+            overdue: 0,
+            count_at_arrival: p.choice("count_at") == "arrival",
             counters: FlipCounters::default(),
             pieces: vec![],
         })
@@ -561,45 +576,50 @@ impl ImrFlip {
         plan
     }
 
-    /// End of an interval: finish what the last one decided (foreground), decide anew.
-    fn boundary(&mut self, dev: &mut Device) -> SimResult<()> {
+    /// End of an interval: what the last one decided and is still pending
+    /// becomes overdue (it runs in the foreground before the next host
+    /// request); decide anew.
+    fn boundary(&mut self, geom: &Geometry) {
         self.writes_in_interval = 0;
         self.counters.intervals += 1;
         let counts = std::mem::take(&mut self.counts);
-        while let Some(f) = self.pending.pop_front() {
-            if self.execute(dev, f)? {
-                self.counters.foreground += 1;
-            }
-        }
-        let geom = dev.geometry_arc();
-        let plan = self.plan(&geom, &counts);
+        self.overdue = self.pending.len() + self.current.is_some() as usize;
+        let plan = self.plan(geom, &counts);
         self.counters.planned += plan.len() as u64;
         self.pending.extend(plan);
-        Ok(())
     }
 
-    /// Perform one planned flip (if still valid); returns whether it was done.
-    pub fn execute(&mut self, dev: &mut Device, f: Planned) -> SimResult<bool> {
-        let geom = dev.geometry_arc();
+    /// Count one write request on arrival or destage (Algorithm 1 lines 2-5).
+    fn count_write(&mut self, geom: &Geometry, pieces: &[HomePiece]) {
+        self.count(geom, pieces);
+        self.writes_in_interval += 1;
+        if self.writes_in_interval >= self.interval_writes {
+            self.boundary(geom);
+        }
+    }
+
+    /// The steps of flip `f`, or `None` if it is no longer valid.
+    fn compile(&self, dev: &Device, f: Planned) -> Option<Relocation> {
+        let geom = dev.geometry();
         let b = f.bottom;
         let top = match f.state.side {
             Side::Prev => b.0.checked_sub(1),
             Side::Next => Some(b.0 + 1),
         };
-        let Some(top) = top.map(Track) else { return Ok(false) };
-        if geom.kind(b) != TrackKind::Bottom || b.0 >= geom.tracks() || self.res.contains(b) {
-            return Ok(false);
+        let top = Track(top?);
+        if b.0 >= geom.tracks() || geom.kind(b) != TrackKind::Bottom || self.res.contains(b) {
+            return None;
         }
         let cur = self.state(b);
         let valid = if f.back {
             cur == Some(f.state)
         } else {
-            cur.is_none() && self.flippable_top(&geom, top)
+            cur.is_none() && self.flippable_top(geom, top)
         };
         if !valid {
-            return Ok(false);
+            return None;
         }
-        let s = swap_of(&geom, b, f.state);
+        let s = swap_of(geom, b, f.state);
         let moves = [
             Move {
                 src: PhysAddr {
@@ -625,12 +645,14 @@ impl ImrFlip {
             },
         ];
         let update = (f.bottom.0, if f.back { None } else { Some(f.state.code()) });
-        self.store_for(dev);
-        let store = self
-            .store
-            .as_mut()
-            .ok_or_else(|| SimError::Medium("map store missing".into()))?;
-        self.rmw.relocate(dev, store, &moves, &[update], Cause::Flip)?;
+        let tx = self.store.as_ref().map(|s| s.seq()).unwrap_or(0) + 1;
+        let steps = relocation_steps(&self.rmw, dev, &moves, &[update], Cause::Flip, tx);
+        Some(Relocation::new(geom, steps))
+    }
+
+    /// The flip in progress has committed: apply it to the in-memory map.
+    fn complete(&mut self) {
+        let Some((f, overdue)) = self.current.take() else { return };
         let slot = &mut self.state[(f.bottom.0 / 2) as usize];
         if f.back {
             *slot = 0;
@@ -641,6 +663,55 @@ impl ImrFlip {
             self.flipped_now += 1;
             self.counters.flips += 1;
         }
+        if overdue {
+            self.counters.foreground += 1;
+        } else {
+            self.counters.idle += 1;
+        }
+        self.overdue = self.overdue.saturating_sub(1);
+    }
+
+    /// Start the next valid planned flip; returns whether one started.
+    fn start_next(&mut self, dev: &Device) -> bool {
+        while let Some(f) = self.pending.pop_front() {
+            match self.compile(dev, f) {
+                Some(r) => {
+                    self.rmw.in_flight = Some(r);
+                    self.current = Some((f, self.overdue > 0));
+                    return true;
+                }
+                None => {
+                    self.counters.stale += 1;
+                    self.overdue = self.overdue.saturating_sub(1);
+                }
+            }
+        }
+        false
+    }
+
+    /// Run one step of the flip in progress (starting the next one if none is).
+    fn step(&mut self, dev: &mut Device) -> SimResult<StageOutcome> {
+        self.store_for(dev);
+        if !self.rmw.busy() && !self.start_next(dev) {
+            return Ok(StageOutcome::Nothing);
+        }
+        if self.rmw.step(dev, self.store.as_mut())? {
+            self.complete();
+        }
+        Ok(StageOutcome::Ran)
+    }
+
+    /// Perform one planned flip at once, all its steps (if still valid);
+    /// returns whether it was done.
+    pub fn execute(&mut self, dev: &mut Device, f: Planned) -> SimResult<bool> {
+        self.store_for(dev);
+        self.rmw.finish(dev, self.store.as_mut())?;
+        self.complete();
+        let Some(r) = self.compile(dev, f) else { return Ok(false) };
+        self.rmw.in_flight = Some(r);
+        self.current = Some((f, false));
+        self.rmw.finish(dev, self.store.as_mut())?;
+        self.complete();
         Ok(true)
     }
 
@@ -657,12 +728,15 @@ impl Layer for ImrFlip {
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        self.res.home_ranges()
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         self.phys_pieces(&geom, lba.0, n.0, &mut pieces);
         for p in pieces {
-            dev.read(Cause::Host, p.at, p.count, out)?;
+            self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
         }
         Ok(())
     }
@@ -678,29 +752,46 @@ impl Layer for ImrFlip {
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
             self.phys_pieces(&geom, w.lba.0, w.sectors.0, &mut buf);
-            self.count(&geom, &buf);
-            self.writes_in_interval += 1;
+            if !self.count_at_arrival {
+                self.count_write(&geom, &buf);
+            }
             pieces.extend(buf.iter().map(|&p| (p, i)));
         }
         let result = self.rmw.write_pieces(dev, &mut pieces, ws);
         self.pieces = pieces;
-        result?;
-        if self.writes_in_interval >= self.interval_writes {
-            self.boundary(dev)?;
-        }
-        Ok(())
+        result
     }
-    fn wants_idle(&self) -> bool {
-        !self.pending.is_empty()
-    }
-    fn idle(&mut self, dev: &mut Device, until: Nanos) -> SimResult<()> {
-        while dev.now() < until {
-            let Some(f) = self.pending.pop_front() else { break };
-            if self.execute(dev, f)? {
-                self.counters.idle += 1;
-            }
+    fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
+        if self.count_at_arrival {
+            let mut buf = vec![];
+            self.phys_pieces(geom, lba.0, n.0, &mut buf);
+            self.count_write(geom, &buf);
         }
-        Ok(())
+    }
+    fn background(&self) -> Background {
+        if !self.rmw.busy() && self.pending.is_empty() {
+            Background::None
+        } else if self.overdue > 0 {
+            Background::Overdue
+        } else {
+            Background::Idle
+        }
+    }
+    fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        self.step(dev)
+    }
+    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+        if !self.rmw.busy() {
+            return false;
+        }
+        let mut pieces = vec![];
+        for w in ws {
+            self.phys_pieces(geom, w.lba.0, w.sectors.0, &mut pieces);
+        }
+        pieces.iter().any(|p| self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom))
+    }
+    fn intervals_completed(&self) -> Option<u64> {
+        Some(self.counters.intervals)
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.store_for(dev);
@@ -735,6 +826,7 @@ impl Layer for ImrFlip {
         r.insert("flips_idle".into(), c.idle as f64);
         r.insert("flips_foreground".into(), c.foreground as f64);
         r.insert("flips_planned".into(), c.planned as f64);
+        r.insert("flips_stale".into(), c.stale as f64);
         r.insert("flip_intervals".into(), c.intervals as f64);
         r.insert("flipped_tracks".into(), self.flipped_now as f64);
         MapStore::report(self.store.as_ref(), &mut r);

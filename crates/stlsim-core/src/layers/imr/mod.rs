@@ -8,15 +8,26 @@ pub mod dynamic_map;
 pub mod flip;
 pub mod map_store;
 pub mod region;
+pub mod relocation;
 pub mod rmw;
 pub mod track_cache;
 
 use crate::device::{Cause, Device};
+use crate::layers::{ParamKind, ParamSpec};
 use crate::error::SimResult;
 use crate::geometry::Geometry;
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Track};
 use region::Reserved;
+
+/// Where the interval-driven IMR layers count a write (shared parameter).
+pub const COUNT_AT: ParamSpec = ParamSpec {
+    name: "count_at",
+    kind: ParamKind::Choice(&["arrival", "destage"]),
+    unit: "-",
+    default: "arrival",
+    doc: "count host writes as they arrive (Algorithms 1-3's ReceiveIO) or the extents the write cache destages",
+};
 
 /// One piece of a host request at its home location: `count` sectors from
 /// `at`, the `offset` of the piece within the request.

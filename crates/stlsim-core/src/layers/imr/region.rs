@@ -139,6 +139,11 @@ impl Reserved {
             .collect()
     }
 
+    /// The reserved home-LBA ranges (host LBAs skip them), sorted.
+    pub fn home_ranges(&self) -> Vec<(crate::units::Lba, Sectors)> {
+        self.ranges.iter().map(|&(s, l)| (crate::units::Lba(s), Sectors(l))).collect()
+    }
+
     /// Host-visible sectors.
     pub fn host_capacity(&self) -> Sectors {
         Sectors(self.host_capacity)

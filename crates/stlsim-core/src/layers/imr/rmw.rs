@@ -33,6 +33,7 @@
 use super::backup::{BackupRegion, Saved};
 use super::map_store::MapStore;
 use super::region::Reserved;
+use super::relocation::{relocation_steps, Relocation};
 use super::{home_pieces, read_home_mapped, top_neighbours, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
@@ -93,28 +94,7 @@ pub fn backup_from(p: &Params, g: &Geometry) -> SimResult<(Reserved, BackupRegio
     Ok((res, backup))
 }
 
-/// A bitmap of physical tracks.
-#[derive(Clone, Debug, Default)]
-pub struct TrackBits(Vec<u64>);
-
-impl TrackBits {
-    /// All clear, for `n` tracks.
-    pub fn new(n: u64) -> TrackBits {
-        TrackBits(vec![0; n.div_ceil(64) as usize])
-    }
-    /// Whether track `t` is set.
-    pub fn get(&self, t: Track) -> bool {
-        self.0[(t.0 / 64) as usize] >> (t.0 % 64) & 1 == 1
-    }
-    /// Set track `t`.
-    pub fn set(&mut self, t: Track) {
-        self.0[(t.0 / 64) as usize] |= 1 << (t.0 % 64);
-    }
-    /// Set every track.
-    pub fn set_all(&mut self) {
-        self.0.fill(u64::MAX);
-    }
-}
+pub use crate::track_bits::TrackBits;
 
 /// One data movement of a relocation: `count` sectors from `src` to `dst`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,12 +133,88 @@ pub struct RmwEngine {
     pub written: TrackBits,
     /// Counters.
     pub counters: RmwCounters,
+    /// The move in progress, run one step per stage.
+    pub in_flight: Option<Relocation>,
+    /// Host-read pieces served from a move's memory buffer.
+    pub reads_from_move_buffer: u64,
 }
 
 impl RmwEngine {
     /// An engine over `backup` for a drive of `tracks` tracks.
     pub fn new(backup: BackupRegion, skip_empty: bool, tracks: u64) -> RmwEngine {
-        RmwEngine { backup, skip_empty, written: TrackBits::new(tracks), counters: RmwCounters::default() }
+        RmwEngine {
+            backup,
+            skip_empty,
+            written: TrackBits::new(tracks),
+            counters: RmwCounters::default(),
+            in_flight: None,
+            reads_from_move_buffer: 0,
+        }
+    }
+
+    /// Whether top track `t` holds data worth saving: written since power-on,
+    /// or holding the drive's starting data (a prefilled drive).
+    #[inline]
+    pub fn holds_data(&self, dev: &Device, t: Track) -> bool {
+        self.written.get(t) || dev.prefilled(t)
+    }
+
+    /// Whether a move is in progress.
+    pub fn busy(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Run the next step of the move in progress; returns `true` when that
+    /// finished it (the caller applies its map change to its own state).
+    pub fn step(&mut self, dev: &mut Device, store: Option<&mut MapStore>) -> SimResult<bool> {
+        let Some(mut r) = self.in_flight.take() else { return Ok(false) };
+        let out = r.step(self, dev, store);
+        let done = r.done();
+        if !done || out.is_err() {
+            self.in_flight = Some(r);
+        }
+        out.map(|_| done)
+    }
+
+    /// Run every remaining step of the move in progress.
+    pub fn finish(&mut self, dev: &mut Device, mut store: Option<&mut MapStore>) -> SimResult<()> {
+        while self.busy() {
+            self.step(dev, store.as_deref_mut())?;
+        }
+        Ok(())
+    }
+
+    /// Whether a write landing on `track` (needing a read-modify-write when
+    /// `rmw`) must wait for the move in progress.
+    pub fn must_wait(&self, track: Track, rmw: bool) -> bool {
+        match &self.in_flight {
+            Some(r) => r.started() && (rmw || r.locks(track)),
+            None => false,
+        }
+    }
+
+    /// Read `count` sectors at `at` for the host: from the medium, or from
+    /// the memory buffer of a move in progress where it holds the data.
+    pub fn read(&mut self, dev: &mut Device, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<()> {
+        let Some(r) = self.in_flight.as_ref().filter(|r| r.started()) else {
+            dev.read(cause, at, count, out)?;
+            return Ok(());
+        };
+        let mut parts = vec![];
+        r.split_read(at, count, &mut parts);
+        for (sector, n, mem) in parts {
+            match mem {
+                Some(off) => {
+                    let r = self.in_flight.as_ref().expect("checked above");
+                    out.extend_from_slice(r.buffered(off, n));
+                    self.reads_from_move_buffer += 1;
+                }
+                None => {
+                    dev.read(cause, PhysAddr { track: at.track, sector }, n, out)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Write pieces of one physical track: directly for a top track, by
@@ -185,7 +241,7 @@ impl RmwEngine {
         // Spans of each neighbour overlapped by any piece, merged where they touch.
         let mut spans: Vec<Saved> = vec![];
         for nb in top_neighbours(&geom, track) {
-            if self.skip_empty && !self.written.get(nb) {
+            if self.skip_empty && !self.holds_data(dev, nb) {
                 continue;
             }
             let mut s: Vec<(u32, u32)> =
@@ -251,6 +307,7 @@ impl RmwEngine {
     /// destinations, restore the damaged spans, write the top destinations,
     /// then commit `updates` to the map store (the commit point). A power loss
     /// before the commit rolls everything back from the backup region.
+    /// (Runs every step at once; layers run the same program in stages.)
     pub fn relocate(
         &mut self,
         dev: &mut Device,
@@ -259,80 +316,11 @@ impl RmwEngine {
         updates: &[(u64, Option<u64>)],
         cause: Cause,
     ) -> SimResult<u64> {
-        let geom = dev.geometry_arc();
-        let mut src_data: Vec<Token> = vec![];
-        for m in moves {
-            dev.read(cause, m.src, m.count, &mut src_data)?;
-        }
-        // Spans of top neighbours of bottom destinations, less the destinations themselves.
-        let mut collateral: Vec<Saved> = vec![];
-        for m in moves.iter().filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom) {
-            for nb in top_neighbours(&geom, m.dst.track) {
-                if self.skip_empty && !self.written.get(nb) {
-                    continue;
-                }
-                let (lo, hi) = geom.overlap_span(m.dst.track, m.dst.sector, m.count, nb);
-                let mut pieces = vec![(lo, hi)];
-                for d in moves.iter().filter(|d| d.dst.track == nb) {
-                    let (a, b) = (d.dst.sector, d.dst.sector + d.count);
-                    pieces = pieces
-                        .into_iter()
-                        .flat_map(|(x, y)| [(x, y.min(a)), (x.max(b), y)])
-                        .filter(|(x, y)| x < y)
-                        .collect();
-                }
-                collateral.extend(pieces.into_iter().map(|(x, y)| Saved { track: nb, sector: x, count: y - x }));
-            }
-        }
-        // Spans of neighbouring destinations overlap on a shared top track: merge them.
-        collateral.sort_by_key(|c| (c.track, c.sector));
-        let mut merged: Vec<Saved> = vec![];
-        for c in collateral {
-            match merged.last_mut() {
-                Some(m) if m.track == c.track && m.sector + m.count >= c.sector => {
-                    m.count = m.count.max(c.sector + c.count - m.sector);
-                }
-                _ => merged.push(c),
-            }
-        }
-        let collateral = merged;
-        let mut col_data: Vec<Token> = vec![];
-        for c in &collateral {
-            dev.read(cause, PhysAddr { track: c.track, sector: c.sector }, c.count, &mut col_data)?;
-        }
-        let mut saved: Vec<Saved> =
-            moves.iter().map(|m| Saved { track: m.src.track, sector: m.src.sector, count: m.count }).collect();
-        saved.extend_from_slice(&collateral);
-        let mut data = src_data.clone();
-        data.extend_from_slice(&col_data);
         let tx = store.seq() + 1;
-        self.backup.save_tx(dev, &saved, &data, tx)?;
-        let carries = !src_data.is_empty();
-        let mut offs = vec![];
-        let mut off = 0usize;
-        for m in moves {
-            offs.push(off);
-            off += m.count as usize;
-        }
-        let slice = |i: usize, n: u32| if carries { &src_data[offs[i]..offs[i] + n as usize] } else { &[][..] };
-        for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) == TrackKind::Bottom) {
-            dev.write(cause, m.dst, m.count, slice(i, m.count))?;
-            self.written.set(m.dst.track);
-        }
-        let mut off = 0usize;
-        for c in &collateral {
-            let chunk = if carries { &col_data[off..off + c.count as usize] } else { &[][..] };
-            dev.write(cause, PhysAddr { track: c.track, sector: c.sector }, c.count, chunk)?;
-            off += c.count as usize;
-        }
-        for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) != TrackKind::Bottom) {
-            dev.write(cause, m.dst, m.count, slice(i, m.count))?;
-            self.written.set(m.dst.track);
-        }
-        let seq = store.commit(dev, updates)?;
-        debug_assert_eq!(seq, tx);
-        self.backup.forget();
-        Ok(seq)
+        let steps = relocation_steps(self, dev, moves, updates, cause, tx);
+        self.in_flight = Some(Relocation::new(dev.geometry(), steps));
+        self.finish(dev, Some(store))?;
+        Ok(store.seq())
     }
 
     /// Counters for the report.
@@ -344,6 +332,7 @@ impl RmwEngine {
         r.insert("backup_records".into(), self.backup.records as f64);
         r.insert("backup_clears".into(), self.backup.clears as f64);
         r.insert("backup_restores".into(), self.backup.restored as f64);
+        r.insert("reads_from_move_buffer".into(), self.reads_from_move_buffer as f64);
     }
 }
 
@@ -399,6 +388,9 @@ impl Layer for ImrRmw {
     }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
+    }
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        self.res.home_ranges()
     }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         read_home_mapped(dev, &self.res, lba.0, n.0, out)

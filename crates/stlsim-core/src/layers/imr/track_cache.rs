@@ -101,14 +101,18 @@
 use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
+use super::relocation::{track_rmw_steps, Relocation, Step};
 use super::rmw::{SKIP_EMPTY, for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS};
-use super::{home_pieces, HomePiece};
+use super::{home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::layers::{
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
+    WriteReq,
+};
 use crate::medium::Token;
-use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
+use crate::units::{Lba, PhysAddr, Sectors, Track};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -165,8 +169,16 @@ pub static ENTRY: LayerEntry = LayerEntry {
             kind: ParamKind::Int,
             unit: "writes",
             default: "1000",
-            doc: "writes after which an unfinished plan runs one move per write batch in the foreground",
+            doc: "writes after which an unfinished plan runs one move per write in the foreground",
         },
+        ParamSpec {
+            name: "evict_threshold",
+            kind: ParamKind::Int,
+            unit: "writes",
+            default: "50",
+            doc: "evict a cached track only for one written more than this many times more in the interval",
+        },
+        COUNT_AT,
         SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
@@ -211,6 +223,7 @@ struct Counters {
     foreground_moves: u64,
     scan_recoveries: u64,
     stale_headers_cleared: u64,
+    stale_moves: u64,
 }
 
 /// The `imr-cache` layer.
@@ -237,9 +250,15 @@ pub struct TrackCache {
     writes_since_plan: u64,
     track_log: Vec<u32>,
     plan: VecDeque<Move>,
+    /// The move in progress (its steps run in `rmw.in_flight`): the move,
+    /// its slot, its header sequence number.
+    current: Option<(Move, u32, u64)>,
+    /// One move is owed in the foreground (the plan is overdue).
+    fg_credit: bool,
+    evict_threshold: u64,
+    count_at_arrival: bool,
     counters: Counters,
     pieces: Vec<(HomePiece, usize)>,
-    buf: Vec<Token>,
 }
 
 /// Place runs of `len` groups wanted at `want` groups without overlap on a
@@ -404,9 +423,12 @@ impl TrackCache {
             writes_since_plan: 0,
             track_log: vec![],
             plan: VecDeque::new(),
+            current: None,
+            fg_credit: false,
+            evict_threshold: p.u64("evict_threshold"),
+            count_at_arrival: p.choice("count_at") == "arrival",
             counters: Counters::default(),
             pieces: vec![],
-            buf: vec![],
         })
     }
 
@@ -464,9 +486,9 @@ impl TrackCache {
         Some(self.store.get_or_insert_with(|| MapStore::new(dev, tracks, bytes)))
     }
 
-    /// Read sectors of slot `s` (appending tokens to `out`).
+    /// Read sectors of slot `s` for the host (appending tokens to `out`).
     fn read_slot(
-        &self,
+        &mut self,
         dev: &mut Device,
         cause: Cause,
         s: u32,
@@ -477,7 +499,7 @@ impl TrackCache {
         let mut ext = vec![];
         self.extents(s, off, n, &mut ext);
         for (at, c) in ext {
-            dev.read(cause, at, c, out)?;
+            self.rmw.read(dev, cause, at, c, out)?;
         }
         Ok(())
     }
@@ -513,78 +535,139 @@ impl TrackCache {
         best.map(|b| b.1)
     }
 
-    /// Promote home bottom track `t` into a free slot.
-    fn promote(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
+    /// The steps of promoting home bottom track `t` into a free slot:
+    /// read the track, write it into the slot, write the slot header, commit.
+    /// `None` if it is cached already or no slot is free.
+    fn compile_promote(&self, dev: &Device, t: u64) -> Option<(Relocation, u32)> {
         if self.cached.contains_key(&t) {
+            return None;
+        }
+        let s = self.free_slot(t)?;
+        let spt = dev.geometry().sectors_in(Track(t));
+        let mut steps = vec![Step::Read { cause: Cause::Promote, at: PhysAddr { track: Track(t), sector: 0 }, count: spt, off: 0 }];
+        let mut ext = vec![];
+        self.extents(s, 0, spt as u64, &mut ext);
+        let mut off = 0usize;
+        for (at, c) in ext {
+            steps.push(Step::Write { cause: Cause::Promote, at, count: c, off, mark: false });
+            off += c as usize;
+        }
+        steps.push(Step::Header { cause: Cause::Promote, at: self.header_at(s), words: vec![HEADER, t, self.next_seq] });
+        if self.store_tracks.is_some() {
+            steps.push(Step::Commit { updates: vec![(t, Some(s as u64))], forget: false });
+        }
+        Some((Relocation::new(dev.geometry(), steps), s))
+    }
+
+    /// The steps of evicting home track `t`: read the slot, write it home by
+    /// a full-track read-modify-write, commit (log persistence) or retire
+    /// the header (scan persistence). `None` if `t` is not cached.
+    fn compile_evict(&mut self, dev: &Device, t: u64) -> Option<(Relocation, u32)> {
+        let &s = self.cached.get(&t)?;
+        let spt = dev.geometry().sectors_in(Track(t));
+        let mut steps = vec![];
+        let mut ext = vec![];
+        self.extents(s, 0, spt as u64, &mut ext);
+        let mut off = 0usize;
+        for (at, c) in ext {
+            steps.push(Step::Read { cause: Cause::Evict, at, count: c, off });
+            off += c as usize;
+        }
+        let before = steps.len();
+        let (_, saved_any) = track_rmw_steps(&self.rmw, dev, Track(t), Cause::Evict, 0, off, &mut steps);
+        if saved_any {
+            self.rmw.counters.rmws += 1;
+            let saved: u64 = steps[before..]
+                .iter()
+                .map(|x| match x {
+                    Step::Read { count, .. } => *count as u64,
+                    _ => 0,
+                })
+                .sum();
+            self.rmw.counters.saved_sectors += saved;
+        } else {
+            self.rmw.counters.rmw_skipped_empty += 1;
+        }
+        if self.store_tracks.is_some() {
+            steps.push(Step::Commit { updates: vec![(t, None)], forget: false });
+        } else {
+            // Scan persistence: overwriting the header is the commit.
+            steps.push(Step::Blank { cause: Cause::Evict, at: self.header_at(s) });
+        }
+        Some((Relocation::new(dev.geometry(), steps), s))
+    }
+
+    /// Start move `m`; returns whether it started (it may have gone stale).
+    fn start(&mut self, dev: &Device, m: Move) -> bool {
+        let r = match m {
+            Move::Promote(t) => self.compile_promote(dev, t),
+            Move::Evict(t) => self.compile_evict(dev, t),
+        };
+        match r {
+            Some((r, s)) => {
+                self.rmw.in_flight = Some(r);
+                self.current = Some((m, s, self.next_seq));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The move in progress has finished: apply it to the look-aside map.
+    fn complete(&mut self) {
+        let Some((m, s, seq)) = self.current.take() else { return };
+        match m {
+            Move::Promote(t) => {
+                self.next_seq = self.next_seq.max(seq + 1);
+                self.cached.insert(t, s);
+                self.slot_home[s as usize] = Some((t, seq));
+                self.counters.promotions += 1;
+            }
+            Move::Evict(t) => {
+                self.cached.remove(&t);
+                self.slot_home[s as usize] = None;
+                self.counters.evictions += 1;
+            }
+        }
+        if self.fg_credit {
+            self.fg_credit = false;
+            self.counters.foreground_moves += 1;
+        } else {
+            self.counters.background_moves += 1;
+        }
+    }
+
+    /// Run move `m` at once, every step; returns whether it was done.
+    #[cfg(test)]
+    fn run_now(&mut self, dev: &mut Device, m: Move) -> SimResult<bool> {
+        self.finish_current(dev)?;
+        if !self.start(dev, m) {
             return Ok(false);
         }
-        let Some(s) = self.free_slot(t) else { return Ok(false) };
-        let spt = dev.geometry().sectors_in(Track(t));
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        let r = (|| {
-            dev.read(
-                Cause::Promote,
-                PhysAddr {
-                    track: Track(t),
-                    sector: 0,
-                },
-                spt,
-                &mut buf,
-            )?;
-            self.write_slot(dev, Cause::Promote, s, 0, spt as u64, &buf)?;
-            let seq = self.next_seq;
-            let hdr = if dev.carries_data() { vec![Token::EMPTY] } else { vec![] };
-            dev.write_meta(Cause::Promote, self.header_at(s), 1, &hdr, vec![HEADER, t, seq])?;
-            if let Some(store) = self.store(dev) {
-                store.commit(dev, &[(t, Some(s as u64))])?;
-            }
-            Ok(seq)
-        })();
-        self.buf = buf;
-        let seq = r?;
-        self.next_seq += 1;
-        self.cached.insert(t, s);
-        self.slot_home[s as usize] = Some((t, seq));
-        self.counters.promotions += 1;
+        self.finish_current(dev)?;
         Ok(true)
     }
 
-    /// Evict home track `t` from the cache: a full-track read-modify-write home.
+    #[cfg(test)]
+    fn finish_current(&mut self, dev: &mut Device) -> SimResult<()> {
+        if self.rmw.busy() {
+            self.store(dev);
+            self.rmw.finish(dev, self.store.as_mut())?;
+            self.complete();
+        }
+        Ok(())
+    }
+
+    /// Promote home bottom track `t` into a free slot, at once.
+    #[cfg(test)]
+    fn promote(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
+        self.run_now(dev, Move::Promote(t))
+    }
+
+    /// Evict home track `t` from the cache, at once: a full-track read-modify-write home.
+    #[cfg(test)]
     fn evict(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
-        let Some(&s) = self.cached.get(&t) else {
-            return Ok(false);
-        };
-        let spt = dev.geometry().sectors_in(Track(t));
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        let r = (|| {
-            self.read_slot(dev, Cause::Evict, s, 0, spt as u64, &mut buf)?;
-            let piece = HomePiece {
-                at: PhysAddr {
-                    track: Track(t),
-                    sector: 0,
-                },
-                count: spt,
-                offset: 0,
-            };
-            self.rmw
-                .write_track(dev, Track(t), &[piece], |_| &buf[..], |_| Cause::Evict)?;
-            if let Some(store) = self.store(dev) {
-                store.commit(dev, &[(t, None)])?;
-            } else {
-                // Scan persistence: overwriting the header is the commit.
-                let blank = if dev.carries_data() { vec![Token::EMPTY] } else { vec![] };
-                dev.write(Cause::Evict, self.header_at(s), 1, &blank)?;
-            }
-            Ok(())
-        })();
-        self.buf = buf;
-        r?;
-        self.cached.remove(&t);
-        self.slot_home[s as usize] = None;
-        self.counters.evictions += 1;
-        Ok(true)
+        self.run_now(dev, Move::Evict(t))
     }
 
     /// Algorithm 2's selection at the end of an interval: count the track
@@ -629,7 +712,7 @@ impl TrackCache {
             }
             if free > 0 {
                 free -= 1;
-            } else if vi < victims.len() && victims[vi].0 < c {
+            } else if vi < victims.len() && victims[vi].0 + self.evict_threshold < c {
                 self.plan.push_back(Move::Evict(victims[vi].2));
                 vi += 1;
             } else {
@@ -646,17 +729,44 @@ impl TrackCache {
         }
     }
 
-    /// Run the next planned move.
-    fn step(&mut self, dev: &mut Device) -> SimResult<()> {
-        let Some(m) = self.plan.front().copied() else {
-            return Ok(());
-        };
-        match m {
-            Move::Promote(t) => self.promote(dev, t)?,
-            Move::Evict(t) => self.evict(dev, t)?,
-        };
-        self.plan.pop_front();
-        Ok(())
+    /// Run one step of the move in progress, starting the next planned one if none is.
+    fn step(&mut self, dev: &mut Device) -> SimResult<StageOutcome> {
+        if !self.rmw.busy() {
+            loop {
+                let Some(m) = self.plan.pop_front() else {
+                    self.fg_credit = false;
+                    return Ok(StageOutcome::Nothing);
+                };
+                if self.start(dev, m) {
+                    break;
+                }
+                self.counters.stale_moves += 1;
+            }
+        }
+        self.store(dev);
+        if self.rmw.step(dev, self.store.as_mut())? {
+            self.complete();
+        }
+        Ok(StageOutcome::Ran)
+    }
+
+    /// Count one write request (Algorithm 2 lines 3-4) on arrival or destage:
+    /// log its bottom home tracks; at the end of an interval, plan.
+    fn count_write(&mut self, pieces: &[HomePiece], geom: &Geometry) {
+        self.writes_in_interval += 1;
+        self.writes_since_plan += 1;
+        for p in pieces {
+            if geom.kind(p.at.track) == TrackKind::Bottom {
+                self.track_log.push(p.at.track.0 as u32);
+            }
+        }
+        if self.writes_in_interval >= self.interval {
+            self.make_plan();
+        }
+        // The bounded foreground step: one move per write once the plan is overdue.
+        if !self.plan.is_empty() && self.writes_since_plan >= self.fg_after {
+            self.fg_credit = true;
+        }
     }
 
     /// Rebuild the map from the slot headers (scan persistence): one whole-track read per cache track.
@@ -719,18 +829,21 @@ impl Layer for TrackCache {
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        self.res.home_ranges()
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         home_pieces(&geom, &self.res, lba.0, n.0, &mut pieces);
         for p in pieces {
-            match self.cached.get(&p.at.track.0) {
-                Some(&s) => {
+            match self.cached.get(&p.at.track.0).copied() {
+                Some(s) => {
                     self.read_slot(dev, Cause::Host, s, p.at.sector as u64, p.count as u64, out)?;
                     self.counters.cache_read_pieces += 1;
                 }
                 None => {
-                    dev.read(Cause::Host, p.at, p.count, out)?;
+                    self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
                 }
             }
         }
@@ -748,13 +861,8 @@ impl Layer for TrackCache {
             buf.clear();
             home_pieces(&geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
             pieces.extend(buf.iter().map(|&p| (p, i)));
-            // Algorithm 2 lines 3-4: count the write, log its bottom tracks.
-            self.writes_in_interval += 1;
-            self.writes_since_plan += 1;
-            for p in &buf {
-                if geom.kind(p.at.track) == TrackKind::Bottom {
-                    self.track_log.push(p.at.track.0 as u32);
-                }
+            if !self.count_at_arrival {
+                self.count_write(&buf, &geom);
             }
         }
         sort_by_location(&mut pieces);
@@ -769,26 +877,53 @@ impl Layer for TrackCache {
             None => self.rmw.write_group(dev, t, group, ws),
         });
         self.pieces = pieces;
-        result?;
-        if self.writes_in_interval >= self.interval {
-            self.make_plan();
-        }
-        // The bounded foreground step: one move per write batch once the plan is overdue.
-        if !self.plan.is_empty() && self.writes_since_plan >= self.fg_after {
-            self.step(dev)?;
-            self.counters.foreground_moves += 1;
-        }
-        Ok(())
+        result
     }
-    fn wants_idle(&self) -> bool {
-        !self.plan.is_empty()
-    }
-    fn idle(&mut self, dev: &mut Device, until: Nanos) -> SimResult<()> {
-        while !self.plan.is_empty() && dev.now() < until {
-            self.step(dev)?;
-            self.counters.background_moves += 1;
+    fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
+        if self.count_at_arrival {
+            let mut buf = vec![];
+            home_pieces(geom, &self.res, lba.0, n.0, &mut buf);
+            self.count_write(&buf, geom);
         }
-        Ok(())
+    }
+    fn background(&self) -> Background {
+        if !self.rmw.busy() && self.plan.is_empty() {
+            Background::None
+        } else if self.fg_credit {
+            Background::Overdue
+        } else {
+            Background::Idle
+        }
+    }
+    fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        self.step(dev)
+    }
+    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+        if !self.rmw.busy() {
+            return false;
+        }
+        let mut pieces = vec![];
+        let mut ext = vec![];
+        for w in ws {
+            pieces.clear();
+            home_pieces(geom, &self.res, w.lba.0, w.sectors.0, &mut pieces);
+            for p in &pieces {
+                let wait = match self.cached.get(&p.at.track.0) {
+                    Some(&s) => {
+                        self.extents(s, p.at.sector as u64, p.count as u64, &mut ext);
+                        ext.iter().any(|(at, _)| self.rmw.must_wait(at.track, false))
+                    }
+                    None => self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom),
+                };
+                if wait {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    fn intervals_completed(&self) -> Option<u64> {
+        Some(self.counters.intervals)
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.rmw.written.set_all();
@@ -827,6 +962,7 @@ impl Layer for TrackCache {
             ("foreground_moves", c.foreground_moves),
             ("scan_recoveries", c.scan_recoveries),
             ("stale_headers_cleared", c.stale_headers_cleared),
+            ("stale_moves", c.stale_moves),
         ] {
             r.insert(k.into(), v as f64);
         }

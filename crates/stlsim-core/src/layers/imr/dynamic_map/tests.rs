@@ -1,4 +1,7 @@
 use super::*;
+use crate::units::Nanos;
+#[allow(unused_imports)]
+use crate::layers::{background::direct, Background};
 use crate::engine::RunConfig;
 use crate::engine::{Mode, Simulation};
 use crate::error::SimError;
@@ -386,9 +389,10 @@ fn the_map_survives_a_power_loss() {
     for i in 0..60u64 {
         recs.push(w(10 + i, lt(8) + (i * 37) % 500, 4));
     }
-    recs.push(r(3000, lt(8), 512));
-    recs.push(w(3001, lt(8), 8));
-    recs.push(r(3002, 0, lt(20)));
+    // A long pause: the swap's stages all run before the next request.
+    recs.push(r(8000, lt(8), 512));
+    recs.push(w(8001, lt(8), 8));
+    recs.push(r(8002, 0, lt(20)));
     let params = [
         ("backup_location", "outer"),
         ("interval_writes", "50"),
@@ -413,12 +417,14 @@ fn a_thousand_crash_points_lose_no_acknowledged_write() {
         ("foreground_every_writes", "2"),
         ("skip_empty", "false"),
     ];
-    let (by_cause, _) = crash_sweep("imr-dtm", &params, 600, 0..1500);
+    let (by_cause, totals) = crash_sweep("imr-dtm", &params, 600, 0..1500);
     let total: u64 = by_cause.values().sum();
     let swaps = by_cause.get("swap").copied().unwrap_or(0);
     println!("imr-dtm crash points covered: {total} ({by_cause:?}); in swap moves: {swaps}");
     assert!(total >= 1000, "{by_cause:?}");
     assert!(swaps >= 400, "crashes inside swaps: {by_cause:?}");
+    println!("crashes inside stages: {}", totals["crashes_in_stages"]);
+    assert!(totals["crashes_in_stages"] >= 400.0, "{totals:?}");
 }
 
 fn waf(layer: &str, trace: &str, limit: Option<u64>, user: &[(&str, &str)]) -> (f64, LayerReport) {

@@ -227,6 +227,8 @@ pub(crate) fn crash_sweep(
         for (k, v) in rep.layer_counters {
             *totals.entry(k).or_insert(0.0) += v;
         }
+        *totals.entry("crashes_in_stages".into()).or_insert(0.0) += rep.crashes_in_stages as f64;
+        *totals.entry("stages".into()).or_insert(0.0) += rep.background.stages as f64;
     }
     (by_cause, totals)
 }
