@@ -26,6 +26,9 @@ class Simulation:
         """The latency CDF of ``which`` ('all', 'read' or 'write'): (latency_ms, fraction)."""
     def series_json(self) -> str:
         """The per-N-request series as JSON columns (NaN as null)."""
+    def waf_series_json(self) -> str:
+        """The WAF series as JSON columns: host_writes, layer_write_sectors,
+        media_write_sectors, move_write_sectors (cumulative, every waf_every host writes)."""
 
 def layers_json() -> str:
     """Every registered layer with its parameters, as JSON."""

@@ -288,6 +288,11 @@ impl Device {
         self.accounting = on;
     }
 
+    /// The most recent physical operations (up to 65,536; kept only when data is carried).
+    pub fn recent_ops(&self) -> impl Iterator<Item = &OpRecord> {
+        self.op_log.iter()
+    }
+
     /// Describe the operation whose serial's low 32 bits are `op`, if still remembered.
     pub fn describe_op(&self, op: u32) -> String {
         match self.op_log.iter().rev().find(|r| r.serial as u32 == op) {

@@ -118,6 +118,12 @@ impl Simulation {
         serde_json::to_string(&self.sim().metrics().series)
             .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
     }
+
+    /// The WAF series (cumulative sector counts every `waf_every` host writes) as JSON columns.
+    fn waf_series_json(&self) -> PyResult<String> {
+        serde_json::to_string(self.sim().waf_series())
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))
+    }
 }
 
 #[derive(Serialize)]
@@ -163,6 +169,9 @@ struct DriveCheck {
 #[pyfunction]
 fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
     let d: DriveConfig = serde_json::from_str(drive_json).map_err(|e| json_err(py, "invalid drive description", e))?;
+    if let Some(p) = d.prefill {
+        p.validate().map_err(|e| raise(py, SimError::Config(e)))?;
+    }
     let g = Geometry::from_config(&d).map_err(|e| raise(py, e))?;
     let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).map_err(|e| raise(py, e))?;
     let c = DriveCheck {

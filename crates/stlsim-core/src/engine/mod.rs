@@ -608,9 +608,8 @@ impl Simulation {
         Ok((complete, device))
     }
 
-    /// Run one stage of the layer's background work; returns whether it made
-    /// progress (ran a stage or abandoned its work).
-    fn run_stage(&mut self, foreground: bool, queued: &[QueuedRequest]) -> SimResult<bool> {
+    /// Run one stage of the layer's background work.
+    fn run_stage(&mut self, foreground: bool, queued: &[QueuedRequest]) -> SimResult<StageOutcome> {
         let start = self.dev.now();
         self.dev.set_in_stage(true);
         let out = self.layer.stage(&mut self.dev, &QueueView::new(queued))?;
@@ -627,17 +626,16 @@ impl Simulation {
                 if end > start {
                     self.stage_spans.push_back((start.0, end.0));
                 }
-                Ok(true)
             }
             StageOutcome::Aborted => {
                 self.bg.aborted += 1;
                 if end > start {
                     self.stage_spans.push_back((start.0, end.0));
                 }
-                Ok(true)
             }
-            StageOutcome::Nothing => Ok(false),
+            StageOutcome::Nothing => {}
         }
+        Ok(out)
     }
 
     /// Background work before the request `next`, issued at `until`:
@@ -650,8 +648,11 @@ impl Simulation {
             let arrived = self.dev.now() >= until;
             if bg == Background::Overdue {
                 let queued = [next];
-                if self.run_stage(true, if arrived { &queued } else { &[] })? {
-                    continue;
+                match self.run_stage(true, if arrived { &queued } else { &[] })? {
+                    StageOutcome::Ran => continue,
+                    // The layer gave way to the waiting request: serve it.
+                    StageOutcome::Aborted => break,
+                    StageOutcome::Nothing => {}
                 }
                 if self.layer.background() == Background::Overdue {
                     return Err(SimError::Medium(format!(
@@ -672,9 +673,13 @@ impl Simulation {
                 continue;
             }
             if bg == Background::Idle {
-                if self.run_stage(false, &[])? {
-                    ran = true;
-                    continue;
+                match self.run_stage(false, &[])? {
+                    StageOutcome::Ran => {
+                        ran = true;
+                        continue;
+                    }
+                    StageOutcome::Aborted => break,
+                    StageOutcome::Nothing => {}
                 }
                 if self.layer.background() != Background::Idle {
                     continue;
@@ -688,10 +693,16 @@ impl Simulation {
     /// Before the layer stores `ws`: run stages while it says the writes
     /// must wait for background work in progress.
     fn wait_for_layer(&mut self, ws: &[WriteReq], queued: &[QueuedRequest]) -> SimResult<()> {
+        let mut aborts = 0;
         while self.layer.write_must_wait(self.dev.geometry(), ws) {
-            if !self.run_stage(true, queued)? && self.layer.write_must_wait(self.dev.geometry(), ws) {
+            let out = self.run_stage(true, queued)?;
+            if out == StageOutcome::Aborted {
+                aborts += 1;
+            }
+            // A layer that keeps abandoning the work a write waits for would never let it in.
+            if (out == StageOutcome::Nothing || aborts > 1000) && self.layer.write_must_wait(self.dev.geometry(), ws) {
                 return Err(SimError::Medium(format!(
-                    "layer '{}' says a write must wait for background work but has no stage to run",
+                    "layer '{}' says a write must wait for background work but does not finish it",
                     self.entry.name
                 )));
             }
@@ -893,3 +904,7 @@ impl Simulation {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod prefill_tests;
+#[cfg(test)]
+mod stage_tests;

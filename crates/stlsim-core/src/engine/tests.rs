@@ -7,7 +7,7 @@ use crate::units::Bytes;
 use std::collections::HashMap;
 
 /// A small CMR-ish drive: 4 KiB sectors, 100-sector tracks, 2000 tracks.
-fn small_drive(kind: &str) -> DriveConfig {
+pub(super) fn small_drive(kind: &str) -> DriveConfig {
     DriveConfig {
         name: "test".into(),
         sector_bytes: 4096,
@@ -22,11 +22,11 @@ fn small_drive(kind: &str) -> DriveConfig {
     }
 }
 
-fn rec(t_us: u64, op: Op, lba: u64, sectors: u64) -> TraceRecord {
+pub(super) fn rec(t_us: u64, op: Op, lba: u64, sectors: u64) -> TraceRecord {
     TraceRecord { time: Nanos(t_us * 1000), op, offset: Bytes(lba * 4096), len: Bytes(sectors * 4096), line: 0 }
 }
 
-fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
+pub(super) fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
     RunConfig {
         trace: TraceSpec { path: "memory".into(), ..Default::default() },
         drive,
@@ -36,7 +36,7 @@ fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
 }
 
 /// Records from `(write?, lba, sectors, gap_us)` tuples, gaps accumulated into times.
-fn timed(seq: &[(bool, u64, u64, u64)]) -> Vec<TraceRecord> {
+pub(super) fn timed(seq: &[(bool, u64, u64, u64)]) -> Vec<TraceRecord> {
     let mut t = 0;
     seq.iter()
         .map(|&(w, lba, n, gap)| {
@@ -47,7 +47,7 @@ fn timed(seq: &[(bool, u64, u64, u64)]) -> Vec<TraceRecord> {
 }
 
 /// Set those of `kv` that layer `e` declares (the others do not apply to it).
-fn set_declared(c: &mut RunConfig, e: &LayerEntry, kv: &[(&str, &str)]) {
+pub(super) fn set_declared(c: &mut RunConfig, e: &LayerEntry, kv: &[(&str, &str)]) {
     for &(k, v) in kv {
         if e.params.iter().any(|p| p.name == k) {
             c.layer.params.insert(k.into(), serde_json::Value::from(v));
@@ -55,13 +55,13 @@ fn set_declared(c: &mut RunConfig, e: &LayerEntry, kv: &[(&str, &str)]) {
     }
 }
 
-fn run(c: RunConfig, recs: Vec<TraceRecord>) -> SimResult<Simulation> {
+pub(super) fn run(c: RunConfig, recs: Vec<TraceRecord>) -> SimResult<Simulation> {
     let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs)))?;
     s.run()?;
     Ok(s)
 }
 
-fn data_path(name: &str) -> String {
+pub(super) fn data_path(name: &str) -> String {
     format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -216,7 +216,7 @@ fn unknown_layer_and_parameter_are_config_errors() {
 
 /// Deliberately wrong: writes IMR bottom tracks in place without saving the
 /// top-track neighbours it destroys.
-static NAIVE_IMR: LayerEntry = LayerEntry {
+pub(super) static NAIVE_IMR: LayerEntry = LayerEntry {
     name: "naive-imr",
     summary: "test only: IMR without read-modify-write",
     paper: "-",
@@ -238,7 +238,7 @@ impl Layer for NaiveImr {
     }
 }
 
-fn imr_drive() -> DriveConfig {
+pub(super) fn imr_drive() -> DriveConfig {
     let mut d = small_drive("imr");
     d.layout.group_tracks = 1;
     d
@@ -522,7 +522,7 @@ fn every_registered_layer_is_deterministic() {
 
 /// A small IMR drive (64-sector tracks) so that requests cross tracks and
 /// every layer's moves happen within a few hundred requests.
-fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
+pub(super) fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
     let mut d = small_drive("imr");
     d.track_bytes = 64 * 4096;
     d.tracks = Some(400);
@@ -533,7 +533,7 @@ fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
 }
 
 /// Parameters that make each layer move data often.
-const BUSY: [(&str, &str); 6] = [
+pub(super) const BUSY: [(&str, &str); 6] = [
     ("interval_writes", "16"),
     ("flip_threshold", "1"),
     ("swap_threshold", "1"),
