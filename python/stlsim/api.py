@@ -88,6 +88,7 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         "disk": s["disk"],
         "start": s["start"],
         "limit": s["limit"],
+        "repeat": s["repeat"],
     }
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
@@ -102,6 +103,9 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
             "write_cache": s["write_cache"],
             "fold": s["fold"],
             "series_every": s["series_every"],
+            "prefill": s["prefill"],
+            "fold_to_prefill": s["fold_to_prefill"],
+            "waf_every": s["waf_every"],
         },
         "verify": s["verify"],
         "crash_after": list(s["crash_after"] or []),
@@ -168,7 +172,8 @@ def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Resu
     report = json.loads(sim.report_json())
     cdfs = {c: sim.cdf(c) for c in LATENCY_CLASSES}
     series = json.loads(sim.series_json())
-    return Result(label, report, dict(cfg), cdfs, series, wall_s=time.perf_counter() - t0)
+    waf = json.loads(sim.waf_series_json())
+    return Result(label, report, dict(cfg), cdfs, series, wall_s=time.perf_counter() - t0, waf_series=waf)
 
 
 @_records_given
@@ -188,6 +193,10 @@ def run(
     start: int = 0,
     limit: int | None = None,
     series_every: int = 1000,
+    prefill: float | str | None = None,
+    fold_to_prefill: bool = False,
+    waf_every: int = 10_000,
+    repeat: int = 1,
     crash_after: Sequence[int] | None = None,
     crash_at_ops: Sequence[int] | None = None,
     config: ConfigSource | None = None,
@@ -213,6 +222,15 @@ def run(
         disk: keep only this MSR disk number / SPC ASU.
         start, limit: skip ``start`` requests, then replay at most ``limit``.
         series_every: requests per point of :meth:`Result.series`.
+        prefill: how full the drive is when the run starts: a fraction of the
+            host capacity (0: empty, 1: full; host LBAs from 0), or
+            ``"footprint"`` (every track the trace touches); None: the drive's
+            own default (``imr-paper``: full, the paper's assumption; the other presets: empty).
+        fold_to_prefill: fold trace LBAs into the prefilled range (LBA mod
+            prefill x capacity), as He & Du do for their usage levels.
+        waf_every: host writes per point of :meth:`Result.waf_series`.
+        repeat: replay the trace selection this many times back to back,
+            each copy shifted in time (LBAs unchanged).
         crash_after: inject a power loss after each of these many completed requests.
         crash_at_ops: inject a power loss before these physical operation numbers.
         config: a run-configuration TOML path or dict (layout of ``stlsim

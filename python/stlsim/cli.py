@@ -68,6 +68,15 @@ def _positive(text: str) -> int:
     return v
 
 
+def _prefill(text: str) -> float | str:
+    from .config import parse_prefill
+
+    try:
+        return parse_prefill(text)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1 or 'footprint', got '{text}'") from None
+
+
 def _track_list(text: str) -> list[int]:
     parts = [t.strip() for t in text.split(",")]
     try:
@@ -79,18 +88,25 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
-def _add_trace_options(p: argparse.ArgumentParser) -> None:
+def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None:
     t = p.add_argument_group("trace")
     t.add_argument("--trace", metavar="FILE", help="trace file (.gz/.zst ok; default: the bundled CloudPhysics trace)")
     t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv or auto (default: guess)")
     t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
+    if repeat:
+        t.add_argument(
+            "--repeat",
+            type=_positive,
+            metavar="N",
+            help="replay the selection N times back to back, each copy shifted in time (default: 1)",
+        )
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare (all default to 'not given')."""
-    _add_trace_options(p)
+    _add_trace_options(p, repeat=True)
     d = p.add_argument_group("drive and layer")
     d.add_argument("--drive", metavar="NAME|FILE", help="drive preset or drive TOML file (default: imr-paper)")
     d.add_argument(
@@ -109,6 +125,20 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--fold", action=argparse.BooleanOptionalAction, default=None, help="fold offsets beyond the capacity"
     )
+    r.add_argument(
+        "--prefill",
+        type=_prefill,
+        metavar="F|footprint",
+        help="drive state at the start: fraction F of the capacity holding data (0: empty, 1: full), or "
+        "'footprint' (every track the trace touches); default: the drive's (imr-paper: full)",
+    )
+    r.add_argument(
+        "--fold-to-prefill",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fold LBAs into the prefilled range: LBA mod (F x capacity)",
+    )
+    r.add_argument("--waf-every", type=_positive, metavar="N", help="host writes per point of the WAF series (default: 10000)")
     r.add_argument(
         "--verify",
         action=argparse.BooleanOptionalAction,
@@ -250,6 +280,10 @@ _SETTING_OPTIONS = (
     "series_every",
     "crash_after",
     "crash_at_ops",
+    "prefill",
+    "fold_to_prefill",
+    "waf_every",
+    "repeat",
 )
 
 
@@ -352,8 +386,15 @@ def _print_summary(result: Any) -> None:
     run.add_column("value", justify="right", no_wrap=True)
     run.add_column("figure", no_wrap=True)
     run.add_column("value", justify="right", no_wrap=True)
+    steady = r.get("waf_steady")
+    intervals = r.get("intervals_completed")
+    prefill = (r.get("prefill") or {}).get("spec", 0.0)
     rows = [
         ("WAF", f"{r['waf']:.3f}"),
+        ("WAF excluding moves", f"{r.get('waf_excluding_moves', r['waf']):.3f}"),
+        ("WAF steady state", "-" if steady is None else f"{steady:.3f}"),
+        ("intervals completed", "-" if intervals is None else _num(intervals)),
+        ("prefill", prefill if isinstance(prefill, str) else f"{100 * prefill:.0f}%"),
         ("I/O amplification", f"{r['io_amplification']:.3f}"),
         ("simulated time (s)", _num(r["simulated_s"], 1)),
         ("IOPS", _num(r["iops"], 1)),
@@ -370,6 +411,16 @@ def _print_summary(result: Any) -> None:
         a, b = rows[i], rows[i + 1] if i + 1 < len(rows) else ("", "")
         run.add_row(a[0], a[1], b[0], b[1])
     con.print(run)
+    groups = r.get("waf_by_group") or {}
+    if groups:
+        con.print("WAF by cause group: " + ", ".join(f"{k} {v:.3f}" for k, v in groups.items()))
+    bg = r.get("background") or {}
+    if bg.get("stages"):
+        con.print(
+            f"Background work: {bg['stages']:,} stages ({bg['stages_idle']:,} idle, {bg['stages_foreground']:,} "
+            f"foreground), {bg['aborted']:,} aborted, {bg['postponed']:,} postponed; "
+            f"{bg['requests_waited']:,} requests waited {bg['host_wait_s']:,.2f} s behind stages"
+        )
 
     dev = Table(title="Device work by cause", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     for c, j in (
@@ -438,9 +489,11 @@ def _save(obj: Any, out: str | os.PathLike[str]) -> None:
         raise OSError(f"cannot save results in '{out}': {reason}{where}") from None
 
 
-def _warn_empty(result: Any) -> None:
+def _warn_empty(result: Any, name: bool = False) -> None:
     if result.report["host"]["requests"] == 0:
         _info(f"warning: run '{result.label}' replayed no requests (check --disk, --start and --limit)")
+    for w in result.report.get("warnings") or []:
+        _info(f"warning: {result.label}: {w}" if name else f"warning: {w}")
 
 
 # --------------------------------------------------------------------------
@@ -467,7 +520,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         _print_summary(result)
     _warn_empty(result)
     if ns.out:
-        _info(f"saved report.json, config.json, latency_cdf.parquet and series.parquet in {ns.out}")
+        _info(f"saved report.json, config.json, latency_cdf.parquet, series.parquet and waf_series.parquet in {ns.out}")
     return 0
 
 
@@ -492,17 +545,31 @@ def _print_table(comparison: Any) -> None:
         ("drive", "drive", None),
         ("requests", "requests", 0),
         ("WAF", "waf", 3),
+        ("WAF excl moves", "waf_excluding_moves", 3),
+        ("WAF steady", "waf_steady", 3),
+        ("intervals", "intervals_completed", 0),
         ("mean ms", "mean_ms", 3),
         ("p99 ms", "p99_ms", 3),
         ("p99.9 ms", "p999_ms", 3),
         ("max ms", "max_ms", 3),
         ("disparity s", "final_disparity_s", 2),
     ]
+    table = comparison.table()
+    if "disparity_vs_cmr_s" in table.columns:
+        cols.append(("vs CMR s", "disparity_vs_cmr_s", 2))
     for title, key, digits in cols:
         t.add_column(title, justify="left" if digits is None else "right", no_wrap=True)
-    for r in comparison.results:
-        s = r.summary
-        t.add_row(*(str(s[k]) if digits is None else _num(s[k], digits) for _, k, digits in cols))
+    for row in table.to_dict("records"):
+        cells = []
+        for _, k, digits in cols:
+            v = row.get(k)
+            if digits is None:
+                cells.append(str(v))
+            elif digits == 0 and isinstance(v, float) and v == v:
+                cells.append(_num(int(v)))
+            else:
+                cells.append(_num(v, digits) if v is not None else "-")
+        t.add_row(*cells)
     _console().print(t)
 
 
@@ -522,8 +589,11 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     else:
         _print_table(comparison)
     for r in comparison.results:
-        _warn_empty(r)
-    _info(f"saved summary.csv, latency_cdf.png, headline.png, disparity.png and one folder per run in {out}")
+        _warn_empty(r, name=True)
+    plots = "latency_cdf.png, headline.png, disparity.png, waf_series.png"
+    if comparison.cmr() is not None:
+        plots += ", disparity_vs_cmr.png"
+    _info(f"saved summary.csv, {plots} and one folder per run in {out}")
     return 0
 
 

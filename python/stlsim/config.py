@@ -40,6 +40,7 @@ __all__ = [
     "load_run_config",
     "parse_param",
     "parse_params",
+    "parse_prefill",
 ]
 
 DEFAULT_DRIVE = "imr-paper"
@@ -69,6 +70,10 @@ DEFAULTS: dict[str, Any] = {
     "write_cache": None,
     "fold": False,
     "series_every": 1000,
+    "prefill": None,
+    "fold_to_prefill": False,
+    "waf_every": 10_000,
+    "repeat": 1,
     "verify": False,
     "crash_after": None,
     "crash_at_ops": None,
@@ -92,13 +97,25 @@ _TOML_NAME = {
     "write_cache": "replay.write_cache",
     "fold": "replay.fold",
     "series_every": "replay.series_every",
+    "prefill": "replay.prefill",
+    "fold_to_prefill": "replay.fold_to_prefill",
+    "waf_every": "replay.waf_every",
+    "repeat": "trace.repeat",
     "verify": "verify",
     "crash_after": "crash_after",
     "crash_at_ops": "crash_at_ops",
 }
 _TOP_KEYS = ("label", "verify", "crash_after", "crash_at_ops", "trace", "drive", "layer", "replay")
 _SECTION_KEYS = {
-    "trace": {"path": "trace", "format": "format", "disk": "disk", "start": "start", "limit": "limit", "csv": "csv"},
+    "trace": {
+        "path": "trace",
+        "format": "format",
+        "disk": "disk",
+        "start": "start",
+        "limit": "limit",
+        "repeat": "repeat",
+        "csv": "csv",
+    },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
         "mode": "mode",
@@ -107,6 +124,9 @@ _SECTION_KEYS = {
         "write_cache": "write_cache",
         "fold": "fold",
         "series_every": "series_every",
+        "prefill": "prefill",
+        "fold_to_prefill": "fold_to_prefill",
+        "waf_every": "waf_every",
     },
 }
 
@@ -277,6 +297,22 @@ def _bad(where: str, key: str, want: str, v: Any) -> ConfigError:
     return ConfigError(f"configuration error: {prefix}{key} must be {want}, got {v!r}")
 
 
+def parse_prefill(v: Any, where: str = "", key: str = "prefill") -> float | str:
+    """A prefill setting: a fraction of the host capacity in [0, 1] (a number
+    or its text, ``"50%"`` too), or ``"footprint"``."""
+    if isinstance(v, str):
+        text = v.strip().lower()
+        if text == "footprint":
+            return "footprint"
+        try:
+            v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise _bad(where, key, "a fraction between 0 and 1 or 'footprint'", v) from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 <= float(v) <= 1.0):
+        raise _bad(where, key, "a fraction between 0 and 1 or 'footprint'", v)
+    return float(v)
+
+
 def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> str | None:
     """A trace format name as the core expects it (aliases resolved, ``auto`` -> None)."""
     if fmt is None:
@@ -306,17 +342,25 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         if key not in DEFAULTS:
             raise ConfigError(f"configuration error: {where + ': ' if where else ''}unknown setting '{name}'")
         if v is None:
-            if key in ("drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify"):
+            if key in (
+                "drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify",
+                "fold_to_prefill", "waf_every", "repeat",
+            ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
         if key in ("disk", "start", "limit", "queue_depth", "series_every"):
             if not _is_int(v) or v < 0:
                 raise _bad(where, name, "a non-negative integer", v)
+        elif key in ("waf_every", "repeat"):
+            if not _is_int(v) or v < 1:
+                raise _bad(where, name, "a positive integer", v)
+        elif key == "prefill":
+            out[key] = parse_prefill(v, where, name)
         elif key == "scale":
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
                 raise _bad(where, name, "a positive number", v)
             out[key] = float(v)
-        elif key in ("fold", "verify", "write_cache"):
+        elif key in ("fold", "verify", "write_cache", "fold_to_prefill"):
             if not isinstance(v, bool):
                 raise _bad(where, name, "true or false", v)
         elif key in ("crash_after", "crash_at_ops"):
@@ -458,6 +502,7 @@ _DRIVE_DOCS = {
     "tracks": "physical tracks (instead of capacity_gib)",
     "write_cache_mib": "DRAM write cache, MiB (0: none)",
     "interface_mb_s": "host link rate, MB/s",
+    "prefill": "how full the drive is when a run starts: a fraction of the capacity, or 'footprint'",
     "rotation": "'average' (half a rotation per access) or 'angular' (head angle tracked)",
     "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track",
 }
@@ -527,6 +572,7 @@ def init_config_text() -> str:
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
+        _line("repeat", 1, "replay the selection this many times back to back (shifted in time)"),
         "",
         "[trace.csv]                    # column layout, used only with format = \"csv\"",
         _line("time_col", 0, "0-based column of the timestamp"),
@@ -577,6 +623,14 @@ def init_config_text() -> str:
         _line("scale", 1.0, "inter-arrival time multiplier (scaled mode)"),
         _line("fold", False, "fold offsets beyond the drive's capacity back into it"),
         _line("series_every", 1000, "requests per point of the time series"),
+        _line("waf_every", 10000, "host writes per point of the WAF series"),
+        _line(
+            "prefill",
+            1.0,
+            "drive full at the start: fraction of the capacity (0: empty) or 'footprint' (absent: the drive's)",
+            commented=True,
+        ),
+        _line("fold_to_prefill", False, "fold LBAs into the prefilled range: LBA mod (prefill x capacity)"),
         _line("write_cache", False, "force the drive's write cache on/off (absent: on if write_cache_mib > 0)", commented=True),
         "",
     ]

@@ -17,9 +17,18 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .analysis import Analysis
-    from .result import Result
+    from .result import Comparison, Result
 
-__all__ = ["disparity", "headline", "hottest_cdf", "hottest_neighbours", "latency_cdf", "track_frequency"]
+__all__ = [
+    "disparity",
+    "disparity_vs_cmr",
+    "headline",
+    "hottest_cdf",
+    "hottest_neighbours",
+    "latency_cdf",
+    "track_frequency",
+    "waf_series",
+]
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -100,6 +109,47 @@ def disparity(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
     ax.set_ylabel("issue-time disparity (s)")
     ax.grid(True, alpha=0.3)
     ax.set_title("Issue-time disparity")
+    return _save(fig, path)
+
+
+def disparity_vs_cmr(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
+    """Each run's issue-time disparity minus the CMR run's over the run (paper 000 Figure 13)."""
+    df = comparison.disparity_vs_cmr()
+    fig = _figure(7.0, 4.5)
+    ax = fig.add_subplot()
+    drawn = False
+    for label, part in df.groupby("label", sort=False):
+        ax.plot(part["requests"], part["disparity_vs_cmr_s"], label=str(label))
+        drawn = True
+    if drawn:
+        ax.legend(loc="upper left")
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("requests completed")
+    ax.set_ylabel("issue-time disparity minus CMR's (s)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Issue-time disparity relative to CMR")
+    return _save(fig, path)
+
+
+def waf_series(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
+    """WAF per window of host writes (solid) and cumulative (dashed), per run."""
+    fig = _figure(7.0, 4.5)
+    ax = fig.add_subplot()
+    drawn = False
+    for i, r in enumerate(results):
+        df = r.waf_series()
+        if df.empty:
+            continue
+        color = f"C{i % 10}"
+        ax.plot(df["host_writes"], df["waf"], color=color, label=r.label, drawstyle="steps-pre")
+        ax.plot(df["host_writes"], df["waf_cumulative"], color=color, ls="--", lw=1.0)
+        drawn = True
+    if drawn:
+        ax.legend(loc="upper right", title="window (dashed: cumulative)", fontsize=9)
+    ax.set_xlabel("host writes")
+    ax.set_ylabel("WAF (media / stored sectors)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Write amplification over the run")
     return _save(fig, path)
 
 

@@ -27,6 +27,10 @@ LATENCY_CLASSES = ("all", "read", "write")
 _SERIES_INT = ("requests",)
 
 
+def _nan(v: Any) -> Any:
+    return math.nan if v is None else v
+
+
 def safe_label(label: str) -> str:
     """A label usable as a folder name."""
     s = re.sub(r"[^A-Za-z0-9._+-]+", "_", label).strip("._")
@@ -52,12 +56,14 @@ class Result:
         cdfs: Mapping[str, tuple[Sequence[float], Sequence[float]]],
         series: Mapping[str, Sequence[Any]],
         wall_s: float = 0.0,
+        waf_series: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         self.label = label
         self.report = report
         self.config = config
         self._cdfs = {k: (list(x), list(y)) for k, (x, y) in cdfs.items()}
         self._series = {k: list(v) for k, v in series.items()}
+        self._waf = {k: list(v) for k, v in (waf_series or {}).items()}
         self.wall_s = wall_s
 
     def __repr__(self) -> str:
@@ -100,7 +106,19 @@ class Result:
             "iops": r["iops"],
             "final_disparity_s": r["final_disparity_s"],
             "crashes": r["crashes"],
+            "waf_excluding_moves": r.get("waf_excluding_moves", r["waf"]),
+            "waf_steady": _nan(r.get("waf_steady")),
+            "intervals_completed": r.get("intervals_completed"),
+            "prefill": (r.get("prefill") or {}).get("spec", 0.0),
         }
+        for group, v in (r.get("waf_by_group") or {}).items():
+            out[f"waf_{group}"] = v
+        bg = r.get("background") or {}
+        out["stages"] = bg.get("stages", 0)
+        out["stages_aborted"] = bg.get("aborted", 0)
+        out["stages_postponed"] = bg.get("postponed", 0)
+        out["stage_wait_s"] = bg.get("host_wait_s", 0.0)
+        out["warnings"] = "; ".join(r.get("warnings") or [])
         for k, v in r.get("layer_counters", {}).items():
             out[k if k not in out else f"layer.{k}"] = v
         return out
@@ -131,6 +149,32 @@ class Result:
                 cols[k] = pd.Series([math.nan if x is None else x for x in v], dtype="float64")
         return pd.DataFrame(cols)
 
+    def waf_series(self) -> pd.DataFrame:
+        """WAF as the run went, one row per ``waf_every`` host writes (and one at the end):
+        host_writes, the cumulative sector counts layer_write_sectors,
+        media_write_sectors and move_write_sectors, and the WAF of the window
+        since the previous row (``waf``), of the run so far
+        (``waf_cumulative``) and of the window without background moves
+        (``waf_excluding_moves``). Windows that stored nothing are NaN.
+        """
+        import numpy as np
+        import pandas as pd
+
+        cols = ("host_writes", "layer_write_sectors", "media_write_sectors", "move_write_sectors")
+        # The core's series starts with the run's start (all zeros); each later point closes a window.
+        full = pd.DataFrame({c: pd.Series(self._waf.get(c, []), dtype="int64") for c in cols})
+        windows = full.diff().iloc[1:]
+        df = full.iloc[1:].reset_index(drop=True)
+        stored = windows["layer_write_sectors"].to_numpy(dtype="float64")
+        media = windows["media_write_sectors"].to_numpy(dtype="float64")
+        moves = windows["move_write_sectors"].to_numpy(dtype="float64")
+        total = df["layer_write_sectors"].to_numpy(dtype="float64")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df["waf"] = np.where(stored > 0, media / stored, np.nan)
+            df["waf_excluding_moves"] = np.where(stored > 0, (media - moves) / stored, np.nan)
+            df["waf_cumulative"] = np.where(total > 0, df["media_write_sectors"].to_numpy(dtype="float64") / total, np.nan)
+        return df
+
     def counters_by_cause(self) -> pd.DataFrame:
         """Physical work by cause: read/write ops, sectors and bytes, busy seconds, seeks."""
         import pandas as pd
@@ -159,6 +203,7 @@ class Result:
             parts.append(df)
         pd.concat(parts, ignore_index=True).to_parquet(d / "latency_cdf.parquet", index=False)
         self.series().to_parquet(d / "series.parquet", index=False)
+        self.waf_series().to_parquet(d / "waf_series.parquet", index=False)
         return d
 
 
@@ -186,14 +231,47 @@ class Comparison:
         return self.results[key]
 
     def table(self) -> pd.DataFrame:
-        """One row per run: the :attr:`Result.summary` figures (layer counters a layer lacks are NaN)."""
+        """One row per run: the :attr:`Result.summary` figures (layer counters a layer lacks are NaN),
+        plus ``disparity_vs_cmr_s`` (final disparity minus the CMR run's) when a ``cmr`` run is included."""
         import pandas as pd
 
-        return pd.DataFrame([r.summary for r in self.results])
+        df = pd.DataFrame([r.summary for r in self.results])
+        base = self.cmr()
+        if base is not None and len(df):
+            df["disparity_vs_cmr_s"] = df["final_disparity_s"] - base.report["final_disparity_s"]
+        return df
+
+    def cmr(self) -> Result | None:
+        """The first run of the ``cmr`` layer, the baseline others are compared with (None if absent)."""
+        return next((r for r in self.results if r.report.get("layer") == "cmr"), None)
+
+    def disparity_vs_cmr(self) -> pd.DataFrame:
+        """Each run's issue-time disparity minus the CMR run's, over the run (paper 000
+        Figure 13: the gap to CMR): columns label, requests, disparity_s,
+        cmr_disparity_s, disparity_vs_cmr_s. Empty without a ``cmr`` run."""
+        import pandas as pd
+
+        cols = ["label", "requests", "disparity_s", "cmr_disparity_s", "disparity_vs_cmr_s"]
+        base = self.cmr()
+        if base is None:
+            return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+        b = base.series()[["requests", "disparity_s"]].rename(columns={"disparity_s": "cmr_disparity_s"})
+        parts = []
+        for r in self.results:
+            if r is base:
+                continue
+            s = r.series()[["requests", "disparity_s"]].merge(b, on="requests", how="inner")
+            s.insert(0, "label", r.label)
+            s["disparity_vs_cmr_s"] = s["disparity_s"] - s["cmr_disparity_s"]
+            parts.append(s)
+        if not parts:
+            return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+        return pd.concat(parts, ignore_index=True)[cols]
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
-        latency_cdf.png, headline.png and disparity.png. Returns the folder."""
+        latency_cdf.png, headline.png, disparity.png, waf_series.png and, with
+        a ``cmr`` run, disparity_vs_cmr.png. Returns the folder."""
         from . import plots
 
         d = Path(directory)
@@ -204,4 +282,7 @@ class Comparison:
         plots.latency_cdf(self.results, d / "latency_cdf.png")
         plots.headline(self.results, d / "headline.png")
         plots.disparity(self.results, d / "disparity.png")
+        plots.waf_series(self.results, d / "waf_series.png")
+        if self.cmr() is not None:
+            plots.disparity_vs_cmr(self, d / "disparity_vs_cmr.png")
         return d
