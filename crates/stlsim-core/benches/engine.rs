@@ -2,7 +2,9 @@
 //! CloudPhysics sample replayed in `queue` mode on the imr-paper drive
 //! (metrics on, verification off), with and without the write cache, and
 //! with verification on for comparison; every registered IMR layer the same
-//! way; and parsing the vscsi trace format.
+//! way (their defaults; then counting destaged extents, the pre-arrival
+//! counting, and on a full drive, the paper's assumption); and parsing the
+//! vscsi trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stlsim_core::engine::{LayerConfig, RunConfig};
@@ -70,19 +72,42 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
     // The IMR layers on the same drive and trace (cache on, verification off).
-    let mut g = c.benchmark_group("engine-imr-queue");
+    for (group, destage, full) in [
+        ("engine-imr-queue", false, false),
+        ("engine-imr-queue-destage", true, false),
+        ("engine-imr-queue-full", false, true),
+    ] {
+        bench_imr(c, &recs, group, destage, full);
+    }
+}
+
+/// Every IMR layer on the imr-paper drive, cache on: with its defaults, or
+/// counting destaged extents (`destage`), or on a full drive (`full`).
+fn bench_imr(c: &mut Criterion, recs: &[TraceRecord], group: &str, destage: bool, full: bool) {
+    let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(recs.len() as u64));
     g.sample_size(10);
     for layer in REGISTRY.iter().map(|e| e.name).filter(|n| n.starts_with("imr-")) {
+        if destage && layer == "imr-rmw" {
+            continue;
+        }
         g.bench_function(layer, |b| {
             b.iter_batched(
                 || {
+                    let mut params = std::collections::BTreeMap::new();
+                    if destage {
+                        params.insert("count_at".to_string(), serde_json::Value::from("destage"));
+                    }
                     let cfg = RunConfig {
                         drive: imr_paper(),
-                        layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+                        layer: LayerConfig { name: layer.to_string(), params },
+                        replay: stlsim_core::engine::ReplayConfig {
+                            prefill: full.then_some(stlsim_core::medium::prefill::PrefillSpec::Fraction(1.0)),
+                            ..Default::default()
+                        },
                         ..Default::default()
                     };
-                    Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
+                    Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.to_vec()))).unwrap()
                 },
                 |mut s| {
                     s.run().unwrap();

@@ -23,7 +23,9 @@ pub mod write_cache;
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
-use crate::layers::{self, Background, Layer, LayerEntry, Params, QueueView, QueuedRequest, StageOutcome, WriteReq};
+use crate::layers::{
+    self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome, WriteReq,
+};
 use crate::mechanics::Mechanics;
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::medium::Token;
@@ -139,7 +141,15 @@ pub struct Simulation {
     stage_spans: VecDeque<(u64, u64)>,
     waf: WafSeries,
     host_writes_arrived: u64,
+    /// Host writes until the next WAF series point.
+    waf_countdown: u64,
     irregular: Irregular,
+    /// The layer's optional calls (asked again when a crash rebuilds it).
+    needs: Needs,
+    /// Sectors the host may address (the layer's host capacity).
+    host_cap: u64,
+    /// Bytes per sector.
+    sector_bytes: u64,
 }
 
 impl Simulation {
@@ -244,8 +254,15 @@ impl Simulation {
             stage_spans: VecDeque::new(),
             waf: WafSeries::default(),
             host_writes_arrived: 0,
+            waf_countdown: 0,
             irregular: Irregular::default(),
+            needs: Needs::default(),
+            host_cap,
+            sector_bytes: 0,
         };
+        sim.sector_bytes = sim.dev.geometry().sector_bytes() as u64;
+        sim.needs = sim.layer.needs();
+        sim.waf_countdown = sim.cfg.replay.waf_every;
         // A first pass over the trace when the run needs to know it ahead:
         // the tracks it touches (footprint prefill), its length (crash points).
         let footprint = prefill == PrefillSpec::Footprint;
@@ -374,12 +391,21 @@ impl Simulation {
     }
 
     /// The host range a record addresses, and whether it was folded.
+    #[inline]
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
-        let g = self.dev.geometry();
-        let sb = g.sector_bytes() as u64;
-        let cap = self.layer.host_capacity(g).0;
-        let mut lba = rec.offset.0 / sb;
+        let sb = self.sector_bytes;
+        let lba = rec.offset.0 / sb;
         let n = (rec.offset.0 + rec.len.0).div_ceil(sb) - lba;
+        if lba + n <= self.host_cap && !self.cfg.replay.fold_to_prefill {
+            return Ok((Lba(lba), Sectors(n), false));
+        }
+        self.convert_slow(rec, lba, n)
+    }
+
+    /// [`convert`](Self::convert) for requests beyond the capacity or folded into the prefill.
+    #[cold]
+    fn convert_slow(&self, rec: &TraceRecord, mut lba: u64, n: u64) -> SimResult<(Lba, Sectors, bool)> {
+        let (sb, cap) = (self.sector_bytes, self.host_cap);
         let at = || crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line };
         if n > cap {
             return Err(SimError::TraceFormat {
@@ -407,25 +433,21 @@ impl Simulation {
             }
             return Ok((Lba(lba), Sectors(n), folded));
         }
-        let mut folded = false;
-        if lba + n > cap {
-            if !self.cfg.replay.fold {
-                return Err(SimError::TraceFormat {
-                    at: at(),
-                    msg: format!(
-                        "request at byte offset {} lies beyond the drive's capacity of {} bytes; use a larger drive capacity or fold LBAs (--fold)",
-                        rec.offset.0,
-                        cap * sb
-                    ),
-                });
-            }
-            lba %= cap;
-            if lba + n > cap {
-                lba = cap - n;
-            }
-            folded = true;
+        if !self.cfg.replay.fold {
+            return Err(SimError::TraceFormat {
+                at: at(),
+                msg: format!(
+                    "request at byte offset {} lies beyond the drive's capacity of {} bytes; use a larger drive capacity or fold LBAs (--fold)",
+                    rec.offset.0,
+                    cap * sb
+                ),
+            });
         }
-        Ok((Lba(lba), Sectors(n), folded))
+        lba %= cap;
+        if lba + n > cap {
+            lba = cap - n;
+        }
+        Ok((Lba(lba), Sectors(n), true))
     }
 
     fn issue_time(&mut self, rec: &TraceRecord) -> (Nanos, Nanos) {
@@ -480,7 +502,9 @@ impl Simulation {
         let (complete, device_done) =
             if write { self.serve_write(issue, lba, n, xfer)? } else { self.serve_read(issue, lba, n, xfer)? };
         if let Some(done) = device_done {
-            self.count_stage_wait(issue, done);
+            if !self.stage_spans.is_empty() {
+                self.count_stage_wait(issue, done);
+            }
         }
         self.metrics.record(write, issue, complete, disparity);
         if self.cfg.replay.mode != Mode::Scaled {
@@ -518,10 +542,15 @@ impl Simulation {
     }
 
     /// Count a host write arriving, and the WAF series point it may complete.
+    #[inline]
     fn write_arrived(&mut self, lba: Lba, n: Sectors) {
-        self.layer.host_write_arrived(self.dev.geometry(), lba, n);
+        if self.needs.arrivals {
+            self.layer.host_write_arrived(self.dev.geometry(), lba, n);
+        }
         self.host_writes_arrived += 1;
-        if self.host_writes_arrived % self.cfg.replay.waf_every == 0 {
+        self.waf_countdown -= 1;
+        if self.waf_countdown == 0 {
+            self.waf_countdown = self.cfg.replay.waf_every;
             self.push_waf_point();
         }
     }
@@ -560,7 +589,7 @@ impl Simulation {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
             self.dev.advance_to(issue);
-            {
+            if self.needs.background {
                 let w = [WriteReq { lba, sectors: n, cause: Cause::Host, data: &data }];
                 let queued = [QueuedRequest { write: true, lba, sectors: n }];
                 self.wait_for_layer(&w, &queued)?;
@@ -642,6 +671,13 @@ impl Simulation {
     /// overdue stages first (whatever the time), then — while the device
     /// would otherwise sit idle — destaging, then the layer's idle stages.
     fn background(&mut self, next: QueuedRequest, until: Nanos) -> SimResult<()> {
+        if !self.needs.background {
+            // Only the write cache works in the background.
+            while self.dev.now() < until && !self.cache.is_empty() {
+                self.destage_batch()?;
+            }
+            return Ok(());
+        }
         let mut ran = false;
         loop {
             let bg = self.layer.background();
@@ -693,6 +729,9 @@ impl Simulation {
     /// Before the layer stores `ws`: run stages while it says the writes
     /// must wait for background work in progress.
     fn wait_for_layer(&mut self, ws: &[WriteReq], queued: &[QueuedRequest]) -> SimResult<()> {
+        if !self.needs.background {
+            return Ok(());
+        }
         let mut aborts = 0;
         while self.layer.write_must_wait(self.dev.geometry(), ws) {
             let out = self.run_stage(true, queued)?;
@@ -765,6 +804,7 @@ impl Simulation {
         let geom = self.dev.geometry_arc();
         loop {
             self.layer = (self.entry.build)(&self.params, &geom)?;
+            self.needs = self.layer.needs();
             match self.layer.recover(&mut self.dev) {
                 Ok(()) => break,
                 Err(SimError::Crash) => {

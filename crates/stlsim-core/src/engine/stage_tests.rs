@@ -62,6 +62,9 @@ impl Layer for LogGc {
     fn host_capacity(&self, _g: &Geometry) -> Sectors {
         Sectors(self.log_start)
     }
+    fn needs(&self) -> crate::layers::Needs {
+        crate::layers::Needs { arrivals: false, background: true }
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         for l in lba.0..lba.0 + n.0 {
             let at = self.map.get(&l).map(|p| self.log_start + p).unwrap_or(l);

@@ -143,6 +143,9 @@ impl WriteCache {
 
     /// Drop cached data that a write bypassing the cache supersedes.
     pub fn invalidate(&mut self, lba: u64, len: u64) {
+        if self.used == 0 {
+            return;
+        }
         let mut removed = 0;
         let tracks = &mut self.tracks;
         let mut emptied = vec![];

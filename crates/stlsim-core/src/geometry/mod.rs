@@ -351,6 +351,7 @@ impl Geometry {
         self.lt_phys.len() as u64
     }
     /// The logical track holding `lba`.
+    #[inline]
     pub fn logical_track_of(&self, lba: Lba) -> u64 {
         match self.uniform_lt {
             Some(n) => lba.0 / n,
@@ -386,6 +387,7 @@ impl Geometry {
 
     /// Split `n` sectors from `lba` into per-track home extents
     /// `(start, sectors)`, in LBA order. Calls `f` for each.
+    #[inline]
     pub fn for_home_extents(&self, lba: Lba, n: Sectors, mut f: impl FnMut(PhysAddr, u32, Lba)) {
         let mut cur = lba.0;
         let end = lba.0 + n.0;

@@ -45,6 +45,16 @@ pub fn is_gauge(name: &str) -> bool {
     name.ends_with("_bytes") || name.ends_with("_tracks")
 }
 
+/// Which of the engine's optional calls a layer uses, so the engine can
+/// skip the others on its hot path (asked once per layer object).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// [`Layer::host_write_arrived`] is called for every host write.
+    pub arrivals: bool,
+    /// [`Layer::background`], [`Layer::stage`] and [`Layer::write_must_wait`] are used.
+    pub background: bool,
+}
+
 /// A translation layer: turns host requests into physical operations.
 pub trait Layer: Send {
     /// The registered name.
@@ -62,6 +72,11 @@ pub trait Layer: Send {
     /// the layer reserves for itself).
     fn host_capacity(&self, geom: &Geometry) -> Sectors {
         geom.capacity()
+    }
+    /// Which optional calls the layer uses (default: none; a layer that has
+    /// background work or counts arrivals must say so).
+    fn needs(&self) -> Needs {
+        Needs::default()
     }
     /// The home-LBA ranges the layer keeps for itself (they hold no host
     /// data; host LBAs skip them in order). A prefilled drive lays host data

@@ -40,12 +40,12 @@
 //!   number (bottoms `0..Nb`, tops `Nb..Nb+Nt`). The interval's write counts
 //!   (at most `interval_writes` entries, the paper's < 0.25 MB trackIdLog)
 //!   are not part of `map_bytes`.
-//! * **Temperature**: a write request (one `WriteReq` the layer receives: a
-//!   host write, or one cached extent of a destage batch) adds one to the
-//!   count of every logical pseudo-track it touches (the paper's trackIdLog,
-//!   kept as counts). Counts follow the data (logical pseudo-tracks), not the
-//!   location, and are reset after every interval. The plan is made at the
-//!   end of the batch that crosses an interval boundary.
+//! * **Temperature** (`count_at`): a write request (a host write as it
+//!   arrives, before the write cache — default, Algorithm 3's `ReceiveIO` —
+//!   or, with `count_at = destage`, one extent the write cache destages)
+//!   adds one to the count of every logical pseudo-track it touches (the
+//!   paper's trackIdLog, kept as counts). Counts follow the data (logical
+//!   pseudo-tracks), not the location, and are reset after every interval.
 //! * **Pairing**: per zone, bottom-resident pseudo-tracks with a count above
 //!   `swap_threshold` in decreasing count order, each paired with the
 //!   remaining top-resident pseudo-track of the zone with the lowest count,
@@ -56,14 +56,15 @@
 //!   configuration", which we apply as the most swaps planned per interval
 //!   over all zones, largest gaps first. Whether the paper bounded per zone or
 //!   per interval is not said.
-//! * **When**: swaps are background work done in `idle()`, one whole swap at
-//!   a time, none started once the next host request is due (a started swap
-//!   runs to completion: the device cannot preempt it). A new plan replaces
-//!   the swaps still pending from the previous one (their counts are stale).
-//!   If the host leaves no idle time, one pending swap is done in the
-//!   foreground at the end of a write batch once `foreground_every_writes`
-//!   writes (default 400 = 20,000 / 50, so a full plan still completes within
-//!   one interval) have passed without swap progress (0: never).
+//! * **When**: swaps are background work, one swap at a time and one step of
+//!   it per stage (`relocation.rs`), run in idle time: a host request that
+//!   arrives during a swap waits for one step. A new plan replaces the swaps
+//!   still pending from the previous one (their counts are stale); a swap in
+//!   progress finishes. If the host leaves no idle time, one pending swap is
+//!   owed in the foreground (run before the next host request) once
+//!   `foreground_every_writes` writes (default 400 = 20,000 / 50, so a full
+//!   plan still completes within one interval) have passed without swap
+//!   progress (0: never).
 //! * **Swap mechanics**: the two pseudo-tracks are moved as one relocation,
 //!   cut into per-track pieces where either side crosses a physical track
 //!   boundary. The endangered top-track spans (the angular overlap of every
@@ -99,8 +100,8 @@ use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
-    WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
+    StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -292,6 +293,8 @@ pub struct ImrDtm {
     /// The swap in progress (its steps run in `rmw.in_flight`): hot and cold
     /// logical pseudo-tracks, their physical places `t` (top) and `b` (bottom).
     current: Option<(u64, u64, u64, u64)>,
+    /// Scratch for mapping arriving writes: pieces and touched pseudo-tracks.
+    arrival: (Vec<HomePiece>, Vec<u64>),
     /// One swap is owed in the foreground.
     fg_credit: bool,
     count_at_arrival: bool,
@@ -376,6 +379,7 @@ impl ImrDtm {
             pending: VecDeque::new(),
             since_progress: 0,
             current: None,
+            arrival: (vec![], vec![]),
             fg_credit: false,
             count_at_arrival: p.choice("count_at") == "arrival",
             c: Counters::default(),
@@ -731,6 +735,9 @@ impl Layer for ImrDtm {
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         self.res.home_ranges()
     }
+    fn needs(&self) -> Needs {
+        Needs { arrivals: self.count_at_arrival, background: true }
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
@@ -761,10 +768,12 @@ impl Layer for ImrDtm {
     }
     fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
         if self.count_at_arrival {
-            let mut buf = vec![];
-            let mut touched = vec![];
+            let (mut buf, mut touched) = std::mem::take(&mut self.arrival);
+            buf.clear();
+            touched.clear();
             self.map_range(geom, lba.0, n.0, &mut buf, &mut touched);
             self.count_write(&mut touched);
+            self.arrival = (buf, touched);
         }
     }
     fn background(&self) -> Background {

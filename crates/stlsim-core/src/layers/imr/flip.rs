@@ -44,11 +44,13 @@
 //! by op in both rotation models.
 //!
 //! Choices where the paper is silent (parameters in brackets):
-//! * **What a "write" is** (`interval_writes`): one write request handed to
-//!   the layer, i.e. a host write with the write cache off, a destaged cache
-//!   extent with it on. It counts once for every *physical* track it lands on
-//!   after mapping (so a write to a flipped bottom's hot part heats the top
-//!   track it now lives on).
+//! * **What a "write" is** (`interval_writes`, `count_at`): one host write
+//!   request as it arrives, before the drive's write cache (`count_at =
+//!   arrival`, default: Algorithm 1 counts in `ReceiveIO`), or one extent the
+//!   write cache destages (`count_at = destage`: coalesced, about half as
+//!   many on the bundled trace). It counts once for every *physical* track it
+//!   lands on after mapping (so a write to a flipped bottom's hot part heats
+//!   the top track it now lives on).
 //! * **Hottest tracks**: the bottom tracks written in the interval, by
 //!   count, descending (ties: lower track first). Algorithm 1 increments its
 //!   `flipCount` for every candidate examined; here `max_flips` bounds the
@@ -73,11 +75,15 @@
 //!   more than `flip_threshold`: the data that went down has become the
 //!   hotter one. Flip-backs count towards `max_flips`.
 //! * **When flips run**: they are decided at the interval boundary and run
-//!   in idle time (`idle`), one flip at a time, never starting one once the
-//!   next request is due. For a host that is never idle, flips still
-//!   pending at the next interval boundary are done then, in the foreground,
-//!   before the new ones are decided (at most `max_flips` per boundary, since
-//!   that is all one interval can decide). After a power loss the counts and
+//!   as background work, one flip at a time and one step of it per stage
+//!   (`relocation.rs`), in idle time: a host request arriving during a flip
+//!   waits for one step, not the whole flip ("track flipping is a background
+//!   operation, and can be interrupted at any point in time"). Flips still
+//!   pending at the next interval boundary become overdue and run in the
+//!   foreground before the next host request (at most `max_flips`, since
+//!   that is all one interval can decide), so a never-idle host still gets
+//!   them. Host reads of a half-done flip's tracks come from its memory
+//!   buffer; writes to them wait for it. After a power loss the counts and
 //!   the pending flips are gone (volatile); the map is rebuilt from the
 //!   medium.
 //! * **Reserved region and backup** (`backup_location`, `backup_tracks`,
@@ -101,8 +107,8 @@ use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
-    WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
+    StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -290,6 +296,8 @@ pub struct ImrFlip {
     count_at_arrival: bool,
     counters: FlipCounters,
     pieces: Vec<(HomePiece, usize)>,
+    /// Scratch for mapping arriving writes.
+    arrival: Vec<HomePiece>,
 }
 
 /// The paper's map size: 3 bits per bottom track.
@@ -378,6 +386,7 @@ impl ImrFlip {
             count_at_arrival: p.choice("count_at") == "arrival",
             counters: FlipCounters::default(),
             pieces: vec![],
+            arrival: vec![],
         })
     }
 
@@ -453,6 +462,10 @@ impl ImrFlip {
 
     /// Host `[lba, lba+n)` as physical pieces.
     fn phys_pieces(&self, geom: &Geometry, lba: u64, n: u64, out: &mut Vec<HomePiece>) {
+        if self.flipped_now == 0 {
+            home_pieces(geom, &self.res, lba, n, out);
+            return;
+        }
         let mut home = vec![];
         home_pieces(geom, &self.res, lba, n, &mut home);
         for p in home {
@@ -462,7 +475,7 @@ impl ImrFlip {
 
     /// Count one write request that landed on `pieces` (physical).
     fn count(&mut self, geom: &Geometry, pieces: &[HomePiece]) {
-        let mut seen: Vec<(u64, Count)> = vec![];
+        let mut seen: Vec<(u64, Count)> = Vec::with_capacity(pieces.len());
         for p in pieces {
             let t = p.at.track;
             let mut c = Count {
@@ -731,6 +744,9 @@ impl Layer for ImrFlip {
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         self.res.home_ranges()
     }
+    fn needs(&self) -> Needs {
+        Needs { arrivals: self.count_at_arrival, background: true }
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
@@ -763,9 +779,11 @@ impl Layer for ImrFlip {
     }
     fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
         if self.count_at_arrival {
-            let mut buf = vec![];
+            let mut buf = std::mem::take(&mut self.arrival);
+            buf.clear();
             self.phys_pieces(geom, lba.0, n.0, &mut buf);
             self.count_write(geom, &buf);
+            self.arrival = buf;
         }
     }
     fn background(&self) -> Background {

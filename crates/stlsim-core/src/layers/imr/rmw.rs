@@ -17,9 +17,11 @@
 //!   saved nor rewritten. The paper's analysis assumes both neighbours hold
 //!   data; with the parameter on, writes into a fresh region of the disk cost
 //!   little more than on CMR, which flatters RMW on traces that write much
-//!   new space. Turn it off to reproduce the paper's model. The layer knows a
-//!   track was written from its own bitmap (one bit per track); after a power
-//!   loss the bitmap is gone and every track counts as written.
+//!   new space. Turn it off, or start from a full drive (`prefill`, the
+//!   `imr-paper` default), to reproduce the paper's model. The layer knows a
+//!   track holds data from its own bitmap (one bit per track) and from the
+//!   drive's starting state (`Device::prefilled`); after a power loss the
+//!   bitmap is gone and every track counts as written.
 //! * **Backup region** (`backup_location`, `backup_tracks`): whole LBA groups
 //!   reserved at the outer edge, the middle (default: shortest mean seek) or
 //!   the inner edge, of which `backup_tracks` top tracks (default 4, at least

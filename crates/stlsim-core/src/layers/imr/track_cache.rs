@@ -54,27 +54,31 @@
 //!   can never bring an evicted track back. Duplicate headers for one home
 //!   track cannot arise (an eviction commits before the track can be promoted
 //!   again); recovery would keep the newest and clear the others.
-//! * **Hot-track monitoring**: every write handed to the layer (a host write,
-//!   or one extent of a write-cache destage batch) counts once, and appends
-//!   the bottom home tracks it touches to the interval's track log (the
-//!   paper's `trackIdLog`); at the end of the interval the log is sorted and
-//!   counted, then reset (time-limited counts). Top tracks are never cached:
-//!   writing them costs no read-modify-write.
+//! * **Hot-track monitoring** (`count_at`): every host write request as it
+//!   arrives (default, Algorithm 2's `ReceiveIO`), or every extent the write
+//!   cache destages (`count_at = destage`), counts once and appends the
+//!   bottom home tracks it touches to the interval's track log (the paper's
+//!   `trackIdLog`); at the end of the interval the log is sorted and counted,
+//!   then reset (time-limited counts). Top tracks are never cached: writing
+//!   them costs no read-modify-write.
 //! * **Selection**: `Hottest` = the (capacity) hottest bottom tracks of the
 //!   interval, hottest first (ties: lower track). Each one not cached takes a
 //!   free slot, else the coldest cached track (fewest writes this interval;
-//!   ties: promoted earliest) is evicted for it, but only if strictly colder
-//!   — Algorithm 2 would swap equally hot tracks back and forth.
+//!   ties: promoted earliest) is evicted for it, but only if the candidate
+//!   was written more than `evict_threshold` (default 50, Table 2's
+//!   hot/cold threshold) times more: Algorithm 2 as written (`0`) swaps
+//!   tracks whose counts differ by noise, each eviction a full-track
+//!   read-modify-write.
 //! * **Background work**: the selection is a plan of moves (evict, promote)
-//!   run in idle time, one move at a time, never starting one at or after the
-//!   next request's arrival (a move in progress finishes). A new interval
-//!   replaces an unfinished plan. **Foreground step**: if moves are still
-//!   pending `foreground_after_writes` writes (default 1,000) after the plan
-//!   was made (the host is never idle; a plan that replaces an unfinished one
-//!   counts from the older), every later write batch runs at most one
-//!   move after its own writes: at most one eviction (~4 t_seek + 8 t_rot) or
-//!   promotion added to that request. `0` runs the plan in the foreground at
-//!   once, one move per write.
+//!   run as background work, one move at a time and one step per stage
+//!   (`relocation.rs`), in idle time. A new interval replaces an unfinished
+//!   plan (a move in progress finishes). **Foreground step**: if moves are
+//!   still pending `foreground_after_writes` writes (default 1,000) after the
+//!   plan was made (the host is never idle; a plan that replaces an
+//!   unfinished one counts from the older), every later write owes one move,
+//!   run in the foreground before the next host request: at most one
+//!   eviction (~4 t_seek + 8 t_rot) or promotion per write. `0` runs the plan
+//!   in the foreground at once, one move per write.
 //! * **Crash consistency**: a promotion's data and header are written before
 //!   its commit, so a crash leaves the track at home (the slot is free). An
 //!   eviction's home write is a read-modify-write whose backup record is
@@ -108,8 +112,8 @@ use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, QueueView, StageOutcome,
-    WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
+    StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -259,6 +263,8 @@ pub struct TrackCache {
     count_at_arrival: bool,
     counters: Counters,
     pieces: Vec<(HomePiece, usize)>,
+    /// Scratch for mapping arriving writes.
+    arrival: Vec<HomePiece>,
 }
 
 /// Place runs of `len` groups wanted at `want` groups without overlap on a
@@ -429,6 +435,7 @@ impl TrackCache {
             count_at_arrival: p.choice("count_at") == "arrival",
             counters: Counters::default(),
             pieces: vec![],
+            arrival: vec![],
         })
     }
 
@@ -832,6 +839,9 @@ impl Layer for TrackCache {
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         self.res.home_ranges()
     }
+    fn needs(&self) -> Needs {
+        Needs { arrivals: self.count_at_arrival, background: true }
+    }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
@@ -881,9 +891,11 @@ impl Layer for TrackCache {
     }
     fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
         if self.count_at_arrival {
-            let mut buf = vec![];
+            let mut buf = std::mem::take(&mut self.arrival);
+            buf.clear();
             home_pieces(geom, &self.res, lba.0, n.0, &mut buf);
             self.count_write(&buf, geom);
+            self.arrival = buf;
         }
     }
     fn background(&self) -> Background {
