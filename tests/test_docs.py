@@ -80,3 +80,24 @@ def test_stub_matches_the_native_module() -> None:
     assert names == public
     runtime = {n for n in dir(_core.Simulation) if not n.startswith("_")}
     assert methods == runtime
+
+
+def test_imr_evaluation_tables_are_what_the_script_prints() -> None:
+    """docs/imr.md's tables for one copy of the bundled trace come from
+    scripts/imr_evaluation.py: rerunning it reproduces them row for row."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    out = subprocess.run(
+        [sys.executable, str(root / "scripts" / "imr_evaluation.py"), "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| layer")]
+    assert len(rows) >= 14
+    doc = (root / "docs" / "imr.md").read_text()
+    missing = [row for row in rows if row not in doc]
+    assert not missing, "docs/imr.md differs from scripts/imr_evaluation.py --repeat 1:\n" + "\n".join(missing)

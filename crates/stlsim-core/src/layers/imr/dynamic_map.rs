@@ -777,13 +777,7 @@ impl Layer for ImrDtm {
         }
     }
     fn background(&self) -> Background {
-        if !self.rmw.busy() && self.pending.is_empty() {
-            Background::None
-        } else if self.fg_credit {
-            Background::Overdue
-        } else {
-            Background::Idle
-        }
+        self.rmw.background(!self.pending.is_empty(), self.fg_credit)
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)

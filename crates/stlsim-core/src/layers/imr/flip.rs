@@ -787,13 +787,7 @@ impl Layer for ImrFlip {
         }
     }
     fn background(&self) -> Background {
-        if !self.rmw.busy() && self.pending.is_empty() {
-            Background::None
-        } else if self.overdue > 0 {
-            Background::Overdue
-        } else {
-            Background::Idle
-        }
+        self.rmw.background(!self.pending.is_empty(), self.overdue > 0)
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)

@@ -166,6 +166,19 @@ impl RmwEngine {
         self.in_flight.is_some()
     }
 
+    /// What a layer's moves ask of the engine: nothing (no move in progress
+    /// and none `planned`), the foreground (`overdue`), or idle time.
+    pub fn background(&self, planned: bool, overdue: bool) -> crate::layers::Background {
+        use crate::layers::Background;
+        if !self.busy() && !planned {
+            Background::None
+        } else if overdue {
+            Background::Overdue
+        } else {
+            Background::Idle
+        }
+    }
+
     /// Run the next step of the move in progress; returns `true` when that
     /// finished it (the caller applies its map change to its own state).
     pub fn step(&mut self, dev: &mut Device, store: Option<&mut MapStore>) -> SimResult<bool> {

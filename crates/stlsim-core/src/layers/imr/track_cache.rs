@@ -899,13 +899,7 @@ impl Layer for TrackCache {
         }
     }
     fn background(&self) -> Background {
-        if !self.rmw.busy() && self.plan.is_empty() {
-            Background::None
-        } else if self.fg_credit {
-            Background::Overdue
-        } else {
-            Background::Idle
-        }
+        self.rmw.background(!self.plan.is_empty(), self.fg_credit)
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)
