@@ -46,9 +46,9 @@ use write_cache::WriteCache;
 pub struct BackgroundCounts {
     /// Stages run.
     pub stages: u64,
-    /// Of those, run in idle time.
+    /// Of those, run while no host request was waiting.
     pub stages_idle: u64,
-    /// Of those, run in the foreground (overdue work, or work a write had to wait for).
+    /// Of those, run while a host request waited (overdue work, or work a write had to wait for).
     pub stages_foreground: u64,
     /// Times the layer abandoned its work at a stage boundary.
     pub aborted: u64,
@@ -684,7 +684,8 @@ impl Simulation {
             let arrived = self.dev.now() >= until;
             if bg == Background::Overdue {
                 let queued = [next];
-                match self.run_stage(true, if arrived { &queued } else { &[] })? {
+                // Foreground when a request waits for it; else it just uses idle time first.
+                match self.run_stage(arrived, if arrived { &queued } else { &[] })? {
                     StageOutcome::Ran => continue,
                     // The layer gave way to the waiting request: serve it.
                     StageOutcome::Aborted => break,
