@@ -283,7 +283,7 @@ impl Simulation {
                         count += 1;
                         if footprint {
                             let (lba, n, _) = sim.convert(&rec)?;
-                            home_map.for_home_pieces(lba.0, n.0, |home, k| {
+                            home_map.for_home_pieces(lba.0, n.0, |home, k, _| {
                                 geom.for_home_extents(Lba(home), Sectors(k), |at, _, _| touched.set(at.track));
                             });
                         }
@@ -840,15 +840,7 @@ impl Simulation {
             for t in med.touched().iter() {
                 start.host_ranges_on(geom, t, |h, n| v.push((h, n)));
             }
-            v.sort_unstable();
-            let mut merged: Vec<(u64, u64)> = vec![];
-            for (s, n) in v {
-                match merged.last_mut() {
-                    Some((ms, mn)) if *ms + *mn >= s => *mn = (*mn).max(s + n - *ms),
-                    _ => merged.push((s, n)),
-                }
-            }
-            v = merged;
+            v = crate::medium::prefill::merge_ranges(v);
         }
         v
     }

@@ -86,18 +86,24 @@ pub struct HomeMap {
     before: Vec<u64>,
 }
 
+/// Sort `(start, len)` ranges and merge those that overlap or touch.
+pub fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.retain(|r| r.1 > 0);
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (s, l) in ranges {
+        match merged.last_mut() {
+            Some((ms, ml)) if *ms + *ml >= s => *ml = (*ml).max(s + l - *ms),
+            _ => merged.push((s, l)),
+        }
+    }
+    merged
+}
+
 impl HomeMap {
     /// The map around these reserved home ranges (any order; touching ranges are merged).
     pub fn new(reserved: &[(Lba, Sectors)]) -> HomeMap {
-        let mut r: Vec<(u64, u64)> = reserved.iter().filter(|x| x.1 .0 > 0).map(|x| (x.0 .0, x.1 .0)).collect();
-        r.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = vec![];
-        for (s, l) in r {
-            match merged.last_mut() {
-                Some((ms, ml)) if *ms + *ml >= s => *ml = (*ml).max(s + l - *ms),
-                _ => merged.push((s, l)),
-            }
-        }
+        let merged = merge_ranges(reserved.iter().map(|x| (x.0 .0, x.1 .0)).collect());
         let mut before = vec![];
         let mut acc = 0;
         for &(_, l) in &merged {
@@ -120,16 +126,23 @@ impl HomeMap {
         h
     }
 
-    /// Split host `[host, host + n)` into home-contiguous pieces: calls `f(home, count)`.
-    pub fn for_home_pieces(&self, host: u64, n: u64, mut f: impl FnMut(u64, u64)) {
+    /// Split host `[host, host + n)` into home-contiguous pieces: calls
+    /// `f(home, count, offset_in_request)`.
+    pub fn for_home_pieces(&self, host: u64, n: u64, mut f: impl FnMut(u64, u64, u64)) {
         let mut off = 0;
         while off < n {
             let home = self.home_of_host(host + off);
+            // The piece runs until the next reserved range starts.
             let next = self.reserved.iter().find(|r| r.0 > home).map(|r| r.0).unwrap_or(u64::MAX);
             let take = (n - off).min(next - home);
-            f(home, take);
+            f(home, take, off);
             off += take;
         }
+    }
+
+    /// The reserved home ranges `(start, len)`, sorted.
+    pub fn reserved(&self) -> &[(u64, u64)] {
+        &self.reserved
     }
 
     /// The host LBA stored at a home LBA, or `None` inside a reserved range.

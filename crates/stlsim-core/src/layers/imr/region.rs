@@ -9,7 +9,8 @@
 
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, Layout};
-use crate::units::{Sectors, Track};
+use crate::medium::prefill::{merge_ranges, HomeMap};
+use crate::units::{Lba, Sectors, Track};
 
 /// A reserved region and the host-to-home address map around it.
 #[derive(Clone, Debug)]
@@ -20,8 +21,8 @@ pub struct Reserved {
     pub end: Track,
     /// Usable top tracks inside the region, ascending.
     pub tops: Vec<Track>,
-    /// Reserved home-LBA ranges `(start, len)`, sorted and merged.
-    ranges: Vec<(u64, u64)>,
+    /// The host-to-home map around the reserved home-LBA ranges.
+    map: HomeMap,
     /// The reserved track runs `[first, end)` (one, or several for a union).
     parts: Vec<(Track, Track)>,
     host_capacity: u64,
@@ -77,21 +78,20 @@ impl Reserved {
             .filter(|&t| t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1)))
             .map(Track)
             .collect();
-        let mut ranges: Vec<(u64, u64)> = (first..end)
+        let ranges: Vec<(u64, u64)> = (first..end)
             .filter_map(|t| geom.phys_logical_track(Track(t)))
             .map(|lt| {
                 let s = geom.logical_track_start(lt).0;
                 (s, geom.logical_track_start(lt + 1).0 - s)
             })
             .collect();
-        ranges.sort_unstable();
         let merged = merge_ranges(ranges);
         let taken: u64 = merged.iter().map(|r| r.1).sum();
         Ok(Reserved {
             first: Track(first),
             end: Track(end),
             tops,
-            ranges: merged,
+            map: home_map(&merged),
             parts: vec![(Track(first), Track(end))],
             host_capacity: geom.capacity().0 - taken,
         })
@@ -110,8 +110,7 @@ impl Reserved {
         if runs.windows(2).any(|w| w[1].0 < w[0].1) {
             return config_err("reserved regions overlap");
         }
-        let mut ranges: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.ranges.iter().copied()).collect();
-        ranges.sort_unstable();
+        let ranges: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.map.reserved().iter().copied()).collect();
         let merged = merge_ranges(ranges);
         let taken: u64 = merged.iter().map(|r| r.1).sum();
         let mut tops: Vec<Track> = parts.iter().flat_map(|p| p.tops.iter().copied()).collect();
@@ -120,7 +119,7 @@ impl Reserved {
             first: runs[0].0,
             end: runs[runs.len() - 1].1,
             tops,
-            ranges: merged,
+            map: home_map(&merged),
             parts: runs,
             host_capacity: geom.capacity().0 - taken,
         })
@@ -140,8 +139,8 @@ impl Reserved {
     }
 
     /// The reserved home-LBA ranges (host LBAs skip them), sorted.
-    pub fn home_ranges(&self) -> Vec<(crate::units::Lba, Sectors)> {
-        self.ranges.iter().map(|&(s, l)| (crate::units::Lba(s), Sectors(l))).collect()
+    pub fn home_ranges(&self) -> Vec<(Lba, Sectors)> {
+        self.map.reserved().iter().map(|&(s, l)| (Lba(s), Sectors(l))).collect()
     }
 
     /// Host-visible sectors.
@@ -156,42 +155,19 @@ impl Reserved {
 
     /// The home LBA of a host LBA.
     pub fn to_home(&self, host: u64) -> u64 {
-        let mut h = host;
-        for &(s, l) in &self.ranges {
-            if h >= s {
-                h += l;
-            } else {
-                break;
-            }
-        }
-        h
+        self.map.home_of_host(host)
     }
 
     /// Split host `[lba, lba+n)` into home-contiguous pieces: calls
     /// `f(home_lba, count, offset_in_request)`.
-    pub fn for_home_pieces(&self, lba: u64, n: u64, mut f: impl FnMut(u64, u64, u64)) {
-        let mut off = 0;
-        while off < n {
-            let home = self.to_home(lba + off);
-            // The piece runs until the next reserved range starts.
-            let next = self.ranges.iter().find(|r| r.0 > home).map(|r| r.0).unwrap_or(u64::MAX);
-            let take = (n - off).min(next - home);
-            f(home, take, off);
-            off += take;
-        }
+    pub fn for_home_pieces(&self, lba: u64, n: u64, f: impl FnMut(u64, u64, u64)) {
+        self.map.for_home_pieces(lba, n, f)
     }
 }
 
-/// Merge sorted `(start, len)` ranges that touch.
-fn merge_ranges(ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    let mut merged: Vec<(u64, u64)> = vec![];
-    for (s, l) in ranges {
-        match merged.last_mut() {
-            Some((ms, ml)) if *ms + *ml == s => *ml += l,
-            _ => merged.push((s, l)),
-        }
-    }
-    merged
+/// The host-to-home map around merged reserved ranges.
+fn home_map(merged: &[(u64, u64)]) -> HomeMap {
+    HomeMap::new(&merged.iter().map(|&(s, l)| (Lba(s), Sectors(l))).collect::<Vec<_>>())
 }
 
 #[cfg(test)]
@@ -236,9 +212,9 @@ mod tests {
         let mut pieces = vec![];
         let before = r.to_home(0);
         assert_eq!(before, 0);
-        let start = r.ranges[0].0;
+        let (start, len) = r.map.reserved()[0];
         r.for_home_pieces(start - 5, 10, |h, n, off| pieces.push((h, n, off)));
-        assert_eq!(pieces, vec![(start - 5, 5, 0), (start + r.ranges[0].1, 5, 5)]);
+        assert_eq!(pieces, vec![(start - 5, 5, 0), (start + len, 5, 5)]);
     }
 
     #[test]
