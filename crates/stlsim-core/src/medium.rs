@@ -122,24 +122,12 @@ impl Medium {
         if self.zone_sectors > 0 && prefill.any() {
             for z in self.conventional..self.write_pointers.len() as u64 {
                 let (start, end) = (z * self.zone_sectors, (z + 1) * self.zone_sectors);
-                let mut last = None;
-                let mut lba = start;
-                while lba < end {
-                    let lt = geom.logical_track_of(Lba(lba));
-                    if prefill.track(geom.logical_track_phys(lt)) {
-                        last = Some(lt);
-                    }
-                    lba = geom.logical_track_start(lt + 1).0;
-                }
-                let Some(last) = last else { continue };
-                let mut lba = start;
-                while lba < end {
-                    let lt = geom.logical_track_of(Lba(lba));
-                    if lt > last {
-                        break;
-                    }
+                let lts = self.zone_logical_tracks(geom, z);
+                let Some(last) = lts.clone().rev().find(|&lt| prefill.track(geom.logical_track_phys(lt))) else {
+                    continue;
+                };
+                for lt in lts.start..=last {
                     prefill.set_track(geom.logical_track_phys(lt));
-                    lba = geom.logical_track_start(lt + 1).0;
                 }
                 let top = geom.logical_track_start(last + 1).0.min(end);
                 // A partly prefilled last track (a fraction ending inside it) ends the data there.
@@ -235,31 +223,23 @@ impl Medium {
         if zone as usize >= self.write_pointers.len() {
             return Err(SimError::Medium(format!("zone {zone} does not exist")));
         }
-        let start = zone * self.zone_sectors;
-        self.write_pointers[zone as usize] = start;
-        {
-            let mut lba = start;
-            while lba < start + self.zone_sectors {
-                let lt = geom.logical_track_of(Lba(lba));
-                self.meta.remove(&geom.logical_track_phys(lt).0);
-                lba = geom.logical_track_start(lt + 1).0;
-            }
-        }
-        {
-            let mut lba = start;
-            let end = start + self.zone_sectors;
-            while lba < end {
-                let lt = geom.logical_track_of(Lba(lba));
-                let t = geom.logical_track_phys(lt);
-                self.prefill.clear_track(t);
-                if self.tracked {
-                    self.tracks[t.0 as usize] = None;
-                    self.touched.set(t);
-                }
-                lba = geom.logical_track_start(lt + 1).0;
+        self.write_pointers[zone as usize] = zone * self.zone_sectors;
+        for lt in self.zone_logical_tracks(geom, zone) {
+            let t = geom.logical_track_phys(lt);
+            self.meta.remove(&t.0);
+            self.prefill.clear_track(t);
+            if self.tracked {
+                self.tracks[t.0 as usize] = None;
+                self.touched.set(t);
             }
         }
         Ok(())
+    }
+
+    /// The logical tracks of host-managed zone `zone`, in LBA order.
+    fn zone_logical_tracks(&self, geom: &Geometry, zone: u64) -> std::ops::Range<u64> {
+        let (start, end) = (zone * self.zone_sectors, (zone + 1) * self.zone_sectors);
+        geom.logical_track_of(Lba(start))..geom.logical_track_of(Lba(end - 1)) + 1
     }
 
     /// Drop the metadata records of track `t` that meet sectors `[lo, hi)`.

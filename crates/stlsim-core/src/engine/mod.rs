@@ -211,6 +211,7 @@ impl Simulation {
             if cache_on { (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64 } else { 0 };
         let ns_per_sector = geom.sector_bytes() as f64 * 1000.0 / drive.interface_mb_s;
         let host_cap = layer.host_capacity(&geom).0;
+        let sector_bytes = geom.sector_bytes() as u64;
         let home_map = HomeMap::new(&layer.reserved_home());
         let prefill_limit = match prefill {
             PrefillSpec::Fraction(f) => ((host_cap as f64 * f).floor() as u64).min(host_cap),
@@ -258,9 +259,8 @@ impl Simulation {
             irregular: Irregular::default(),
             needs: Needs::default(),
             host_cap,
-            sector_bytes: 0,
+            sector_bytes,
         };
-        sim.sector_bytes = sim.dev.geometry().sector_bytes() as u64;
         sim.needs = sim.layer.needs();
         sim.waf_countdown = sim.cfg.replay.waf_every;
         // A first pass over the trace when the run needs to know it ahead:

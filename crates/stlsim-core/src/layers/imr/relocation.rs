@@ -182,49 +182,43 @@ impl Relocation {
     /// Run the next step. `store` must be given for a move that commits to one.
     pub fn step(&mut self, rmw: &mut RmwEngine, dev: &mut Device, store: Option<&mut MapStore>) -> SimResult<()> {
         let carries = dev.carries_data();
-        let Some(step) = self.steps.get(self.next).cloned() else { return Ok(()) };
-        let slice = |buf: &[Token], off: usize, n: u32| -> Vec<Token> {
-            if carries {
-                buf[off..off + n as usize].to_vec()
-            } else {
-                vec![]
-            }
-        };
+        // Steps and buffer are separate fields: a step borrows the list while
+        // its data moves through the buffer, with no copy of either.
+        let Some(step) = self.steps.get(self.next) else { return Ok(()) };
+        let one: &[Token] = if carries { &[Token::EMPTY] } else { &[] };
         match step {
-            Step::Read { cause, at, count, off } => {
+            &Step::Read { cause, at, count, off } => {
                 debug_assert!(!carries || self.buf.len() == off);
                 dev.read(cause, at, count, &mut self.buf)?;
             }
             Step::Backup { saved, from, tx } => {
                 let total: usize = saved.iter().map(|s| s.count as usize).sum();
-                let data = if carries { &self.buf[from..from + total] } else { &[][..] };
-                match tx {
-                    Some(tx) => rmw.backup.save_tx(dev, &saved, data, tx)?,
-                    None => rmw.backup.save(dev, &saved, data)?,
+                let data = if carries { &self.buf[*from..*from + total] } else { &[][..] };
+                match *tx {
+                    Some(tx) => rmw.backup.save_tx(dev, saved, data, tx)?,
+                    None => rmw.backup.save(dev, saved, data)?,
                 }
             }
-            Step::Write { cause, at, count, off, mark } => {
+            &Step::Write { cause, at, count, off, mark } => {
                 self.wrote = true;
-                let data = slice(&self.buf, off, count);
-                dev.write(cause, at, count, &data)?;
+                let data = if carries { &self.buf[off..off + count as usize] } else { &[][..] };
+                dev.write(cause, at, count, data)?;
                 if mark {
                     rmw.written.set(at.track);
                 }
             }
             Step::Header { cause, at, words } => {
                 self.wrote = true;
-                let hdr = if carries { vec![Token::EMPTY] } else { vec![] };
-                dev.write_meta(cause, at, 1, &hdr, words)?;
+                dev.write_meta(*cause, *at, 1, one, words.clone())?;
             }
-            Step::Blank { cause, at } => {
+            &Step::Blank { cause, at } => {
                 self.wrote = true;
-                let blank = if carries { vec![Token::EMPTY] } else { vec![] };
-                dev.write(cause, at, 1, &blank)?;
+                dev.write(cause, at, 1, one)?;
             }
             Step::Commit { updates, forget } => {
                 let store = store.ok_or_else(|| SimError::Medium("a move commits to a map store it was not given".into()))?;
-                store.commit(dev, &updates)?;
-                if forget {
+                store.commit(dev, updates)?;
+                if *forget {
                     rmw.backup.forget();
                 }
             }
@@ -358,8 +352,8 @@ pub fn relocation_steps(
 /// data already in the buffer at `data_off` (an eviction's home write): read
 /// the written top neighbours (cause `rmw`) into the buffer from `off`, save
 /// them as one RMW record, write the track (`cause`), restore the
-/// neighbours. Returns the next free buffer offset and whether any
-/// neighbour was saved (false: nothing to save, `rmw_skipped_empty`).
+/// neighbours. Returns the next free buffer offset (less `off`: the
+/// sectors saved; none: nothing to save, `rmw_skipped_empty`).
 pub fn track_rmw_steps(
     rmw: &RmwEngine,
     dev: &Device,
@@ -368,7 +362,7 @@ pub fn track_rmw_steps(
     data_off: usize,
     mut off: usize,
     steps: &mut Vec<Step>,
-) -> (usize, bool) {
+) -> usize {
     let geom = dev.geometry();
     let spt = geom.sectors_in(track);
     let mut spans: Vec<Saved> = vec![];
@@ -386,8 +380,7 @@ pub fn track_rmw_steps(
         steps.push(Step::Read { cause: Cause::Rmw, at: PhysAddr { track: s.track, sector: s.sector }, count: s.count, off });
         off += s.count as usize;
     }
-    let saved_any = !spans.is_empty();
-    if saved_any {
+    if !spans.is_empty() {
         steps.push(Step::Backup { saved: spans.clone(), from, tx: None });
     }
     steps.push(Step::Write { cause, at: PhysAddr { track, sector: 0 }, count: spt, off: data_off, mark: true });
@@ -395,5 +388,5 @@ pub fn track_rmw_steps(
         let at = PhysAddr { track: s.track, sector: s.sector };
         steps.push(Step::Write { cause: Cause::Rmw, at, count: s.count, off: span_off[i], mark: false });
     }
-    (off, saved_any)
+    off
 }

@@ -580,17 +580,9 @@ impl TrackCache {
             steps.push(Step::Read { cause: Cause::Evict, at, count: c, off });
             off += c as usize;
         }
-        let before = steps.len();
-        let (_, saved_any) = track_rmw_steps(&self.rmw, dev, Track(t), Cause::Evict, 0, off, &mut steps);
-        if saved_any {
+        let saved = (track_rmw_steps(&self.rmw, dev, Track(t), Cause::Evict, 0, off, &mut steps) - off) as u64;
+        if saved > 0 {
             self.rmw.counters.rmws += 1;
-            let saved: u64 = steps[before..]
-                .iter()
-                .map(|x| match x {
-                    Step::Read { count, .. } => *count as u64,
-                    _ => 0,
-                })
-                .sum();
             self.rmw.counters.saved_sectors += saved;
         } else {
             self.rmw.counters.rmw_skipped_empty += 1;
