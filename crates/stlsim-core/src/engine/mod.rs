@@ -172,7 +172,7 @@ impl Simulation {
         reader: Box<dyn TraceReader>,
     ) -> SimResult<Simulation> {
         let params = Params::resolve(entry.name, entry.params, &cfg.layer.params)?;
-        let drive = entry.drive_for(&cfg.drive)?;
+        let drive = entry.drive_for(&cfg.drive, &params)?;
         let geom = Geometry::from_config(&drive)?;
         let layer = (entry.build)(&params, &geom)?;
         let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;

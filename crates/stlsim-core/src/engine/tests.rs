@@ -368,8 +368,10 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     };
     d.layout.kind = match e.layout {
         LayoutNeed::AsConventional => "imr".into(),
-        LayoutNeed::Kind(k) => k.into(),
+        LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.into(),
     };
+    // Shingled layers keep scratch copies in a random-access zone.
+    d.layout.random_access_tracks = 16;
     d
 }
 

@@ -49,6 +49,14 @@ pub struct LayoutConfig {
     pub head_width_tracks: u64,
     /// SMR: `up` (overlap towards higher track numbers) or `down`.
     pub direction: String,
+    /// SMR: the static LBA-to-track mapping of the bands in the notation of
+    /// paper 002 (`1234`, `R(4123)`, `124R(3)`, `14R(23)`; see
+    /// [`BandMap`](super::band_map::BandMap)). Empty: conventional (`12..N`).
+    pub mapping: String,
+    /// SMR: physical tracks of the random-access zone before the first band
+    /// (a multiple of the head width: one usable track, then W-1 guards).
+    /// Outside the host LBA space; layers keep metadata and scratch copies there.
+    pub random_access_tracks: u64,
     /// IMR: top-track capacity as a fraction of the bottom-track capacity.
     pub top_ratio: f64,
     /// IMR: bottom tracks per LBA group (N bottom tracks, then the N top tracks between them).
@@ -65,9 +73,11 @@ impl Default for LayoutConfig {
     fn default() -> Self {
         LayoutConfig {
             kind: "cmr".into(),
-            band_tracks: 20,
+            band_tracks: 4,
             head_width_tracks: 2,
             direction: "up".into(),
+            mapping: String::new(),
+            random_access_tracks: 0,
             top_ratio: 1.0,
             group_tracks: 1,
             order: "zigzag".into(),

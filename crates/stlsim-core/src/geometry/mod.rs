@@ -9,10 +9,12 @@
 //! otherwise. Memory is 16 bytes per physical track (a 1 TiB drive of 2 MiB
 //! tracks: 8 MiB).
 
+pub mod band_map;
 pub mod config;
 
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
+pub use band_map::BandMap;
 pub use config::{DriveConfig, LayoutConfig, SeekConfig, ZoneSpec};
 
 /// IMR LBA order within a group of N bottom and N top tracks.
@@ -32,7 +34,10 @@ pub enum Layout {
     /// Conventional recording: tracks independent.
     Cmr,
     /// Shingled bands of `band` data tracks, write head `width` tracks wide,
-    /// `width - 1` guard tracks per band; `up` = overlap towards higher track numbers.
+    /// `width - 1` guard tracks per band; `up` = overlap towards higher track
+    /// numbers. The first `random_access` tracks form a random-access zone
+    /// (one usable track, then `width - 1` guards, repeated) outside the host
+    /// LBA space.
     Smr {
         /// Data tracks per band.
         band: u64,
@@ -40,6 +45,8 @@ pub enum Layout {
         width: u64,
         /// Overlap towards higher track numbers.
         up: bool,
+        /// Tracks of the random-access zone (a multiple of `width`).
+        random_access: u64,
     },
     /// Interlaced: even tracks bottom, odd tracks top.
     Imr {
@@ -70,6 +77,9 @@ pub enum TrackKind {
     Top,
     /// SMR guard track: holds no data.
     Guard,
+    /// SMR random-access-zone track: writable without damage, outside the
+    /// host LBA space (layer metadata and scratch copies).
+    RandomAccess,
 }
 
 const NO_LT: u32 = u32::MAX;
@@ -92,6 +102,8 @@ pub struct Geometry {
     phys_lt: Vec<u32>,
     uniform_lt: Option<u64>,
     capacity: u64,
+    /// SMR: the bands' LBA-to-track mapping.
+    band_map: Option<BandMap>,
 }
 
 fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
@@ -106,7 +118,13 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 "down" => false,
                 d => return config_err(format!("smr direction '{d}' is not 'up' or 'down'")),
             };
-            Layout::Smr { band: c.band_tracks, width: c.head_width_tracks, up }
+            if c.random_access_tracks % c.head_width_tracks != 0 {
+                return config_err(format!(
+                    "smr random_access_tracks = {} must be a multiple of head_width_tracks = {} (one usable track, then W-1 guards)",
+                    c.random_access_tracks, c.head_width_tracks
+                ));
+            }
+            Layout::Smr { band: c.band_tracks, width: c.head_width_tracks, up, random_access: c.random_access_tracks }
         }
         "imr" => {
             if !(c.top_ratio > 0.0 && c.top_ratio <= 1.0) {
@@ -142,6 +160,14 @@ impl Layout {
             Layout::Smr { band, width, .. } => band + width - 1,
             Layout::Imr { group, .. } => 2 * group,
             Layout::Zoned { zone_tracks, .. } => zone_tracks,
+        }
+    }
+
+    /// Physical tracks outside the repeating units (the SMR random-access zone).
+    fn extra_tracks(&self) -> u64 {
+        match *self {
+            Layout::Smr { random_access, .. } => random_access,
+            _ => 0,
         }
     }
 }
@@ -185,6 +211,14 @@ impl Geometry {
             ));
         }
         let unit = layout.unit_tracks();
+        let extra = layout.extra_tracks();
+        let band_map = match layout {
+            Layout::Smr { band, .. } => Some(BandMap::parse(&c.layout.mapping, band)?),
+            _ if !c.layout.mapping.trim().is_empty() => {
+                return config_err(format!("'mapping' is an smr layout key; layout '{}' has none", c.layout.kind))
+            }
+            _ => None,
+        };
         let tracks = match (c.tracks, c.capacity_gib) {
             (Some(t), _) => t,
             (None, Some(gib)) => {
@@ -196,14 +230,14 @@ impl Geometry {
                 // units; checked against the limit before anything is allocated.
                 let mut t = unit;
                 loop {
-                    if t > MAX_TRACKS {
+                    if t + extra > MAX_TRACKS {
                         return config_err(format!(
                             "capacity_gib {gib} needs more than {MAX_TRACKS} tracks of this size"
                         ));
                     }
-                    let cap = Geometry::build(c.sector_bytes, layout, &zones, t)?.capacity;
+                    let cap = Geometry::build(c.sector_bytes, layout, &zones, t + extra, band_map.clone())?.capacity;
                     if cap >= want {
-                        break t;
+                        break t + extra;
                     }
                     let per_unit = (cap / (t / unit)).max(1);
                     t += ((want - cap) / per_unit).max(1) * unit;
@@ -211,10 +245,14 @@ impl Geometry {
             }
             (None, None) => return config_err("give either tracks or capacity_gib"),
         };
-        if tracks == 0 || tracks % unit != 0 {
-            return config_err(format!(
-                "tracks = {tracks} must be a positive multiple of the layout's unit of {unit} tracks"
-            ));
+        if tracks <= extra || (tracks - extra) % unit != 0 {
+            return config_err(if extra > 0 {
+                format!(
+                    "tracks = {tracks} must be the {extra} random-access tracks plus a positive multiple of the band unit of {unit} tracks"
+                )
+            } else {
+                format!("tracks = {tracks} must be a positive multiple of the layout's unit of {unit} tracks")
+            });
         }
         if tracks > MAX_TRACKS {
             return config_err(format!("{tracks} tracks is more than stlsim simulates ({MAX_TRACKS})"));
@@ -234,10 +272,16 @@ impl Geometry {
         if matches!(layout, Layout::Zoned { .. }) && zones.len() > 1 {
             return config_err("the zoned layout needs a uniform track size (no zone table)");
         }
-        Geometry::build(c.sector_bytes, layout, &zones, tracks)
+        Geometry::build(c.sector_bytes, layout, &zones, tracks, band_map)
     }
 
-    fn build(sector_bytes: u32, layout: Layout, zones: &[ZoneSpec], tracks: u64) -> SimResult<Geometry> {
+    fn build(
+        sector_bytes: u32,
+        layout: Layout,
+        zones: &[ZoneSpec],
+        tracks: u64,
+        band_map: Option<BandMap>,
+    ) -> SimResult<Geometry> {
         let mut spt = Vec::with_capacity(tracks as usize);
         let mut z = 0;
         for t in 0..tracks {
@@ -247,8 +291,17 @@ impl Geometry {
             let base = zones[z].sectors_per_track;
             let s = match layout {
                 Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
-                Layout::Smr { band, width, up } => {
-                    let off = t % (band + width - 1);
+                Layout::Smr { width, up, random_access, .. } if t < random_access => {
+                    // One usable track per head width; its overlap falls on the guards after it.
+                    let off = t % width;
+                    if (up && off == 0) || (!up && off == width - 1) {
+                        base
+                    } else {
+                        0
+                    }
+                }
+                Layout::Smr { band, width, up, random_access } => {
+                    let off = (t - random_access) % (band + width - 1);
                     let guard = if up { off >= band } else { off < width - 1 };
                     if guard {
                         0
@@ -264,14 +317,18 @@ impl Geometry {
         let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
         match layout {
             Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend((0..tracks).map(|t| t as u32)),
-            Layout::Smr { band, width, up } => {
+            Layout::Smr { band, width, up, random_access } => {
                 let u = band + width - 1;
-                for b in 0..tracks / u {
-                    let base = b * u;
-                    if up {
-                        lt_phys.extend((0..band).map(|i| (base + i) as u32));
-                    } else {
-                        lt_phys.extend((0..band).rev().map(|i| (base + width - 1 + i) as u32));
+                let bands = (tracks - random_access) / u;
+                // Position p (1-based, in shingling order) of band b.
+                let phys = |b: u64, p: u32| {
+                    let base = random_access + b * u;
+                    (if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 }) as u32
+                };
+                let map = band_map.clone().unwrap_or_else(|| BandMap::sequential(band));
+                for g in map.groups() {
+                    for b in 0..bands {
+                        lt_phys.extend(g.iter().map(|&p| phys(b, p)));
                     }
                 }
             }
@@ -304,7 +361,7 @@ impl Geometry {
         lt_start.push(acc);
         let first = lt_phys.first().map(|&p| spt[p as usize]).unwrap_or(0);
         let uniform_lt = if lt_phys.iter().all(|&p| spt[p as usize] == first) { Some(first as u64) } else { None };
-        Ok(Geometry { sector_bytes, layout, spt, lt_phys, lt_start, phys_lt, uniform_lt, capacity: acc })
+        Ok(Geometry { sector_bytes, layout, spt, lt_phys, lt_start, phys_lt, uniform_lt, capacity: acc, band_map })
     }
 
     /// Bytes per sector.
@@ -342,6 +399,7 @@ impl Geometry {
                 }
             }
             Layout::Smr { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
+            Layout::Smr { random_access, .. } if t.0 < random_access => TrackKind::RandomAccess,
             _ => TrackKind::Data,
         }
     }
@@ -415,9 +473,13 @@ impl Geometry {
                 let hi = (t.0 + 1).min(n - 1);
                 (lo, hi)
             }
-            Layout::Smr { band, width, up } if width > 1 => {
-                let u = band + width - 1;
-                let unit_start = t.0 - t.0 % u;
+            Layout::Smr { band, width, up, random_access } if width > 1 => {
+                let (u, unit_start) = if t.0 < random_access {
+                    (width, t.0 - t.0 % width)
+                } else {
+                    let u = band + width - 1;
+                    (u, t.0 - (t.0 - random_access) % u)
+                };
                 if up {
                     (t.0 + 1, (t.0 + width - 1).min(unit_start + u - 1))
                 } else {
@@ -440,6 +502,60 @@ impl Geometry {
         let lo = (sector as u64 * nspt) / spt;
         let hi = ((sector as u64 + count as u64) * nspt).div_ceil(spt).min(nspt);
         (lo as u32, hi as u32)
+    }
+
+    /// SMR: the bands' LBA-to-track mapping (`None` for other layouts).
+    pub fn band_map(&self) -> Option<&BandMap> {
+        self.band_map.as_ref()
+    }
+
+    /// SMR: number of bands.
+    pub fn bands(&self) -> u64 {
+        match self.layout {
+            Layout::Smr { band, width, random_access, .. } => (self.tracks() - random_access) / (band + width - 1),
+            _ => 0,
+        }
+    }
+
+    /// SMR: the band of a data track and its 1-based position in shingling
+    /// order (position p+1 is the track a write to p overlaps first).
+    pub fn band_position(&self, t: Track) -> Option<(u64, u32)> {
+        let Layout::Smr { band, width, up, random_access } = self.layout else { return None };
+        if t.0 < random_access || self.spt[t.0 as usize] == 0 {
+            return None;
+        }
+        let u = band + width - 1;
+        let (b, off) = ((t.0 - random_access) / u, (t.0 - random_access) % u);
+        let p = if up { off + 1 } else { band - (off - (width - 1)) };
+        Some((b, p as u32))
+    }
+
+    /// SMR: the data track at 1-based position `p` of band `b`.
+    pub fn band_track(&self, b: u64, p: u32) -> Track {
+        let Layout::Smr { band, width, up, random_access } = self.layout else {
+            panic!("band_track on a drive without bands")
+        };
+        let base = random_access + b * (band + width - 1);
+        Track(if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 })
+    }
+
+    /// SMR: the usable tracks of the random-access zone, outermost first.
+    pub fn random_access_tracks(&self) -> Vec<Track> {
+        match self.layout {
+            Layout::Smr { random_access, .. } => {
+                (0..random_access).map(Track).filter(|&t| self.spt[t.0 as usize] > 0).collect()
+            }
+            _ => vec![],
+        }
+    }
+
+    /// Areal-density gain of the layout over conventional recording with the
+    /// same head: SMR `W*N/(N+W-1)` (paper 002 equation 1), 1 otherwise.
+    pub fn space_gain(&self) -> f64 {
+        match self.layout {
+            Layout::Smr { band, width, .. } => (width * band) as f64 / (band + width - 1) as f64,
+            _ => 1.0,
+        }
     }
 
     /// Host-managed zones: sectors per zone (`None` for other layouts).

@@ -130,3 +130,85 @@ fn impossible_geometries_are_config_errors() {
     })
     .contains("needs more than"));
 }
+
+/// The paper-002 drive in miniature: bands of 4, W = 2, 3 bands.
+fn swd(mapping: &str, ra: u64) -> Geometry {
+    let mut d = drive("smr", ra + 3 * 5, 10);
+    d.layout.band_tracks = 4;
+    d.layout.head_width_tracks = 2;
+    d.layout.mapping = mapping.into();
+    d.layout.random_access_tracks = ra;
+    Geometry::from_config(&d).unwrap()
+}
+
+/// Which (band, position) each logical track lands on.
+fn fill(g: &Geometry) -> Vec<(u64, u32)> {
+    (0..g.logical_tracks()).map(|lt| g.band_position(g.logical_track_phys(lt)).unwrap()).collect()
+}
+
+#[test]
+fn smr_mappings_fill_bands_in_the_papers_orders() {
+    let g = swd("1234", 0);
+    assert_eq!(&fill(&g)[..5], &[(0, 1), (0, 2), (0, 3), (0, 4), (1, 1)]);
+    let g = swd("R(4123)", 0);
+    assert_eq!(fill(&g), vec![(0, 4), (1, 4), (2, 4), (0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2), (0, 3), (1, 3), (2, 3)]);
+    let g = swd("124R(3)", 0);
+    assert_eq!(fill(&g), vec![(0, 1), (0, 2), (0, 4), (1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (0, 3), (1, 3), (2, 3)]);
+    let g = swd("14R(23)", 0);
+    assert_eq!(fill(&g), vec![(0, 1), (0, 4), (1, 1), (1, 4), (2, 1), (2, 4), (0, 2), (1, 2), (2, 2), (0, 3), (1, 3), (2, 3)]);
+    // Capacity does not depend on the mapping; every data track is used once.
+    assert_eq!(g.capacity(), Sectors(120));
+    assert_eq!(g.band_map().unwrap().notation(), "14R(23)");
+}
+
+#[test]
+fn smr_random_access_zone_sits_before_the_bands_outside_the_lba_space() {
+    let g = swd("1234", 4);
+    assert_eq!(g.capacity(), Sectors(120));
+    assert_eq!(g.random_access_tracks(), vec![Track(0), Track(2)]);
+    assert_eq!(g.kind(Track(0)), TrackKind::RandomAccess);
+    assert_eq!(g.kind(Track(1)), TrackKind::Guard);
+    assert_eq!(g.home(Lba(0)).track, Track(4));
+    assert_eq!(g.home_lba(PhysAddr { track: Track(2), sector: 0 }), None);
+    // A random-access track's overlap falls on its guard; band damage stays in the band.
+    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(3)]);
+    assert_eq!(g.damaged_by_write(Track(7)).collect::<Vec<_>>(), vec![Track(8)]);
+    assert_eq!(g.band_position(Track(9)), Some((1, 1)));
+    assert_eq!(g.band_track(1, 4), Track(12));
+    assert_eq!(g.bands(), 3);
+    // Shingling down mirrors the zone and the bands.
+    let mut d = drive("smr", 4 + 3 * 5, 10);
+    d.layout.band_tracks = 4;
+    d.layout.direction = "down".into();
+    d.layout.random_access_tracks = 4;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.random_access_tracks(), vec![Track(1), Track(3)]);
+    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(2)]);
+    assert_eq!(g.band_track(0, 1), Track(8));
+    assert_eq!(g.band_position(Track(5)), Some((0, 4)));
+    assert_eq!(g.damaged_by_write(g.band_track(0, 1)).collect::<Vec<_>>(), vec![g.band_track(0, 2)]);
+}
+
+#[test]
+fn smr_space_gain_is_equation_1() {
+    assert!((swd("", 0).space_gain() - 1.6).abs() < 1e-12);
+    let mut d = drive("smr", 7 * 2, 10);
+    d.layout.band_tracks = 5;
+    d.layout.head_width_tracks = 3;
+    assert!((Geometry::from_config(&d).unwrap().space_gain() - 15.0 / 7.0).abs() < 1e-12);
+}
+
+#[test]
+fn smr_layout_errors_are_clear() {
+    let mut d = drive("smr", 15, 10);
+    d.layout.random_access_tracks = 3;
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("multiple of head_width_tracks"));
+    d.layout.random_access_tracks = 2;
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("random-access tracks plus"));
+    d.layout.random_access_tracks = 0;
+    d.layout.mapping = "1243x".into();
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr mapping '1243x'"));
+    let mut d = drive("cmr", 15, 10);
+    d.layout.mapping = "1234".into();
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
+}

@@ -10,6 +10,7 @@ pub mod background;
 pub mod cmr;
 pub mod imr;
 pub mod params;
+pub mod swd;
 
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
@@ -120,13 +121,27 @@ pub trait Layer: Send {
 }
 
 /// Which recording layouts a layer runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum LayoutNeed {
     /// Runs the drive as conventional: the drive's tracks with the CMR layout
     /// (the baseline each paper compares against).
     AsConventional,
     /// Needs this layout kind (`smr`, `imr`, `zoned`).
     Kind(&'static str),
+    /// Needs this layout kind, and sets layout keys of the drive from its
+    /// parameters (a static mapping that *is* the drive's home map, such as
+    /// the shingled band mappings of paper 002).
+    Shaped(&'static str, fn(&Params, &mut DriveConfig) -> SimResult<()>),
+}
+
+impl LayoutNeed {
+    /// The layout kind needed, if any.
+    pub fn kind(&self) -> Option<&'static str> {
+        match *self {
+            LayoutNeed::AsConventional => None,
+            LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => Some(k),
+        }
+    }
 }
 
 /// A registered layer: its name, documentation, parameters and constructor.
@@ -146,7 +161,8 @@ pub struct LayerEntry {
 }
 
 /// Every layer stlsim knows, in listing order. The only place layers are registered.
-pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY];
+pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
+    &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
@@ -157,8 +173,9 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
 }
 
 impl LayerEntry {
-    /// The drive description this layer runs on, given the user's drive.
-    pub fn drive_for(&self, drive: &DriveConfig) -> SimResult<DriveConfig> {
+    /// The drive description this layer runs on, given the user's drive and
+    /// the layer's resolved parameters.
+    pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
             LayoutNeed::AsConventional => {
                 // Same tracks, mechanics and cache; no overlap, guards or zones.
@@ -166,14 +183,18 @@ impl LayerEntry {
                 d.layout.kind = "cmr".into();
                 Ok(d)
             }
-            LayoutNeed::Kind(k) => {
+            LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => {
                 if drive.layout.kind != k {
                     return Err(SimError::Config(format!(
                         "layer '{}' needs a drive with the '{k}' layout, but drive '{}' is '{}'",
                         self.name, drive.name, drive.layout.kind
                     )));
                 }
-                Ok(drive.clone())
+                let mut d = drive.clone();
+                if let LayoutNeed::Shaped(_, shape) = self.layout {
+                    shape(params, &mut d)?;
+                }
+                Ok(d)
             }
         }
     }

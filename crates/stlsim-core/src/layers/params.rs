@@ -20,6 +20,8 @@ pub enum ParamKind {
     Bool,
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
+    /// Free text the layer parses and checks itself (a mapping in a paper's notation).
+    Text,
 }
 
 /// A declared parameter.
@@ -78,6 +80,11 @@ fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
             })
             .map(Value::from)
             .ok_or_else(|| "true or false".to_string()),
+        ParamKind::Text => match v {
+            Value::String(s) => Ok(Value::from(s.trim())),
+            Value::Number(n) => Ok(Value::from(n.to_string())),
+            _ => Err("text".to_string()),
+        },
         ParamKind::Choice(opts) => as_text(v)
             .filter(|s| opts.contains(&s.as_str()))
             .map(Value::from)
@@ -126,6 +133,10 @@ impl Params {
     /// A boolean parameter.
     pub fn bool(&self, name: &str) -> bool {
         self.get(name).as_bool().unwrap_or_default()
+    }
+    /// A text parameter.
+    pub fn text(&self, name: &str) -> &str {
+        self.get(name).as_str().unwrap_or_default()
     }
     /// A choice parameter.
     pub fn choice(&self, name: &str) -> &str {

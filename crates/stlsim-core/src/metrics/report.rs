@@ -124,6 +124,10 @@ pub struct Report {
     pub prefill: PrefillSummary,
     /// Media sectors written / sectors the layer was asked to store.
     pub waf: f64,
+    /// Write amplification ratio (paper 002): requests per host write, 1 +
+    /// (read and write operations with cause `rmw`) / host writes completed;
+    /// 1 means no write was amplified.
+    pub war: f64,
     /// WAF broken down by cause group (host, rmw, backup, moves, metadata); the groups sum to `waf`.
     pub waf_by_group: BTreeMap<&'static str, f64>,
     /// WAF without the sectors written by background work (moves, cleaning), whatever their cause.
@@ -336,6 +340,11 @@ pub fn build(i: Inputs) -> Report {
             fold_to_prefill: i.cfg.replay.fold_to_prefill,
         },
         waf: ratio(wt.sectors as f64, stored),
+        war: {
+            let k = Cause::ALL.iter().position(|&c| c == Cause::Rmw).expect("rmw is a cause");
+            let ops = (dev.read_counts()[k].ops + dev.write_counts()[k].ops) as f64;
+            if i.host.writes == 0 { 1.0 } else { 1.0 + ops / i.host.writes as f64 }
+        },
         waf_by_group,
         waf_excluding_moves: ratio(wt.sectors.saturating_sub(dev.stage_write_sectors()) as f64, stored),
         waf_steady: i.waf.waf_from(0.5),
