@@ -313,7 +313,10 @@ def test_trace_beyond_capacity_needs_fold(data: Path) -> None:
 
 def _drive_for(layout: str) -> dict:
     """imr-paper, with its layout kind replaced when a layer needs another."""
-    if layout in ("smr", "imr", "zoned"):
+    if layout == "smr":
+        # Shingled layers keep rescue copies in a random-access zone.
+        return {"preset": "imr-paper", "layout": {"kind": layout, "random_access_tracks": 16}}
+    if layout in ("imr", "zoned"):
         return {"preset": "imr-paper", "layout": {"kind": layout}}
     return {"preset": "imr-paper"}
 

@@ -3,8 +3,9 @@
 //! (metrics on, verification off), with and without the write cache, and
 //! with verification on for comparison; every registered IMR layer the same
 //! way (their defaults; then counting destaged extents, the pre-arrival
-//! counting, and on a full drive, the paper's assumption); and parsing the
-//! vscsi trace format.
+//! counting, and on a full drive, the paper's assumption); the four
+//! shingled mappings of paper 002 on its drive at 75 % usage; and parsing
+//! the vscsi trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stlsim_core::engine::{LayerConfig, RunConfig};
@@ -120,6 +121,64 @@ fn bench_imr(c: &mut Criterion, recs: &[TraceRecord], group: &str, destage: bool
     g.finish();
 }
 
+/// Paper 002's drive (`swd-paper`): HP C3323A-like mechanics, 3,000 tracks of
+/// 1,000 blocks, bands of 4, W = 2, a 10-track random-access zone.
+fn swd_paper() -> DriveConfig {
+    let mut d = DriveConfig {
+        name: "swd-paper".into(),
+        sector_bytes: 512,
+        rpm: 5400.0,
+        track_bytes: 512_000,
+        tracks: Some(3010),
+        capacity_gib: None,
+        interface_mb_s: 3.5189,
+        rotation: "angular".into(),
+        ..Default::default()
+    };
+    d.seek.min_ms = 1.18;
+    d.seek.max_ms = 18.1;
+    d.layout.kind = "smr".into();
+    d.layout.band_tracks = 4;
+    d.layout.head_width_tracks = 2;
+    d.layout.random_access_tracks = 10;
+    d
+}
+
+/// The four mappings on the CloudPhysics sample folded into 75 % of the
+/// swd-paper drive, scaled mode (x1), verification off.
+fn bench_swd(c: &mut Criterion) {
+    let recs = sample();
+    let mut g = c.benchmark_group("engine-swd-75pct");
+    g.throughput(Throughput::Elements(recs.len() as u64));
+    g.sample_size(10);
+    for layer in ["swd-1234", "swd-r4123", "swd-124r3", "swd-14r23"] {
+        g.bench_function(layer, |b| {
+            b.iter_batched(
+                || {
+                    let cfg = RunConfig {
+                        drive: swd_paper(),
+                        layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+                        replay: stlsim_core::engine::ReplayConfig {
+                            mode: stlsim_core::engine::Mode::Scaled,
+                            prefill: Some(stlsim_core::medium::prefill::PrefillSpec::Fraction(0.75)),
+                            fold_to_prefill: true,
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    };
+                    Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
+                },
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn bench_vscsi(c: &mut Criterion) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
     let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
@@ -139,5 +198,5 @@ fn bench_vscsi(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_vscsi);
+criterion_group!(benches, bench, bench_swd, bench_vscsi);
 criterion_main!(benches);

@@ -534,6 +534,24 @@ pub(super) fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
     d
 }
 
+/// [`tiny_imr`] for IMR and conventional layers; for shingled layers a tiny
+/// SMR drive of the same track size (bands of 4, W = 2, 20 bands, an
+/// 8-track random-access zone).
+pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveConfig {
+    let mut d = tiny_imr(cache_sectors, ratio);
+    if e.layout.kind() == Some("smr") {
+        d.layout = crate::geometry::LayoutConfig {
+            kind: "smr".into(),
+            band_tracks: 4,
+            head_width_tracks: 2,
+            random_access_tracks: 8,
+            ..Default::default()
+        };
+        d.tracks = Some(8 + 20 * 5);
+    }
+    d
+}
+
 /// Parameters that make each layer move data often.
 pub(super) const BUSY: [(&str, &str); 6] = [
     ("interval_writes", "16"),
@@ -549,7 +567,7 @@ pub(super) const BUSY: [(&str, &str); 6] = [
 #[test]
 fn busy_parameters_make_every_moving_layer_move_data() {
     for e in REGISTRY {
-        let mut c = cfg(tiny_imr(64, 1.0), e.name);
+        let mut c = cfg(tiny_for(e, 64, 1.0), e.name);
         set_declared(&mut c, e, &BUSY);
         c.verify = true;
         let recs: Vec<_> = (0..200u64)
@@ -579,7 +597,7 @@ mod layer_props {
             crash in proptest::option::of(0u64..1_500),
         ) {
             let e = REGISTRY[layer];
-            let mut c = cfg(tiny_imr(cache_sectors, ratio), e.name);
+            let mut c = cfg(tiny_for(e, cache_sectors, ratio), e.name);
             set_declared(&mut c, e, &BUSY);
             c.verify = true;
             c.crash_at_ops = crash.into_iter().collect();

@@ -50,6 +50,10 @@ pub struct DriveSummary {
     pub rotation_model: String,
     /// Write cache size in bytes (0: off).
     pub write_cache_bytes: u64,
+    /// Areal-density gain over conventional recording (SMR: W*N/(N+W-1), paper 002 eq. 1).
+    pub space_gain: f64,
+    /// SMR: the band mapping in paper 002's notation (null for other layouts).
+    pub mapping: Option<String>,
 }
 
 /// Device-side figures.
@@ -321,6 +325,8 @@ pub fn build(i: Inputs) -> Report {
             rotation_ms: dev.mechanics().rotation_time().as_ms(),
             rotation_model: format!("{:?}", dev.mechanics().rotation()).to_lowercase(),
             write_cache_bytes: i.cache_sectors * g.sector_bytes() as u64,
+            space_gain: g.space_gain(),
+            mapping: g.band_map().map(|b| b.notation()),
         },
         host: i.host.clone(),
         latency,
