@@ -9,6 +9,8 @@ Quick start::
     cmp = stlsim.compare([{"layer": "cmr"}, {"layer": "cmr", "drive": "cmr"}], limit=5000)
     print(cmp.table())
     work = stlsim.analyze(limit=20000)         # which tracks the trace writes, and when
+    syn = stlsim.synth_trace("sequential", usage=0.75, seed=1)   # generated, never stored
+    stlsim.run(trace=syn, prefill=0, limit=1000)
     print(work.hottest(100).tail(1), work.neighbours())
 
 The simulation core is native (Rust); this package is its front: the API,
@@ -29,6 +31,7 @@ from .errors import (
     TraceIOError,
 )
 from .result import Comparison, Result
+from .synth import SynthTrace, synth_trace
 
 __all__ = [
     "Analysis",
@@ -38,6 +41,7 @@ __all__ = [
     "MediumError",
     "Result",
     "SimulationError",
+    "SynthTrace",
     "StlsimError",
     "TraceFormatError",
     "TraceIOError",
@@ -51,4 +55,5 @@ __all__ = [
     "load_drive",
     "load_run_config",
     "run",
+    "synth_trace",
 ]

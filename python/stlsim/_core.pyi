@@ -40,3 +40,11 @@ def track_writes_json(trace_json: str, drive_json: str, fold: bool = False) -> s
     """Every write of a trace (a TraceSpec as JSON) mapped onto the home tracks of a
     drive (JSON), as JSON columns request, time_s, logical_track, physical_track,
     sectors, plus the scalars requests and tracks (raises stlsim.errors exceptions)."""
+
+def synth_check(spec_json: str) -> str:
+    """Validate a synthetic trace spec (JSON, a SynthSpec); returns JSON
+    {spec (defaults filled in), requests, bytes, duration_s} (raises ConfigError)."""
+
+def write_synth_msr(spec_json: str, path: str, hostname: str = "synth", disk: int = 0) -> int:
+    """Stream a synthetic trace (a SynthSpec as JSON) into ``path`` as MSR Cambridge CSV
+    (``.gz`` / ``.zst`` compressed by name); returns the requests written."""

@@ -32,6 +32,7 @@ from .config import (
 )
 from .errors import ConfigError
 from .result import LATENCY_CLASSES, Comparison, Result
+from .synth import SynthTrace, as_synth
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -79,22 +80,36 @@ def resolve_settings(config: ConfigSource | None, given: Mapping[str, Any]) -> d
     return s
 
 
+def _trace_source(trace: Any, drive: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The trace's path (a synthetic trace's name) and, for a synthetic
+    trace, the generator's spec with ``usage`` resolved against ``drive``."""
+    if trace is None:
+        trace = default_trace()
+    synth = as_synth(trace)
+    if synth is not None:
+        return synth.name, synth.spec(drive)
+    return os.path.expanduser(os.fspath(trace)), None
+
+
 def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-ready run configuration the core takes, from run settings."""
-    trace = s["trace"] if s["trace"] is not None else default_trace()
+    drive = load_drive(s["drive"])
+    path, synth = _trace_source(s["trace"], drive)
     spec: dict[str, Any] = {
-        "path": os.path.expanduser(os.fspath(trace)),
+        "path": path,
         "format": s["format"],
         "disk": s["disk"],
         "start": s["start"],
         "limit": s["limit"],
         "repeat": s["repeat"],
     }
+    if synth is not None:
+        spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
     return {
         "trace": spec,
-        "drive": load_drive(s["drive"]),
+        "drive": drive,
         "layer": {"name": s["layer"], "params": dict(s["params"] or {})},
         "replay": {
             "mode": s["mode"],
@@ -178,7 +193,7 @@ def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Resu
 
 @_records_given
 def run(
-    trace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | SynthTrace | None = None,
     drive: str | os.PathLike[str] | Mapping[str, Any] = DEFAULT_DRIVE,
     layer: str = DEFAULT_LAYER,
     params: Mapping[str, Any] | None = None,
@@ -208,8 +223,11 @@ def run(
     """Replay a trace through one translation layer on one drive.
 
     Args:
-        trace: trace file (``.gz`` / ``.zst`` are decompressed); None: the
-            bundled CloudPhysics trace (113,872 requests).
+        trace: trace file (``.gz`` / ``.zst`` are decompressed); a synthetic
+            trace, generated as it is replayed (:func:`stlsim.synth_trace`, or
+            text like ``"synth:sequential,usage=0.75,seed=1"``; ``usage`` is
+            resolved against ``drive``); None: the bundled CloudPhysics trace
+            (113,872 requests).
         drive: a preset name (:func:`stlsim.drives`), a drive TOML path, or a dict.
         layer: a registered layer (:func:`stlsim.layers`).
         params: the layer's parameters by name (values are converted to their declared kinds).
@@ -268,7 +286,7 @@ def _unique(labels: list[str]) -> list[str]:
 
 def compare(
     configs: Sequence[ConfigSource] | ConfigSource,
-    trace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | SynthTrace | None = None,
     *,
     progress: bool = False,
     out: str | os.PathLike[str] | None = None,
@@ -307,7 +325,7 @@ def compare(
 
 
 def analyze(
-    trace: str | os.PathLike[str] | None = None,
+    trace: str | os.PathLike[str] | SynthTrace | None = None,
     drive: str | os.PathLike[str] | Mapping[str, Any] = DEFAULT_DRIVE,
     *,
     format: str | None = None,
@@ -331,7 +349,8 @@ def analyze(
     (request, track) pair counts as one *track write*.
 
     Args:
-        trace: trace file (``.gz`` / ``.zst`` ok); None: the bundled CloudPhysics trace.
+        trace: trace file (``.gz`` / ``.zst`` ok), a synthetic trace (as for
+            :func:`run`); None: the bundled CloudPhysics trace.
         drive: a preset name, a drive TOML path, or a dict (as for :func:`run`).
         format, disk, start, limit, fold, csv: select and read the trace as for :func:`run`.
         hottest: tracks in the write-count CDF (:meth:`Analysis.hottest`, paper Figures 2 and 10).
@@ -357,11 +376,13 @@ def analyze(
     if csv is not None:
         given["csv"] = csv
     s = resolve_settings(None, given)
-    path = os.path.expanduser(os.fspath(s["trace"] if s["trace"] is not None else default_trace()))
+    drive_cfg = load_drive(s["drive"])
+    path, synth = _trace_source(s["trace"], drive_cfg)
     spec: dict[str, Any] = {"path": path, "format": s["format"], "disk": s["disk"], "start": s["start"], "limit": s["limit"]}
+    if synth is not None:
+        spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
-    drive_cfg = load_drive(s["drive"])
     try:
         text = _core.track_writes_json(json.dumps(spec), json.dumps(drive_cfg), bool(s["fold"]))
     except ConfigError as e:

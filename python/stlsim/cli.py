@@ -6,6 +6,7 @@
     stlsim layers       list the translation layers and their parameters
     stlsim drives       list the drive presets with derived figures
     stlsim init-config  write a fully commented run configuration
+    stlsim synth        write a synthetic trace (sequential or uniform) as MSR CSV
 
 Every error a user can cause is printed as one line ``stlsim: error: ...`` on
 stderr with exit status 2; Ctrl-C exits with 130.
@@ -90,7 +91,12 @@ def _track_list(text: str) -> list[int]:
 
 def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None:
     t = p.add_argument_group("trace")
-    t.add_argument("--trace", metavar="FILE", help="trace file (.gz/.zst ok; default: the bundled CloudPhysics trace)")
+    t.add_argument(
+        "--trace",
+        metavar="FILE|synth:...",
+        help="trace file (.gz/.zst ok), or a synthetic trace generated on the fly, e.g. "
+        "synth:sequential,usage=0.75,seed=1 (see 'stlsim synth'); default: the bundled CloudPhysics trace",
+    )
     t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv or auto (default: guess)")
     t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
@@ -257,7 +263,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", metavar="FILE", help="where to write it (default: stdout)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.set_defaults(func=_cmd_init_config)
+
+    _add_synth(sub)
     return parser
+
+
+def _add_synth(sub: Any) -> None:
+    from .synth import SYNTH_FIELDS
+
+    p = sub.add_parser(
+        "synth",
+        help="write a synthetic trace (sequential or uniform) as MSR CSV",
+        description="Generate a synthetic trace from a seed and write it, streaming, as MSR Cambridge CSV "
+        "(any tool, and 'stlsim run --trace FILE', can replay it). Kinds: sequential (He & Du's SYN: "
+        "contiguous writes until total_bytes are written) and uniform (count requests at uniformly random "
+        "aligned offsets within span_bytes). Inter-arrival times are normal(iat_mean_ms, iat_sd_ms), "
+        "clamped at 0. 'run', 'compare' and 'analyze' also take the same trace without a file: "
+        "--trace synth:KIND,KEY=VALUE,...",
+        epilog="Sizes take units: 4096, 500KB, 1.5GiB. See docs/traces.md.",
+    )
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    about = {
+        "sequential": "writes of request_bytes one after another from start_bytes until total_bytes are written",
+        "uniform": "count requests at uniformly random offsets (aligned to align_bytes) within span_bytes",
+    }
+    for kind, text in about.items():
+        k = kinds.add_parser(
+            kind,
+            help=text,
+            description=f"A {kind} synthetic trace: {text}. Give "
+            + ("--total-bytes or --usage." if kind == "sequential" else "--count, and --span-bytes or --usage."),
+            epilog="Sizes take units: 4096, 500KB, 1.5GiB. See docs/traces.md.",
+        )
+        g = k.add_argument_group("trace")
+        for name, (vkind, applies, doc) in SYNTH_FIELDS.items():
+            if kind in applies:
+                metavar = {"bytes": "SIZE", "int": "N", "float": "X"}[vkind]
+                g.add_argument("--" + name.replace("_", "-"), dest=name, metavar=metavar, help=doc)
+        sized = "total_bytes" if kind == "sequential" else "span_bytes"
+        g.add_argument(
+            "--usage",
+            metavar="F",
+            help=f"set {sized} to F x the host capacity of --drive (e.g. 0.75), rounded down to whole requests",
+        )
+        g.add_argument("--drive", metavar="NAME|FILE", help="drive whose capacity --usage refers to (default: imr-paper)")
+        o = k.add_argument_group("output")
+        o.add_argument("-o", "--output", required=True, metavar="FILE", help="trace file to write (.gz/.zst compressed)")
+        o.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+        o.add_argument("--json", action="store_true", help="print the generator's spec and figures as JSON")
+        k.set_defaults(func=_cmd_synth)
 
 
 # --------------------------------------------------------------------------
@@ -822,6 +876,37 @@ def _cmd_init_config(ns: argparse.Namespace) -> int:
         raise ConfigError(f"configuration error: '{path}' exists; use --force to overwrite it")
     path.write_text(text, encoding="utf-8")
     _info(f"wrote {path}; run it with: stlsim run --config {path}")
+    return 0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.1f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.1f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} days"
+
+
+def _cmd_synth(ns: argparse.Namespace) -> int:
+    from .synth import SYNTH_FIELDS, SynthTrace
+
+    fields = {k: getattr(ns, k) for k in SYNTH_FIELDS if getattr(ns, k, None) is not None}
+    synth = SynthTrace(ns.kind, fields, ns.usage)
+    drive = ns.drive
+    summary = synth.summary(drive)
+    path = Path(ns.output).expanduser()
+    if path.exists() and not ns.force:
+        raise ConfigError(f"configuration error: '{path}' exists; use --force to overwrite it")
+    n = synth.write(path, drive)
+    if ns.json:
+        sys.stdout.write(json.dumps({"trace": str(synth), "file": str(path), **summary}, indent=2) + "\n")
+    size = summary["bytes"]
+    _info(
+        f"wrote {n:,} requests ({size / 2**30:,.2f} GiB, {_duration(summary['duration_s'])} of trace time) "
+        f"to {path}; replay it with: stlsim run --trace {path}"
+    )
     return 0
 
 

@@ -379,8 +379,13 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if not isinstance(v, str) or (key == "layer" and not v):
                 raise _bad(where, name, "a name", v)
         elif key == "trace":
-            if not isinstance(v, (str, os.PathLike)):
-                raise _bad(where, name, "a path", v)
+            from .synth import SynthTrace, as_synth
+
+            if not isinstance(v, (str, os.PathLike, SynthTrace)):
+                raise _bad(where, name, "a path or a synthetic trace (synth:KIND,...)", v)
+            synth = as_synth(v)
+            if synth is not None:
+                out[key] = synth
         elif key == "drive":
             if not isinstance(v, (str, os.PathLike, Mapping)):
                 raise _bad(where, name, "a preset name, a path or a table", v)
@@ -427,7 +432,7 @@ def _settings_from_tree(tree: Mapping[str, Any], where: str, base_dir: Path | No
     if base_dir is not None:
         # Relative paths in a file resolve against the file's folder.
         t = out.get("trace")
-        if t is not None and not Path(t).is_absolute():
+        if isinstance(t, (str, os.PathLike)) and not Path(t).is_absolute():
             out["trace"] = str(base_dir / t)
         d = out.get("drive")
         if isinstance(d, Mapping):
@@ -567,7 +572,7 @@ def init_config_text() -> str:
         _line("crash_at_ops", [], "inject a power loss before these physical operation numbers"),
         "",
         "[trace]",
-        _line("path", "", "trace file (.gz/.zst decompressed); empty: the bundled CloudPhysics trace"),
+        _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
         _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv"),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),

@@ -146,7 +146,7 @@ fn layers_json() -> String {
             paper: e.paper,
             layout: match e.layout {
                 LayoutNeed::AsConventional => "any (runs the drive as conventional)".to_string(),
-                LayoutNeed::Kind(k) => k.to_string(),
+                LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.to_string(),
             },
             params: e.params,
         })
@@ -163,6 +163,10 @@ struct DriveCheck {
     rotation_ms: f64,
     full_stroke_seek_ms: f64,
     single_track_seek_ms: f64,
+    /// Areal-density gain over conventional recording (SMR: W*N/(N+W-1)).
+    space_gain: f64,
+    /// SMR: the band mapping in paper 002's notation (null for other layouts).
+    mapping: Option<String>,
 }
 
 /// Validate a drive description (JSON); returns derived figures as JSON.
@@ -182,6 +186,8 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
         rotation_ms: m.rotation_time().as_ms(),
         full_stroke_seek_ms: m.seek_time(g.tracks().saturating_sub(1)).as_ms(),
         single_track_seek_ms: m.seek_time(1).as_ms(),
+        space_gain: g.space_gain(),
+        mapping: g.band_map().map(|b| b.notation()),
     };
     Ok(serde_json::to_string(&c).expect("drive check serialises"))
 }
@@ -198,6 +204,51 @@ fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: b
     Ok(serde_json::to_string(&cols).expect("columns serialise"))
 }
 
+#[derive(Serialize)]
+struct SynthCheck {
+    spec: stlsim_core::trace::SynthSpec,
+    requests: u64,
+    bytes: u128,
+    /// Expected time from the first to the last request, s (mean gaps).
+    duration_s: f64,
+}
+
+fn synth_spec(py: Python<'_>, spec_json: &str) -> PyResult<stlsim_core::trace::SynthSpec> {
+    let s: stlsim_core::trace::SynthSpec =
+        serde_json::from_str(spec_json).map_err(|e| json_err(py, "invalid synthetic trace", e))?;
+    s.validate().map_err(|e| raise(py, e))?;
+    Ok(s)
+}
+
+/// Validate a synthetic trace spec (JSON); returns it with its defaults
+/// filled in, its request count, bytes and expected duration, as JSON.
+#[pyfunction]
+fn synth_check(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+    let spec = synth_spec(py, spec_json)?;
+    let requests = spec.requests();
+    let c = SynthCheck {
+        requests,
+        bytes: spec.bytes(),
+        duration_s: requests.saturating_sub(1) as f64 * spec.iat_mean_ms / 1e3,
+        spec,
+    };
+    Ok(serde_json::to_string(&c).expect("synth check serialises"))
+}
+
+/// Generate a synthetic trace (spec as JSON) into `path` as MSR Cambridge
+/// CSV (`.gz` / `.zst` compressed by name), streaming; returns the number
+/// of requests written.
+#[pyfunction]
+#[pyo3(signature = (spec_json, path, hostname = "synth", disk = 0))]
+fn write_synth_msr(py: Python<'_>, spec_json: &str, path: &str, hostname: &str, disk: u64) -> PyResult<u64> {
+    let spec = synth_spec(py, spec_json)?;
+    py.allow_threads(|| {
+        let mut r = stlsim_core::trace::SynthReader::new(&spec)?;
+        stlsim_core::trace::msr::write_msr_file(&mut r, path, hostname, disk)
+    })
+    .map_err(|e| raise(py, e))
+}
+
 /// The native core of stlsim (private; use the `stlsim` package).
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -205,6 +256,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(synth_check, m)?)?;
+    m.add_function(wrap_pyfunction!(write_synth_msr, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -13,10 +13,12 @@ pub mod generic_csv;
 pub mod msr;
 pub mod open;
 pub mod spc;
+pub mod synth;
 pub mod vscsi;
 pub mod cloudphysics_csv;
 
 pub use open::open_trace;
+pub use synth::{SynthKind, SynthReader, SynthSpec};
 
 /// Direction of a host request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -151,7 +153,7 @@ impl Default for GenericCsv {
     }
 }
 
-/// What to read from a trace file.
+/// What to read from a trace file (or which synthetic trace to generate).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TraceSpec {
@@ -171,6 +173,10 @@ pub struct TraceSpec {
     /// in time to start one mean inter-arrival gap after the previous one
     /// ends; LBAs unchanged). 1: once.
     pub repeat: u64,
+    /// Generate a synthetic trace instead of reading a file (`path` is then
+    /// only its name in reports and messages; `start`, `limit` and `repeat`
+    /// apply as to a file, `disk` and `format` must be unset).
+    pub synth: Option<SynthSpec>,
 }
 
 impl Default for TraceSpec {
@@ -183,6 +189,7 @@ impl Default for TraceSpec {
             limit: None,
             csv: GenericCsv::default(),
             repeat: 1,
+            synth: None,
         }
     }
 }

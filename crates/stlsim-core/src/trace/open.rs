@@ -9,7 +9,7 @@
 use crate::error::{SimError, SimResult};
 use crate::trace::{
     cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
-    vscsi::VscsiReader, Format, GenericCsv, TraceReader, TraceRecord, TraceSpec,
+    synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, GenericCsv, TraceReader, TraceRecord, TraceSpec,
 };
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -36,6 +36,9 @@ pub fn open_trace(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
 
 /// Open one pass over the trace (no repetition).
 fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
+    if let Some(synth) = &spec.synth {
+        return open_synth(spec, synth);
+    }
     let path = &spec.path;
     let file = File::open(path).map_err(|e| SimError::Io(format!("cannot open trace '{path}': {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -56,6 +59,23 @@ fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
         Box::new(counted)
     };
     build(decoded, spec, Some((consumed, size)), true)
+}
+
+/// The generator of a synthetic trace, with `start` and `limit` applied.
+fn open_synth(spec: &TraceSpec, synth: &SynthSpec) -> SimResult<Box<dyn TraceReader>> {
+    let unset = |what: &str| {
+        Err(SimError::Config(format!(
+            "trace option '{what}' does not apply to a synthetic trace ('{}')",
+            spec.path
+        )))
+    };
+    if spec.disk.is_some() {
+        return unset("disk");
+    }
+    if spec.format.is_some() {
+        return unset("format");
+    }
+    Ok(Box::new(SynthReader::with_selection(synth, spec.start, spec.limit)?))
 }
 
 /// Read a trace from an already opened, already decompressed stream (for
