@@ -284,12 +284,33 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
+def _usage_levels(usages: Sequence[float]) -> list[float]:
+    """Usage levels as fractions: each in (0, 1], or a percentage in (1, 100]."""
+    out = []
+    for u in usages:
+        try:
+            f = float(u)
+        except (TypeError, ValueError):
+            raise ConfigError(f"configuration error: usage level {u!r} is not a number") from None
+        if 1.0 < f <= 100.0:
+            f /= 100.0
+        if not (0.0 < f <= 1.0):
+            raise ConfigError(
+                f"configuration error: usage level {u!r} must be a fraction in (0, 1] or a percentage in (0, 100]"
+            )
+        out.append(f)
+    if not out:
+        raise ConfigError("configuration error: usages needs at least one usage level")
+    return out
+
+
 def compare(
     configs: Sequence[ConfigSource] | ConfigSource,
     trace: str | os.PathLike[str] | SynthTrace | None = None,
     *,
     progress: bool = False,
     out: str | os.PathLike[str] | None = None,
+    usages: Sequence[float] | None = None,
     **common: Any,
 ) -> Comparison:
     """Run several configurations in turn and put them side by side.
@@ -300,6 +321,13 @@ def compare(
     (any :func:`run` setting, e.g. ``limit=5000``, ``drive="cmr"``) apply to
     every configuration and override it. Labels default to the config's label,
     its file name, or its layer, made unique with ``-2``, ``-3`` ...
+
+    ``usages`` (fractions such as ``[0.25, 0.5, 0.75, 1.0]``, or percentages)
+    runs every configuration at every usage level, as He & Du's Figure 3 does
+    (paper 002 section 5.3): the drive starts that full (``prefill``) and the
+    trace's LBAs fold into the filled range (``fold_to_prefill``, unless
+    given as False). Runs are labelled ``LABEL@25%``; see
+    :meth:`Comparison.by_usage`.
 
     Every configuration is validated before the first run starts.
     """
@@ -314,10 +342,28 @@ def compare(
     given = dict(common)
     if trace is not None:
         given["trace"] = trace
-    settings = [resolve_settings(c, given) for c in configs]
-    labels = _unique([s["label"] or s["layer"] for s in settings])
-    cfgs = [core_config(s) for s in settings]
-    results = [simulate(cfg, label, progress) for cfg, label in zip(cfgs, labels)]
+    levels: list[float | None] = [None]
+    if usages is not None:
+        if "prefill" in given:
+            raise ConfigError("configuration error: give either usages or prefill, not both")
+        levels = list(_usage_levels(usages))
+        given.setdefault("fold_to_prefill", True)
+    runs: list[tuple[dict[str, Any], str, float | None]] = []
+    bases = [resolve_settings(c, given) for c in configs]
+    base_labels = _unique([s["label"] or s["layer"] for s in bases])
+    for level in levels:
+        for c, base in zip(configs, base_labels):
+            if level is None:
+                runs.append((resolve_settings(c, given), base, None))
+            else:
+                runs.append((resolve_settings(c, {**given, "prefill": level}), base, level))
+    labels = [base if level is None else f"{base}@{100 * level:g}%" for _, base, level in runs]
+    cfgs = [core_config(s) for s, _, _ in runs]
+    results = []
+    for cfg, label, (_, base, level) in zip(cfgs, labels, runs):
+        r = simulate(cfg, label, progress)
+        r.group, r.usage = base, level
+        results.append(r)
     comparison = Comparison(results)
     if out is not None:
         comparison.save(Path(out))

@@ -69,6 +69,15 @@ def _positive(text: str) -> int:
     return v
 
 
+def _usage_list(text: str) -> list[float]:
+    from .api import _usage_levels
+
+    try:
+        return _usage_levels([t for t in text.replace(" ", "").split(",") if t])
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("configuration error: ")) from None
+
+
 def _prefill(text: str) -> float | str:
     from .config import parse_prefill
 
@@ -203,10 +212,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="run several configurations; save a table and plots",
         description="Run several configurations over the same trace and save summary.csv, per-run files "
         "and plots (latency_cdf.png, headline.png, disparity.png). Give configurations as --config files "
-        "and/or --layer names; the other options apply to every configuration and override it.",
+        "and/or --layer names; the other options apply to every configuration and override it. "
+        "--usage runs every configuration at several usage levels (paper 002 Figure 3).",
     )
     p.add_argument("--config", action="append", metavar="FILE", help="a run configuration TOML (repeatable)")
-    p.add_argument("--layer", action="append", metavar="NAME", help="a layer to run with its defaults (repeatable)")
+    p.add_argument(
+        "--layer",
+        action="append",
+        metavar="NAME",
+        help="a layer to run with its defaults (repeatable; NAME,NAME,... gives several)",
+    )
+    p.add_argument(
+        "--usage",
+        type=_usage_list,
+        metavar="U,U,...",
+        help="run every configuration at each usage level (fractions or percentages, e.g. 25,50,75,100): "
+        "the drive starts that full and LBAs fold into the filled range (--prefill U --fold-to-prefill); "
+        "prints response time and WAR per level and saves by_usage.png",
+    )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
@@ -627,26 +650,68 @@ def _print_table(comparison: Any) -> None:
     _console().print(t)
 
 
+def _print_usage_table(comparison: Any) -> None:
+    """Paper 002's Figure 3 as a table: mean response time and WAR per configuration and usage."""
+    from rich import box
+    from rich.table import Table
+
+    df = comparison.by_usage()
+    levels = sorted(df["usage"].unique())
+    t = Table(
+        title="Average response time (ms) and average WAR by usage level (paper 002 Figure 3)",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    t.add_column("configuration", no_wrap=True)
+    for u in levels:
+        t.add_column(f"{100 * u:g}% ms", justify="right", no_wrap=True)
+        t.add_column(f"{100 * u:g}% WAR", justify="right", no_wrap=True)
+    for cfg in dict.fromkeys(df["config"]):
+        sub = df[df["config"] == cfg].set_index("usage")
+        cells = [cfg]
+        for u in levels:
+            cells += [_num(sub["mean_ms"].get(u), 1), _num(sub["war"].get(u), 2)]
+        t.add_row(*cells)
+    _console().print(t)
+
+
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from .api import compare
 
     configs: list[Any] = list(ns.config or [])
-    configs += [{"layer": {"name": name}} for name in ns.layer or []]
+    names = [n.strip() for arg in ns.layer or [] for n in arg.split(",") if n.strip()]
+    configs += [{"layer": {"name": name}} for name in names]
     if not configs:
         raise ConfigError("configuration error: compare needs configurations: --config FILE ... and/or --layer NAME ...")
+    if ns.usage is not None and ns.prefill is not None:
+        raise ConfigError("configuration error: give either --usage or --prefill, not both")
     out = Path(ns.out) if ns.out else _default_compare_dir()
-    comparison = compare(configs, progress=_show_progress(), **_given(ns))
+    comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
     _save(comparison, out)
     if ns.json:
         rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    elif ns.usage is not None:
+        _print_usage_table(comparison)
     else:
         _print_table(comparison)
+    folded = 0
     for r in comparison.results:
+        if ns.usage is not None:
+            # The sweep asked for folding: one line for all runs instead of one per run.
+            kept = [w for w in r.report.get("warnings") or [] if not w.endswith("(fold_to_prefill)")]
+            folded += len(r.report.get("warnings") or []) - len(kept)
+            r.report["warnings"] = kept
         _warn_empty(r, name=True)
+    if folded:
+        _info(f"note: {folded} of {len(comparison.results)} runs folded trace LBAs into their usage level's filled range")
     plots = "latency_cdf.png, headline.png, disparity.png, waf_series.png"
     if comparison.cmr() is not None:
         plots += ", disparity_vs_cmr.png"
+    if ns.usage is not None:
+        plots += ", by_usage.png, by_usage.csv"
     _info(f"saved summary.csv, {plots} and one folder per run in {out}")
     return 0
 
@@ -843,6 +908,7 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
         ("rot ms", "right"),
         ("seek ms", "right"),
         ("cache MiB", "right"),
+        ("SG", "right"),
     ):
         t.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
@@ -850,15 +916,17 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
         t.add_row(
             row["name"],
             str(d.get("layout", {}).get("kind", "cmr")),
-            f"{x['capacity_bytes'] / 1e9:,.0f}",
+            f"{x['capacity_bytes'] / 1e9:,.0f}" if x["capacity_bytes"] >= 10e9 else f"{x['capacity_bytes'] / 1e9:.3g}",
             _num(x["tracks"]),
             _num(x["sector_bytes"]),
             _counter(float(d.get("rpm", 0))),
             f"{x['rotation_ms']:.2f}",
             f"{x['single_track_seek_ms']:.1f}-{x['full_stroke_seek_ms']:.1f}",
             _counter(float(d.get("write_cache_mib", 0))),
+            f"{x['space_gain']:.3g}",
         )
     con.print(t)
+    con.print("SG: space gain over conventional recording with the same head (SMR: W*N/(N+W-1), paper 002 eq. 1)")
     for row in rows:
         con.print(f"[bold]{row['name']}[/bold]: {row['description']}")
     return 0

@@ -522,6 +522,8 @@ _LAYOUT_DOCS = {
     "band_tracks": "smr: data tracks per band",
     "head_width_tracks": "smr: write-head width in tracks",
     "direction": "smr: shingling direction, up or down",
+    "mapping": "smr: band LBA-to-track mapping, paper 002 notation: 1234, R(4123), 124R(3), 14R(23) ('' = 12..N)",
+    "random_access_tracks": "smr: tracks of a random-access zone before the bands (multiple of W; outside the LBA space)",
     "top_ratio": "imr: top-track capacity / bottom-track capacity",
     "group_tracks": "imr: bottom tracks per LBA group",
     "order": "imr: LBA order: zigzag, serpentine or ascending",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .result import Comparison, Result
 
 __all__ = [
+    "by_usage",
     "disparity",
     "disparity_vs_cmr",
     "headline",
@@ -128,6 +129,32 @@ def disparity_vs_cmr(comparison: Comparison, path: str | os.PathLike[str]) -> Pa
     ax.set_ylabel("issue-time disparity minus CMR's (s)")
     ax.grid(True, alpha=0.3)
     ax.set_title("Issue-time disparity relative to CMR")
+    return _save(fig, path)
+
+
+def by_usage(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
+    """Paper 002's Figure 3: average response time (top, log scale) and average
+    WAR (bottom) of every configuration at every usage level, grouped bars."""
+    df = comparison.by_usage()
+    fig = _figure(8.0, 6.5)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    levels = sorted(df["usage"].unique())
+    configs = list(dict.fromkeys(df["config"]))
+    width = 0.8 / max(len(configs), 1)
+    for i, cfg in enumerate(configs):
+        sub = df[df["config"] == cfg].set_index("usage")
+        xs = [k + (i - (len(configs) - 1) / 2) * width for k in range(len(levels))]
+        top.bar(xs, [sub["mean_ms"].get(u, math.nan) for u in levels], width, label=cfg)
+        bottom.bar(xs, [sub["war"].get(u, math.nan) for u in levels], width, label=cfg)
+    top.set_ylabel("average response time (ms)")
+    if len(df) and (df["mean_ms"] > 0).all():
+        top.set_yscale("log")
+    bottom.set_ylabel("average WAR (requests per write)")
+    bottom.axhline(1.0, color="grey", linewidth=0.6)
+    bottom.set_xticks(range(len(levels)), [f"{100 * u:g}%" for u in levels])
+    bottom.set_xlabel("space usage")
+    fig.legend(*top.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
+    top.set_title("Response time and write amplification by usage level (paper 002 Figure 3)")
     return _save(fig, path)
 
 

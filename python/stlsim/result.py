@@ -46,6 +46,8 @@ class Result:
         config: the run configuration handed to the core (a dict).
         wall_s: wall-clock seconds the run took (not part of the report, which
             holds only simulated quantities and is reproducible bit for bit).
+        group: the configuration's label in a usage sweep (else the label).
+        usage: the usage level of a usage sweep (a fraction), else None.
     """
 
     def __init__(
@@ -65,6 +67,8 @@ class Result:
         self._series = {k: list(v) for k, v in series.items()}
         self._waf = {k: list(v) for k, v in (waf_series or {}).items()}
         self.wall_s = wall_s
+        self.group = label
+        self.usage: float | None = None
 
     def __repr__(self) -> str:
         s = self.summary
@@ -94,6 +98,7 @@ class Result:
             "reads": r["host"]["reads"],
             "writes": r["host"]["writes"],
             "waf": r["waf"],
+            "war": r.get("war", 1.0),
             "io_amplification": r["io_amplification"],
             "mean_ms": lat["all"]["mean_ms"],
             "p50_ms": lat["all"]["p50_ms"],
@@ -241,6 +246,33 @@ class Comparison:
             df["disparity_vs_cmr_s"] = df["final_disparity_s"] - base.report["final_disparity_s"]
         return df
 
+    def by_usage(self) -> pd.DataFrame:
+        """The runs of a usage sweep (:func:`stlsim.compare` with ``usages``),
+        one row per configuration and usage level, as paper 002's Figure 3:
+        columns config, layer, usage, mean_ms, write_mean_ms, read_mean_ms,
+        war, waf. Empty when no run had a usage level."""
+        import pandas as pd
+
+        cols = ["config", "layer", "usage", "mean_ms", "write_mean_ms", "read_mean_ms", "war", "waf"]
+        rows = []
+        for r in self.results:
+            if r.usage is None:
+                continue
+            s = r.summary
+            rows.append({
+                "config": r.group,
+                "layer": s["layer"],
+                "usage": r.usage,
+                "mean_ms": s["mean_ms"],
+                "write_mean_ms": s["write_mean_ms"],
+                "read_mean_ms": s["read_mean_ms"],
+                "war": s["war"],
+                "waf": s["waf"],
+            })
+        if not rows:
+            return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+        return pd.DataFrame(rows, columns=cols)
+
     def cmr(self) -> Result | None:
         """The first run of the ``cmr`` layer, the baseline others are compared with (None if absent)."""
         return next((r for r in self.results if r.report.get("layer") == "cmr"), None)
@@ -271,7 +303,8 @@ class Comparison:
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
         latency_cdf.png, headline.png, disparity.png, waf_series.png and, with
-        a ``cmr`` run, disparity_vs_cmr.png. Returns the folder."""
+        a ``cmr`` run, disparity_vs_cmr.png; a usage sweep adds by_usage.csv
+        and by_usage.png (paper 002 Figure 3). Returns the folder."""
         from . import plots
 
         d = Path(directory)
@@ -285,4 +318,7 @@ class Comparison:
         plots.waf_series(self.results, d / "waf_series.png")
         if self.cmr() is not None:
             plots.disparity_vs_cmr(self, d / "disparity_vs_cmr.png")
+        if any(r.usage is not None for r in self.results):
+            self.by_usage().to_csv(d / "by_usage.csv", index=False)
+            plots.by_usage(self, d / "by_usage.png")
         return d

@@ -111,7 +111,7 @@ macro_rules! swd_params {
     };
 }
 
-const FIXED: &str = "the static band mapping in paper 002's notation (fixed by this preset; any order works with layer 'swd')";
+const FIXED: &str = "the static band mapping in paper 002's notation (fixed by this preset; layer 'swd' takes any)";
 
 /// Set the drive's band mapping from the layer's `mapping` parameter (empty: keep the drive's).
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
@@ -182,6 +182,19 @@ impl Swd {
         let Layout::Smr { band, width, .. } = g.layout() else {
             return config_err(format!("layer '{name}' needs an smr drive layout"));
         };
+        let fixed = match name {
+            "swd-1234" => Some("1234"),
+            "swd-r4123" => Some("R(4123)"),
+            "swd-124r3" => Some("124R(3)"),
+            "swd-14r23" => Some("14R(23)"),
+            _ => None,
+        };
+        if let Some(m) = fixed.filter(|&m| m != p.text("mapping")) {
+            return config_err(format!(
+                "layer '{name}' is mapping {m}; for mapping '{}' use layer 'swd' (--param mapping=...)",
+                p.text("mapping")
+            ));
+        }
         let rescue = if p.choice("rescue") == "track" { Rescue::Track } else { Rescue::Span };
         let backup = if p.bool("rescue_copy") {
             let tracks = g.random_access_tracks();
