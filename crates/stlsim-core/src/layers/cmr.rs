@@ -44,10 +44,15 @@ pub fn read_home(dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut
     err
 }
 
-/// Write a range to its home sectors, track by track.
-pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+/// Split a write at home-track boundaries: `f(at, count, data)` for each
+/// piece in LBA order, with the piece's tokens when data is carried; stops
+/// at the first error.
+pub fn for_home_pieces(
+    geom: &crate::geometry::Geometry,
+    w: &WriteReq,
+    mut f: impl FnMut(crate::units::PhysAddr, u32, &[Token]) -> SimResult<()>,
+) -> SimResult<()> {
     let mut err = Ok(());
-    let geom = dev.geometry_arc();
     let carries = !w.data.is_empty();
     geom.for_home_extents(w.lba, w.sectors, |at, count, lba| {
         if err.is_ok() {
@@ -57,10 +62,16 @@ pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
             } else {
                 &[][..]
             };
-            err = dev.write(w.cause, at, count, data).map(|_| ());
+            err = f(at, count, data);
         }
     });
     err
+}
+
+/// Write a range to its home sectors, track by track.
+pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+    let geom = dev.geometry_arc();
+    for_home_pieces(&geom, w, |at, count, data| dev.write(w.cause, at, count, data).map(|_| ()))
 }
 
 impl Layer for Cmr {

@@ -42,7 +42,7 @@
 //!   the rescue copy (cause `backup`), which the paper's model does not
 //!   have; WAF counts every sector written.
 
-use super::cmr::read_home;
+use super::cmr::{for_home_pieces, read_home};
 use super::imr::backup::{BackupRegion, Saved};
 use super::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
 use crate::device::{Cause, Device};
@@ -307,26 +307,14 @@ impl Layer for Swd {
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        let carries = !w.data.is_empty();
         let mut amplified = false;
-        let mut err = Ok(());
-        geom.for_home_extents(w.lba, w.sectors, |at, count, lba| {
-            if err.is_ok() {
-                let data = if carries {
-                    let off = (lba.0 - w.lba.0) as usize;
-                    &w.data[off..off + count as usize]
-                } else {
-                    &[][..]
-                };
-                match self.write_piece(dev, w.cause, at, count, data) {
-                    Ok(a) => amplified |= a,
-                    Err(e) => err = Err(e),
-                }
-            }
+        let done = for_home_pieces(&geom, w, |at, count, data| {
+            amplified |= self.write_piece(dev, w.cause, at, count, data)?;
+            Ok(())
         });
         self.counts.write_requests += 1;
         self.counts.amplified_requests += amplified as u64;
-        err
+        done
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.written.set_all();
