@@ -70,8 +70,6 @@ pub struct Swd {
     rescue: Rescue,
     written: TrackBits,
     backup: Option<BackupRegion>,
-    /// Band of the live (uncleared) rescue record.
-    live_band: Option<u64>,
     /// Rescued extents of the update in progress, and their tokens.
     saved: Vec<Saved>,
     buf: Vec<Token>,
@@ -182,13 +180,12 @@ impl Swd {
         let Layout::Smr { band, width, .. } = g.layout() else {
             return config_err(format!("layer '{name}' needs an smr drive layout"));
         };
-        let fixed = match name {
-            "swd-1234" => Some("1234"),
-            "swd-r4123" => Some("R(4123)"),
-            "swd-124r3" => Some("124R(3)"),
-            "swd-14r23" => Some("14R(23)"),
-            _ => None,
-        };
+        // A preset's mapping is its declared default; only `swd` takes another.
+        let fixed = [&ENTRY_1234, &ENTRY_R4123, &ENTRY_124R3, &ENTRY_14R23]
+            .into_iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.params.iter().find(|q| q.name == "mapping"))
+            .map(|q| q.default);
         if let Some(m) = fixed.filter(|&m| m != p.text("mapping")) {
             return config_err(format!(
                 "layer '{name}' is mapping {m}; for mapping '{}' use layer 'swd' (--param mapping=...)",
@@ -222,7 +219,6 @@ impl Swd {
             rescue,
             written: TrackBits::new(g.tracks()),
             backup,
-            live_band: None,
             saved: vec![],
             buf: vec![],
             counts: Counts::default(),
@@ -235,11 +231,11 @@ impl Swd {
     }
 
     /// The downstream extents a write of `[sector, sector+count)` on `at`
-    /// would destroy, in shingling order, into `self.saved`.
-    fn cascade(&mut self, dev: &Device, at: PhysAddr, count: u32) {
+    /// would destroy, in shingling order, into `self.saved`; returns the band.
+    fn cascade(&mut self, dev: &Device, at: PhysAddr, count: u32) -> Option<u64> {
         self.saved.clear();
         let g = dev.geometry();
-        let Some((b, p)) = g.band_position(at.track) else { return };
+        let (b, p) = g.band_position(at.track)?;
         let (mut last, mut lo, mut hi) = (p as u64, at.sector, at.sector + count);
         let mut from = at.track;
         let mut q = p as u64 + 1;
@@ -255,17 +251,18 @@ impl Swd {
             }
             q += 1;
         }
+        Some(b)
     }
 
     /// Write one home-track piece of a host write, amplified as needed.
     fn write_piece(&mut self, dev: &mut Device, cause: Cause, at: PhysAddr, count: u32, data: &[Token]) -> SimResult<bool> {
-        let band = dev.geometry().band_position(at.track).map(|x| x.0);
-        self.cascade(dev, at, count);
+        let band = self.cascade(dev, at, count);
         if self.saved.is_empty() {
-            if let (Some(bk), Some(b)) = (self.backup.as_mut(), band) {
-                if self.live_band == Some(b) {
+            if let Some(bk) = self.backup.as_mut() {
+                // The live record restores extents of one band: stale once that band is written.
+                let g = dev.geometry();
+                if bk.live().first().and_then(|s| g.band_position(s.track)).map(|x| x.0) == band && band.is_some() {
                     bk.clear(dev, Cause::Backup)?;
-                    self.live_band = None;
                 }
             }
             dev.write(cause, at, count, data)?;
@@ -281,7 +278,6 @@ impl Swd {
         }
         if let Some(bk) = self.backup.as_mut() {
             bk.save(dev, &self.saved, &self.buf)?;
-            self.live_band = band;
         }
         dev.write(cause, at, count, data)?;
         self.written.set(at.track);
@@ -318,7 +314,6 @@ impl Layer for Swd {
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         self.written.set_all();
-        self.live_band = None;
         match self.backup.as_mut() {
             Some(bk) => bk.recover(dev, 0),
             None => Ok(()),
@@ -334,7 +329,6 @@ impl Layer for Swd {
         r.insert("rescue_reads".into(), c.rescue_reads as f64);
         r.insert("rescue_writes".into(), c.rescue_writes as f64);
         r.insert("rescued_sectors".into(), c.rescued_sectors as f64);
-        r.insert("amplification_ops".into(), (c.rescue_reads + c.rescue_writes) as f64);
         if let Some(bk) = &self.backup {
             r.insert("rescue_copies".into(), bk.records as f64);
             r.insert("rescue_copy_clears".into(), bk.clears as f64);

@@ -61,6 +61,11 @@ impl BackupRegion {
         BackupRegion { tracks, seq: 0, live: vec![], records: 0, clears: 0, restored: 0 }
     }
 
+    /// The home extents of the live (uncleared) record; empty when none is live.
+    pub fn live(&self) -> &[Saved] {
+        &self.live
+    }
+
     /// Whether a write to `[lo, hi)` of `t` would make the live record stale.
     pub fn endangers(&self, t: Track, lo: u32, hi: u32) -> bool {
         self.live.iter().any(|s| s.meets(t, lo, hi))
