@@ -57,6 +57,13 @@ pub struct LayoutConfig {
     /// (a multiple of the head width: one usable track, then W-1 guards).
     /// Outside the host LBA space; layers keep metadata and scratch copies there.
     pub random_access_tracks: u64,
+    /// SMR: data tracks of a shingled persistent (media) cache after the
+    /// random-access zone, followed by W-1 guards; outside the host LBA space
+    /// (drive-managed SMR, paper 003). 0: none.
+    pub cache_tracks: u64,
+    /// SMR: the persistent cache's size in MiB instead of `cache_tracks`
+    /// (rounded up to whole tracks of the size found where the cache starts).
+    pub cache_mib: Option<f64>,
     /// IMR: top-track capacity as a fraction of the bottom-track capacity.
     pub top_ratio: f64,
     /// IMR: bottom tracks per LBA group (N bottom tracks, then the N top tracks between them).
@@ -78,6 +85,8 @@ impl Default for LayoutConfig {
             direction: "up".into(),
             mapping: String::new(),
             random_access_tracks: 0,
+            cache_tracks: 0,
+            cache_mib: None,
             top_ratio: 1.0,
             group_tracks: 1,
             order: "zigzag".into(),

@@ -47,6 +47,8 @@ pub enum Layout {
         up: bool,
         /// Tracks of the random-access zone (a multiple of `width`).
         random_access: u64,
+        /// Data tracks of the shingled persistent cache after the zone (0: none).
+        cache: u64,
     },
     /// Interlaced: even tracks bottom, odd tracks top.
     Imr {
@@ -80,6 +82,9 @@ pub enum TrackKind {
     /// SMR random-access-zone track: writable without damage, outside the
     /// host LBA space (layer metadata and scratch copies).
     RandomAccess,
+    /// SMR persistent-cache track: shingled like a band (a write damages the
+    /// next W-1 cache tracks), outside the host LBA space.
+    Cache,
 }
 
 const NO_LT: u32 = u32::MAX;
@@ -124,7 +129,13 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                     c.random_access_tracks, c.head_width_tracks
                 ));
             }
-            Layout::Smr { band: c.band_tracks, width: c.head_width_tracks, up, random_access: c.random_access_tracks }
+            Layout::Smr {
+                band: c.band_tracks,
+                width: c.head_width_tracks,
+                up,
+                random_access: c.random_access_tracks,
+                cache: c.cache_tracks,
+            }
         }
         "imr" => {
             if !(c.top_ratio > 0.0 && c.top_ratio <= 1.0) {
@@ -163,11 +174,32 @@ impl Layout {
         }
     }
 
-    /// Physical tracks outside the repeating units (the SMR random-access zone).
+    /// Physical tracks outside the repeating units (the SMR random-access
+    /// zone and persistent cache).
     fn extra_tracks(&self) -> u64 {
         match *self {
-            Layout::Smr { random_access, .. } => random_access,
+            Layout::Smr { .. } => self.bands_start(),
             _ => 0,
+        }
+    }
+
+    /// SMR: the first track of the first band (after the random-access zone
+    /// and the persistent cache with its guards).
+    fn bands_start(&self) -> u64 {
+        match *self {
+            Layout::Smr { width, random_access, cache, .. } => {
+                random_access + if cache > 0 { cache + width - 1 } else { 0 }
+            }
+            _ => 0,
+        }
+    }
+
+    /// SMR: the span `[start, start + len)` of the persistent cache unit
+    /// (its data tracks and guards), if there is one.
+    fn cache_unit(&self) -> Option<(u64, u64)> {
+        match *self {
+            Layout::Smr { width, random_access, cache, .. } if cache > 0 => Some((random_access, cache + width - 1)),
+            _ => None,
         }
     }
 }
@@ -178,7 +210,7 @@ impl Geometry {
         if c.sector_bytes != 512 && c.sector_bytes != 4096 {
             return config_err(format!("sector_bytes {} must be 512 or 4096", c.sector_bytes));
         }
-        let layout = layout_from(&c.layout)?;
+        let mut layout = layout_from(&c.layout)?;
         let mut zones = c.zones.clone();
         if zones.is_empty() {
             if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {
@@ -209,6 +241,26 @@ impl Geometry {
                 "{} sectors per track is more than stlsim simulates ({MAX_SECTORS_PER_TRACK})",
                 z.sectors_per_track
             ));
+        }
+        if let Some(mib) = c.layout.cache_mib {
+            let Layout::Smr { random_access, ref mut cache, .. } = layout else {
+                return config_err(format!("'cache_mib' is an smr layout key; layout '{}' has none", c.layout.kind));
+            };
+            if c.layout.cache_tracks != 0 {
+                return config_err("give either cache_tracks or cache_mib, not both");
+            }
+            if !(mib > 0.0) {
+                return config_err(format!("cache_mib {mib} must be positive"));
+            }
+            let z = zones.iter().rev().find(|z| z.first_track <= random_access).unwrap_or(&zones[0]);
+            let per_track = z.sectors_per_track as f64 * c.sector_bytes as f64;
+            *cache = (mib * 1024.0 * 1024.0 / per_track).ceil() as u64;
+        }
+        if matches!(layout, Layout::Smr { cache, .. } if cache > MAX_TRACKS) {
+            return config_err(format!("the persistent cache needs more than {MAX_TRACKS} tracks"));
+        }
+        if c.layout.kind != "smr" && c.layout.cache_tracks != 0 {
+            return config_err(format!("'cache_tracks' is an smr layout key; layout '{}' has none", c.layout.kind));
         }
         let unit = layout.unit_tracks();
         let extra = layout.extra_tracks();
@@ -248,7 +300,7 @@ impl Geometry {
         if tracks <= extra || (tracks - extra) % unit != 0 {
             return config_err(if extra > 0 {
                 format!(
-                    "tracks = {tracks} must be the {extra} random-access tracks plus a positive multiple of the band unit of {unit} tracks"
+                    "tracks = {tracks} must be the {extra} random-access and persistent-cache tracks plus a positive multiple of the band unit of {unit} tracks"
                 )
             } else {
                 format!("tracks = {tracks} must be a positive multiple of the layout's unit of {unit} tracks")
@@ -300,8 +352,18 @@ impl Geometry {
                         0
                     }
                 }
-                Layout::Smr { band, width, up, random_access } => {
-                    let off = (t - random_access) % (band + width - 1);
+                Layout::Smr { width, up, cache, .. } if t < layout.bands_start() => {
+                    // The persistent cache: one shingled run of `cache` tracks and its guards.
+                    let off = t - layout.cache_unit().map(|c| c.0).unwrap_or(t);
+                    let guard = if up { off >= cache } else { off < width - 1 };
+                    if guard {
+                        0
+                    } else {
+                        base
+                    }
+                }
+                Layout::Smr { band, width, up, .. } => {
+                    let off = (t - layout.bands_start()) % (band + width - 1);
                     let guard = if up { off >= band } else { off < width - 1 };
                     if guard {
                         0
@@ -317,12 +379,13 @@ impl Geometry {
         let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
         match layout {
             Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend((0..tracks).map(|t| t as u32)),
-            Layout::Smr { band, width, up, random_access } => {
+            Layout::Smr { band, width, up, .. } => {
                 let u = band + width - 1;
-                let bands = (tracks - random_access) / u;
+                let first = layout.bands_start();
+                let bands = (tracks - first) / u;
                 // Position p (1-based, in shingling order) of band b.
                 let phys = |b: u64, p: u32| {
-                    let base = random_access + b * u;
+                    let base = first + b * u;
                     (if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 }) as u32
                 };
                 let map = band_map.clone().unwrap_or_else(|| BandMap::sequential(band));
@@ -400,6 +463,7 @@ impl Geometry {
             }
             Layout::Smr { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
             Layout::Smr { random_access, .. } if t.0 < random_access => TrackKind::RandomAccess,
+            Layout::Smr { .. } if t.0 < self.layout.bands_start() => TrackKind::Cache,
             _ => TrackKind::Data,
         }
     }
@@ -473,12 +537,16 @@ impl Geometry {
                 let hi = (t.0 + 1).min(n - 1);
                 (lo, hi)
             }
-            Layout::Smr { band, width, up, random_access } if width > 1 => {
+            Layout::Smr { band, width, up, random_access, .. } if width > 1 => {
+                let first = self.layout.bands_start();
                 let (u, unit_start) = if t.0 < random_access {
                     (width, t.0 - t.0 % width)
+                } else if t.0 < first {
+                    let (start, len) = self.layout.cache_unit().expect("tracks between the zone and the bands are the cache");
+                    (len, start)
                 } else {
                     let u = band + width - 1;
-                    (u, t.0 - (t.0 - random_access) % u)
+                    (u, t.0 - (t.0 - first) % u)
                 };
                 if up {
                     (t.0 + 1, (t.0 + width - 1).min(unit_start + u - 1))
@@ -512,30 +580,48 @@ impl Geometry {
     /// SMR: number of bands.
     pub fn bands(&self) -> u64 {
         match self.layout {
-            Layout::Smr { band, width, random_access, .. } => (self.tracks() - random_access) / (band + width - 1),
+            Layout::Smr { band, width, .. } => (self.tracks() - self.layout.bands_start()) / (band + width - 1),
             _ => 0,
         }
+    }
+
+    /// SMR: data tracks of the persistent cache (0: none).
+    pub fn cache_tracks(&self) -> u64 {
+        match self.layout {
+            Layout::Smr { cache, .. } => cache,
+            _ => 0,
+        }
+    }
+
+    /// SMR: the `i`-th persistent-cache track in shingling order (writing
+    /// track `i` damages tracks `i+1 .. i+W-1`; the last ones damage guards).
+    pub fn cache_track(&self, i: u64) -> Track {
+        let Layout::Smr { width, up, cache, .. } = self.layout else { panic!("cache_track on a drive without bands") };
+        assert!(i < cache, "cache track {i} of {cache}");
+        let (start, _) = self.layout.cache_unit().expect("cache > 0");
+        Track(if up { start + i } else { start + width - 1 + cache - 1 - i })
     }
 
     /// SMR: the band of a data track and its 1-based position in shingling
     /// order (position p+1 is the track a write to p overlaps first).
     pub fn band_position(&self, t: Track) -> Option<(u64, u32)> {
-        let Layout::Smr { band, width, up, random_access } = self.layout else { return None };
-        if t.0 < random_access || self.spt[t.0 as usize] == 0 {
+        let Layout::Smr { band, width, up, .. } = self.layout else { return None };
+        let first = self.layout.bands_start();
+        if t.0 < first || self.spt[t.0 as usize] == 0 {
             return None;
         }
         let u = band + width - 1;
-        let (b, off) = ((t.0 - random_access) / u, (t.0 - random_access) % u);
+        let (b, off) = ((t.0 - first) / u, (t.0 - first) % u);
         let p = if up { off + 1 } else { band - (off - (width - 1)) };
         Some((b, p as u32))
     }
 
     /// SMR: the data track at 1-based position `p` of band `b`.
     pub fn band_track(&self, b: u64, p: u32) -> Track {
-        let Layout::Smr { band, width, up, random_access } = self.layout else {
+        let Layout::Smr { band, width, up, .. } = self.layout else {
             panic!("band_track on a drive without bands")
         };
-        let base = random_access + b * (band + width - 1);
+        let base = self.layout.bands_start() + b * (band + width - 1);
         Track(if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 })
     }
 

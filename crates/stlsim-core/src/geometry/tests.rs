@@ -204,11 +204,52 @@ fn smr_layout_errors_are_clear() {
     d.layout.random_access_tracks = 3;
     assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("multiple of head_width_tracks"));
     d.layout.random_access_tracks = 2;
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("random-access tracks plus"));
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("persistent-cache tracks plus"));
     d.layout.random_access_tracks = 0;
     d.layout.mapping = "1243x".into();
     assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr mapping '1243x'"));
     let mut d = drive("cmr", 15, 10);
     d.layout.mapping = "1234".into();
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
+}
+
+#[test]
+fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
+    // 2 random-access tracks, a cache of 5 tracks + 1 guard, then 3 bands of 4 + 1.
+    let mut d = drive("smr", 2 + 6 + 3 * 5, 10);
+    d.layout.band_tracks = 4;
+    d.layout.random_access_tracks = 2;
+    d.layout.cache_tracks = 5;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(120), "the cache adds no host capacity");
+    assert_eq!(g.cache_tracks(), 5);
+    assert_eq!((0..5).map(|i| g.cache_track(i).0).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6]);
+    assert_eq!(g.kind(Track(2)), TrackKind::Cache);
+    assert_eq!(g.kind(Track(7)), TrackKind::Guard);
+    assert_eq!(g.kind(Track(0)), TrackKind::RandomAccess);
+    assert_eq!(g.home(Lba(0)).track, Track(8));
+    assert_eq!(g.home_lba(PhysAddr { track: Track(3), sector: 0 }), None);
+    // A cache track damages the next one; the last damages the guard, never a band.
+    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(4)]);
+    assert_eq!(g.damaged_by_write(Track(6)).collect::<Vec<_>>(), vec![Track(7)]);
+    assert_eq!(g.band_track(0, 1), Track(8));
+    assert_eq!(g.band_position(Track(13)), Some((1, 1)));
+    assert_eq!(g.bands(), 3);
+    // Shingling down mirrors it: the guard comes first, the order is descending.
+    d.layout.direction = "down".into();
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.kind(Track(2)), TrackKind::Guard);
+    assert_eq!(g.cache_track(0), Track(7));
+    assert_eq!(g.damaged_by_write(Track(7)).collect::<Vec<_>>(), vec![Track(6)]);
+    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(2)]);
+    // cache_mib rounds up to whole tracks (10 sectors of 4 KiB a track here).
+    let mut d = drive("smr", 2 + 6 + 3 * 5, 10);
+    d.layout.random_access_tracks = 2;
+    d.layout.cache_mib = Some(0.17); // 178,258 B: 4.35 tracks of 40,960 B -> 5
+    assert_eq!(Geometry::from_config(&d).unwrap().cache_tracks(), 5);
+    d.layout.cache_tracks = 5;
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("either cache_tracks or cache_mib"));
+    let mut d = drive("cmr", 10, 10);
+    d.layout.cache_tracks = 3;
     assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
 }
