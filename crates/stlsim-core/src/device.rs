@@ -395,6 +395,23 @@ impl Device {
         Ok(done)
     }
 
+    /// One timed write of `count` sectors from `at` whose first `meta_sectors`
+    /// sectors hold a metadata record (`words`); the sectors after them hold
+    /// data that later writes may overwrite without losing the record.
+    pub fn write_meta_head(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+        meta_sectors: u32,
+        words: Vec<u64>,
+    ) -> SimResult<Nanos> {
+        let done = self.write(cause, at, count, data)?;
+        self.medium.put_meta(at, meta_sectors.min(count), words);
+        Ok(done)
+    }
+
     /// The tokens of sectors already read in a timed operation (no timing,
     /// no counting): for layers that read a whole track once and then pick
     /// pieces of it.

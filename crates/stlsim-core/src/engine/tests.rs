@@ -370,8 +370,12 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
         LayoutNeed::AsConventional => "imr".into(),
         LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.into(),
     };
-    // Shingled layers keep scratch copies in a random-access zone.
+    // Shingled layers keep scratch copies in a random-access zone; the
+    // drive-managed ones cache tracks in a persistent cache (1 GiB).
     d.layout.random_access_tracks = 16;
+    if d.layout.kind == "smr" {
+        d.layout.cache_tracks = 512;
+    }
     d
 }
 
@@ -545,9 +549,10 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
             band_tracks: 4,
             head_width_tracks: 2,
             random_access_tracks: 8,
+            cache_tracks: 40,
             ..Default::default()
         };
-        d.tracks = Some(8 + 20 * 5);
+        d.tracks = Some(8 + 41 + 20 * 5);
     }
     d
 }

@@ -8,6 +8,7 @@
 
 pub mod background;
 pub mod cmr;
+pub mod dmsmr;
 pub mod imr;
 pub mod params;
 pub mod swd;
@@ -162,7 +163,8 @@ pub struct LayerEntry {
 
 /// Every layer stlsim knows, in listing order. The only place layers are registered.
 pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
-    &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY];
+    &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY,
+    &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
