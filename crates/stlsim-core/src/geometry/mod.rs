@@ -451,6 +451,10 @@ impl Geometry {
     pub fn max_sectors_per_track(&self) -> u32 {
         self.spt.iter().copied().max().unwrap_or(0)
     }
+    /// The largest number of sectors on a track holding host data.
+    pub fn max_home_sectors_per_track(&self) -> u32 {
+        self.lt_phys.iter().map(|&p| self.spt[p as usize]).max().unwrap_or(0)
+    }
     /// What a physical track is for.
     pub fn kind(&self, t: Track) -> TrackKind {
         match self.layout {

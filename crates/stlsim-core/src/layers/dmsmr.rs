@@ -179,7 +179,7 @@ impl CacheSplit {
             return config_err(format!("clean_buffer_mib {buffer_mib} must be positive"));
         }
         // The largest home track decides how many fit the buffer (one more is carried).
-        let home_spt = g.max_sectors_per_track();
+        let home_spt = g.max_home_sectors_per_track();
         let home_bytes = home_spt as f64 * g.sector_bytes() as f64;
         let fit = (buffer_mib * 1024.0 * 1024.0 / home_bytes).floor() as u64;
         let stage_tracks = fit.saturating_sub(1).max(1).min(band) as u32;

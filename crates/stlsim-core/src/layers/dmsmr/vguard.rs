@@ -173,6 +173,8 @@ struct State {
     band: u64,
     log: Vec<Track>,
     cache_spt: u32,
+    /// The largest home track.
+    home_spt: u32,
     ring: TrackRing,
     map: FxHashMap<u64, Slot>,
     /// Home track of the live slot on each ring track (NONE: free or dead).
@@ -210,7 +212,7 @@ impl VGuard {
         let Layout::Smr { band, .. } = g.layout() else { unreachable!("checked by CacheSplit") };
         let log_len = split.log.len() as u64;
         let cache_spt = split.log.iter().map(|&t| g.sectors_in(t)).min().unwrap_or(1);
-        let kmax = State::slot_tracks_for(g.max_sectors_per_track(), cache_spt, Self::header_for(g, log_len, log_len));
+        let kmax = State::slot_tracks_for(g.max_home_sectors_per_track(), cache_spt, Self::header_for(g, log_len, log_len));
         if kmax as u64 * 4 > log_len {
             return config_err(format!(
                 "smr-vguard: the cache log ({log_len} tracks) must hold at least 4 slots of {kmax} tracks"
@@ -247,6 +249,7 @@ impl VGuard {
             st: State {
                 band,
                 cache_spt,
+                home_spt: g.max_home_sectors_per_track(),
                 ring: TrackRing::new(log_len),
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
@@ -299,7 +302,7 @@ impl State {
     }
 
     fn kmax(&self, g: &Geometry) -> u32 {
-        Self::slot_tracks_for(g.max_sectors_per_track(), self.cache_spt, self.header(g))
+        Self::slot_tracks_for(self.home_spt, self.cache_spt, self.header(g))
     }
 
     fn holds_data(&self, dev: &Device, t: Track) -> bool {
