@@ -908,6 +908,7 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
         ("rot ms", "right"),
         ("seek ms", "right"),
         ("cache MiB", "right"),
+        ("PC GB", "right"),
         ("SG", "right"),
     ):
         t.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
@@ -923,9 +924,11 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
             f"{x['rotation_ms']:.2f}",
             f"{x['single_track_seek_ms']:.1f}-{x['full_stroke_seek_ms']:.1f}",
             _counter(float(d.get("write_cache_mib", 0))),
+            f"{x['persistent_cache_bytes'] / 1e9:.3g}" if x.get("persistent_cache_bytes") else "-",
             f"{x['space_gain']:.3g}",
         )
     con.print(t)
+    con.print("cache MiB: DRAM write cache; PC GB: shingled persistent (media) cache of drive-managed SMR drives")
     con.print("SG: space gain over conventional recording with the same head (SMR: W*N/(N+W-1), paper 002 eq. 1)")
     for row in rows:
         con.print(f"[bold]{row['name']}[/bold]: {row['description']}")

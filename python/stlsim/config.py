@@ -524,6 +524,8 @@ _LAYOUT_DOCS = {
     "direction": "smr: shingling direction, up or down",
     "mapping": "smr: band LBA-to-track mapping, paper 002 notation: 1234, R(4123), 124R(3), 14R(23) ('' = 12..N)",
     "random_access_tracks": "smr: tracks of a random-access zone before the bands (multiple of W; outside the LBA space)",
+    "cache_tracks": "smr: tracks of a shingled persistent cache after that zone, before the bands (drive-managed SMR; outside the LBA space)",
+    "cache_mib": "smr: the persistent cache's size in MiB instead of cache_tracks",
     "top_ratio": "imr: top-track capacity / bottom-track capacity",
     "group_tracks": "imr: bottom tracks per LBA group",
     "order": "imr: LBA order: zigzag, serpentine or ascending",

@@ -167,6 +167,10 @@ struct DriveCheck {
     space_gain: f64,
     /// SMR: the band mapping in paper 002's notation (null for other layouts).
     mapping: Option<String>,
+    /// SMR: tracks of the shingled persistent (media) cache (0: none).
+    persistent_cache_tracks: u64,
+    /// SMR: bytes of the persistent cache.
+    persistent_cache_bytes: u64,
 }
 
 /// Validate a drive description (JSON); returns derived figures as JSON.
@@ -188,6 +192,10 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
         single_track_seek_ms: m.seek_time(1).as_ms(),
         space_gain: g.space_gain(),
         mapping: g.band_map().map(|b| b.notation()),
+        persistent_cache_tracks: g.cache_tracks(),
+        persistent_cache_bytes: (0..g.cache_tracks())
+            .map(|i| g.sectors_in(g.cache_track(i)) as u64 * g.sector_bytes() as u64)
+            .sum(),
     };
     Ok(serde_json::to_string(&c).expect("drive check serialises"))
 }

@@ -121,6 +121,8 @@ pub struct Simulation {
     crash_requested: bool,
     in_flight: Vec<Token>,
     scratch: Vec<Token>,
+    /// The layer's series gauges (reused buffer).
+    gauges: Vec<(&'static str, f64)>,
     batch: Vec<write_cache::Extent>,
     /// Crashes by the cause of the operation they interrupted.
     crashes_during: std::collections::BTreeMap<&'static str, u64>,
@@ -242,6 +244,7 @@ impl Simulation {
             crash_requested: false,
             in_flight: vec![],
             scratch: vec![],
+            gauges: vec![],
             batch: vec![],
             past_counters: Default::default(),
             past_intervals: 0,
@@ -506,7 +509,11 @@ impl Simulation {
                 self.count_stage_wait(issue, done);
             }
         }
+        let points = self.metrics.series.requests.len();
         self.metrics.record(write, issue, complete, disparity);
+        if self.metrics.series.requests.len() != points {
+            self.sample_layer();
+        }
         if self.cfg.replay.mode != Mode::Scaled {
             self.outstanding.push(Reverse(complete.0));
         }
@@ -520,6 +527,16 @@ impl Simulation {
             h.read_sectors += n.0;
         }
         Ok(())
+    }
+
+    /// Record the layer's gauges for the series point just made.
+    #[cold]
+    fn sample_layer(&mut self) {
+        self.gauges.clear();
+        self.layer.series_gauges(&mut self.gauges);
+        if !self.gauges.is_empty() || !self.metrics.series.layer.is_empty() {
+            self.metrics.series.push_layer(&self.gauges);
+        }
     }
 
     /// A request issued at `issue` whose device work ended at `done`: add the
@@ -891,7 +908,11 @@ impl Simulation {
                 Err(e) => return Err(e),
             }
         }
+        let points = self.metrics.series.requests.len();
         self.metrics.flush_bucket();
+        if self.metrics.series.requests.len() != points {
+            self.sample_layer();
+        }
         self.push_waf_point();
         if self.oracle.is_some() {
             self.scan("the final scan", false)?;

@@ -391,7 +391,10 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
             for (trace, limit) in
                 [("rsrch_1.csv", None), ("wdev_1.csv", None), ("wdev_3.csv", None), ("cloudPhysicsIO.vscsi", None)]
             {
-                for cache in [true, false] {
+                // Drive-managed shingled layers also start from a full drive.
+                let prefills: &[Option<f64>] =
+                    if e.name.starts_with("smr-") { &[None, Some(1.0)] } else { &[None] };
+                for (cache, prefill) in [true, false].into_iter().flat_map(|c| prefills.iter().map(move |&p| (c, p))) {
                     let mut d = drive_for_layer(e);
                     d.layout.top_ratio = ratio;
                     d.layout.order = order.into();
@@ -399,10 +402,11 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
                     let mut c = cfg(d, e.name);
                     c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
                     c.replay.write_cache = Some(cache);
+                    c.replay.prefill = prefill.map(crate::medium::prefill::PrefillSpec::Fraction);
                     c.verify = true;
                     let mut s = Simulation::new(c).unwrap();
                     s.run().unwrap_or_else(|err| {
-                        panic!("layer {} on {trace} (cache {cache}, top {ratio}, {order}/{group}): {err}", e.name)
+                        panic!("layer {} on {trace} (cache {cache}, prefill {prefill:?}, top {ratio}, {order}/{group}): {err}", e.name)
                     });
                     let r = s.report();
                     assert!(r.verification.scan_blocks_checked > 0);

@@ -115,6 +115,10 @@ pub trait Layer: Send {
     fn recover(&mut self, _dev: &mut Device) -> SimResult<()> {
         Ok(())
     }
+    /// Gauges sampled at every point of the run's series (every
+    /// `series_every` requests), e.g. persistent-cache utilisation over
+    /// time. Default: none.
+    fn series_gauges(&self, _out: &mut Vec<(&'static str, f64)>) {}
     /// Layer-specific counters and gauges.
     fn report(&self) -> LayerReport {
         LayerReport::new()

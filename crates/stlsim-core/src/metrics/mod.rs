@@ -105,6 +105,26 @@ pub struct Series {
     pub max_latency_ms: Vec<f64>,
     /// Issue-time disparity (issue time minus trace time) at the bucket's end, seconds.
     pub disparity_s: Vec<f64>,
+    /// The layer's own gauges at each bucket's end (e.g. persistent-cache
+    /// utilisation), one column per gauge, serialised beside the others.
+    #[serde(flatten)]
+    pub layer: std::collections::BTreeMap<String, Vec<f64>>,
+}
+
+impl Series {
+    /// Append the layer's gauges for the bucket just closed (columns that a
+    /// sample lacks get NaN, so every column keeps the series' length).
+    pub fn push_layer(&mut self, gauges: &[(&'static str, f64)]) {
+        let n = self.requests.len();
+        for &(k, v) in gauges {
+            let col = self.layer.entry(k.to_string()).or_default();
+            col.resize(n - 1, f64::NAN);
+            col.push(v);
+        }
+        for col in self.layer.values_mut() {
+            col.resize(n, f64::NAN);
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]

@@ -489,6 +489,14 @@ impl Layer for ERegion {
         }
         Ok(())
     }
+    fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
+        let s = &self.st;
+        out.push(("cache_span_tracks", s.ring.span() as f64));
+        out.push(("cache_span_fraction", s.ring.span() as f64 / s.ring.len() as f64));
+        out.push(("map_entries", s.map.len() as f64));
+        out.push(("map_entries_fraction", s.map.len() as f64 / s.map_entries as f64));
+        out.push(("clean_bands", self.cl.stats.bands as f64));
+    }
     fn report(&self) -> LayerReport {
         let mut r = LayerReport::new();
         let s = &self.st;

@@ -71,7 +71,7 @@ use crate::layers::{
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
-use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 const SLOT: u64 = 0x5647_5344_534c_4f54; // "VGSDSLOT"
 const NONE: u64 = u64::MAX;
@@ -176,7 +176,8 @@ struct State {
     /// The largest home track.
     home_spt: u32,
     ring: TrackRing,
-    map: FxHashMap<u64, Slot>,
+    /// Home track -> slot, ordered so that a full copy needs no sort.
+    map: BTreeMap<u64, Slot>,
     /// Home track of the live slot on each ring track (NONE: free or dead).
     owner: Vec<u64>,
     active: u64,
@@ -253,7 +254,7 @@ impl VGuard {
                 ring: TrackRing::new(log_len),
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
-                map: FxHashMap::default(),
+                map: BTreeMap::new(),
                 active: 0,
                 seq: 0,
                 full_every: (log_len / 4).clamp(1, 256),
@@ -694,6 +695,17 @@ impl Layer for VGuard {
         }
         Ok(())
     }
+    fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
+        let s = &self.st;
+        // Paper 003 Figure 3: active tracks as a share of the cache, the log's length as a share of beta.
+        out.push(("cache_active_tracks", s.active as f64));
+        out.push(("cache_span_tracks", s.ring.span() as f64));
+        out.push(("tracks_copied", s.c.slot_tracks_written as f64));
+        out.push(("cache_active_fraction", s.active as f64 / self.cache_tracks as f64));
+        out.push(("cache_span_fraction_of_beta", s.ring.span() as f64 / s.beta as f64));
+        out.push(("map_entries", s.map.len() as f64));
+        out.push(("clean_bands", self.cl.stats.bands as f64));
+    }
     fn report(&self) -> LayerReport {
         let s = &self.st;
         let c = &s.c;
@@ -708,6 +720,10 @@ impl Layer for VGuard {
         r.insert("cache_active_peak_tracks".into(), c.peak_active as f64);
         r.insert("cache_span_peak_tracks".into(), c.peak_span as f64);
         r.insert("tracks_copied".into(), c.slot_tracks_written as f64);
+        // Paper 003 Figure 3: the most tracks active at once as a share of the
+        // whole cache, and the longest log as a share of beta.
+        r.insert("cache_active_peak_fraction".into(), c.peak_active as f64 / self.cache_tracks as f64);
+        r.insert("log_peak_fraction_of_beta".into(), c.peak_span as f64 / s.beta as f64);
         r.insert("write_pieces".into(), c.write_pieces as f64);
         r.insert("guard_copies".into(), c.guard_copies as f64);
         r.insert("in_place_home".into(), c.in_place_home as f64);
