@@ -626,12 +626,15 @@ def _print_table(comparison: Any) -> None:
         ("WAF steady", "waf_steady", 3),
         ("intervals", "intervals_completed", 0),
         ("mean ms", "mean_ms", 3),
+        ("p90 ms", "p90_ms", 3),
         ("p99 ms", "p99_ms", 3),
         ("p99.9 ms", "p999_ms", 3),
         ("max ms", "max_ms", 3),
         ("disparity s", "final_disparity_s", 2),
     ]
     table = comparison.table()
+    if "clean_bands" in table.columns and table["clean_bands"].notna().any():
+        cols.append(("cleaned bands", "clean_bands", 0))
     if "disparity_vs_cmr_s" in table.columns:
         cols.append(("vs CMR s", "disparity_vs_cmr_s", 2))
     for title, key, digits in cols:

@@ -93,6 +93,51 @@ def headline(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
     return _save(fig, path)
 
 
+def tail_latency(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
+    """Grouped bars of p90, p99, p99.9 and max latency per run, log scale
+    (the form of paper 003's Figures 2 and 6)."""
+    keys = [("p90_ms", "p90"), ("p99_ms", "p99"), ("p999_ms", "p99.9"), ("max_ms", "max")]
+    fig = _figure(max(7.0, 1.2 * len(keys) * max(1, len(results)) ** 0.5 + 3), 4.2)
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(results))
+    for i, r in enumerate(results):
+        values = [float(r.summary[k]) if r.summary[k] is not None else math.nan for k, _ in keys]
+        xs = [j + (i - (len(results) - 1) / 2) * width for j in range(len(keys))]
+        ax.bar(xs, values, width=width, label=r.label, color=f"C{i % 10}")
+    ax.set_xticks(range(len(keys)), [t for _, t in keys])
+    ax.set_yscale("log")
+    ax.set_ylabel("latency, ms")
+    ax.set_title("tail latency")
+    ax.grid(True, axis="y", alpha=0.3, which="both")
+    ax.legend()
+    return _save(fig, path)
+
+
+def cache_utilisation(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
+    """Persistent-cache use over the run (paper 003 Figure 3): tracks
+    active (holding live data) and the log's span, as fractions; runs of
+    layers without a persistent cache are left out."""
+    fig = _figure(9.0, 4.2)
+    ax = fig.subplots()
+    for i, r in enumerate(results):
+        s = r.series()
+        color = f"C{i % 10}"
+        if "cache_active_fraction" in s.columns:
+            ax.plot(s["requests"], s["cache_active_fraction"], color=color, label=f"{r.label}: active tracks / cache")
+        if "cache_span_fraction_of_beta" in s.columns:
+            ax.plot(s["requests"], s["cache_span_fraction_of_beta"], color=color, linestyle="--", label=f"{r.label}: log span / beta")
+        elif "cache_span_fraction" in s.columns:
+            ax.plot(s["requests"], s["cache_span_fraction"], color=color, linestyle="--", label=f"{r.label}: log span / log")
+        if "map_entries_fraction" in s.columns:
+            ax.plot(s["requests"], s["map_entries_fraction"], color=color, linestyle=":", label=f"{r.label}: map entries / limit")
+    ax.set_xlabel("requests")
+    ax.set_ylabel("fraction")
+    ax.set_title("persistent cache utilisation")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
 def disparity(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
     """Issue-time disparity (issued time minus trace time) over the run, per run."""
     fig = _figure(7.0, 4.5)

@@ -102,6 +102,7 @@ class Result:
             "io_amplification": r["io_amplification"],
             "mean_ms": lat["all"]["mean_ms"],
             "p50_ms": lat["all"]["p50_ms"],
+            "p90_ms": lat["all"]["p90_ms"],
             "p99_ms": lat["all"]["p99_ms"],
             "p999_ms": lat["all"]["p999_ms"],
             "max_ms": lat["all"]["max_ms"],
@@ -111,6 +112,7 @@ class Result:
             "iops": r["iops"],
             "final_disparity_s": r["final_disparity_s"],
             "crashes": r["crashes"],
+            "clean_bands": _nan(r["layer_counters"].get("clean_bands")),
             "waf_excluding_moves": r.get("waf_excluding_moves", r["waf"]),
             "waf_steady": _nan(r.get("waf_steady")),
             "intervals_completed": r.get("intervals_completed"),
@@ -302,9 +304,12 @@ class Comparison:
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
-        latency_cdf.png, headline.png, disparity.png, waf_series.png and, with
-        a ``cmr`` run, disparity_vs_cmr.png; a usage sweep adds by_usage.csv
-        and by_usage.png (paper 002 Figure 3). Returns the folder."""
+        latency_cdf.png, headline.png, tail_latency.png (p90/p99/p99.9/max,
+        paper 003 Figures 2 and 6), disparity.png, waf_series.png and, with
+        a ``cmr`` run, disparity_vs_cmr.png; runs of a layer with a
+        persistent cache add cache_utilisation.png (paper 003 Figure 3); a
+        usage sweep adds by_usage.csv and by_usage.png (paper 002 Figure 3).
+        Returns the folder."""
         from . import plots
 
         d = Path(directory)
@@ -314,6 +319,9 @@ class Comparison:
             r.save(d / safe_label(r.label))
         plots.latency_cdf(self.results, d / "latency_cdf.png")
         plots.headline(self.results, d / "headline.png")
+        plots.tail_latency(self.results, d / "tail_latency.png")
+        if any("cache_span_tracks" in r.series().columns for r in self.results):
+            plots.cache_utilisation(self.results, d / "cache_utilisation.png")
         plots.disparity(self.results, d / "disparity.png")
         plots.waf_series(self.results, d / "waf_series.png")
         if self.cmr() is not None:
