@@ -314,8 +314,9 @@ def test_trace_beyond_capacity_needs_fold(data: Path) -> None:
 def _drive_for(layout: str) -> dict:
     """imr-paper, with its layout kind replaced when a layer needs another."""
     if layout == "smr":
-        # Shingled layers keep rescue copies in a random-access zone.
-        return {"preset": "imr-paper", "layout": {"kind": layout, "random_access_tracks": 16}}
+        # Shingled layers keep rescue copies in a random-access zone; the
+        # drive-managed ones cache tracks in a persistent cache.
+        return {"preset": "imr-paper", "layout": {"kind": layout, "random_access_tracks": 16, "cache_tracks": 256}}
     if layout in ("imr", "zoned"):
         return {"preset": "imr-paper", "layout": {"kind": layout}}
     return {"preset": "imr-paper"}

@@ -4,8 +4,9 @@
 //! with verification on for comparison; every registered IMR layer the same
 //! way (their defaults; then counting destaged extents, the pre-arrival
 //! counting, and on a full drive, the paper's assumption); the four
-//! shingled mappings of paper 002 on its drive at 75 % usage; and parsing
-//! the vscsi trace format.
+//! shingled mappings of paper 002 on its drive at 75 % usage; paper 003's
+//! drive-managed layers on a dmsmr-5tb-like drive; and parsing the vscsi
+//! trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use stlsim_core::engine::{LayerConfig, RunConfig};
@@ -179,6 +180,81 @@ fn bench_swd(c: &mut Criterion) {
     g.finish();
 }
 
+/// A drive like `dmsmr-5tb` (paper 003): 5,900 RPM, a 24 GB shingled
+/// persistent cache of 1.80 MiB tracks at the outer edge, 20-track bands and
+/// one guard, three data zones instead of the preset's sixteen.
+fn dmsmr() -> DriveConfig {
+    use stlsim_core::geometry::ZoneSpec;
+    let mut d = DriveConfig {
+        name: "dmsmr-like".into(),
+        sector_bytes: 4096,
+        rpm: 5900.0,
+        zones: vec![
+            ZoneSpec { first_track: 0, sectors_per_track: 460 },
+            ZoneSpec { first_track: 12_739, sectors_per_track: 444 },
+            ZoneSpec { first_track: 1_500_000, sectors_per_track: 332 },
+            ZoneSpec { first_track: 3_000_000, sectors_per_track: 220 },
+        ],
+        capacity_gib: Some(4656.613),
+        write_cache_mib: 0.0,
+        ..Default::default()
+    };
+    d.seek.min_ms = 1.0;
+    d.seek.max_ms = 25.0;
+    d.layout.kind = "smr".into();
+    d.layout.band_tracks = 20;
+    d.layout.head_width_tracks = 2;
+    d.layout.cache_mib = Some(22_888.0);
+    d
+}
+
+/// Paper 003's two layers, flat out at queue depth 1 with the write cache
+/// off: on the CloudPhysics sample (no cleaning) and on 20,000 random 4 KiB
+/// writes over 500 GB (cleaning all the time), verification off.
+fn bench_dmsmr(c: &mut Criterion) {
+    use stlsim_core::trace::{SynthReader, SynthSpec};
+    let recs = sample();
+    let drive = dmsmr();
+    let mut g = c.benchmark_group("engine-dmsmr");
+    g.sample_size(10);
+    for layer in ["smr-eregion", "smr-vguard"] {
+        let cfg = |layer: &str| RunConfig {
+            drive: drive.clone(),
+            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+            replay: stlsim_core::engine::ReplayConfig {
+                mode: stlsim_core::engine::Mode::FlatOut,
+                write_cache: Some(false),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        g.throughput(Throughput::Elements(recs.len() as u64));
+        g.bench_function(format!("{layer}-cloudphysics"), |b| {
+            b.iter_batched(
+                || Simulation::with_reader(cfg(layer), Box::new(VecTrace::new(recs.clone()))).unwrap(),
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        let spec = SynthSpec { seed: 1, ..SynthSpec::uniform(20_000, 500_000_000_000) };
+        g.throughput(Throughput::Elements(20_000));
+        g.bench_function(format!("{layer}-random-500GB"), |b| {
+            b.iter_batched(
+                || Simulation::with_reader(cfg(layer), Box::new(SynthReader::new(&spec).unwrap())).unwrap(),
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn bench_vscsi(c: &mut Criterion) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
     let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
@@ -198,5 +274,5 @@ fn bench_vscsi(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_swd, bench_vscsi);
+criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_vscsi);
 criterion_main!(benches);
