@@ -213,8 +213,12 @@ impl State {
 
     /// Whether `n` sectors in `pieces` extents can be stored now.
     fn fits(&self, n: u64) -> bool {
-        let pieces = n.div_ceil(self.min_spt) + 1;
-        n + self.min_spt <= self.free_sectors() && self.map.len() as u64 + pieces <= self.map_entries
+        // What the current log track still holds, then whole new tracks (one extent each).
+        let here = self.cur.map(|(off, s)| self.spt(off) - s as u64).unwrap_or(0).min(n);
+        let new_tracks = (n - here).div_ceil(self.min_spt);
+        let pieces = (here > 0) as u64 + new_tracks;
+        // A piece landing inside an older extent splits it: up to two entries more each.
+        new_tracks <= self.ring.free() && self.map.len() as u64 + 2 * pieces <= self.map_entries
     }
 
     /// Drop (trim) extents overlapping `[lo, hi)`.

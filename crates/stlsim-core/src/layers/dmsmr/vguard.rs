@@ -515,14 +515,32 @@ impl State {
         Ok(())
     }
 
-    /// Log tracks a batch of writes may consume at most, and map entries.
+    /// Log tracks a batch of writes may consume at most (each piece that
+    /// may copy or relocate a track takes one slot at the head, skipping to
+    /// the next lap where a slot would not fit), and map entries.
     fn needs(&self, g: &Geometry, ws: &[WriteReq]) -> (u64, u64) {
-        let mut pieces = 0u64;
-        for w in ws {
-            g.for_home_extents(w.lba, w.sectors, |_, _, _| pieces += 1);
-        }
         let k = self.kmax(g) as u64;
-        (pieces * k + k, pieces)
+        let len = self.ring.len();
+        let (mut pos, mut tracks, mut slots) = (self.ring.index(self.ring.head) as u64, 0u64, 0u64);
+        for w in ws {
+            g.for_home_extents(w.lba, w.sectors, |at, _, _| {
+                let t = at.track;
+                let copies = self.map.contains_key(&t.0)
+                    || g.band_position(t).is_some_and(|(b, p)| {
+                        (p as u64) < self.band && !self.map.contains_key(&g.band_track(b, p + 1).0)
+                    });
+                if copies {
+                    if pos + k > len {
+                        tracks += len - pos;
+                        pos = 0;
+                    }
+                    tracks += k;
+                    pos += k;
+                    slots += 1;
+                }
+            });
+        }
+        (tracks, slots)
     }
 
     fn advance_tail(&mut self) {
