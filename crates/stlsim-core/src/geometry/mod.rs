@@ -204,6 +204,70 @@ impl Layout {
     }
 }
 
+/// Sectors on each physical track of a layout (0 for guards); the home
+/// tracks are the ones with sectors outside the SMR random-access zone and
+/// persistent cache.
+fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl FnMut(u64, u32)) {
+    let mut z = 0;
+    for t in 0..tracks {
+        while z + 1 < zones.len() && zones[z + 1].first_track <= t {
+            z += 1;
+        }
+        let base = zones[z].sectors_per_track;
+        let s = match layout {
+            Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
+            Layout::Smr { width, up, random_access, .. } if t < random_access => {
+                // One usable track per head width; its overlap falls on the guards after it.
+                let off = t % width;
+                if (up && off == 0) || (!up && off == width - 1) {
+                    base
+                } else {
+                    0
+                }
+            }
+            Layout::Smr { width, up, cache, .. } if t < layout.bands_start() => {
+                // The persistent cache: one shingled run of `cache` tracks and its guards.
+                let off = t - layout.cache_unit().map(|c| c.0).unwrap_or(t);
+                let guard = if up { off >= cache } else { off < width - 1 };
+                if guard {
+                    0
+                } else {
+                    base
+                }
+            }
+            Layout::Smr { band, width, up, .. } => {
+                let off = (t - layout.bands_start()) % (band + width - 1);
+                let guard = if up { off >= band } else { off < width - 1 };
+                if guard {
+                    0
+                } else {
+                    base
+                }
+            }
+            _ => base,
+        };
+        f(t, s);
+    }
+}
+
+fn track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64) -> Vec<u32> {
+    let mut spt = Vec::with_capacity(tracks as usize);
+    for_track_sizes(layout, zones, tracks, |_, s| spt.push(s));
+    spt
+}
+
+/// Host capacity in sectors of `tracks` tracks (without building the home map).
+fn capacity_of(layout: Layout, zones: &[ZoneSpec], tracks: u64) -> u64 {
+    let first = layout.extra_tracks();
+    let mut cap = 0u64;
+    for_track_sizes(layout, zones, tracks, |t, s| {
+        if t >= first {
+            cap += s as u64;
+        }
+    });
+    cap
+}
+
 impl Geometry {
     /// Build and validate the geometry a drive description asks for.
     pub fn from_config(c: &DriveConfig) -> SimResult<Geometry> {
@@ -287,7 +351,7 @@ impl Geometry {
                             "capacity_gib {gib} needs more than {MAX_TRACKS} tracks of this size"
                         ));
                     }
-                    let cap = Geometry::build(c.sector_bytes, layout, &zones, t + extra, band_map.clone())?.capacity;
+                    let cap = capacity_of(layout, &zones, t + extra);
                     if cap >= want {
                         break t + extra;
                     }
@@ -334,47 +398,7 @@ impl Geometry {
         tracks: u64,
         band_map: Option<BandMap>,
     ) -> SimResult<Geometry> {
-        let mut spt = Vec::with_capacity(tracks as usize);
-        let mut z = 0;
-        for t in 0..tracks {
-            while z + 1 < zones.len() && zones[z + 1].first_track <= t {
-                z += 1;
-            }
-            let base = zones[z].sectors_per_track;
-            let s = match layout {
-                Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
-                Layout::Smr { width, up, random_access, .. } if t < random_access => {
-                    // One usable track per head width; its overlap falls on the guards after it.
-                    let off = t % width;
-                    if (up && off == 0) || (!up && off == width - 1) {
-                        base
-                    } else {
-                        0
-                    }
-                }
-                Layout::Smr { width, up, cache, .. } if t < layout.bands_start() => {
-                    // The persistent cache: one shingled run of `cache` tracks and its guards.
-                    let off = t - layout.cache_unit().map(|c| c.0).unwrap_or(t);
-                    let guard = if up { off >= cache } else { off < width - 1 };
-                    if guard {
-                        0
-                    } else {
-                        base
-                    }
-                }
-                Layout::Smr { band, width, up, .. } => {
-                    let off = (t - layout.bands_start()) % (band + width - 1);
-                    let guard = if up { off >= band } else { off < width - 1 };
-                    if guard {
-                        0
-                    } else {
-                        base
-                    }
-                }
-                _ => base,
-            };
-            spt.push(s);
-        }
+        let spt = track_sizes(layout, zones, tracks);
         // The logical track order: which physical track holds the n-th run of LBAs.
         let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
         match layout {
