@@ -207,7 +207,7 @@ impl Layout {
 /// Sectors on each physical track of a layout (0 for guards); the home
 /// tracks are the ones with sectors outside the SMR random-access zone and
 /// persistent cache.
-fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl FnMut(u64, u32)) {
+fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl FnMut(u64, u32) -> bool) {
     let mut z = 0;
     for t in 0..tracks {
         while z + 1 < zones.len() && zones[z + 1].first_track <= t {
@@ -246,26 +246,42 @@ fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl 
             }
             _ => base,
         };
-        f(t, s);
+        if !f(t, s) {
+            return;
+        }
     }
 }
 
 fn track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64) -> Vec<u32> {
     let mut spt = Vec::with_capacity(tracks as usize);
-    for_track_sizes(layout, zones, tracks, |_, s| spt.push(s));
+    for_track_sizes(layout, zones, tracks, |_, s| {
+        spt.push(s);
+        true
+    });
     spt
 }
 
-/// Host capacity in sectors of `tracks` tracks (without building the home map).
-fn capacity_of(layout: Layout, zones: &[ZoneSpec], tracks: u64) -> u64 {
-    let first = layout.extra_tracks();
-    let mut cap = 0u64;
-    for_track_sizes(layout, zones, tracks, |t, s| {
+/// The fewest tracks (the layout's extra tracks plus whole units) whose
+/// home tracks hold at least `want` sectors, or `None` past [`MAX_TRACKS`].
+/// One pass over the track sizes, nothing allocated.
+fn tracks_for_capacity(layout: Layout, zones: &[ZoneSpec], want: u64) -> Option<u64> {
+    let (first, unit) = (layout.extra_tracks(), layout.unit_tracks());
+    let max_spt = zones.iter().map(|z| z.sectors_per_track as u128).max().unwrap_or(0);
+    if want as u128 > MAX_TRACKS as u128 * max_spt {
+        return None;
+    }
+    let (mut cap, mut found) = (0u64, None);
+    for_track_sizes(layout, zones, MAX_TRACKS, |t, s| {
         if t >= first {
             cap += s as u64;
+            if (t + 1 - first) % unit == 0 && cap >= want {
+                found = Some(t + 1);
+                return false;
+            }
         }
+        true
     });
-    cap
+    found
 }
 
 impl Geometry {
@@ -342,21 +358,14 @@ impl Geometry {
                     return config_err(format!("capacity_gib {gib} must be positive"));
                 }
                 let want = (gib * 1024.0 * 1024.0 * 1024.0 / c.sector_bytes as f64).ceil() as u64;
-                // Estimate from the capacity per layout unit so far, then grow by whole
-                // units; checked against the limit before anything is allocated.
-                let mut t = unit;
-                loop {
-                    if t + extra > MAX_TRACKS {
+                // Checked against the limit before anything is allocated.
+                match tracks_for_capacity(layout, &zones, want) {
+                    Some(t) => t,
+                    None => {
                         return config_err(format!(
                             "capacity_gib {gib} needs more than {MAX_TRACKS} tracks of this size"
-                        ));
+                        ))
                     }
-                    let cap = capacity_of(layout, &zones, t + extra);
-                    if cap >= want {
-                        break t + extra;
-                    }
-                    let per_unit = (cap / (t / unit)).max(1);
-                    t += ((want - cap) / per_unit).max(1) * unit;
                 }
             }
             (None, None) => return config_err("give either tracks or capacity_gib"),

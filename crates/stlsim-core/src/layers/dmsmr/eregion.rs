@@ -126,6 +126,7 @@ struct State {
     peak_span: u64,
     peak_entries: u64,
     tmp: Vec<Token>,
+    keys: Vec<u64>,
 }
 
 /// The E-region layer.
@@ -174,6 +175,7 @@ impl ERegion {
                 peak_span: 0,
                 peak_entries: 0,
                 tmp: vec![],
+                keys: vec![],
             },
             reserve,
             idle_clean: p.bool("idle_clean"),
@@ -224,8 +226,10 @@ impl State {
     /// Drop (trim) extents overlapping `[lo, hi)`.
     fn remove_range(&mut self, lo: u64, hi: u64) {
         let start = self.map.range(..lo).next_back().filter(|(&s, e)| s + e.len > lo).map(|(&s, _)| s).unwrap_or(lo);
-        let keys: Vec<u64> = self.map.range(start..hi).map(|(&k, _)| k).collect();
-        for k in keys {
+        let mut keys = std::mem::take(&mut self.keys);
+        keys.clear();
+        keys.extend(self.map.range(start..hi).map(|(&k, _)| k));
+        for &k in &keys {
             let e = self.map.remove(&k).expect("listed");
             self.by_pos.remove(&(e.off, e.sector));
             let (a, b) = (k.max(lo), (k + e.len).min(hi));
@@ -241,6 +245,7 @@ impl State {
                 self.by_pos.insert((right.off, right.sector), b);
             }
         }
+        self.keys = keys;
     }
 
     fn insert(&mut self, lba: u64, e: Ext) {
@@ -299,7 +304,7 @@ impl State {
     /// Read `[lba, lba + n)` of one home track's range: cached pieces from
     /// the log, the rest from `home` (a closure reading home sectors).
     fn read_cached(
-        &mut self,
+        &self,
         dev: &mut Device,
         cause: Cause,
         lba: u64,
@@ -310,8 +315,7 @@ impl State {
         let end = lba + n;
         let mut cur = lba;
         let first = self.map.range(..=lba).next_back().filter(|(&s, e)| s + e.len > lba).map(|(&s, _)| s).unwrap_or(lba);
-        let hits: Vec<(u64, Ext)> = self.map.range(first..end).map(|(&k, &e)| (k, e)).collect();
-        for (k, e) in hits {
+        for (&k, &e) in self.map.range(first..end) {
             let (a, b) = (k.max(cur), (k + e.len).min(end));
             if a >= b {
                 continue;
