@@ -21,6 +21,8 @@ pub mod metrics;
 pub mod trace;
 pub mod track_bits;
 pub mod units;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 pub use engine::{RunConfig, Simulation};
 pub use error::{SimError, SimResult};

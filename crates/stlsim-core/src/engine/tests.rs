@@ -615,3 +615,16 @@ mod layer_props {
         }
     }
 }
+
+/// Found by the property test: a write whose first piece caches the track
+/// its second piece writes needs room for two slots (the second relocates).
+#[test]
+fn vguard_waits_for_room_for_every_slot_a_write_makes() {
+    let e = crate::layers::find("smr-vguard").unwrap();
+    let mut c = cfg(tiny_for(e, 0, 0.9), e.name);
+    set_declared(&mut c, e, &BUSY);
+    c.verify = true;
+    let seq = [(false,0,1,0),(true,244,13,0),(true,468,45,0),(true,174,19,0),(true,1058,31,0),(false,0,1,0),(true,575,2,0),(true,1110,43,404),(true,1693,36,1891),(true,1649,18,487)];
+    let s = run(c, timed(&seq));
+    if let Err(e) = &s { panic!("{e}"); }
+}

@@ -412,6 +412,19 @@ impl Cleaner {
         (j.carried && g.band_track(j.band, j.next) == t).then_some(&j.carry[..])
     }
 
+    /// Host LBAs `[lo, hi)` of band `b` (bands of `band_tracks` tracks filled in order).
+    pub fn band_lbas(g: &Geometry, band_tracks: u64, b: u64) -> (u64, u64) {
+        (g.logical_track_start(b * band_tracks).0, g.logical_track_start((b + 1) * band_tracks).0)
+    }
+
+    /// Whether any of `ws` writes into the band being rewritten (it must wait).
+    pub fn touches_band(&self, g: &Geometry, band_tracks: u64, ws: &[super::WriteReq]) -> bool {
+        self.band().is_some_and(|b| {
+            let (lo, hi) = Self::band_lbas(g, band_tracks, b);
+            ws.iter().any(|w| w.lba.0 < hi && lo < w.lba.0 + w.sectors.0)
+        })
+    }
+
     /// Whether an episode or a band is in progress.
     pub fn busy(&self) -> bool {
         self.job.is_some() || self.episode_left > 0

@@ -295,10 +295,8 @@ impl State {
         Ok(())
     }
 
-    /// Host LBAs of band `b`: `[lo, hi)`.
     fn band_lbas(&self, g: &Geometry, b: u64) -> (u64, u64) {
-        let lt = b * self.band;
-        (g.logical_track_start(lt).0, g.logical_track_start(lt + self.band).0)
+        Cleaner::band_lbas(g, self.band, b)
     }
 
     /// Read `[lba, lba + n)` of one home track's range: cached pieces from
@@ -447,13 +445,7 @@ impl Layer for ERegion {
         if !self.st.fits(n) {
             return true;
         }
-        match self.cl.band() {
-            Some(b) => {
-                let (lo, hi) = self.st.band_lbas(geom, b);
-                ws.iter().any(|w| w.lba.0 < hi && lo < w.lba.0 + w.sectors.0)
-            }
-            None => false,
-        }
+        self.cl.touches_band(geom, self.st.band, ws)
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         let pad = self.cl.recover_pad(dev)?;

@@ -92,16 +92,7 @@ fn counter(r: &Report, k: &str) -> f64 {
     *r.layer_counters.get(k).unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
 }
 
-/// A small xorshift so the tests need no RNG crate and stay reproducible.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use crate::test_rng::Rng;
 
 #[test]
 fn equation_1_counts_bits_of_a_track_and_a_cache_track_number() {

@@ -522,13 +522,18 @@ impl State {
         let k = self.kmax(g) as u64;
         let len = self.ring.len();
         let (mut pos, mut tracks, mut slots) = (self.ring.index(self.ring.head) as u64, 0u64, 0u64);
+        // Tracks an earlier piece of the batch caches: a later piece on one
+        // of them writes a cached track (and may relocate it).
+        let mut copied: Vec<u64> = vec![];
         for w in ws {
             g.for_home_extents(w.lba, w.sectors, |at, _, _| {
                 let t = at.track;
-                let copies = self.map.contains_key(&t.0)
-                    || g.band_position(t).is_some_and(|(b, p)| {
-                        (p as u64) < self.band && !self.map.contains_key(&g.band_track(b, p + 1).0)
-                    });
+                let cached = |x: u64| self.map.contains_key(&x) || copied.contains(&x);
+                let next = g.band_position(t).filter(|&(_, p)| (p as u64) < self.band).map(|(b, p)| g.band_track(b, p + 1).0);
+                let copies = cached(t.0) || next.is_some_and(|n| !cached(n));
+                if let Some(n) = next.filter(|&n| !cached(t.0) && !cached(n)) {
+                    copied.push(n);
+                }
                 if copies {
                     if pos + k > len {
                         tracks += len - pos;
@@ -645,14 +650,7 @@ impl Layer for VGuard {
         if self.st.ring.free() < tracks || self.st.map_entries < self.st.map.len() as u64 + entries {
             return !self.st.map.is_empty() || self.cl.job.is_some();
         }
-        match self.cl.band() {
-            Some(b) => {
-                let lo = geom.logical_track_start(b * self.st.band).0;
-                let hi = geom.logical_track_start((b + 1) * self.st.band).0;
-                ws.iter().any(|w| w.lba.0 < hi && lo < w.lba.0 + w.sectors.0)
-            }
-            None => false,
-        }
+        self.cl.touches_band(geom, self.st.band, ws)
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         let pad = self.cl.recover_pad(dev)?;

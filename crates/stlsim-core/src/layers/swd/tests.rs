@@ -59,16 +59,7 @@ fn run(c: RunConfig, recs: Vec<TraceRecord>) -> Report {
     r
 }
 
-/// A small xorshift so the tests need no RNG crate and stay reproducible.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use crate::test_rng::Rng;
 
 #[test]
 fn an_update_to_each_track_of_a_full_band_averages_war_n() {
