@@ -293,3 +293,40 @@ fn bad_configurations_get_one_line_errors() {
     c.drive.tracks = Some(CACHE + 2 + 6 * (N + 2));
     assert!(err(c).contains("head_width_tracks = 2"));
 }
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Every read returns the newest acknowledged write, whatever the
+        /// workload, cache room, thresholds, write-cache size and crash point.
+        #[test]
+        fn reads_see_newest_writes_through_cleaning_and_crashes(
+            vguard in any::<bool>(),
+            seq in proptest::collection::vec((any::<bool>(), 0u64..(12 * N * SPT), 1u64..160), 1..300),
+            tight in 0u64..3,
+            cache_mib in prop_oneof![Just(0.0f64), Just(0.05), Just(1.0)],
+            prefill in any::<bool>(),
+            copy_next in any::<bool>(),
+            crash in proptest::option::of(0u64..3_000),
+        ) {
+            let layer = if vguard { "smr-vguard" } else { "smr-eregion" };
+            let p: Vec<(&str, &str)> = if vguard {
+                vec![("beta", ["4", "10", "30"][tight as usize]), ("cache_write", if copy_next { "copy-next" } else { "relocate" })]
+            } else {
+                vec![("map_entries", ["16", "40", "1000"][tight as usize])]
+            };
+            let mut c = cfg(layer, 12, &p);
+            c.drive.write_cache_mib = cache_mib;
+            c.replay.write_cache = Some(cache_mib > 0.0);
+            c.replay.prefill = Some(PrefillSpec::Fraction(if prefill { 1.0 } else { 0.0 }));
+            c.crash_at_ops = crash.into_iter().collect();
+            let recs: Vec<_> = seq.iter().enumerate().map(|(i, &(w, lba, n))| rec(i as u64, w, lba.min(12 * N * SPT - n), n)).collect();
+            let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
+            let r = s.run();
+            prop_assert!(r.is_ok(), "{layer}: {}", r.err().unwrap());
+        }
+    }
+}
