@@ -382,7 +382,11 @@ impl Geometry {
         if tracks > MAX_TRACKS {
             return config_err(format!("{tracks} tracks is more than stlsim simulates ({MAX_TRACKS})"));
         }
-        if let Some(z) = zones.iter().find(|z| z.first_track >= tracks) {
+        if c.tracks.is_none() {
+            // A capacity that ends before the inner zones leaves them unused
+            // (the same zone table serves several capacities and layouts).
+            zones.retain(|z| z.first_track < tracks);
+        } else if let Some(z) = zones.iter().find(|z| z.first_track >= tracks) {
             return config_err(format!("zone starting at track {} lies beyond the last track", z.first_track));
         }
         if let Layout::Imr { group, .. } = layout {

@@ -253,3 +253,15 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     d.layout.cache_tracks = 3;
     assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
 }
+
+#[test]
+fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
+    let mut d = drive("cmr", 10, 10);
+    d.zones = vec![ZoneSpec { first_track: 0, sectors_per_track: 10 }, ZoneSpec { first_track: 100, sectors_per_track: 5 }];
+    d.tracks = None;
+    d.capacity_gib = Some(50.0 * 4096.0 / (1u64 << 30) as f64); // 50 sectors: 5 tracks of the outer zone
+    assert_eq!(Geometry::from_config(&d).unwrap().tracks(), 5);
+    // Given explicitly, a track count that leaves a zone out is a mistake.
+    d.tracks = Some(5);
+    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("beyond the last track"));
+}

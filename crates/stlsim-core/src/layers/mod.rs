@@ -184,9 +184,10 @@ impl LayerEntry {
     pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
             LayoutNeed::AsConventional => {
-                // Same tracks, mechanics and cache; no overlap, guards or zones.
+                // Same tracks, mechanics and cache; no overlap, guards, zones,
+                // band mapping or persistent cache (their keys are dropped).
                 let mut d = drive.clone();
-                d.layout.kind = "cmr".into();
+                d.layout = crate::geometry::LayoutConfig { kind: "cmr".into(), ..Default::default() };
                 Ok(d)
             }
             LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => {

@@ -330,3 +330,11 @@ mod props {
         }
     }
 }
+
+#[test]
+fn the_cmr_baseline_runs_on_a_drive_with_a_persistent_cache() {
+    let mut c = cfg("cmr", 6, &[]);
+    c.layer.params.clear();
+    let r = run(c, vec![rec(0, true, 5, 3), rec(1, false, 5, 3)]);
+    assert_eq!(r.drive.layout, "cmr");
+}
