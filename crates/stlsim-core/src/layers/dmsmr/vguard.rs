@@ -176,8 +176,11 @@ struct State {
     /// The largest home track.
     home_spt: u32,
     ring: TrackRing,
-    /// Home track -> slot, ordered so that a full copy needs no sort.
+    /// Home track -> slot.
     map: BTreeMap<u64, Slot>,
+    /// The same map as (home, off, k, h) quadruples in home order: a full
+    /// map copy is one copy of it.
+    flat: Vec<u64>,
     /// Home track of the live slot on each ring track (NONE: free or dead).
     owner: Vec<u64>,
     active: u64,
@@ -255,6 +258,7 @@ impl VGuard {
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
                 map: BTreeMap::new(),
+                flat: vec![],
                 active: 0,
                 seq: 0,
                 full_every: (log_len / 4).clamp(1, 256),
@@ -348,8 +352,42 @@ impl State {
         }
     }
 
+    /// Where `home`'s quadruple is (or would go) in the flat copy.
+    fn flat_find(&self, home: u64) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.flat.len() / 4);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.flat[4 * mid].cmp(&home) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Map `home` to `slot`, keeping the flat copy (what a full map copy writes) in step.
+    fn map_insert(&mut self, home: u64, slot: Slot) {
+        let q = [home, slot.off, slot.k as u64, slot.h as u64];
+        match self.flat_find(home) {
+            Ok(j) => self.flat[4 * j..4 * j + 4].copy_from_slice(&q),
+            Err(j) => {
+                self.flat.splice(4 * j..4 * j, q);
+            }
+        }
+        self.map.insert(home, slot);
+    }
+
+    fn map_clear(&mut self) {
+        self.map.clear();
+        self.flat.clear();
+    }
+
     fn drop_slot(&mut self, home: u64) {
         if let Some(old) = self.map.remove(&home) {
+            if let Ok(j) = self.flat_find(home) {
+                self.flat.drain(4 * j..4 * j + 4);
+            }
             self.set_owner(old, NONE);
             self.active -= old.k as u64;
         }
@@ -365,12 +403,15 @@ impl State {
 
     /// The whole map: head, tail, entries, then (home, off, k, h) quadruples.
     fn full_copy(&self) -> Vec<u64> {
-        let mut v = vec![self.ring.head, self.ring.tail, self.map.len() as u64];
-        let mut e: Vec<(&u64, &Slot)> = self.map.iter().collect();
-        e.sort_unstable_by_key(|x| *x.0);
-        for (&h, s) in e {
-            v.extend([h, s.off, s.k as u64, s.h as u64]);
-        }
+        #[cfg(test)]
+        assert!(
+            self.flat.len() == 4 * self.map.len()
+                && self.flat.chunks_exact(4).zip(&self.map).all(|(q, (&h, s))| q == [h, s.off, s.k as u64, s.h as u64]),
+            "the flat map copy is out of step with the map"
+        );
+        let mut v = Vec::with_capacity(3 + self.flat.len());
+        v.extend([self.ring.head, self.ring.tail, self.map.len() as u64]);
+        v.extend_from_slice(&self.flat);
         v
     }
 
@@ -393,7 +434,7 @@ impl State {
         self.ring.head += k as u64;
         self.seq += 1;
         self.drop_slot(home.0);
-        self.map.insert(home.0, slot);
+        self.map_insert(home.0, slot);
         self.set_owner(slot, home.0);
         self.active += k as u64;
         let words = self.words(home.0, slot);
@@ -669,7 +710,7 @@ impl Layer for VGuard {
                 full = Some((w[1], w[6..].to_vec()));
             }
         }
-        st.map.clear();
+        st.map_clear();
         st.owner.iter_mut().for_each(|o| *o = NONE);
         st.active = 0;
         let (mut seq, mut head) = (0, 0);
@@ -678,7 +719,7 @@ impl Layer for VGuard {
             head = v[0];
             st.ring.reset(v[0], v[1]);
             for e in v[3..].chunks(4) {
-                st.map.insert(e[0], Slot { off: e[1], k: e[2] as u32, h: e[3] as u32 });
+                st.map_insert(e[0], Slot { off: e[1], k: e[2] as u32, h: e[3] as u32 });
             }
         } else {
             st.ring.reset(0, 0);
@@ -692,7 +733,7 @@ impl Layer for VGuard {
             }
             seq = w[1];
             let slot = Slot { off: w[3], k: w[4] as u32, h: w[5] as u32 };
-            st.map.insert(w[2], slot);
+            st.map_insert(w[2], slot);
             head = head.max(slot.off + slot.k as u64);
         }
         let tail = st.map.values().map(|s| s.off).min().unwrap_or(head);
