@@ -6,8 +6,7 @@ Figure 3) and the paper's synthetic traces, 100,000 random 4 KiB writes over
 
     python scripts/vguard_evaluation.py [--requests N] [--real-only] [--synthetic-only]
 
-Takes about two minutes on the CI machine class (the Vguard synthetic runs
-clean a band for almost every write).
+Takes about 30 seconds on the CI machine class.
 """
 
 from __future__ import annotations
