@@ -82,44 +82,37 @@ def test_stub_matches_the_native_module() -> None:
     assert methods == runtime
 
 
-def test_imr_evaluation_tables_are_what_the_script_prints() -> None:
-    """docs/imr.md's tables for one copy of the bundled trace come from
-    scripts/imr_evaluation.py: rerunning it reproduces them row for row."""
+def _script_rows(script: str, *args: str) -> list[str]:
+    """The markdown table rows (headers aside) that scripts/SCRIPT prints."""
     import subprocess
     import sys
 
     root = Path(__file__).parent.parent
     out = subprocess.run(
-        [sys.executable, str(root / "scripts" / "imr_evaluation.py"), "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
+        [sys.executable, str(root / "scripts" / script), *args], capture_output=True, text=True, check=True, timeout=300
     ).stdout
-    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| layer")]
+    return [line for line in out.splitlines() if line.startswith("| ") and not line.startswith(("| layer", "| trace"))]
+
+
+def _missing_from(doc: str, rows: list[str]) -> list[str]:
+    text = (Path(__file__).parent.parent / "docs" / doc).read_text()
+    return [row for row in rows if row not in text]
+
+
+def test_imr_evaluation_tables_are_what_the_script_prints() -> None:
+    """docs/imr.md's tables for one copy of the bundled trace come from
+    scripts/imr_evaluation.py: rerunning it reproduces them row for row."""
+    rows = _script_rows("imr_evaluation.py", "--repeat", "1")
     assert len(rows) >= 14
-    doc = (root / "docs" / "imr.md").read_text()
-    missing = [row for row in rows if row not in doc]
+    missing = _missing_from("imr.md", rows)
     assert not missing, "docs/imr.md differs from scripts/imr_evaluation.py --repeat 1:\n" + "\n".join(missing)
 
 
 def test_vguard_evaluation_tables_are_what_the_script_prints() -> None:
     """docs/dmsmr.md's real-trace tables (Figures 2 and 3) come from
     scripts/vguard_evaluation.py: rerunning it reproduces them row for row.
-    (The synthetic table takes minutes; its script is the same code path.)"""
-    import subprocess
-    import sys
-
-    root = Path(__file__).parent.parent
-    out = subprocess.run(
-        [sys.executable, str(root / "scripts" / "vguard_evaluation.py"), "--real-only"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
-    rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| trace")]
+    (The synthetic table takes half a minute; the script runs it the same way.)"""
+    rows = _script_rows("vguard_evaluation.py", "--real-only")
     assert len(rows) == 12
-    doc = (root / "docs" / "dmsmr.md").read_text()
-    missing = [row for row in rows if row not in doc]
+    missing = _missing_from("dmsmr.md", rows)
     assert not missing, "docs/dmsmr.md differs from scripts/vguard_evaluation.py --real-only:\n" + "\n".join(missing)
