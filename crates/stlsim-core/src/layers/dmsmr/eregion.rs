@@ -20,8 +20,8 @@
 //!   when free cache space or free map entries fall below `clean_reserve`
 //!   (1 %) of the total, and then runs one stage per host request and in idle
 //!   time; a write that finds no room waits for cleaning. With `idle_clean`
-//!   (default on: Skylight saw drives of this family clean when idle) idle
-//!   time cleans bands until the cache is empty.
+//!   (default on, a documented guess: E-region drives are commonly described
+//!   as cleaning when idle) idle time cleans bands until the cache is empty.
 //! * **Map limit** [`map_entries`, default 65,536]: paper 003 cites a ~1 MB
 //!   map for commercial E-region drives; at 16 bytes an extent (64-bit LBA,
 //!   32-bit cache address, 32-bit length) that is 65,536 extents. The map
