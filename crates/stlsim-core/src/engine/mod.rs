@@ -509,9 +509,7 @@ impl Simulation {
                 self.count_stage_wait(issue, done);
             }
         }
-        let points = self.metrics.series.requests.len();
-        self.metrics.record(write, issue, complete, disparity);
-        if self.metrics.series.requests.len() != points {
+        if self.metrics.record(write, issue, complete, disparity) {
             self.sample_layer();
         }
         if self.cfg.replay.mode != Mode::Scaled {
@@ -908,9 +906,7 @@ impl Simulation {
                 Err(e) => return Err(e),
             }
         }
-        let points = self.metrics.series.requests.len();
-        self.metrics.flush_bucket();
-        if self.metrics.series.requests.len() != points {
+        if self.metrics.flush_bucket() {
             self.sample_layer();
         }
         self.push_waf_point();

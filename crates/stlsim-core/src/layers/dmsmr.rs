@@ -111,10 +111,6 @@ impl TrackRing {
     pub fn free(&self) -> u64 {
         (self.tail + self.len).saturating_sub(self.head + 1)
     }
-    /// Live units on the track at `off`.
-    pub fn live(&self, off: u64) -> u32 {
-        self.live[self.index(off)]
-    }
     /// Add `n` live units to the track at `off`.
     pub fn add(&mut self, off: u64, n: u32) {
         let i = self.index(off);
@@ -149,6 +145,8 @@ pub struct CacheSplit {
     pub log: Vec<Track>,
     /// Home positions rewritten per cleaning stage.
     pub stage_tracks: u32,
+    /// Sectors of the largest home track.
+    pub home_spt: u32,
 }
 
 impl CacheSplit {
@@ -199,8 +197,22 @@ impl CacheSplit {
             pad: [(0..area).map(t).collect(), (area + 1..2 * area + 1).map(t).collect()],
             log: (reserved..c).map(t).collect(),
             stage_tracks,
+            home_spt,
         })
     }
+}
+
+/// Crash recovery's scan of the cache log: read every log track (timed,
+/// cause `recovery`) and return the intact metadata records whose first word
+/// is `magic`.
+pub fn scan_log(dev: &mut Device, log: &[Track], magic: u64) -> SimResult<Vec<crate::medium::MetaRecord>> {
+    let mut found = vec![];
+    for &t in log {
+        let spt = dev.geometry().sectors_in(t);
+        dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut vec![])?;
+        found.extend(dev.meta_records(t).into_iter().filter(|r| r.words.first() == Some(&magic)));
+    }
+    Ok(found)
 }
 
 /// A newest scratch-pad record found by recovery.

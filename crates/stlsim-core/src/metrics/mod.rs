@@ -222,9 +222,9 @@ impl HostMetrics {
         }
     }
 
-    /// Count one completed request.
+    /// Count one completed request; true when it closed a series point.
     #[inline]
-    pub fn record(&mut self, write: bool, issue: Nanos, complete: Nanos, disparity: Nanos) {
+    pub fn record(&mut self, write: bool, issue: Nanos, complete: Nanos, disparity: Nanos) -> bool {
         let lat = complete.saturating_sub(issue);
         self.all.record(lat);
         let b = &mut self.bucket;
@@ -246,16 +246,15 @@ impl HostMetrics {
         if disparity > self.max_disparity {
             self.max_disparity = disparity;
         }
-        if b.n >= self.every {
-            self.flush_bucket();
-        }
+        b.n >= self.every && self.flush_bucket()
     }
 
-    /// Close the current series bucket (at the end of a run).
-    pub fn flush_bucket(&mut self) {
+    /// Close the current series bucket (at the end of a run); true when it
+    /// made a series point.
+    pub fn flush_bucket(&mut self) -> bool {
         let b = std::mem::take(&mut self.bucket);
         if b.n == 0 {
-            return;
+            return false;
         }
         let mean = |s: u128, n: u64| if n == 0 { f64::NAN } else { s as f64 / n as f64 / 1e6 };
         let s = &mut self.series;
@@ -266,6 +265,7 @@ impl HostMetrics {
         s.mean_write_latency_ms.push(mean(b.sum_w, b.nw));
         s.max_latency_ms.push(b.max as f64 / 1e6);
         s.disparity_s.push(self.last_disparity.as_secs());
+        true
     }
 }
 

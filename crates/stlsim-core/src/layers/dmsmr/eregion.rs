@@ -39,7 +39,7 @@
 //!   cleaned since the tail last moved come back as live after a crash:
 //!   their data equals the band's, so nothing is lost; they are cleaned again.
 
-use super::{map_bytes_eq1, run_stage, finish_resumed, BandContents, BandJob, CacheSplit, CleaningState, Cleaner, TrackRing, CLEAN_BUFFER};
+use super::{map_bytes_eq1, run_stage, scan_log, finish_resumed, BandContents, BandJob, CacheSplit, CleaningState, Cleaner, TrackRing, CLEAN_BUFFER};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::Geometry;
@@ -223,9 +223,15 @@ impl State {
         new_tracks <= self.ring.free() && self.map.len() as u64 + 2 * pieces <= self.map_entries
     }
 
+    /// The first LBA of the extent holding `lba`, or `lba` itself: where a
+    /// walk of the extents meeting a range from `lba` starts.
+    fn covering_start(&self, lba: u64) -> u64 {
+        self.map.range(..=lba).next_back().filter(|(&s, e)| s + e.len > lba).map(|(&s, _)| s).unwrap_or(lba)
+    }
+
     /// Drop (trim) extents overlapping `[lo, hi)`.
     fn remove_range(&mut self, lo: u64, hi: u64) {
-        let start = self.map.range(..lo).next_back().filter(|(&s, e)| s + e.len > lo).map(|(&s, _)| s).unwrap_or(lo);
+        let start = self.covering_start(lo);
         let mut keys = std::mem::take(&mut self.keys);
         keys.clear();
         keys.extend(self.map.range(start..hi).map(|(&k, _)| k));
@@ -312,7 +318,7 @@ impl State {
     ) -> SimResult<()> {
         let end = lba + n;
         let mut cur = lba;
-        let first = self.map.range(..=lba).next_back().filter(|(&s, e)| s + e.len > lba).map(|(&s, _)| s).unwrap_or(lba);
+        let first = self.covering_start(lba);
         for (&k, &e) in self.map.range(first..end) {
             let (a, b) = (k.max(cur), (k + e.len).min(end));
             if a >= b {
@@ -343,7 +349,7 @@ impl BandContents for State {
         let mut read = spt as u64;
         let carries = dev.carries_data();
         // Overlay the cached extents of this track, read from the log.
-        let first = self.map.range(..=lba).next_back().filter(|(&s, e)| s + e.len > lba).map(|(&s, _)| s).unwrap_or(lba);
+        let first = self.covering_start(lba);
         let end = lba + spt as u64;
         let hits: Vec<(u64, Ext)> = self.map.range(first..end).map(|(&k, &e)| (k, e)).collect();
         let mut piece = vec![];
@@ -451,17 +457,11 @@ impl Layer for ERegion {
         let pad = self.cl.recover_pad(dev)?;
         let st = &mut self.st;
         // Read the whole log and collect the journal entries riding on it.
-        let mut recs: Vec<[u64; 6]> = vec![];
-        for &t in &st.log {
-            let spt = dev.geometry().sectors_in(t);
-            dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut vec![])?;
-            for r in dev.meta_records(t) {
-                if r.words.first() == Some(&EXT) && r.words.len() == 6 {
-                    let w = &r.words;
-                    recs.push([w[1], w[2], w[3], w[4], w[5], r.sector as u64]);
-                }
-            }
-        }
+        let mut recs: Vec<[u64; 6]> = scan_log(dev, &st.log, EXT)?
+            .into_iter()
+            .filter(|r| r.words.len() == 6)
+            .map(|r| [r.words[1], r.words[2], r.words[3], r.words[4], r.words[5], r.sector as u64])
+            .collect();
         let mut tail = recs.iter().map(|r| r[4]).max().unwrap_or(0);
         let mut head = recs.iter().map(|r| r[3] + 1).max().unwrap_or(0);
         let mut seq = recs.iter().map(|r| r[0]).max().unwrap_or(0);

@@ -94,6 +94,18 @@ fn counter(r: &Report, k: &str) -> f64 {
 
 use crate::test_rng::Rng;
 
+/// `n` requests of 1-8 sectors at random positions of `bands` bands (seeded);
+/// every `read_every`-th is a read, the rest writes.
+fn random_requests(seed: u64, n: u64, bands: u64, read_every: u64) -> Vec<TraceRecord> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|i| {
+            let (b, p) = (rng.below(bands), 1 + rng.below(N));
+            rec(i, i % read_every != read_every - 1, lba(b, p) + rng.below(SPT - 8), 1 + rng.below(8))
+        })
+        .collect()
+}
+
 #[test]
 fn equation_1_counts_bits_of_a_track_and_a_cache_track_number() {
     assert_eq!(bits_for(2), 1);
@@ -146,14 +158,8 @@ fn writes_to_cached_tracks_follow_figure_1() {
 
 #[test]
 fn cleaning_starts_at_beta_and_cleans_two_bands_from_the_tail() {
-    let mut rng = Rng(7);
     let bands = 40;
-    let recs: Vec<_> = (0..300)
-        .map(|i| {
-            let (b, p) = (rng.below(bands), 1 + rng.below(N));
-            rec(i, i % 4 != 3, lba(b, p) + rng.below(SPT - 8), 1 + rng.below(8))
-        })
-        .collect();
+    let recs = random_requests(7, 300, bands, 4);
     let r = run(cfg("smr-vguard", bands, &[("beta", "12")]), recs);
     let (eps, cleaned) = (counter(&r, "clean_episodes"), counter(&r, "clean_bands"));
     assert!(eps >= 10.0, "{eps} episodes");
@@ -205,14 +211,8 @@ fn partial_cleaning_stops_before_the_next_cached_track() {
 
 #[test]
 fn eregion_appends_writes_and_cleans_when_map_entries_run_out() {
-    let mut rng = Rng(3);
     let bands = 30;
-    let recs: Vec<_> = (0..400)
-        .map(|i| {
-            let (b, p) = (rng.below(bands), 1 + rng.below(N));
-            rec(i, i % 3 != 2, lba(b, p) + rng.below(SPT - 8), 1 + rng.below(8))
-        })
-        .collect();
+    let recs = random_requests(3, 400, bands, 3);
     let r = run(cfg("smr-eregion", bands, &[("map_entries", "32")]), recs.clone());
     assert!(counter(&r, "clean_bands") >= 20.0);
     assert!(counter(&r, "map_entries_peak") <= 32.0);
@@ -238,13 +238,7 @@ fn eregion_cleans_when_cache_space_runs_out() {
 /// from `offset`; returns (crashes inside cleaning, crashes in recovery, resumed bands).
 fn crash_sweep(layer: &str, params: &[(&str, &str)], runs: u64, step: u64) -> (u64, u64, u64) {
     let bands = 24;
-    let mut rng = Rng(5);
-    let recs: Vec<_> = (0..500)
-        .map(|i| {
-            let (b, p) = (rng.below(bands), 1 + rng.below(N));
-            rec(i, i % 5 != 4, lba(b, p) + rng.below(SPT - 8), 1 + rng.below(8))
-        })
-        .collect();
+    let recs = random_requests(5, 500, bands, 5);
     let (mut clean, mut recovery, mut resumed) = (0, 0, 0);
     for offset in 0..runs {
         let mut c = cfg(layer, bands, params);

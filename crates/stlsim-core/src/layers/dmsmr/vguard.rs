@@ -57,7 +57,7 @@
 //!   a limited number of times) is not modelled.
 
 use super::{
-    bits_for, finish_resumed, map_bytes_eq1, run_stage, BandContents, BandJob, CacheSplit, CleaningState, Cleaner,
+    bits_for, finish_resumed, map_bytes_eq1, run_stage, scan_log, BandContents, BandJob, CacheSplit, CleaningState, Cleaner,
     TrackRing, CLEAN_BUFFER,
 };
 use crate::device::{Cause, Device};
@@ -216,7 +216,7 @@ impl VGuard {
         let Layout::Smr { band, .. } = g.layout() else { unreachable!("checked by CacheSplit") };
         let log_len = split.log.len() as u64;
         let cache_spt = split.log.iter().map(|&t| g.sectors_in(t)).min().unwrap_or(1);
-        let kmax = State::slot_tracks_for(g.max_home_sectors_per_track(), cache_spt, Self::header_for(g, log_len, log_len));
+        let kmax = State::slot_tracks_for(split.home_spt, cache_spt, Self::header_for(g, log_len, log_len));
         if kmax as u64 * 4 > log_len {
             return config_err(format!(
                 "smr-vguard: the cache log ({log_len} tracks) must hold at least 4 slots of {kmax} tracks"
@@ -253,7 +253,7 @@ impl VGuard {
             st: State {
                 band,
                 cache_spt,
-                home_spt: g.max_home_sectors_per_track(),
+                home_spt: split.home_spt,
                 ring: TrackRing::new(log_len),
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
@@ -480,19 +480,19 @@ impl State {
         }
     }
 
-    /// Move the slot of `home` to the log head, overlaying `piece` (sectors
-    /// `[s, s+n)` of the home track with `data`) on the way.
-    fn relocate(&mut self, dev: &mut Device, home: Track, piece: Option<(u32, u32, &[Token])>) -> SimResult<()> {
-        let slot = self.map[&home.0];
+    /// Copy home track `home`'s newest contents (from its slot, else from
+    /// home) to a new slot at the log head, overlaying `piece` (sectors
+    /// `[s, s+n)` with `data`) on the way: a guard copy, a copy of the track
+    /// in front, or a relocation.
+    fn copy_track(&mut self, dev: &mut Device, home: Track, piece: Option<(u32, u32, &[Token])>) -> SimResult<()> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        self.read_slot(dev, Cause::Promote, home, slot, &mut buf)?;
-        if let Some((s, n, data)) = piece {
-            if !data.is_empty() {
+        let r = self.read_track(dev, Cause::Promote, home, &mut buf).and_then(|_| {
+            if let Some((s, n, data)) = piece.filter(|p| !p.2.is_empty()) {
                 buf[s as usize..(s + n) as usize].copy_from_slice(data);
             }
-        }
-        let r = self.write_slot(dev, Cause::Promote, home, &buf);
+            self.write_slot(dev, Cause::Promote, home, &buf)
+        });
         self.buf = buf;
         r
     }
@@ -507,17 +507,11 @@ impl State {
             if slot.k == 1 && next_live && !self.relocate {
                 // Section 3's text: copy the valid track in front to the frontier, then write in place.
                 let next_home = self.owner[self.ring.index(slot.off + 1)];
-                let nslot = self.map[&next_home];
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                self.read_slot(dev, Cause::Promote, Track(next_home), nslot, &mut buf)?;
-                let r = self.write_slot(dev, Cause::Promote, Track(next_home), &buf);
-                self.buf = buf;
-                r?;
+                self.copy_track(dev, Track(next_home), None)?;
                 self.c.next_copies += 1;
             } else if slot.k > 1 || next_live {
                 // Figure 1(d): relocate the written track to the frontier.
-                self.relocate(dev, t, Some((at.sector, n, data)))?;
+                self.copy_track(dev, t, Some((at.sector, n, data)))?;
                 self.c.relocations += 1;
                 return Ok(());
             }
@@ -540,13 +534,7 @@ impl State {
             let next = g.band_track(b, p + 1);
             if !self.map.contains_key(&next.0) && (!self.skip_empty || self.holds_data(dev, next)) {
                 // The virtual guard: copy T+1 to the frontier before T is written.
-                let mut buf = std::mem::take(&mut self.buf);
-                buf.clear();
-                let r = dev
-                    .read(Cause::Promote, PhysAddr { track: next, sector: 0 }, g.sectors_in(next), &mut buf)
-                    .and_then(|_| self.write_slot(dev, Cause::Promote, next, &buf));
-                self.buf = buf;
-                r?;
+                self.copy_track(dev, next, None)?;
                 self.c.guard_copies += 1;
             }
         }
@@ -697,12 +685,7 @@ impl Layer for VGuard {
         let pad = self.cl.recover_pad(dev)?;
         let st = &mut self.st;
         // Read every log track for the slot headers.
-        let mut slots: Vec<Vec<u64>> = vec![];
-        for &t in &st.log {
-            let spt = dev.geometry().sectors_in(t);
-            dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut vec![])?;
-            slots.extend(dev.meta_records(t).into_iter().filter(|r| r.words.first() == Some(&SLOT)).map(|r| r.words));
-        }
+        let mut slots: Vec<Vec<u64>> = scan_log(dev, &st.log, SLOT)?.into_iter().map(|r| r.words).collect();
         // The newest full copy: a scratch record, or a slot header carrying one.
         let mut full: Option<(u64, Vec<u64>)> = pad.as_ref().map(|p| (p.state[0], p.state[1..].to_vec()));
         for w in slots.iter().filter(|w| w.len() > 6) {
