@@ -8,7 +8,7 @@ use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::{Medium, Token};
-use crate::units::{Nanos, PhysAddr, Track};
+use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -364,6 +364,7 @@ impl Device {
     /// to `out` when data is carried. Returns the completion time.
     pub fn read(&mut self, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<Nanos> {
         self.begin(OpKind::Read, cause, at, count)?;
+        self.medium.admit_read(&self.geom, at, count)?;
         self.medium.read(&self.geom, at, count, out, self.accounting);
         Ok(self.time(false, cause, at, count))
     }
@@ -443,11 +444,112 @@ impl Device {
         self.medium.meta_records(t)
     }
 
-    /// Reset a host-managed zone (rewind its write pointer, empty it). Costs no media time.
+    /// RESET WRITE POINTER of a sequential zone: rewind it and empty its
+    /// sectors. Costs no media time (see [`zones`](crate::medium::zones)).
     pub fn reset_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
-        let at = PhysAddr { track: Track(0), sector: 0 };
-        self.begin(OpKind::ResetZone, cause, at, 0)?;
-        self.medium.reset_zone(&self.geom, zone)
+        self.begin(OpKind::ResetZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
+        self.medium.zones_mut().reset(zone)?;
+        let geom = Arc::clone(&self.geom);
+        self.medium.empty_zone(&geom, zone);
+        Ok(())
+    }
+
+    /// FINISH ZONE: the zone becomes full (its unwritten sectors stay empty).
+    pub fn finish_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
+        self.begin(OpKind::ResetZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
+        self.medium.zones_mut().finish(zone)
+    }
+
+    /// OPEN ZONE (explicitly).
+    pub fn open_zone(&mut self, zone: u64) -> SimResult<()> {
+        self.medium.zones_mut().open(zone)
+    }
+
+    /// CLOSE ZONE.
+    pub fn close_zone(&mut self, zone: u64) -> SimResult<()> {
+        self.medium.zones_mut().close(zone)
+    }
+
+    /// REPORT ZONES: up to `max` zones from `from`.
+    pub fn report_zones(&mut self, from: u64, max: u64) -> Vec<crate::medium::zones::ZoneInfo> {
+        self.medium.zones_mut().report(from, max)
+    }
+
+    /// One zone's state as REPORT ZONES would give it (no command counted:
+    /// a host layer keeps this in memory once it has reported the zones).
+    pub fn zone_info(&self, zone: u64) -> crate::medium::zones::ZoneInfo {
+        self.medium.zones().info(zone)
+    }
+
+    /// Zone-management commands issued so far.
+    pub fn zone_counts(&self) -> crate::medium::zones::ZoneOpCounts {
+        self.medium.zones().counts()
+    }
+
+    /// A power loss as the drive sees it: open zones are closed.
+    pub fn power_cycle(&mut self) {
+        self.medium.zones_mut().power_cycle();
+    }
+
+    /// Write `n` sectors of host-visible LBA space from `lba` as one command:
+    /// the zone rules are checked for the whole command (a command that is
+    /// not at the write pointer or crosses a zone's end fails before any
+    /// sector is written, as on a ZBC drive), then it is issued track by track.
+    pub fn write_lbas(&mut self, cause: Cause, lba: Lba, n: Sectors, data: &[Token]) -> SimResult<Nanos> {
+        self.medium.zones().check_write(lba.0, n.0)?;
+        let geom = Arc::clone(&self.geom);
+        let mut res = Ok(self.clock);
+        geom.for_home_extents(lba, n, |at, count, l| {
+            if res.is_ok() {
+                let d = if data.is_empty() { &[][..] } else { &data[(l.0 - lba.0) as usize..][..count as usize] };
+                res = self.write(cause, at, count, d);
+            }
+        });
+        res
+    }
+
+    /// Attach a metadata record to the one sector at drive LBA `lba` (just
+    /// written by the same caller, before any other operation): out-of-band
+    /// metadata that lives as long as the sector is not overwritten.
+    pub fn tag_sector(&mut self, lba: Lba, words: Vec<u64>) {
+        let at = self.geom.home(lba);
+        self.medium.put_meta(at, 1, words);
+    }
+
+    /// Attach one metadata record to sectors `[lba, lba + n)` of one track
+    /// (just written by the caller).
+    pub fn tag_range(&mut self, lba: Lba, n: Sectors, words: Vec<u64>) {
+        let at = self.geom.home(lba);
+        self.medium.put_meta(at, n.0 as u32, words);
+    }
+
+    /// The intact metadata records starting in drive LBAs `[lba, lba + n)`,
+    /// with the LBA each starts at (what reads of the range would find; the
+    /// caller times those reads itself).
+    pub fn meta_records_in(&self, lba: Lba, n: Sectors) -> Vec<(Lba, Vec<u64>)> {
+        let mut out = vec![];
+        self.geom.for_home_extents(lba, n, |at, count, l| {
+            for r in self.medium.meta_records(at.track) {
+                if r.sector >= at.sector && r.sector < at.sector + count {
+                    out.push((Lba(l.0 + (r.sector - at.sector) as u64), r.words));
+                }
+            }
+        });
+        out
+    }
+
+    /// Read `n` sectors of host-visible LBA space from `lba` as one command
+    /// (checked against the zone rules first), track by track.
+    pub fn read_lbas(&mut self, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<Nanos> {
+        self.medium.zones().admit_read(lba.0, n.0)?;
+        let geom = Arc::clone(&self.geom);
+        let mut res = Ok(self.clock);
+        geom.for_home_extents(lba, n, |at, count, _| {
+            if res.is_ok() {
+                res = self.read(cause, at, count, out);
+            }
+        });
+        res
     }
 }
 

@@ -17,12 +17,14 @@
 //! row of tokens is made from it on the first write or damage.
 
 pub mod prefill;
+pub mod zones;
 
-use crate::error::{SimError, SimResult};
+use crate::error::SimResult;
 use crate::geometry::{Geometry, Layout};
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Track};
 use prefill::Prefill;
+use zones::ZoneTable;
 
 /// What a sector holds: the host block (LBA, version) last written there, or
 /// a marker for an empty or destroyed sector.
@@ -88,9 +90,7 @@ pub struct Medium {
     meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
     tracked: bool,
     tracks: Vec<Option<Box<[Token]>>>,
-    zone_sectors: u64,
-    conventional: u64,
-    write_pointers: Vec<u64>,
+    zones: ZoneTable,
     prefill: Prefill,
     /// Tracks read, written or damaged (tracked media only): what a final scan must cover.
     touched: TrackBits,
@@ -99,17 +99,17 @@ pub struct Medium {
 impl Medium {
     /// An empty medium for `geom`; `tracked` keeps contents (verification).
     pub fn new(geom: &Geometry, tracked: bool) -> Medium {
-        let (zone_sectors, conventional, zones) = match (geom.layout(), geom.zone_sectors()) {
-            (Layout::Zoned { conventional, .. }, Some(zs)) => (zs, conventional, geom.capacity().0.div_ceil(zs)),
-            _ => (0, 0, 0),
+        let zones = match (geom.layout(), geom.zone_sectors()) {
+            (Layout::Zoned { conventional, max_open, unrestricted_reads, .. }, Some(zs)) => {
+                ZoneTable::new(zs, conventional, geom.capacity().0, max_open, unrestricted_reads)
+            }
+            _ => ZoneTable::default(),
         };
         Medium {
             meta: Default::default(),
             tracked,
             tracks: if tracked { vec![None; geom.tracks() as usize] } else { vec![] },
-            zone_sectors,
-            conventional,
-            write_pointers: (0..zones).map(|z| z * zone_sectors).collect(),
+            zones,
             prefill: Prefill::none(),
             touched: if tracked { TrackBits::new(geom.tracks()) } else { TrackBits::default() },
         }
@@ -119,9 +119,10 @@ impl Medium {
     /// prefilled data is a prefix of the zone: every track up to the last
     /// prefilled one is prefilled, and the write pointer follows it.
     pub fn set_prefill(&mut self, geom: &Geometry, mut prefill: Prefill) {
-        if self.zone_sectors > 0 && prefill.any() {
-            for z in self.conventional..self.write_pointers.len() as u64 {
-                let (start, end) = (z * self.zone_sectors, (z + 1) * self.zone_sectors);
+        if self.zones.is_zoned() && prefill.any() {
+            let zs = self.zones.zone_sectors();
+            for z in self.zones.conventional()..self.zones.zones() {
+                let (start, end) = (z * zs, (z + 1) * zs);
                 let lts = self.zone_logical_tracks(geom, z);
                 let Some(last) = lts.clone().rev().find(|&lt| prefill.track(geom.logical_track_phys(lt))) else {
                     continue;
@@ -136,7 +137,7 @@ impl Medium {
                 } else {
                     prefill.map().home_of_host(prefill.limit()).clamp(start, top)
                 };
-                self.write_pointers[z as usize] = home_limit;
+                self.zones.set_prefilled(z, home_limit.min(end));
             }
         }
         self.prefill = prefill;
@@ -164,7 +165,7 @@ impl Medium {
         rows + (self.tracks.capacity() * std::mem::size_of::<Option<Box<[Token]>>>()) as u64
             + self.prefill.heap_bytes()
             + self.touched.heap_bytes()
-            + (self.write_pointers.capacity() * 8) as u64
+            + self.zones.heap_bytes()
     }
 
     /// The row of track `t`, made on first use (from the prefill, else empty).
@@ -187,43 +188,42 @@ impl Medium {
         self.tracked
     }
 
-    /// Check a write against sequential-zone rules and advance the write pointer.
-    /// `first` is the home LBA of the first sector written.
+    /// Check a write against the zone rules and advance the write pointer
+    /// (see [`zones`]); a no-op on drives without zones.
     pub fn admit_write(&mut self, geom: &Geometry, at: PhysAddr, count: u32) -> SimResult<()> {
-        if self.zone_sectors == 0 {
+        if !self.zones.is_zoned() {
             return Ok(());
         }
         let Some(first) = geom.home_lba(at) else { return Ok(()) };
-        let zone = first.0 / self.zone_sectors;
-        if zone < self.conventional {
+        self.zones.admit_write(first.0, count as u64)
+    }
+
+    /// Check a read against the zone rules (no data past a write pointer).
+    pub fn admit_read(&self, geom: &Geometry, at: PhysAddr, count: u32) -> SimResult<()> {
+        if !self.zones.is_zoned() {
             return Ok(());
         }
-        let wp = &mut self.write_pointers[zone as usize];
-        if first.0 != *wp {
-            return Err(SimError::Medium(format!(
-                "write at LBA {} in sequential zone {zone} is not at its write pointer (LBA {})",
-                first.0, *wp
-            )));
-        }
-        let zone_end = (zone + 1) * self.zone_sectors;
-        if first.0 + count as u64 > zone_end {
-            return Err(SimError::Medium(format!("write at LBA {} crosses the end of zone {zone}", first.0)));
-        }
-        *wp += count as u64;
-        Ok(())
+        let Some(first) = geom.home_lba(at) else { return Ok(()) };
+        self.zones.admit_read(first.0, count as u64)
     }
 
-    /// The write pointer of a zone (host-managed layouts), as an LBA.
+    /// The zones (host-managed layouts; an empty table otherwise).
+    pub fn zones(&self) -> &ZoneTable {
+        &self.zones
+    }
+
+    /// The zones, for zone commands (the device issues them).
+    pub(crate) fn zones_mut(&mut self) -> &mut ZoneTable {
+        &mut self.zones
+    }
+
+    /// The write pointer of a sequential zone, as an LBA.
     pub fn write_pointer(&self, zone: u64) -> Option<Lba> {
-        self.write_pointers.get(zone as usize).map(|&w| Lba(w))
+        self.zones.write_pointer(zone)
     }
 
-    /// Rewind a sequential zone's write pointer and empty its sectors.
-    pub fn reset_zone(&mut self, geom: &Geometry, zone: u64) -> SimResult<()> {
-        if zone as usize >= self.write_pointers.len() {
-            return Err(SimError::Medium(format!("zone {zone} does not exist")));
-        }
-        self.write_pointers[zone as usize] = zone * self.zone_sectors;
+    /// Empty a sequential zone's sectors after RESET WRITE POINTER (the table was reset by the caller).
+    pub fn empty_zone(&mut self, geom: &Geometry, zone: u64) {
         for lt in self.zone_logical_tracks(geom, zone) {
             let t = geom.logical_track_phys(lt);
             self.meta.remove(&t.0);
@@ -233,12 +233,12 @@ impl Medium {
                 self.touched.set(t);
             }
         }
-        Ok(())
     }
 
     /// The logical tracks of host-managed zone `zone`, in LBA order.
     fn zone_logical_tracks(&self, geom: &Geometry, zone: u64) -> std::ops::Range<u64> {
-        let (start, end) = (zone * self.zone_sectors, (zone + 1) * self.zone_sectors);
+        let zs = self.zones.zone_sectors();
+        let (start, end) = (zone * zs, ((zone + 1) * zs).min(geom.capacity().0));
         geom.logical_track_of(Lba(start))..geom.logical_track_of(Lba(end - 1)) + 1
     }
 

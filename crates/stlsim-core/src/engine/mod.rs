@@ -152,6 +152,8 @@ pub struct Simulation {
     host_cap: u64,
     /// Bytes per sector.
     sector_bytes: u64,
+    /// The trace's host address range `[lo, hi)`, for layers sized by it.
+    trace_range: Option<(u64, u64)>,
 }
 
 impl Simulation {
@@ -263,14 +265,17 @@ impl Simulation {
             needs: Needs::default(),
             host_cap,
             sector_bytes,
+            trace_range: None,
         };
         sim.needs = sim.layer.needs();
         sim.waf_countdown = sim.cfg.replay.waf_every;
         // A first pass over the trace when the run needs to know it ahead:
         // the tracks it touches (footprint prefill), its length (crash points).
         let footprint = prefill == PrefillSpec::Footprint;
+        let wants_range = sim.layer.wants_trace_range();
+        let mut range = (u64::MAX, 0u64);
         let mut touched = TrackBits::default();
-        if footprint || !sim.cfg.crash_after.is_empty() {
+        if footprint || wants_range || !sim.cfg.crash_after.is_empty() {
             match sim.reader.reopen() {
                 Some(first) => {
                     let mut first = first?;
@@ -284,6 +289,10 @@ impl Simulation {
                             continue;
                         }
                         count += 1;
+                        if wants_range {
+                            let (lba, n, _) = sim.convert(&rec)?;
+                            range = (range.0.min(lba.0), range.1.max(lba.0 + n.0));
+                        }
                         if footprint {
                             let (lba, n, _) = sim.convert(&rec)?;
                             home_map.for_home_pieces(lba.0, n.0, |home, k, _| {
@@ -298,8 +307,18 @@ impl Simulation {
                         "prefill = 'footprint' reads the trace twice, but this trace source cannot be read again".into(),
                     ))
                 }
+                None if wants_range => {
+                    return Err(SimError::Config(format!(
+                        "layer '{}' sizes its buffer from the trace's address range, which needs a trace that can be read twice; give the buffer size as a parameter instead",
+                        sim.entry.name
+                    )))
+                }
                 None => {}
             }
+        }
+        if wants_range {
+            sim.trace_range = Some(if range.0 > range.1 { (0, 0) } else { range });
+            sim.layer.set_trace_range(Lba(sim.trace_range.unwrap().0), Lba(sim.trace_range.unwrap().1))?;
         }
         if let (Some(total), Some(&last)) = (sim.irregular.trace_requests, sim.cfg.crash_after.iter().max()) {
             if last > total {
@@ -805,6 +824,7 @@ impl Simulation {
             self.crashes_in_stages += 1;
         }
         self.dev.set_in_stage(false);
+        self.dev.power_cycle();
         self.cache.clear();
         self.outstanding.clear();
         let in_flight = std::mem::take(&mut self.in_flight);
@@ -820,6 +840,9 @@ impl Simulation {
         let geom = self.dev.geometry_arc();
         loop {
             self.layer = (self.entry.build)(&self.params, &geom)?;
+            if let Some((lo, hi)) = self.trace_range {
+                self.layer.set_trace_range(Lba(lo), Lba(hi))?;
+            }
             self.needs = self.layer.needs();
             match self.layer.recover(&mut self.dev) {
                 Ok(()) => break,

@@ -74,6 +74,10 @@ pub struct LayoutConfig {
     pub zone_tracks: u64,
     /// Zoned: number of conventional (randomly writable) zones at the start of the LBA space.
     pub conventional_zones: u64,
+    /// Zoned: most sequential zones open at once (0: no limit), as a ZBC drive reports it.
+    pub max_open_zones: u64,
+    /// Zoned: whether reads past a write pointer are allowed (ZBC's URSWRZ bit; off: they fail).
+    pub unrestricted_reads: bool,
 }
 
 impl Default for LayoutConfig {
@@ -92,6 +96,8 @@ impl Default for LayoutConfig {
             order: "zigzag".into(),
             zone_tracks: 128,
             conventional_zones: 0,
+            max_open_zones: 0,
+            unrestricted_reads: false,
         }
     }
 }

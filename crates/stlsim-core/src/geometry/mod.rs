@@ -65,6 +65,10 @@ pub enum Layout {
         zone_tracks: u64,
         /// Conventional zones at the start of the LBA space.
         conventional: u64,
+        /// Most zones open at once (0: no limit).
+        max_open: u64,
+        /// Reads past a write pointer allowed (ZBC's URSWRZ).
+        unrestricted_reads: bool,
     },
 }
 
@@ -156,7 +160,12 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
             if c.zone_tracks == 0 {
                 return config_err("zoned layout needs zone_tracks >= 1");
             }
-            Layout::Zoned { zone_tracks: c.zone_tracks, conventional: c.conventional_zones }
+            Layout::Zoned {
+                zone_tracks: c.zone_tracks,
+                conventional: c.conventional_zones,
+                max_open: c.max_open_zones,
+                unrestricted_reads: c.unrestricted_reads,
+            }
         }
         k => return config_err(format!("unknown layout kind '{k}' (known: cmr, smr, imr, zoned)")),
     })

@@ -12,6 +12,7 @@ pub mod dmsmr;
 pub mod imr;
 pub mod params;
 pub mod swd;
+pub mod zoned;
 
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
@@ -115,6 +116,17 @@ pub trait Layer: Send {
     fn recover(&mut self, _dev: &mut Device) -> SimResult<()> {
         Ok(())
     }
+    /// Whether the layer sizes itself from the trace's address range (the
+    /// engine then reads the trace once ahead and calls
+    /// [`set_trace_range`](Self::set_trace_range)). Default: no.
+    fn wants_trace_range(&self) -> bool {
+        false
+    }
+    /// The trace's host address range `[lo, hi)`: given before the first
+    /// request and again after every rebuild (crash), before `recover`.
+    fn set_trace_range(&mut self, _lo: Lba, _hi: Lba) -> SimResult<()> {
+        Ok(())
+    }
     /// Gauges sampled at every point of the run's series (every
     /// `series_every` requests), e.g. persistent-cache utilisation over
     /// time. Default: none.
@@ -168,7 +180,8 @@ pub struct LayerEntry {
 /// Every layer stlsim knows, in listing order. The only place layers are registered.
 pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
     &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY,
-    &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY];
+    &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY,
+    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {

@@ -1,0 +1,1041 @@
+//! Host-side persistent buffers on a host-managed SMR drive (paper 004,
+//! Zhang et al., "Amphisbaena", sections 2.2-2.3 and 6.1): what the four
+//! buffer layers (`hm-fluid`, `hm-fluid-loop`, `hm-skylight`, `amphisbaena`)
+//! share. The translation runs on the host; the drive only enforces its zone
+//! rules ([`crate::medium::zones`]), so every write into a sequential zone
+//! here is at that zone's write pointer, through real zone commands.
+//!
+//! * **Address space.** Host block `h` lives in *native zone* `h / Z` at
+//!   offset `h % Z` (Z = sectors per zone; one sector is one 4 KiB block on
+//!   the paper's drive). Native zones are the drive's sequential zones in
+//!   order, less `spare_zones` at the end; the conventional (CMR) zones hold
+//!   the buffer and its metadata and are outside the host's space.
+//! * **The buffer** is `slots` blocks of conventional space. Which slot a
+//!   block goes to is the policy of each layer ([`Placement`]).
+//! * **Zone write-back** ([`WriteBack`]), shared by all four layers: collect
+//!   the victim blocks from the buffer (in stages of `collect_blocks`), then
+//!   either *RMW-free* — every victim lies at or after the native zone's
+//!   write pointer: append from the pointer, padding the gaps between
+//!   victims — or *RMW* — read the zone's valid data, merge, write the
+//!   merged zone image, reset. Padding sectors are written with the
+//!   `padding` cause and counted.
+//! * **Crash consistency** (the paper leaves it out of scope, section 5.4;
+//!   we do not): every buffer block carries its host LBA and a sequence
+//!   number as out-of-band metadata of its own sector (modelled as the
+//!   sector's metadata: a host implementation would pack these 16 bytes into
+//!   a header, which this model does not charge); a small metadata log in
+//!   conventional space records each write-back's freed slots and zone
+//!   remapping, with a checkpoint (zone map + bitmap of valid slots) each
+//!   time the log wraps. Recovery reads the log, the checkpoints and the
+//!   whole buffer, and keeps, for each LBA, the newest slot not freed after
+//!   it was written.
+//! * **RMW without a window of loss.** Resetting a native zone before its
+//!   merged image is on the medium would lose the zone's data to a power
+//!   failure. So the merged image is written to a *spare* sequential zone,
+//!   the remapping is committed in the log, and only then is the old zone
+//!   reset; it becomes the spare (Linux dm-zoned's reclaim works the same
+//!   way). The I/O is the paper's (one zone read, one zone write, one
+//!   reset); only the physical zone changes.
+//! * **Stages and waiting.** A write-back is background work run in
+//!   stages ([`super::background`]); it is overdue as soon as it starts (a
+//!   write is waiting for room), and a host write to the victim's native
+//!   zone waits for it. Amphisbaena's GC may stop collecting at a stage
+//!   boundary when a queued write targets the victim zone (section 5.3).
+
+pub mod fluid;
+pub mod skylight;
+
+use crate::device::{Cause, Device};
+use crate::error::{config_err, SimError, SimResult};
+use crate::geometry::{Geometry, Layout};
+use crate::layers::{LayerReport, ParamKind, ParamSpec, Params, QueueView, StageOutcome};
+use crate::medium::Token;
+use crate::units::{Lba, Sectors};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+const SLOT_MAGIC: u64 = 0x484d_534c_4f54_3031; // "HMSLOT01"
+const LOG_MAGIC: u64 = 0x484d_4c4f_4752_4331; // "HMLOGRC1"
+const CKPT_MAGIC: u64 = 0x484d_434b_5054_3031; // "HMCKPT01"
+const FREE: u64 = u64::MAX;
+/// Sectors of the metadata log ring.
+const LOG_SECTORS: u64 = 256;
+
+/// Parameters every buffer layer has.
+pub const COMMON_PARAMS: [ParamSpec; 4] = [
+    ParamSpec {
+        name: "buffer_percent",
+        kind: ParamKind::Float,
+        unit: "%",
+        default: "1.0",
+        doc: "buffer size as a percentage of the trace's maximum access range (paper 004 section 6.1: 1 %)",
+    },
+    ParamSpec {
+        name: "buffer_mib",
+        kind: ParamKind::Float,
+        unit: "MiB",
+        default: "0",
+        doc: "absolute buffer size (0: use buffer_percent of the trace's access range)",
+    },
+    ParamSpec {
+        name: "spare_zones",
+        kind: ParamKind::Int,
+        unit: "zones",
+        default: "1",
+        doc: "sequential zones kept outside the host space to receive merged zone images (RMW without a window of loss)",
+    },
+    ParamSpec {
+        name: "collect_blocks",
+        kind: ParamKind::Int,
+        unit: "blocks",
+        default: "256",
+        doc: "victim blocks collected from the buffer per stage of a write-back (1 MiB of 4 KiB blocks)",
+    },
+];
+
+/// The drive's zones as the host sees them: native zones, their physical
+/// zones and the spares.
+#[derive(Clone, Debug)]
+pub struct ZoneMap {
+    /// Sectors per zone.
+    pub zone_sectors: u64,
+    /// Conventional zones.
+    pub conventional: u64,
+    /// Native (host) zones.
+    pub natives: u64,
+    /// Physical zone of each native zone.
+    pub phys: Vec<u32>,
+    /// Spare physical zones.
+    pub spares: Vec<u64>,
+}
+
+impl ZoneMap {
+    /// The map for a geometry, keeping `spares` sequential zones back.
+    pub fn new(geom: &Geometry, spares: u64) -> SimResult<ZoneMap> {
+        let Layout::Zoned { conventional, .. } = geom.layout() else {
+            return config_err("host-managed buffer layers need a drive with the 'zoned' layout");
+        };
+        let zs = geom.zone_sectors().unwrap_or(0);
+        let zones = geom.capacity().0 / zs.max(1);
+        if conventional == 0 {
+            return config_err("host-managed buffer layers need conventional zones for the buffer (conventional_zones >= 1)");
+        }
+        if zones <= conventional + spares {
+            return config_err(format!(
+                "the drive has {zones} whole zones, {conventional} of them conventional: no sequential zone is left for the host after {spares} spare(s)"
+            ));
+        }
+        let natives = zones - conventional - spares;
+        Ok(ZoneMap {
+            zone_sectors: zs,
+            conventional,
+            natives,
+            phys: (0..natives).map(|n| (conventional + n) as u32).collect(),
+            spares: (conventional + natives..zones).collect(),
+        })
+    }
+    /// Host sectors.
+    pub fn host_sectors(&self) -> u64 {
+        self.natives * self.zone_sectors
+    }
+    /// Conventional sectors (buffer and metadata).
+    pub fn conventional_sectors(&self) -> u64 {
+        self.conventional * self.zone_sectors
+    }
+    /// Native zone and offset of host block `h`.
+    pub fn split(&self, h: u64) -> (u64, u64) {
+        (h / self.zone_sectors, h % self.zone_sectors)
+    }
+    /// First drive LBA of native zone `nz`'s physical zone.
+    pub fn phys_start(&self, nz: u64) -> u64 {
+        self.phys[nz as usize] as u64 * self.zone_sectors
+    }
+    /// The native zone's write pointer, as an offset into the zone.
+    pub fn wp_off(&self, dev: &Device, nz: u64) -> u64 {
+        let z = self.phys[nz as usize] as u64;
+        dev.medium().write_pointer(z).map(|w| w.0 - z * self.zone_sectors).unwrap_or(0)
+    }
+    /// Reserved home ranges: conventional zones and the spares.
+    pub fn reserved(&self) -> Vec<(Lba, Sectors)> {
+        let spare_start = (self.conventional + self.natives) * self.zone_sectors;
+        vec![
+            (Lba(0), Sectors(self.conventional_sectors())),
+            (Lba(spare_start), Sectors(self.spares.len() as u64 * self.zone_sectors)),
+        ]
+    }
+}
+
+/// Counters every buffer layer reports (paper 004 section 6.2's metrics).
+#[derive(Clone, Debug, Default)]
+pub struct BufferCounts {
+    /// Host blocks written.
+    pub blocks_written: u64,
+    /// Host blocks written that were already buffered (write hits).
+    pub write_hits: u64,
+    /// Zone write-backs needing a read-modify-write.
+    pub rmw: u64,
+    /// Zone write-backs appended at the write pointer.
+    pub rmw_free: u64,
+    /// Victim blocks written back.
+    pub victim_blocks: u64,
+    /// Padding sectors written.
+    pub padding_sectors: u64,
+    /// Write-backs cut short by a queued write to the victim zone.
+    pub collections_aborted: u64,
+    /// Blocks moved inside the buffer (loops, evictions into chunks).
+    pub moved_blocks: u64,
+    /// Metadata checkpoints written.
+    pub checkpoints: u64,
+    /// Slots found valid by recovery.
+    pub recovered_blocks: u64,
+}
+
+/// The buffer's contents: which host block each slot holds, and the
+/// persistence of that knowledge (slot records, metadata log, checkpoints).
+#[derive(Debug)]
+pub struct Buffer {
+    /// The zone map.
+    pub zones: ZoneMap,
+    /// First drive LBA of slot 0.
+    pub slot_base: u64,
+    /// Slots.
+    pub slots: u64,
+    /// Host block held by each slot ([`FREE`] if none).
+    owner: Vec<u64>,
+    /// Slot of each buffered host block.
+    index: FxHashMap<u64, u32>,
+    /// Buffered offsets of each native zone: offset -> slot.
+    by_zone: FxHashMap<u64, BTreeMap<u32, u32>>,
+    /// Slots freed in memory since the last log record.
+    pending_free: BTreeSet<u32>,
+    seq: u64,
+    log_gen: u64,
+    log_pos: u64,
+    ckpt_sectors: u64,
+    ckpt_next: u64,
+    /// Counters.
+    pub counts: BufferCounts,
+}
+
+impl Buffer {
+    /// A buffer of `buffer_sectors` on the drive's conventional zones.
+    pub fn new(zones: ZoneMap, buffer_sectors: u64, sector_bytes: u64) -> SimResult<Buffer> {
+        let words_per_sector = sector_bytes / 8;
+        let ckpt_words = 4 + zones.natives.div_ceil(2) + buffer_sectors.div_ceil(64);
+        let ckpt_sectors = ckpt_words.div_ceil(words_per_sector).max(1);
+        let slot_base = LOG_SECTORS + 2 * ckpt_sectors;
+        let room = zones.conventional_sectors().saturating_sub(slot_base);
+        if buffer_sectors == 0 {
+            return config_err("the buffer must hold at least one block (buffer_mib or buffer_percent too small)");
+        }
+        if buffer_sectors > room {
+            return config_err(format!(
+                "a buffer of {buffer_sectors} blocks does not fit the drive's conventional zones ({room} blocks after the metadata)"
+            ));
+        }
+        Ok(Buffer {
+            zones,
+            slot_base,
+            slots: buffer_sectors,
+            owner: vec![FREE; buffer_sectors as usize],
+            index: FxHashMap::default(),
+            by_zone: FxHashMap::default(),
+            pending_free: BTreeSet::new(),
+            seq: 1,
+            log_gen: 1,
+            log_pos: 0,
+            ckpt_sectors,
+            ckpt_next: 0,
+            counts: BufferCounts::default(),
+        })
+    }
+
+    /// The buffer size a layer's parameters ask for, given the trace's range.
+    pub fn sectors_wanted(p: &Params, range: Option<(Lba, Lba)>, sector_bytes: u64) -> SimResult<Option<u64>> {
+        let mib = p.f64("buffer_mib");
+        if mib > 0.0 {
+            return Ok(Some(((mib * 1048576.0) / sector_bytes as f64).ceil() as u64));
+        }
+        let pct = p.f64("buffer_percent");
+        if !(pct > 0.0 && pct <= 100.0) {
+            return config_err(format!("buffer_percent {pct} must be in (0, 100]"));
+        }
+        Ok(range.map(|(lo, hi)| ((hi.0.saturating_sub(lo.0)) as f64 * pct / 100.0).ceil().max(1.0) as u64))
+    }
+
+    /// Slot holding host block `h`, if buffered.
+    #[inline]
+    pub fn slot_of(&self, h: u64) -> Option<u32> {
+        self.index.get(&h).copied()
+    }
+    /// Host block in slot `s`, if any.
+    #[inline]
+    pub fn owner(&self, s: u32) -> Option<u64> {
+        let o = self.owner[s as usize];
+        (o != FREE).then_some(o)
+    }
+    /// Buffered blocks.
+    pub fn used(&self) -> u64 {
+        self.index.len() as u64
+    }
+    /// Buffered offsets of native zone `nz` (offset -> slot).
+    pub fn zone_blocks(&self, nz: u64) -> Option<&BTreeMap<u32, u32>> {
+        self.by_zone.get(&nz)
+    }
+    /// Native zones with buffered blocks.
+    pub fn zones_buffered(&self) -> impl Iterator<Item = (&u64, &BTreeMap<u32, u32>)> {
+        self.by_zone.iter()
+    }
+    /// Drive LBA of slot `s`.
+    pub fn slot_lba(&self, s: u32) -> Lba {
+        Lba(self.slot_base + s as u64)
+    }
+
+    fn bind(&mut self, s: u32, h: u64) {
+        if let Some(old) = self.owner(s) {
+            if old != h {
+                self.unbind(s);
+            }
+        }
+        if let Some(prev) = self.index.insert(h, s) {
+            if prev != s {
+                self.owner[prev as usize] = FREE;
+                self.pending_free.insert(prev);
+            }
+        }
+        self.owner[s as usize] = h;
+        self.pending_free.remove(&s);
+        let (nz, off) = self.zones.split(h);
+        self.by_zone.entry(nz).or_default().insert(off as u32, s);
+    }
+
+    /// Forget slot `s`'s block (freed in memory; the next log record makes it durable).
+    pub fn unbind(&mut self, s: u32) {
+        let Some(h) = self.owner(s) else { return };
+        self.owner[s as usize] = FREE;
+        if self.index.get(&h) == Some(&s) {
+            self.index.remove(&h);
+            let (nz, off) = self.zones.split(h);
+            if let Some(m) = self.by_zone.get_mut(&nz) {
+                m.remove(&(off as u32));
+                if m.is_empty() {
+                    self.by_zone.remove(&nz);
+                }
+            }
+        }
+        self.pending_free.insert(s);
+    }
+
+    /// Write host blocks into slots: `items` are (slot, host block) in the
+    /// order of `data` (one token each when carried). Contiguous slots go in
+    /// one command; each sector carries its record.
+    pub fn store(&mut self, dev: &mut Device, cause: Cause, items: &[(u32, u64)], data: &[Token]) -> SimResult<()> {
+        let mut i = 0;
+        while i < items.len() {
+            let mut j = i + 1;
+            while j < items.len() && items[j].0 == items[j - 1].0 + 1 {
+                j += 1;
+            }
+            let d = if data.is_empty() { &[][..] } else { &data[i..j] };
+            let first = self.slot_lba(items[i].0);
+            dev.write_lbas(cause, first, Sectors((j - i) as u64), d)?;
+            for (k, &(s, h)) in items[i..j].iter().enumerate() {
+                let seq = self.seq;
+                self.seq += 1;
+                dev.tag_sector(Lba(first.0 + k as u64), vec![SLOT_MAGIC, h, seq]);
+                self.bind(s, h);
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Read the blocks of `slots` (any order), appending their tokens in that order.
+    pub fn load(&self, dev: &mut Device, cause: Cause, slots: &[u32], out: &mut Vec<Token>) -> SimResult<()> {
+        let mut i = 0;
+        while i < slots.len() {
+            let mut j = i + 1;
+            while j < slots.len() && slots[j] == slots[j - 1] + 1 {
+                j += 1;
+            }
+            dev.read_lbas(cause, self.slot_lba(slots[i]), Sectors((j - i) as u64), out)?;
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Serve a host read: buffered blocks from their slots, the rest from
+    /// their native zones (empty past a zone's write pointer, with no I/O).
+    pub fn read(&self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+        let carries = dev.carries_data();
+        let mut h = lba.0;
+        let end = lba.0 + n.0;
+        while h < end {
+            if let Some(s) = self.slot_of(h) {
+                let mut k = 1;
+                while h + k < end && self.slot_of(h + k) == Some(s + k as u32) {
+                    k += 1;
+                }
+                dev.read_lbas(Cause::Host, self.slot_lba(s), Sectors(k), out)?;
+                h += k;
+                continue;
+            }
+            let (nz, off) = self.zones.split(h);
+            let zone_end = (nz + 1) * self.zones.zone_sectors;
+            let wp = self.zones.wp_off(dev, nz);
+            let mut k = 1;
+            while h + k < end && h + k < zone_end && self.slot_of(h + k).is_none() {
+                k += 1;
+            }
+            let below = if off < wp { (wp - off).min(k) } else { 0 };
+            if below > 0 {
+                dev.read_lbas(Cause::Host, Lba(self.zones.phys_start(nz) + off), Sectors(below), out)?;
+            }
+            if carries {
+                out.extend(std::iter::repeat_n(Token::EMPTY, (k - below) as usize));
+            }
+            h += k;
+        }
+        Ok(())
+    }
+
+    fn log_start(&self) -> u64 {
+        0
+    }
+
+    /// Append one log record (freed slots since the last record, and a zone
+    /// remapping if any), checkpointing first when the ring is full.
+    pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
+        let runs = runs_of(&self.pending_free);
+        let wps = (dev.geometry().sector_bytes() / 8) as usize;
+        let per = (wps - 6) / 2;
+        let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() { vec![&[][..]] } else { runs.chunks(per).collect() };
+        if self.log_pos + chunks.len() as u64 > LOG_SECTORS {
+            return self.checkpoint(dev);
+        }
+        let at = Lba(self.log_start() + self.log_pos);
+        let blank = blank(dev, chunks.len());
+        dev.write_lbas(Cause::Metadata, at, Sectors(chunks.len() as u64), &blank)?;
+        let (nz, pz) = remap.unwrap_or((FREE, FREE));
+        for (k, c) in chunks.iter().enumerate() {
+            let mut w = vec![LOG_MAGIC, self.log_gen, self.seq, nz, pz, c.len() as u64];
+            w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
+            dev.tag_sector(Lba(at.0 + k as u64), w);
+            self.log_gen += 1;
+        }
+        self.seq += 1;
+        self.log_pos += chunks.len() as u64;
+        self.pending_free.clear();
+        Ok(())
+    }
+
+    /// Write a checkpoint (zone map and bitmap of valid slots) to the older
+    /// of the two checkpoint areas, and restart the log.
+    pub fn checkpoint(&mut self, dev: &mut Device) -> SimResult<()> {
+        let mut w = vec![CKPT_MAGIC, self.log_gen, self.seq, self.zones.natives];
+        for pair in self.zones.phys.chunks(2) {
+            w.push(pair[0] as u64 | (pair.get(1).copied().unwrap_or(0) as u64) << 32);
+        }
+        let mut bits = vec![0u64; self.slots.div_ceil(64) as usize];
+        for (s, &o) in self.owner.iter().enumerate() {
+            if o != FREE {
+                bits[s / 64] |= 1 << (s % 64);
+            }
+        }
+        w.extend(bits);
+        let at = Lba(LOG_SECTORS + self.ckpt_next * self.ckpt_sectors);
+        let blank = blank(dev, self.ckpt_sectors as usize);
+        dev.write_lbas(Cause::Metadata, at, Sectors(self.ckpt_sectors), &blank)?;
+        dev.tag_range(at, Sectors(self.ckpt_sectors), w);
+        self.ckpt_next ^= 1;
+        self.log_gen += 1;
+        self.seq += 1;
+        self.log_pos = 0;
+        self.pending_free.clear();
+        self.counts.checkpoints += 1;
+        Ok(())
+    }
+
+    /// Rebuild the buffer's contents and the zone map from the medium after
+    /// a power loss (timed reads of the log, the checkpoints and every slot).
+    pub fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+        let mut scratch = vec![];
+        dev.read_lbas(Cause::Recovery, Lba(0), Sectors(self.slot_base), &mut scratch)?;
+        // The newest intact checkpoint.
+        let mut ckpt: Option<Vec<u64>> = None;
+        for (_, r) in dev.meta_records_in(Lba(LOG_SECTORS), Sectors(2 * self.ckpt_sectors)) {
+            if r.first() == Some(&CKPT_MAGIC) && ckpt.as_ref().is_none_or(|c| c[1] < r[1]) {
+                ckpt = Some(r);
+            }
+        }
+        let (ck_gen, ck_seq) = ckpt.as_ref().map(|c| (c[1], c[2])).unwrap_or((0, 0));
+        if let Some(c) = &ckpt {
+            let natives = c[3] as usize;
+            for i in 0..natives {
+                let w = c[4 + i / 2];
+                self.zones.phys[i] = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
+            }
+        }
+        // Log records after the checkpoint, in order.
+        let mut recs: Vec<Vec<u64>> = vec![];
+        for (_, r) in dev.meta_records_in(Lba(0), Sectors(LOG_SECTORS)) {
+            if r.first() == Some(&LOG_MAGIC) && r[1] > ck_gen {
+                recs.push(r);
+            }
+        }
+        recs.sort_by_key(|r| r[1]);
+        let mut freed_at: FxHashMap<u32, u64> = FxHashMap::default();
+        let mut max_gen = ck_gen;
+        let mut max_seq = ck_seq;
+        for r in &recs {
+            max_gen = max_gen.max(r[1]);
+            max_seq = max_seq.max(r[2]);
+            if r[3] != FREE {
+                self.zones.phys[r[3] as usize] = r[4] as u32;
+            }
+            for &run in &r[6..6 + r[5] as usize] {
+                let (s, l) = ((run >> 32) as u32, run as u32);
+                for x in s..s + l {
+                    freed_at.insert(x, r[2]);
+                }
+            }
+        }
+        let used: BTreeSet<u64> = self.zones.phys.iter().map(|&p| p as u64).collect();
+        let total = self.zones.conventional + self.zones.natives + self.zones.spares.len() as u64;
+        self.zones.spares = (self.zones.conventional..total).filter(|z| !used.contains(z)).collect();
+        // Every slot's record: valid if written after it was last freed.
+        scratch.clear();
+        dev.read_lbas(Cause::Recovery, Lba(self.slot_base), Sectors(self.slots), &mut scratch)?;
+        let bits = ckpt.as_ref().map(|c| c[4 + (c[3] as usize).div_ceil(2)..].to_vec());
+        let mut best: FxHashMap<u64, (u64, u32)> = FxHashMap::default();
+        for (at, r) in dev.meta_records_in(Lba(self.slot_base), Sectors(self.slots)) {
+            let s = (at.0 - self.slot_base) as u32;
+            {
+                if r.first() != Some(&SLOT_MAGIC) {
+                    continue;
+                }
+                let (h, seq) = (r[1], r[2]);
+                max_seq = max_seq.max(seq);
+                let valid = match freed_at.get(&s) {
+                    Some(&f) => seq > f,
+                    None => seq > ck_seq || bits.as_ref().is_some_and(|b| b[s as usize / 64] >> (s % 64) & 1 == 1),
+                };
+                if valid && best.get(&h).is_none_or(|&(q, _)| q < seq) {
+                    best.insert(h, (seq, s));
+                }
+            }
+        }
+        let mut by_slot: Vec<(u32, u64)> = best.into_iter().map(|(h, (_, s))| (s, h)).collect();
+        by_slot.sort_unstable();
+        for (s, h) in by_slot {
+            self.bind(s, h);
+        }
+        self.counts.recovered_blocks += self.index.len() as u64;
+        // Stale copies found on the medium are free in memory; make that durable with a checkpoint.
+        self.pending_free.clear();
+        self.seq = max_seq + 1;
+        self.log_gen = max_gen + 1;
+        self.ckpt_next = 0;
+        self.checkpoint(dev)
+    }
+
+    /// Layer-report figures of the buffer.
+    pub fn report(&self, r: &mut LayerReport, sector_bytes: u64) {
+        let c = &self.counts;
+        r.insert("buffer_bytes".into(), (self.slots * sector_bytes) as f64);
+        r.insert("blocks_written".into(), c.blocks_written as f64);
+        r.insert("write_hits".into(), c.write_hits as f64);
+        r.insert("write_hit_rate".into(), ratio(c.write_hits, c.blocks_written));
+        r.insert("writebacks_rmw".into(), c.rmw as f64);
+        r.insert("writebacks_rmw_free".into(), c.rmw_free as f64);
+        r.insert("victim_blocks".into(), c.victim_blocks as f64);
+        r.insert("avg_victim_zone_blocks".into(), ratio(c.victim_blocks, c.rmw + c.rmw_free));
+        r.insert("padding_sectors".into(), c.padding_sectors as f64);
+        r.insert("collections_aborted".into(), c.collections_aborted as f64);
+        r.insert("moved_blocks".into(), c.moved_blocks as f64);
+        r.insert("checkpoints".into(), c.checkpoints as f64);
+        r.insert("recovered_blocks".into(), c.recovered_blocks as f64);
+    }
+}
+
+/// `a / b`, 0 when `b` is 0.
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+fn blank(dev: &Device, n: usize) -> Vec<Token> {
+    if dev.carries_data() {
+        vec![Token::EMPTY; n]
+    } else {
+        vec![]
+    }
+}
+
+fn runs_of(set: &BTreeSet<u32>) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = vec![];
+    for &s in set {
+        match v.last_mut() {
+            Some((a, l)) if *a + *l == s => *l += 1,
+            _ => v.push((s, 1)),
+        }
+    }
+    v
+}
+
+/// Phases of a zone write-back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Collect,
+    ReadNative,
+    Write,
+    Commit,
+}
+
+/// One zone write-back in progress: collect victims, (read the native zone,)
+/// write, commit.
+#[derive(Debug)]
+pub struct WriteBack {
+    /// Native zone.
+    pub nz: u64,
+    /// Victims: (offset, slot), by offset.
+    victims: Vec<(u32, u32)>,
+    collected: usize,
+    abortable: bool,
+    phase: Phase,
+    rmw: bool,
+    wp: u64,
+    end: u64,
+    native: Vec<Token>,
+    native_read: u64,
+    vdata: Vec<Token>,
+    written: u64,
+    target: u64,
+}
+
+/// Blocks read or written per stage of a write-back's native-zone phases (16 MiB of 4 KiB blocks).
+const IO_STAGE_BLOCKS: u64 = 4096;
+
+impl WriteBack {
+    /// A write-back of these victim blocks of native zone `nz` (offset -> slot).
+    pub fn new(nz: u64, victims: Vec<(u32, u32)>, abortable: bool) -> WriteBack {
+        let n = victims.len();
+        WriteBack {
+            nz,
+            victims,
+            collected: 0,
+            abortable,
+            phase: Phase::Collect,
+            rmw: false,
+            wp: 0,
+            end: 0,
+            native: vec![],
+            native_read: 0,
+            vdata: Vec::with_capacity(n),
+            written: 0,
+            target: 0,
+        }
+    }
+
+    /// The host range of the victim zone.
+    pub fn host_range(&self, zs: u64) -> (Lba, Sectors) {
+        (Lba(self.nz * zs), Sectors(zs))
+    }
+
+    /// Whether the job holds the slot as a victim.
+    pub fn holds(&self, s: u32) -> bool {
+        self.victims.iter().any(|&(_, v)| v == s)
+    }
+
+    /// Run one stage; `Ok(true)` when the write-back has committed.
+    pub fn stage(&mut self, buf: &mut Buffer, dev: &mut Device, queue: &QueueView, collect_blocks: u64) -> SimResult<(StageOutcome, bool)> {
+        let zs = buf.zones.zone_sectors;
+        match self.phase {
+            Phase::Collect => {
+                if self.abortable && self.collected > 0 && self.collected < self.victims.len() {
+                    let (l, n) = self.host_range(zs);
+                    if queue.write_touches(l, n) {
+                        self.victims.truncate(self.collected);
+                        buf.counts.collections_aborted += 1;
+                        self.plan(buf, dev);
+                        return Ok((StageOutcome::Aborted, false));
+                    }
+                }
+                let take = (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize);
+                let mut part: Vec<(u32, usize)> =
+                    self.victims[self.collected..self.collected + take].iter().enumerate().map(|(i, &(_, s))| (s, i)).collect();
+                part.sort_unstable();
+                let slots: Vec<u32> = part.iter().map(|&(s, _)| s).collect();
+                let mut got = vec![];
+                buf.load(dev, Cause::Gc, &slots, &mut got)?;
+                if dev.carries_data() {
+                    let mut ordered = vec![Token::EMPTY; take];
+                    for (k, &(_, i)) in part.iter().enumerate() {
+                        ordered[i] = got[k];
+                    }
+                    self.vdata.extend(ordered);
+                }
+                self.collected += take;
+                if self.collected == self.victims.len() {
+                    self.plan(buf, dev);
+                }
+                Ok((StageOutcome::Ran, false))
+            }
+            Phase::ReadNative => {
+                let take = (self.wp - self.native_read).min(IO_STAGE_BLOCKS);
+                let start = buf.zones.phys_start(self.nz) + self.native_read;
+                dev.read_lbas(Cause::Rmw, Lba(start), Sectors(take), &mut self.native)?;
+                self.native_read += take;
+                if self.native_read == self.wp {
+                    self.begin_write(buf, dev)?;
+                }
+                Ok((StageOutcome::Ran, false))
+            }
+            Phase::Write => {
+                let from = if self.rmw { 0 } else { self.wp };
+                let pos = from + self.written;
+                let take = (self.end - pos).min(IO_STAGE_BLOCKS);
+                self.write_span(buf, dev, pos, pos + take)?;
+                self.written += take;
+                if pos + take == self.end {
+                    self.phase = Phase::Commit;
+                }
+                Ok((StageOutcome::Ran, false))
+            }
+            Phase::Commit => {
+                let old = buf.zones.phys[self.nz as usize] as u64;
+                let remap = self.rmw.then_some((self.nz, self.target));
+                for &(_, s) in &self.victims {
+                    buf.unbind(s);
+                }
+                if self.rmw {
+                    buf.zones.phys[self.nz as usize] = self.target as u32;
+                    buf.zones.spares.retain(|&z| z != self.target);
+                }
+                buf.log_commit(dev, remap)?;
+                if self.rmw {
+                    dev.reset_zone(Cause::Gc, old)?;
+                    buf.zones.spares.push(old);
+                    buf.counts.rmw += 1;
+                } else {
+                    buf.counts.rmw_free += 1;
+                }
+                buf.counts.victim_blocks += self.victims.len() as u64;
+                Ok((StageOutcome::Ran, true))
+            }
+        }
+    }
+
+    /// After collection: RMW-free if every victim is at or past the write pointer.
+    fn plan(&mut self, buf: &mut Buffer, dev: &mut Device) {
+        self.wp = buf.zones.wp_off(dev, self.nz);
+        let last = self.victims.last().map(|&(o, _)| o as u64 + 1).unwrap_or(0);
+        self.rmw = self.victims.first().is_some_and(|&(o, _)| (o as u64) < self.wp);
+        self.end = self.wp.max(last);
+        self.phase = if self.victims.is_empty() {
+            Phase::Commit
+        } else if self.rmw {
+            Phase::ReadNative
+        } else {
+            Phase::Write
+        };
+        if self.phase == Phase::Write {
+            self.target = buf.zones.phys[self.nz as usize] as u64;
+        }
+    }
+
+    fn begin_write(&mut self, buf: &mut Buffer, dev: &mut Device) -> SimResult<()> {
+        let spare = *buf.zones.spares.first().ok_or_else(|| SimError::Medium("no spare zone for a write-back".into()))?;
+        if dev.medium().write_pointer(spare).map(|w| w.0) != Some(spare * buf.zones.zone_sectors) {
+            // A spare left holding an old image by a crash after its commit.
+            dev.reset_zone(Cause::Gc, spare)?;
+        }
+        self.target = spare;
+        self.phase = Phase::Write;
+        Ok(())
+    }
+
+    /// Write zone offsets `[a, b)` of the image to the target zone, one command per run of one cause.
+    fn write_span(&mut self, buf: &mut Buffer, dev: &mut Device, a: u64, b: u64) -> SimResult<()> {
+        let zs = buf.zones.zone_sectors;
+        let base = self.target * zs;
+        let carries = dev.carries_data();
+        // Victim index of the first victim at or after a.
+        let mut vi = self.victims.partition_point(|&(o, _)| (o as u64) < a);
+        let mut pos = a;
+        let mut data: Vec<Token> = vec![];
+        while pos < b {
+            let (cause, stop) = if vi < self.victims.len() && self.victims[vi].0 as u64 == pos {
+                let mut k = vi + 1;
+                while k < self.victims.len() && self.victims[k].0 as u64 == self.victims[k - 1].0 as u64 + 1 && (self.victims[k].0 as u64) < b {
+                    k += 1;
+                }
+                let stop = self.victims[k - 1].0 as u64 + 1;
+                if carries {
+                    data.clear();
+                    data.extend_from_slice(&self.vdata[vi..k]);
+                }
+                vi = k;
+                (Cause::Gc, stop)
+            } else {
+                let next_v = self.victims.get(vi).map(|&(o, _)| o as u64).unwrap_or(u64::MAX).min(b);
+                if pos < self.wp {
+                    let stop = next_v.min(self.wp);
+                    if carries {
+                        data.clear();
+                        data.extend_from_slice(&self.native[pos as usize..stop as usize]);
+                    }
+                    (Cause::Rmw, stop)
+                } else {
+                    if carries {
+                        data.clear();
+                        data.resize((next_v - pos) as usize, Token::EMPTY);
+                    }
+                    buf.counts.padding_sectors += next_v - pos;
+                    (Cause::Padding, next_v)
+                }
+            };
+            dev.write_lbas(cause, Lba(base + pos), Sectors(stop - pos), &data)?;
+            pos = stop;
+        }
+        Ok(())
+    }
+}
+
+/// Cleaning work a placement policy asks for when the buffer lacks room.
+#[derive(Debug)]
+pub enum Work {
+    /// Write these buffered blocks of a native zone back: (offset, slot), by offset.
+    WriteBack(u64, Vec<(u32, u32)>),
+    /// Move the block in slot `from` to slot `to` (already allocated by the policy).
+    Move {
+        /// Source slot.
+        from: u32,
+        /// Destination slot.
+        to: u32,
+    },
+    /// Nothing can be done (a policy bug if room is still lacking).
+    None,
+}
+
+/// Where a buffer layer puts blocks and what it cleans: the part of each
+/// of paper 004's strategies that differs.
+pub trait Placement: Send + 'static {
+    /// Whether these writes' (first block, blocks) new blocks fit now.
+    fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool;
+    /// Choose a slot for each block of a write of `n` blocks from host block `lba`,
+    /// appending (slot, block) to `out` in block order. Counts write hits.
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>);
+    /// The next piece of cleaning work, to make room for the `waiting` writes.
+    fn next_work(&mut self, buf: &Buffer, waiting: &[(u64, u64)]) -> Work;
+    /// A write-back committed (its victims are freed), or a move completed.
+    fn work_done(&mut self, buf: &Buffer, work: &Work);
+    /// Rebuild the policy's state from the buffer after a crash.
+    fn rebuild(&mut self, buf: &Buffer);
+    /// Whether collection stops when a queued write targets the victim zone.
+    fn abortable(&self) -> bool {
+        false
+    }
+    /// Policy figures for the report.
+    fn report(&self, _r: &mut LayerReport) {}
+}
+
+/// Builds a placement policy for a buffer of `slots` blocks.
+pub type MakePlacement = fn(&Params, &ZoneMap, u64) -> SimResult<Box<dyn PlacementBox>>;
+
+/// A boxed placement policy.
+pub trait PlacementBox: Placement {}
+impl<T: Placement> PlacementBox for T {}
+
+/// A host-side buffer layer: the shared buffer, write-back and recovery,
+/// with a placement policy.
+pub struct BufferLayer {
+    name: &'static str,
+    params: Params,
+    zones: ZoneMap,
+    sector_bytes: u64,
+    make: MakePlacement,
+    buf: Option<Buffer>,
+    policy: Option<Box<dyn PlacementBox>>,
+    job: Option<WriteBack>,
+    collect_blocks: u64,
+    scratch: Vec<(u32, u64)>,
+    /// The writes last found waiting for room (noted by `write_must_wait`).
+    waiting: std::cell::RefCell<Vec<(u64, u64)>>,
+}
+
+impl BufferLayer {
+    /// Build the layer; the buffer is laid out now if its size is absolute,
+    /// else when the trace's range is known.
+    pub fn build(name: &'static str, p: &Params, geom: &Geometry, make: MakePlacement) -> SimResult<BufferLayer> {
+        let zones = ZoneMap::new(geom, p.u64("spare_zones"))?;
+        if p.u64("spare_zones") == 0 {
+            return config_err("spare_zones must be at least 1 (a merged zone image is written to a spare before the old zone is reset)");
+        }
+        let mut l = BufferLayer {
+            name,
+            params: p.clone(),
+            zones,
+            sector_bytes: geom.sector_bytes() as u64,
+            make,
+            buf: None,
+            policy: None,
+            job: None,
+            collect_blocks: p.u64("collect_blocks").max(1),
+            scratch: vec![],
+            waiting: Default::default(),
+        };
+        if let Some(n) = Buffer::sectors_wanted(p, None, l.sector_bytes)? {
+            l.lay_out(n)?;
+        }
+        Ok(l)
+    }
+
+    fn lay_out(&mut self, sectors: u64) -> SimResult<()> {
+        let buf = Buffer::new(self.zones.clone(), sectors, self.sector_bytes)?;
+        self.policy = Some((self.make)(&self.params, &self.zones, buf.slots)?);
+        self.buf = Some(buf);
+        Ok(())
+    }
+
+    fn parts(&mut self) -> SimResult<(&mut Buffer, &mut Box<dyn PlacementBox>)> {
+        match (&mut self.buf, &mut self.policy) {
+            (Some(b), Some(p)) => Ok((b, p)),
+            _ => config_err(format!(
+                "layer '{}' has no buffer size: give buffer_mib, or run it on a trace so buffer_percent can apply",
+                self.name
+            )),
+        }
+    }
+
+    /// The buffer (tests).
+    pub fn buffer(&self) -> Option<&Buffer> {
+        self.buf.as_ref()
+    }
+}
+
+impl crate::layers::Layer for BufferLayer {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn host_capacity(&self, _geom: &Geometry) -> Sectors {
+        Sectors(self.zones.host_sectors())
+    }
+    fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
+        self.zones.reserved()
+    }
+    fn needs(&self) -> crate::layers::Needs {
+        crate::layers::Needs { arrivals: false, background: true }
+    }
+    fn wants_trace_range(&self) -> bool {
+        self.buf.is_none()
+    }
+    fn set_trace_range(&mut self, lo: Lba, hi: Lba) -> SimResult<()> {
+        if self.buf.is_none() {
+            let n = Buffer::sectors_wanted(&self.params, Some((lo, hi)), self.sector_bytes)?.unwrap_or(1);
+            self.lay_out(n)?;
+        }
+        Ok(())
+    }
+    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+        let (buf, _) = self.parts()?;
+        buf.read(dev, lba, n, out)
+    }
+    fn write(&mut self, dev: &mut Device, w: &crate::layers::WriteReq) -> SimResult<()> {
+        let mut items = std::mem::take(&mut self.scratch);
+        let (buf, pol) = self.parts()?;
+        if !pol.fits(buf, &[(w.lba.0, w.sectors.0)]) {
+            return Err(SimError::Medium(format!("write of {} blocks at LBA {} found no room in the buffer", w.sectors.0, w.lba.0)));
+        }
+        items.clear();
+        pol.place(buf, w.lba.0, w.sectors.0, &mut items);
+        buf.counts.blocks_written += w.sectors.0;
+        let r = buf.store(dev, w.cause, &items, w.data);
+        self.scratch = items;
+        r
+    }
+    fn background(&self) -> crate::layers::Background {
+        if self.job.is_some() {
+            crate::layers::Background::Overdue
+        } else {
+            crate::layers::Background::None
+        }
+    }
+    fn write_must_wait(&self, _geom: &Geometry, ws: &[crate::layers::WriteReq]) -> bool {
+        let (Some(buf), Some(_)) = (&self.buf, &self.policy) else { return false };
+        if let Some(j) = &self.job {
+            let (l, n) = j.host_range(buf.zones.zone_sectors);
+            if ws.iter().any(|w| w.lba.0 < l.0 + n.0 && l.0 < w.lba.0 + w.sectors.0) {
+                return true;
+            }
+        }
+        let mut v = self.waiting.borrow_mut();
+        v.clear();
+        v.extend(ws.iter().map(|w| (w.lba.0, w.sectors.0)));
+        !self.policy.as_ref().is_some_and(|p| p.fits(buf, &v))
+    }
+    fn stage(&mut self, dev: &mut Device, queue: &QueueView) -> SimResult<StageOutcome> {
+        let collect = self.collect_blocks;
+        if self.job.is_none() {
+            let waiting = self.waiting.borrow().clone();
+            let name = self.name;
+            let (buf, pol) = self.parts()?;
+            match pol.next_work(buf, &waiting) {
+                Work::WriteBack(nz, victims) => {
+                    let abortable = pol.abortable();
+                    self.job = Some(WriteBack::new(nz, victims, abortable));
+                }
+                Work::Move { from, to } if from == to => {
+                    pol.work_done(buf, &Work::Move { from, to });
+                    return Ok(StageOutcome::Ran);
+                }
+                Work::Move { from, to } => {
+                    let h = buf.owner(from).ok_or_else(|| SimError::Medium(format!("move from free slot {from}")))?;
+                    let mut t = vec![];
+                    buf.load(dev, Cause::Gc, &[from], &mut t)?;
+                    buf.store(dev, Cause::Gc, &[(to, h)], &t)?;
+                    buf.counts.moved_blocks += 1;
+                    pol.work_done(buf, &Work::Move { from, to });
+                    return Ok(StageOutcome::Ran);
+                }
+                Work::None => {
+                    if !pol.fits(buf, &waiting) && buf.used() == 0 {
+                        return config_err(format!(
+                            "a write of {} blocks cannot fit in layer '{}''s buffer even when it is empty ({} blocks): give a larger buffer",
+                            waiting.iter().map(|w| w.1).sum::<u64>(),
+                            name,
+                            buf.slots
+                        ));
+                    }
+                    return Ok(StageOutcome::Nothing);
+                }
+            }
+        }
+        let mut job = self.job.take().expect("job");
+        let (buf, pol) = self.parts()?;
+        let (out, done) = job.stage(buf, dev, queue, collect)?;
+        if done {
+            pol.work_done(buf, &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)));
+        } else {
+            self.job = Some(job);
+        }
+        Ok(out)
+    }
+    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+        let (buf, pol) = self.parts()?;
+        buf.recover(dev)?;
+        pol.rebuild(buf);
+        Ok(())
+    }
+    fn report(&self) -> LayerReport {
+        let mut r = LayerReport::new();
+        if let (Some(b), Some(p)) = (&self.buf, &self.policy) {
+            b.report(&mut r, self.sector_bytes);
+            p.report(&mut r);
+        }
+        r
+    }
+}
