@@ -376,6 +376,11 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     if d.layout.kind == "smr" {
         d.layout.cache_tracks = 512;
     }
+    // Host-managed buffer layers keep their buffer in conventional zones (2 GiB).
+    if d.layout.kind == "zoned" {
+        d.layout.conventional_zones = 8;
+        d.layout.max_open_zones = 4;
+    }
     d
 }
 
@@ -393,7 +398,7 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
             {
                 // Drive-managed shingled layers also start from a full drive.
                 let prefills: &[Option<f64>] =
-                    if e.name.starts_with("smr-") { &[None, Some(1.0)] } else { &[None] };
+                    if e.name.starts_with("smr-") || e.layout.kind() == Some("zoned") { &[None, Some(1.0)] } else { &[None] };
                 for (cache, prefill) in [true, false].into_iter().flat_map(|c| prefills.iter().map(move |&p| (c, p))) {
                     let mut d = drive_for_layer(e);
                     d.layout.top_ratio = ratio;
@@ -558,11 +563,23 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
         };
         d.tracks = Some(8 + 41 + 20 * 5);
     }
+    if e.layout.kind() == Some("zoned") {
+        // Zones of 2 tracks (128 sectors), the first 8 conventional.
+        d.layout = crate::geometry::LayoutConfig {
+            kind: "zoned".into(),
+            zone_tracks: 2,
+            conventional_zones: 8,
+            max_open_zones: 3,
+            ..Default::default()
+        };
+    }
     d
 }
 
 /// Parameters that make each layer move data often.
-pub(super) const BUSY: [(&str, &str); 6] = [
+pub(super) const BUSY: [(&str, &str); 8] = [
+    ("buffer_mib", "1"),
+    ("collect_blocks", "8"),
     ("interval_writes", "16"),
     ("flip_threshold", "1"),
     ("swap_threshold", "1"),

@@ -945,11 +945,24 @@ impl crate::layers::Layer for BufferLayer {
         buf.read(dev, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &crate::layers::WriteReq) -> SimResult<()> {
+        // The engine waits for room before a write; a write of a destage
+        // batch that did not fit with the others makes its room here.
+        let one = [(w.lba.0, w.sectors.0)];
+        loop {
+            let (buf, pol) = self.parts()?;
+            if pol.fits(buf, &one) {
+                break;
+            }
+            *self.waiting.borrow_mut() = one.to_vec();
+            if self.stage(dev, &QueueView::default())? == StageOutcome::Nothing && self.job.is_none() {
+                let (buf, pol) = self.parts()?;
+                if !pol.fits(buf, &one) {
+                    return Err(SimError::Medium(format!("write of {} blocks at LBA {} found no room in the buffer", w.sectors.0, w.lba.0)));
+                }
+            }
+        }
         let mut items = std::mem::take(&mut self.scratch);
         let (buf, pol) = self.parts()?;
-        if !pol.fits(buf, &[(w.lba.0, w.sectors.0)]) {
-            return Err(SimError::Medium(format!("write of {} blocks at LBA {} found no room in the buffer", w.sectors.0, w.lba.0)));
-        }
         items.clear();
         pol.place(buf, w.lba.0, w.sectors.0, &mut items);
         buf.counts.blocks_written += w.sectors.0;
