@@ -155,7 +155,10 @@ fn prefilled_sequential_zones_start_with_their_write_pointers_after_the_data() {
     assert_eq!(m.write_pointer(2), Some(Lba(3000)), "a full sequential zone");
     assert_eq!(m.write_pointer(50), Some(Lba(50_050)), "the zone the prefill ends in");
     assert_eq!(m.write_pointer(51), Some(Lba(51_000)), "an empty zone");
-    assert_eq!(m.write_pointer(0), Some(Lba(0)), "conventional zones keep no pointer");
+    assert_eq!(m.write_pointer(0), None, "conventional zones have no pointer");
+    assert_eq!(m.zones().info(2).cond, crate::medium::zones::ZoneCondition::Full);
+    assert_eq!(m.zones().info(50).cond, crate::medium::zones::ZoneCondition::Closed);
+    assert_eq!(m.zones().info(51).cond, crate::medium::zones::ZoneCondition::Empty);
 }
 
 #[test]

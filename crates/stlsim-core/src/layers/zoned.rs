@@ -1052,3 +1052,6 @@ impl crate::layers::Layer for BufferLayer {
         r
     }
 }
+
+#[cfg(test)]
+mod tests;

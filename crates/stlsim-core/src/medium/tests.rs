@@ -2,7 +2,7 @@ use crate::device::{Cause, Device};
 use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
 use crate::mechanics::Mechanics;
 use crate::medium::Token;
-use crate::units::{Lba, PhysAddr, Track};
+use crate::units::{Sectors, Lba, PhysAddr, Track};
 
 fn device(layout: LayoutConfig, tracks: u64, spt: u32) -> Device {
     let d = DriveConfig {
@@ -98,6 +98,23 @@ fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(20)));
     assert!(dev.peek(at(2, 0)).is_empty());
     dev.write(Cause::Host, at(2, 0), 1, &[Token::data(Lba(20), 2)]).unwrap();
+    // A command crossing a zone's end fails whole, before any sector is written.
+    let e = dev.write_lbas(Cause::Host, Lba(21), Sectors(25), &vec![Token::data(Lba(21), 1); 25]).unwrap_err();
+    assert!(e.to_string().contains("WRITE BOUNDARY VIOLATION"), "{e}");
+    assert!(dev.peek(at(2, 1)).is_empty());
+    assert_eq!(dev.medium().write_pointer(1), Some(Lba(21)));
+    // A command spanning tracks of one zone goes through; reads stop at the pointer.
+    dev.write_lbas(Cause::Host, Lba(21), Sectors(15), &vec![Token::data(Lba(21), 1); 15]).unwrap();
+    let mut out = vec![];
+    dev.read_lbas(Cause::Host, Lba(20), Sectors(16), &mut out).unwrap();
+    let e = dev.read_lbas(Cause::Host, Lba(30), Sectors(7), &mut out).unwrap_err();
+    assert!(e.to_string().contains("ATTEMPT TO READ INVALID DATA"), "{e}");
+    // A power loss closes the open zone; finish makes it full.
+    dev.power_cycle();
+    assert_eq!(dev.zone_info(1).cond, crate::medium::zones::ZoneCondition::Closed);
+    dev.finish_zone(Cause::Gc, 1).unwrap();
+    assert_eq!(dev.zone_info(1).cond, crate::medium::zones::ZoneCondition::Full);
+    assert_eq!(dev.zone_counts().finishes, 1);
 }
 
 #[test]

@@ -406,3 +406,88 @@ impl ZoneTable {
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 4 zones of 100 sectors, the first conventional, at most 2 open.
+    fn table(max_open: u64) -> ZoneTable {
+        ZoneTable::new(100, 1, 400, max_open, false)
+    }
+
+    fn err(r: SimResult<()>) -> String {
+        r.unwrap_err().to_string()
+    }
+
+    #[test]
+    fn writes_follow_the_write_pointer_and_name_the_sense_code() {
+        let mut t = table(0);
+        t.admit_write(5, 10).unwrap(); // conventional: anywhere
+        assert_eq!(t.info(0).cond, ZoneCondition::NotWritePointer);
+        assert!(err(t.admit_write(110, 1)).contains("UNALIGNED WRITE COMMAND"));
+        t.admit_write(100, 30).unwrap();
+        assert_eq!(t.info(1).cond, ZoneCondition::ImplicitOpen);
+        assert_eq!(t.write_pointer(1), Some(Lba(130)));
+        assert!(err(t.admit_write(130, 71)).contains("WRITE BOUNDARY VIOLATION"));
+        assert!(err(t.admit_write(95, 10)).contains("WRITE BOUNDARY VIOLATION"));
+        t.admit_write(130, 70).unwrap();
+        assert_eq!(t.info(1).cond, ZoneCondition::Full);
+        assert!(err(t.admit_write(200 - 1, 1)).contains("full"));
+    }
+
+    #[test]
+    fn reads_past_the_write_pointer_fail_unless_unrestricted() {
+        let mut t = table(0);
+        t.admit_write(100, 10).unwrap();
+        t.admit_read(100, 10).unwrap();
+        assert!(err(t.admit_read(105, 6)).contains("ATTEMPT TO READ INVALID DATA"));
+        let mut u = ZoneTable::new(100, 1, 400, 0, true);
+        u.admit_write(100, 10).unwrap();
+        u.admit_read(105, 50).unwrap();
+    }
+
+    #[test]
+    fn reset_finish_open_and_close_change_conditions() {
+        let mut t = table(0);
+        t.admit_write(100, 10).unwrap();
+        t.close(1).unwrap();
+        assert_eq!(t.info(1).cond, ZoneCondition::Closed);
+        t.open(1).unwrap();
+        assert_eq!(t.info(1).cond, ZoneCondition::ExplicitOpen);
+        t.finish(1).unwrap();
+        assert_eq!((t.info(1).cond, t.info(1).wp), (ZoneCondition::Full, Lba(200)));
+        t.reset(1).unwrap();
+        assert_eq!((t.info(1).cond, t.info(1).wp), (ZoneCondition::Empty, Lba(100)));
+        t.open(2).unwrap();
+        t.close(2).unwrap();
+        assert_eq!(t.info(2).cond, ZoneCondition::Empty);
+        assert!(err(t.reset(0)).contains("conventional"));
+        assert!(err(t.finish(9)).contains("4 zones"));
+        let c = t.counts();
+        assert_eq!((c.resets, c.finishes, c.opens, c.closes), (1, 1, 2, 2));
+        assert_eq!(t.report(0, 10).len(), 4);
+        assert_eq!(t.counts().reports, 1);
+    }
+
+    #[test]
+    fn the_open_limit_closes_the_oldest_implicit_zone_or_refuses() {
+        let mut t = table(2);
+        t.admit_write(100, 1).unwrap();
+        t.admit_write(200, 1).unwrap();
+        t.admit_write(300, 1).unwrap(); // closes zone 1, opened first
+        assert_eq!(t.info(1).cond, ZoneCondition::Closed);
+        assert_eq!(t.info(3).cond, ZoneCondition::ImplicitOpen);
+        assert_eq!(t.counts().implicit_closes, 1);
+        t.open(2).unwrap();
+        t.open(3).unwrap();
+        assert!(err(t.admit_write(101, 1)).contains("INSUFFICIENT ZONE RESOURCES"));
+        assert!(err(t.open(1)).contains("INSUFFICIENT ZONE RESOURCES"));
+        t.close(3).unwrap();
+        t.admit_write(101, 1).unwrap();
+        // A power loss closes every open zone.
+        t.power_cycle();
+        assert_eq!(t.info(1).cond, ZoneCondition::Closed);
+        assert_eq!(t.info(2).cond, ZoneCondition::Closed);
+    }
+}

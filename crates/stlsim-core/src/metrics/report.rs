@@ -73,6 +73,9 @@ pub struct DeviceSummary {
     pub media_write_sectors: u64,
     /// Head movements.
     pub seeks: u64,
+    /// Zone-management commands (host-managed drives only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_ops: Option<crate::medium::zones::ZoneOpCounts>,
 }
 
 /// Verification figures.
@@ -338,6 +341,7 @@ pub fn build(i: Inputs) -> Report {
             media_read_sectors: rt.sectors,
             media_write_sectors: wt.sectors,
             seeks: rt.seeks + wt.seeks,
+            zone_ops: dev.medium().zones().is_zoned().then(|| dev.zone_counts()),
         },
         prefill: PrefillSummary {
             spec: prefill_spec,
