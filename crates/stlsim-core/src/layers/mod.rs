@@ -181,7 +181,7 @@ pub struct LayerEntry {
 pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
     &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY,
     &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY,
-    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY];
+    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY, &zoned::amphisbaena::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {

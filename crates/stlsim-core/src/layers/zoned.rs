@@ -42,6 +42,7 @@
 //!   zone waits for it. Amphisbaena's GC may stop collecting at a stage
 //!   boundary when a queued write targets the victim zone (section 5.3).
 
+pub mod amphisbaena;
 pub mod fluid;
 pub mod skylight;
 
@@ -107,6 +108,8 @@ pub struct ZoneMap {
     pub phys: Vec<u32>,
     /// Spare physical zones.
     pub spares: Vec<u64>,
+    /// Bytes per sector (one sector is one buffer block).
+    pub sector_bytes: u64,
 }
 
 impl ZoneMap {
@@ -132,6 +135,7 @@ impl ZoneMap {
             natives,
             phys: (0..natives).map(|n| (conventional + n) as u32).collect(),
             spares: (conventional + natives..zones).collect(),
+            sector_bytes: geom.sector_bytes() as u64,
         })
     }
     /// Host sectors.
@@ -202,6 +206,10 @@ pub struct Buffer {
     pub slots: u64,
     /// Host block held by each slot ([`FREE`] if none).
     owner: Vec<u64>,
+    /// A policy's tag for each slot (which part of the buffer wrote it), kept in its record.
+    aux: Vec<u8>,
+    /// Padding sectors below each native zone's write pointer (volatile; 0 after a crash).
+    zone_padding: FxHashMap<u64, u64>,
     /// Slot of each buffered host block.
     index: FxHashMap<u64, u32>,
     /// Buffered offsets of each native zone: offset -> slot.
@@ -238,6 +246,8 @@ impl Buffer {
             slot_base,
             slots: buffer_sectors,
             owner: vec![FREE; buffer_sectors as usize],
+            aux: vec![0; buffer_sectors as usize],
+            zone_padding: FxHashMap::default(),
             index: FxHashMap::default(),
             by_zone: FxHashMap::default(),
             pending_free: BTreeSet::new(),
@@ -273,6 +283,14 @@ impl Buffer {
     pub fn owner(&self, s: u32) -> Option<u64> {
         let o = self.owner[s as usize];
         (o != FREE).then_some(o)
+    }
+    /// The policy tag slot `s` was written with.
+    pub fn tag(&self, s: u32) -> u8 {
+        self.aux[s as usize]
+    }
+    /// Padding sectors known to lie below native zone `nz`'s write pointer.
+    pub fn zone_padding(&self, nz: u64) -> u64 {
+        self.zone_padding.get(&nz).copied().unwrap_or(0)
     }
     /// Buffered blocks.
     pub fn used(&self) -> u64 {
@@ -330,6 +348,11 @@ impl Buffer {
     /// order of `data` (one token each when carried). Contiguous slots go in
     /// one command; each sector carries its record.
     pub fn store(&mut self, dev: &mut Device, cause: Cause, items: &[(u32, u64)], data: &[Token]) -> SimResult<()> {
+        self.store_tagged(dev, cause, items, data, &[])
+    }
+
+    /// [`store`](Self::store) with a policy tag per item (empty: all 0) kept in each slot's record.
+    pub fn store_tagged(&mut self, dev: &mut Device, cause: Cause, items: &[(u32, u64)], data: &[Token], tags: &[u8]) -> SimResult<()> {
         let mut i = 0;
         while i < items.len() {
             let mut j = i + 1;
@@ -340,10 +363,12 @@ impl Buffer {
             let first = self.slot_lba(items[i].0);
             dev.write_lbas(cause, first, Sectors((j - i) as u64), d)?;
             for (k, &(s, h)) in items[i..j].iter().enumerate() {
+                let tag = tags.get(i + k).copied().unwrap_or(0);
                 let seq = self.seq;
                 self.seq += 1;
-                dev.tag_sector(Lba(first.0 + k as u64), vec![SLOT_MAGIC, h, seq]);
+                dev.tag_sector(Lba(first.0 + k as u64), vec![SLOT_MAGIC, h, seq, tag as u64]);
                 self.bind(s, h);
+                self.aux[s as usize] = tag;
             }
             i = j;
         }
@@ -507,28 +532,29 @@ impl Buffer {
         scratch.clear();
         dev.read_lbas(Cause::Recovery, Lba(self.slot_base), Sectors(self.slots), &mut scratch)?;
         let bits = ckpt.as_ref().map(|c| c[4 + (c[3] as usize).div_ceil(2)..].to_vec());
-        let mut best: FxHashMap<u64, (u64, u32)> = FxHashMap::default();
+        let mut best: FxHashMap<u64, (u64, u32, u8)> = FxHashMap::default();
         for (at, r) in dev.meta_records_in(Lba(self.slot_base), Sectors(self.slots)) {
             let s = (at.0 - self.slot_base) as u32;
             {
                 if r.first() != Some(&SLOT_MAGIC) {
                     continue;
                 }
-                let (h, seq) = (r[1], r[2]);
+                let (h, seq, tag) = (r[1], r[2], r.get(3).copied().unwrap_or(0) as u8);
                 max_seq = max_seq.max(seq);
                 let valid = match freed_at.get(&s) {
                     Some(&f) => seq > f,
                     None => seq > ck_seq || bits.as_ref().is_some_and(|b| b[s as usize / 64] >> (s % 64) & 1 == 1),
                 };
-                if valid && best.get(&h).is_none_or(|&(q, _)| q < seq) {
-                    best.insert(h, (seq, s));
+                if valid && best.get(&h).is_none_or(|&(q, _, _)| q < seq) {
+                    best.insert(h, (seq, s, tag));
                 }
             }
         }
-        let mut by_slot: Vec<(u32, u64)> = best.into_iter().map(|(h, (_, s))| (s, h)).collect();
+        let mut by_slot: Vec<(u32, u64, u8)> = best.into_iter().map(|(h, (_, s, t))| (s, h, t)).collect();
         by_slot.sort_unstable();
-        for (s, h) in by_slot {
+        for (s, h, t) in by_slot {
             self.bind(s, h);
+            self.aux[s as usize] = t;
         }
         self.counts.recovered_blocks += self.index.len() as u64;
         // Stale copies found on the medium are free in memory; make that durable with a checkpoint.
@@ -614,6 +640,8 @@ pub struct WriteBack {
     vdata: Vec<Token>,
     written: u64,
     target: u64,
+    /// Victim indices where collection stages end (empty: every `collect_blocks`).
+    cuts: Vec<usize>,
 }
 
 /// Blocks read or written per stage of a write-back's native-zone phases (16 MiB of 4 KiB blocks).
@@ -637,7 +665,14 @@ impl WriteBack {
             vdata: Vec::with_capacity(n),
             written: 0,
             target: 0,
+            cuts: vec![],
         }
+    }
+
+    /// Collect in stages that end at these victim indices (chunk boundaries).
+    pub fn with_cuts(mut self, cuts: Vec<usize>) -> WriteBack {
+        self.cuts = cuts;
+        self
     }
 
     /// The host range of the victim zone.
@@ -664,7 +699,11 @@ impl WriteBack {
                         return Ok((StageOutcome::Aborted, false));
                     }
                 }
-                let take = (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize);
+                let take = match self.cuts.iter().find(|&&c| c > self.collected) {
+                    Some(&c) => c.min(self.victims.len()) - self.collected,
+                    None if !self.cuts.is_empty() => self.victims.len() - self.collected,
+                    None => (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize),
+                };
                 let mut part: Vec<(u32, usize)> =
                     self.victims[self.collected..self.collected + take].iter().enumerate().map(|(i, &(_, s))| (s, i)).collect();
                 part.sort_unstable();
@@ -795,6 +834,7 @@ impl WriteBack {
                         data.resize((next_v - pos) as usize, Token::EMPTY);
                     }
                     buf.counts.padding_sectors += next_v - pos;
+                    *buf.zone_padding.entry(self.nz).or_insert(0) += next_v - pos;
                     (Cause::Padding, next_v)
                 }
             };
@@ -828,9 +868,17 @@ pub trait Placement: Send + 'static {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool;
     /// Choose a slot for each block of a write of `n` blocks from host block `lba`,
     /// appending (slot, block) to `out` in block order. Counts write hits.
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>);
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()>;
     /// The next piece of cleaning work, to make room for the `waiting` writes.
-    fn next_work(&mut self, buf: &Buffer, waiting: &[(u64, u64)]) -> Work;
+    fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work;
+    /// Whether the policy has planned work it must finish before the next host request.
+    fn pending(&self) -> bool {
+        false
+    }
+    /// The tag a move's destination slot is written with.
+    fn move_tag(&self, _to: u32) -> u8 {
+        0
+    }
     /// A write-back committed (its victims are freed), or a move completed.
     fn work_done(&mut self, buf: &Buffer, work: &Work);
     /// Rebuild the policy's state from the buffer after a crash.
@@ -838,6 +886,14 @@ pub trait Placement: Send + 'static {
     /// Whether collection stops when a queued write targets the victim zone.
     fn abortable(&self) -> bool {
         false
+    }
+    /// Where a write-back's collection stages end (victim indices; empty: every `collect_blocks`).
+    fn cuts(&self, _victims: &[(u32, u32)]) -> Vec<usize> {
+        vec![]
+    }
+    /// The tag a written block's slot gets (default 0).
+    fn write_tag(&self, _slot: u32) -> u8 {
+        0
     }
     /// Policy figures for the report.
     fn report(&self, _r: &mut LayerReport) {}
@@ -964,14 +1020,18 @@ impl crate::layers::Layer for BufferLayer {
         let mut items = std::mem::take(&mut self.scratch);
         let (buf, pol) = self.parts()?;
         items.clear();
-        pol.place(buf, w.lba.0, w.sectors.0, &mut items);
+        if let Err(e) = pol.place(buf, w.lba.0, w.sectors.0, &mut items) {
+            self.scratch = items;
+            return Err(e);
+        }
         buf.counts.blocks_written += w.sectors.0;
-        let r = buf.store(dev, w.cause, &items, w.data);
+        let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
+        let r = buf.store_tagged(dev, w.cause, &items, w.data, &tags);
         self.scratch = items;
         r
     }
     fn background(&self) -> crate::layers::Background {
-        if self.job.is_some() {
+        if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
             crate::layers::Background::Overdue
         } else {
             crate::layers::Background::None
@@ -996,10 +1056,11 @@ impl crate::layers::Layer for BufferLayer {
             let waiting = self.waiting.borrow().clone();
             let name = self.name;
             let (buf, pol) = self.parts()?;
-            match pol.next_work(buf, &waiting) {
+            match pol.next_work(buf, dev, &waiting) {
                 Work::WriteBack(nz, victims) => {
                     let abortable = pol.abortable();
-                    self.job = Some(WriteBack::new(nz, victims, abortable));
+                    let cuts = pol.cuts(&victims);
+                    self.job = Some(WriteBack::new(nz, victims, abortable).with_cuts(cuts));
                 }
                 Work::Move { from, to } if from == to => {
                     pol.work_done(buf, &Work::Move { from, to });
@@ -1009,7 +1070,8 @@ impl crate::layers::Layer for BufferLayer {
                     let h = buf.owner(from).ok_or_else(|| SimError::Medium(format!("move from free slot {from}")))?;
                     let mut t = vec![];
                     buf.load(dev, Cause::Gc, &[from], &mut t)?;
-                    buf.store(dev, Cause::Gc, &[(to, h)], &t)?;
+                    let tag = pol.move_tag(to);
+                    buf.store_tagged(dev, Cause::Gc, &[(to, h)], &t, &[tag])?;
                     buf.counts.moved_blocks += 1;
                     pol.work_done(buf, &Work::Move { from, to });
                     return Ok(StageOutcome::Ran);

@@ -137,7 +137,7 @@ impl Placement for Fluid {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool {
         new_blocks(buf, ws) <= self.slots - self.span
     }
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) {
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()> {
         for h in lba..lba + n {
             match buf.slot_of(h) {
                 Some(s) => {
@@ -154,8 +154,9 @@ impl Placement for Fluid {
                 }
             }
         }
+        Ok(())
     }
-    fn next_work(&mut self, buf: &Buffer, _waiting: &[(u64, u64)]) -> Work {
+    fn next_work(&mut self, buf: &Buffer, _dev: &crate::device::Device, _waiting: &[(u64, u64)]) -> Work {
         self.advance_tail(buf);
         if self.span == 0 {
             return Work::None;
