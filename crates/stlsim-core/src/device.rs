@@ -508,14 +508,6 @@ impl Device {
         res
     }
 
-    /// Attach a metadata record to the one sector at drive LBA `lba` (just
-    /// written by the same caller, before any other operation): out-of-band
-    /// metadata that lives as long as the sector is not overwritten.
-    pub fn tag_sector(&mut self, lba: Lba, words: Vec<u64>) {
-        let at = self.geom.home(lba);
-        self.medium.put_meta(at, 1, words);
-    }
-
     /// Attach one metadata record to sectors `[lba, lba + n)` of one track
     /// (just written by the caller).
     pub fn tag_range(&mut self, lba: Lba, n: Sectors, words: Vec<u64>) {
@@ -536,6 +528,36 @@ impl Device {
             }
         });
         out
+    }
+
+    /// [`write_lbas`](Self::write_lbas) where every sector carries its own
+    /// out-of-band record, `tag(lba)`, written with it: a power loss part way
+    /// through the command leaves the sectors already written with their
+    /// records, as a drive writes a sector and its metadata together.
+    pub fn write_lbas_tagged(
+        &mut self,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        data: &[Token],
+        mut tag: impl FnMut(Lba) -> Vec<u64>,
+    ) -> SimResult<Nanos> {
+        self.medium.zones().check_write(lba.0, n.0)?;
+        let geom = Arc::clone(&self.geom);
+        let mut res = Ok(self.clock);
+        geom.for_home_extents(lba, n, |at, count, l| {
+            if res.is_ok() {
+                let d = if data.is_empty() { &[][..] } else { &data[(l.0 - lba.0) as usize..][..count as usize] };
+                res = self.write(cause, at, count, d);
+                if res.is_ok() {
+                    for k in 0..count {
+                        let words = tag(Lba(l.0 + k as u64));
+                        self.medium.put_meta(PhysAddr { track: at.track, sector: at.sector + k }, 1, words);
+                    }
+                }
+            }
+        });
+        res
     }
 
     /// Read `n` sectors of host-visible LBA space from `lba` as one command

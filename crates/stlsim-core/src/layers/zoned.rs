@@ -361,15 +361,22 @@ impl Buffer {
             }
             let d = if data.is_empty() { &[][..] } else { &data[i..j] };
             let first = self.slot_lba(items[i].0);
-            dev.write_lbas(cause, first, Sectors((j - i) as u64), d)?;
-            for (k, &(s, h)) in items[i..j].iter().enumerate() {
-                let tag = tags.get(i + k).copied().unwrap_or(0);
-                let seq = self.seq;
-                self.seq += 1;
-                dev.tag_sector(Lba(first.0 + k as u64), vec![SLOT_MAGIC, h, seq, tag as u64]);
+            let base = self.seq;
+            let run = &items[i..j];
+            let tags_run = if tags.is_empty() { &[][..] } else { &tags[i..j] };
+            let mut done = 0usize;
+            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l| {
+                let k = (l.0 - first.0) as usize;
+                done = done.max(k + 1);
+                vec![SLOT_MAGIC, run[k].1, base + k as u64, tags_run.get(k).copied().unwrap_or(0) as u64]
+            });
+            // Sectors written before a power loss are bound too (the layer is rebuilt anyway).
+            for (k, &(s, h)) in run[..done].iter().enumerate() {
                 self.bind(s, h);
-                self.aux[s as usize] = tag;
+                self.aux[s as usize] = tags_run.get(k).copied().unwrap_or(0);
             }
+            self.seq = base + done as u64;
+            r?;
             i = j;
         }
         Ok(())
@@ -440,14 +447,16 @@ impl Buffer {
         }
         let at = Lba(self.log_start() + self.log_pos);
         let blank = blank(dev, chunks.len());
-        dev.write_lbas(Cause::Metadata, at, Sectors(chunks.len() as u64), &blank)?;
         let (nz, pz) = remap.unwrap_or((FREE, FREE));
-        for (k, c) in chunks.iter().enumerate() {
-            let mut w = vec![LOG_MAGIC, self.log_gen, self.seq, nz, pz, c.len() as u64];
+        let (gen, seq) = (self.log_gen, self.seq);
+        dev.write_lbas_tagged(Cause::Metadata, at, Sectors(chunks.len() as u64), &blank, |l| {
+            let k = (l.0 - at.0) as usize;
+            let c = chunks[k];
+            let mut w = vec![LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64];
             w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
-            dev.tag_sector(Lba(at.0 + k as u64), w);
-            self.log_gen += 1;
-        }
+            w
+        })?;
+        self.log_gen += chunks.len() as u64;
         self.seq += 1;
         self.log_pos += chunks.len() as u64;
         self.pending_free.clear();
@@ -866,9 +875,11 @@ pub enum Work {
 pub trait Placement: Send + 'static {
     /// Whether these writes' (first block, blocks) new blocks fit now.
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool;
-    /// Choose a slot for each block of a write of `n` blocks from host block `lba`,
-    /// appending (slot, block) to `out` in block order. Counts write hits.
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()>;
+    /// Choose a slot for each block of a write of `n` blocks from host
+    /// block `lba`, appending (slot, block) to `out` in block order, as far
+    /// as there is room; returns how many were placed (the rest is offered
+    /// again after cleaning, with `first` false). Counts write hits.
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64>;
     /// The next piece of cleaning work, to make room for the `waiting` writes.
     fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work;
     /// Whether the policy has planned work it must finish before the next host request.
@@ -897,6 +908,8 @@ pub trait Placement: Send + 'static {
     }
     /// Policy figures for the report.
     fn report(&self, _r: &mut LayerReport) {}
+    /// debug
+    fn debug(&self) -> String { String::new() }
 }
 
 /// Builds a placement policy for a buffer of `slots` blocks.
@@ -1001,34 +1014,54 @@ impl crate::layers::Layer for BufferLayer {
         buf.read(dev, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &crate::layers::WriteReq) -> SimResult<()> {
-        // The engine waits for room before a write; a write of a destage
-        // batch that did not fit with the others makes its room here.
-        let one = [(w.lba.0, w.sectors.0)];
-        loop {
+        // The engine waits for room before a write. A write that still finds
+        // too little (one of a destage batch, or one whose own blocks change
+        // the room they need) is placed as far as it fits, and the rest
+        // waits here for cleaning: the request is acknowledged only whole.
+        let (mut done, n) = (0u64, w.sectors.0);
+        let mut items = std::mem::take(&mut self.scratch);
+        let mut stuck = 0;
+        while done < n {
+            // Work under way runs to its end first: a write-back must not see
+            // its victims updated between collection and commit.
+            while self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
+                self.stage(dev, &QueueView::default())?;
+            }
+            let rest = [(w.lba.0 + done, n - done)];
             let (buf, pol) = self.parts()?;
-            if pol.fits(buf, &one) {
+            items.clear();
+            let placed = match pol.place(buf, rest[0].0, rest[0].1, done == 0, &mut items) {
+                Ok(k) => k,
+                Err(e) => {
+                    self.scratch = items;
+                    return Err(e);
+                }
+            };
+            buf.counts.blocks_written += placed;
+            let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
+            let data = if w.data.is_empty() { &[][..] } else { &w.data[done as usize..(done + placed) as usize] };
+            if let Err(e) = buf.store_tagged(dev, w.cause, &items, data, &tags) {
+                self.scratch = items;
+                return Err(e);
+            }
+            done += placed;
+            if done == n {
                 break;
             }
-            *self.waiting.borrow_mut() = one.to_vec();
-            if self.stage(dev, &QueueView::default())? == StageOutcome::Nothing && self.job.is_none() {
-                let (buf, pol) = self.parts()?;
-                if !pol.fits(buf, &one) {
-                    return Err(SimError::Medium(format!("write of {} blocks at LBA {} found no room in the buffer", w.sectors.0, w.lba.0)));
-                }
+            *self.waiting.borrow_mut() = vec![(w.lba.0 + done, n - done)];
+            let out = self.stage(dev, &QueueView::default())?;
+            stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() { stuck + 1 } else { 0 };
+            if stuck > 1 {
+                if let (Some(b), Some(p)) = (&self.buf, &self.policy) { eprintln!("STUCK used {} {}", b.used(), p.debug()); }
+                self.scratch = items;
+                return Err(SimError::Medium(format!(
+                    "write of {n} blocks at LBA {} found no room in layer '{}''s buffer",
+                    w.lba.0, self.name
+                )));
             }
         }
-        let mut items = std::mem::take(&mut self.scratch);
-        let (buf, pol) = self.parts()?;
-        items.clear();
-        if let Err(e) = pol.place(buf, w.lba.0, w.sectors.0, &mut items) {
-            self.scratch = items;
-            return Err(e);
-        }
-        buf.counts.blocks_written += w.sectors.0;
-        let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
-        let r = buf.store_tagged(dev, w.cause, &items, w.data, &tags);
         self.scratch = items;
-        r
+        Ok(())
     }
     fn background(&self) -> crate::layers::Background {
         if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
@@ -1116,4 +1149,4 @@ impl crate::layers::Layer for BufferLayer {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

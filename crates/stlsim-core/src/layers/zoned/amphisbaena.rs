@@ -115,6 +115,21 @@ fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn PlacementBox>>
     Ok(Box::new(Amphisbaena::new(p, z, slots)?))
 }
 
+/// Equation 2: the chunk number of `block` within its zone `zone_num`.
+pub fn chunk_num(block: u64, zone_num: u64, zone_blocks: u64, chunk_blocks: u64) -> u64 {
+    (block - zone_num * zone_blocks) / chunk_blocks
+}
+
+/// Section 5.2.3: chunks moved to the HFB for a period's ghost hits
+/// (none unless the hits exceed one chunk's blocks; rounded to the nearest).
+pub fn chunks_for_ghost_hits(hits: u64, chunk_blocks: u64) -> u64 {
+    if hits > chunk_blocks {
+        (hits as f64 / chunk_blocks as f64).round() as u64
+    } else {
+        0
+    }
+}
+
 /// What a chunk is used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -165,8 +180,9 @@ pub struct Amphisbaena {
     hfb_free: Vec<u32>,
     hfb_chunks: u64,
     lfb_free: Vec<u32>,
-    /// Chunks moved to the HFB by reallocation: hit during the current period?
-    reallocated: BTreeMap<u32, bool>,
+    /// Chunks moved to the HFB by reallocation: hit during the current
+    /// period? (`None`: added during it, judged after the next.)
+    reallocated: BTreeMap<u32, Option<bool>>,
     owed: u64,
     min_chunks: u64,
     max_chunks: u64,
@@ -177,6 +193,10 @@ pub struct Amphisbaena {
     roles: Roles,
     window: Window,
     moves: VecDeque<(u32, u32)>,
+    /// The current write's (hot, forced to the LFB) labels, kept across its placement rounds.
+    label: (bool, bool),
+    /// The part of the current write still to place, if it is placed in rounds.
+    rest: Option<(u64, u64)>,
     counts: Counts,
 }
 
@@ -184,6 +204,9 @@ impl Amphisbaena {
     /// The policy for a buffer of `slots` blocks.
     pub fn new(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Amphisbaena> {
         let c = p.u64("chunk_kib") * 1024 / z.sector_bytes;
+        if c == 0 || z.zone_sectors % c != 0 {
+            return config_err(format!("chunk_kib = {} does not divide the drive's zones into whole chunks", p.u64("chunk_kib")));
+        }
         let nchunks = slots / c;
         if nchunks < 4 {
             return config_err(format!(
@@ -213,6 +236,8 @@ impl Amphisbaena {
             roles: Roles::new(p.f64("lambda"), initial * c),
             window: Window::default(),
             moves: VecDeque::new(),
+            label: (false, false),
+            rest: None,
             counts: Counts::default(),
         };
         for k in (0..nchunks as u32).rev() {
@@ -245,7 +270,8 @@ impl Amphisbaena {
     /// (zone, chunk number, offset in chunk) of host block `h` (equation 2).
     fn locate(&self, buf: &Buffer, h: u64) -> (u64, u64, u64) {
         let (z, off) = buf.zones.split(h);
-        (z, off / self.c, off % self.c)
+        let cn = chunk_num(h, z, buf.zones.zone_sectors, self.c);
+        (z, cn, off % self.c)
     }
 
     /// A free LFB chunk, mapped to (zone, chunk number).
@@ -300,7 +326,7 @@ impl Amphisbaena {
         if self.owed > 0 && self.hfb_chunks < self.max_chunks {
             self.owed -= 1;
             self.make_hfb(k);
-            self.reallocated.insert(k, false);
+            self.reallocated.insert(k, None);
             self.counts.chunks_to_hfb += 1;
         } else {
             self.kind[k as usize] = Kind::Free;
@@ -310,6 +336,24 @@ impl Amphisbaena {
 
     /// The write's demand: (hot label, force to LFB, new HFB slots, new LFB chunks).
     fn demand(&self, buf: &Buffer, lba: u64, n: u64) -> (bool, bool, u64, BTreeSet<(u64, u64)>) {
+        // The rest of a write placed in rounds keeps the labels of its first round.
+        if self.rest == Some((lba, n)) {
+            let (hot, force) = self.label;
+            let (mut need_h, mut chunks) = (0, BTreeSet::new());
+            for h in lba..lba + n {
+                match self.roles.admits(h, hot) {
+                    Admit::HfbNew if !force => need_h += 1,
+                    Admit::HfbResident => {}
+                    _ => {
+                        let (z, cn, _) = self.locate(buf, h);
+                        if !self.clt.contains_key(&(z, cn)) {
+                            chunks.insert((z, cn));
+                        }
+                    }
+                }
+            }
+            return (hot, force, need_h, chunks);
+        }
         let hot = self.window.is_hot(n);
         let mut new_h = 0;
         for h in lba..lba + n {
@@ -425,32 +469,23 @@ impl Amphisbaena {
     /// End of a sampling period: grow the HFB by the period's ghost hits, return unused reallocated chunks.
     fn reallocate(&mut self, buf: &Buffer) {
         self.counts.reallocation_periods += 1;
-        let g = std::mem::take(&mut self.roles.period_ghost_hits);
-        if g > self.c {
-            let k = (g as f64 / self.c as f64).round() as u64;
-            let room = self.max_chunks.saturating_sub(self.hfb_chunks + self.owed);
-            self.owed += k.min(room);
-            while self.owed > 0 && self.hfb_chunks < self.max_chunks {
-                let Some(c) = self.lfb_free.pop() else { break };
-                self.chunk_freed(c);
-            }
-        }
-        let unused: Vec<u32> = self.reallocated.iter().filter(|(_, &hit)| !hit).map(|(&k, _)| k).collect();
+        // Chunks that saw a whole period without a write hit go back to the LFB.
+        let unused: Vec<u32> = self.reallocated.iter().filter(|(_, &hit)| hit == Some(false)).map(|(&k, _)| k).collect();
         for k in unused {
             if self.hfb_chunks <= self.min_chunks {
                 break;
             }
-            let base = k as u64 * self.c;
-            let used: Vec<u32> = (base..base + self.c).map(|s| s as u32).filter(|&s| buf.owner(s).is_some()).collect();
-            let free_elsewhere = self.hfb_free.iter().filter(|&&s| self.chunk_of(s) != k).count();
+            let c = self.c;
+            let base = k as u64 * c;
+            let used: Vec<u32> = (base..base + c).map(|s| s as u32).filter(|&s| buf.owner(s).is_some()).collect();
+            let free_elsewhere = self.hfb_free.iter().filter(|&&s| s as u64 / c != k as u64).count();
             if free_elsewhere < used.len() {
                 continue;
             }
-            let c = self.c;
             self.hfb_free.retain(|&s| s as u64 / c != k as u64);
             self.reallocated.remove(&k);
             self.hfb_chunks -= 1;
-            self.roles.set_capacity(self.hfb_chunks * self.c);
+            self.roles.set_capacity(self.hfb_chunks * c);
             self.counts.chunks_to_lfb += 1;
             if used.is_empty() {
                 self.kind[k as usize] = Kind::Free;
@@ -464,7 +499,18 @@ impl Amphisbaena {
             }
         }
         for hit in self.reallocated.values_mut() {
-            *hit = false;
+            *hit = Some(false);
+        }
+        // Ghost hits: the HFB is short of room for long-period hot blocks.
+        let g = std::mem::take(&mut self.roles.period_ghost_hits);
+        let k = chunks_for_ghost_hits(g, self.c);
+        if k > 0 {
+            let room = self.max_chunks.saturating_sub(self.hfb_chunks + self.owed);
+            self.owed += k.min(room);
+            while self.owed > 0 && self.hfb_chunks < self.max_chunks {
+                let Some(c) = self.lfb_free.pop() else { break };
+                self.chunk_freed(c);
+            }
         }
     }
 }
@@ -478,13 +524,34 @@ impl Placement for Amphisbaena {
         h <= self.hfb_free.len() as u64 && chunks <= self.lfb_free.len() as u64
     }
 
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()> {
-        let (hot, force, _, _) = self.demand(buf, lba, n);
-        self.window.push(n);
-        if force {
-            self.counts.oversize_to_lfb += 1;
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
+        if first {
+            let (hot, force, _, _) = self.demand(buf, lba, n);
+            self.label = (hot, force);
+            self.window.push(n);
+            if force {
+                self.counts.oversize_to_lfb += 1;
+            }
+            self.writes_in_period += 1;
         }
+        let (hot, force) = self.label;
         for h in lba..lba + n {
+            // Room first (the classifier's answer for this block, given the
+            // transitions of the blocks before it): stop where there is none.
+            let mut admit = self.roles.admits(h, hot);
+            if force && admit == Admit::HfbNew {
+                admit = Admit::Lfb;
+            }
+            let (z, cn, i) = self.locate(buf, h);
+            let room = match admit {
+                Admit::HfbResident => true,
+                Admit::HfbNew => !self.hfb_free.is_empty(),
+                Admit::Lfb => self.clt.contains_key(&(z, cn)) || !self.lfb_free.is_empty(),
+            };
+            if !room {
+                self.rest = Some((h, lba + n - h));
+                return Ok(h - lba);
+            }
             let prev = buf.slot_of(h);
             if let Some(p) = prev {
                 buf.counts.write_hits += 1;
@@ -494,44 +561,28 @@ impl Placement for Amphisbaena {
                     self.counts.lfb_hits += 1;
                 }
             }
-            let admit = if force && self.roles.admits(h, hot) == Admit::HfbNew { Admit::Lfb } else { self.roles.on_write(h, hot) };
+            if admit != Admit::Lfb || !force {
+                let got = self.roles.on_write(h, hot);
+                debug_assert!(force || got == admit, "{got:?} {admit:?}");
+            }
             let slot = match admit {
                 Admit::HfbResident => {
                     let s = prev.expect("resident block is buffered");
                     if let Some(hit) = self.reallocated.get_mut(&self.chunk_of(s)) {
-                        *hit = true;
+                        *hit = Some(true);
                     }
                     s
                 }
-                Admit::HfbNew if !self.hfb_free.is_empty() => {
+                Admit::HfbNew => {
                     if let Some(p) = prev {
                         self.lfb_clear(p);
                     }
-                    self.hfb_free.pop().expect("checked")
+                    self.hfb_free.pop().expect("room checked")
                 }
-                _ => {
-                    // To the LFB (or, when the write's room was predicted
-                    // before an earlier block's transition pruned this one's
-                    // history, the other buffer that has room).
-                    if admit == Admit::HfbNew {
-                        self.roles.evicted(h);
-                    }
-                    let (z, cn, i) = self.locate(buf, h);
-                    let k = match self.clt.get(&(z, cn)).copied().or_else(|| self.map_chunk(z, cn)) {
-                        Some(k) => k,
-                        None if !self.hfb_free.is_empty() => {
-                            self.roles.on_write(h, true);
-                            if let Some(p) = prev {
-                                self.lfb_clear(p);
-                            }
-                            out.push((self.hfb_free.pop().expect("checked"), h));
-                            continue;
-                        }
-                        None => {
-                            return Err(crate::error::SimError::Medium(format!(
-                                "amphisbaena: no room for block {h} in either buffer (room was checked before the write)"
-                            )))
-                        }
+                Admit::Lfb => {
+                    let k = match self.clt.get(&(z, cn)) {
+                        Some(&k) => k,
+                        None => self.map_chunk(z, cn).expect("room checked"),
                     };
                     let s = (k as u64 * self.c + i) as u32;
                     self.lfb_set(s, buf.zones.split(h).1);
@@ -540,12 +591,12 @@ impl Placement for Amphisbaena {
             };
             out.push((slot, h));
         }
-        self.writes_in_period += 1;
+        self.rest = None;
         if self.writes_in_period >= self.period {
             self.writes_in_period = 0;
             self.reallocate(buf);
         }
-        Ok(())
+        Ok(n)
     }
 
     fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work {
@@ -599,6 +650,7 @@ impl Placement for Amphisbaena {
         self.reallocated.clear();
         self.owed = 0;
         self.moves.clear();
+        self.rest = None;
         self.window = Window::default();
         self.writes_in_period = 0;
         self.roles = Roles::new(self.lambda, 0);
@@ -633,6 +685,9 @@ impl Placement for Amphisbaena {
 
     fn pending(&self) -> bool {
         !self.moves.is_empty()
+    }
+    fn debug(&self) -> String {
+        format!("kind {:?} hfb_free {} lfb_free {:?} clt {:?} resident {} sup {} q {:?} label {:?}", self.kind, self.hfb_free.len(), self.lfb_free, self.clt, self.roles.resident(), self.roles.sup_count(), self.roles.filter_lru().collect::<Vec<_>>(), self.label)
     }
     fn abortable(&self) -> bool {
         true
@@ -675,3 +730,6 @@ impl Placement for Amphisbaena {
         r.insert("pruned_entries".into(), rc.pruned as f64);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -137,7 +137,7 @@ impl Placement for Fluid {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool {
         new_blocks(buf, ws) <= self.slots - self.span
     }
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()> {
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, _first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
         for h in lba..lba + n {
             match buf.slot_of(h) {
                 Some(s) => {
@@ -147,6 +147,7 @@ impl Placement for Fluid {
                     }
                     out.push((s, h));
                 }
+                None if self.span == self.slots => return Ok(h - lba),
                 None => {
                     out.push((self.head as u32, h));
                     self.head = (self.head + 1) % self.slots;
@@ -154,7 +155,7 @@ impl Placement for Fluid {
                 }
             }
         }
-        Ok(())
+        Ok(n)
     }
     fn next_work(&mut self, buf: &Buffer, _dev: &crate::device::Device, _waiting: &[(u64, u64)]) -> Work {
         self.advance_tail(buf);

@@ -97,9 +97,12 @@ impl Placement for Skylight {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool {
         self.demand(buf, ws).iter().all(|&(p, k)| self.fill[p] + k <= self.part_slots)
     }
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, out: &mut Vec<(u32, u64)>) -> SimResult<()> {
+    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, _first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
         for h in lba..lba + n {
             let p = self.part_of(buf.zones.split(h).0);
+            if self.fill[p] == self.part_slots {
+                return Ok(h - lba);
+            }
             if buf.slot_of(h).is_some() || out.iter().any(|&(_, x)| x == h) {
                 buf.counts.write_hits += 1;
             } else {
@@ -108,7 +111,7 @@ impl Placement for Skylight {
             out.push(((p as u64 * self.part_slots + self.fill[p]) as u32, h));
             self.fill[p] += 1;
         }
-        Ok(())
+        Ok(n)
     }
     fn next_work(&mut self, buf: &Buffer, _dev: &crate::device::Device, waiting: &[(u64, u64)]) -> Work {
         let short: Vec<usize> = self

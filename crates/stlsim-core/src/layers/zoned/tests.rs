@@ -11,7 +11,7 @@ use crate::units::{Bytes, Nanos};
 
 /// Zones of 2 tracks of 64 sectors (128 blocks), 8 conventional, 40 sequential.
 const ZS: u64 = 128;
-pub(crate) const LAYERS: [&str; 3] = ["hm-fluid", "hm-fluid-loop", "hm-skylight"];
+pub(crate) const LAYERS: [&str; 4] = ["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"];
 
 pub(crate) fn drive() -> DriveConfig {
     DriveConfig {
@@ -249,3 +249,54 @@ fn the_buffer_is_one_percent_of_the_traces_access_range_by_default() {
     assert_eq!(counter(&r, "buffer_bytes"), 40.0 * 4096.0);
 }
 
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Every read returns the newest acknowledged write, for every buffer
+        /// layer, whatever the workload, buffer size, starting state and crash point.
+        #[test]
+        fn buffer_layers_keep_every_block(
+            layer in 0..LAYERS.len(),
+            seed in any::<u64>(),
+            zones in 1u64..8,
+            read_every in 2u64..6,
+            buffer_kib in prop_oneof![Just(256u64), Just(512u64), Just(1024u64)],
+            full in any::<bool>(),
+            crash in proptest::option::of(0u64..3_000),
+        ) {
+            let mut c = cfg(LAYERS[layer], &[]);
+            c.layer.params.insert("buffer_mib".into(), serde_json::Value::from(buffer_kib as f64 / 1024.0));
+            if full {
+                c.replay.prefill = Some(PrefillSpec::Fraction(1.0));
+            }
+            c.crash_at_ops = crash.into_iter().collect();
+            let recs = random_requests(seed, 400, zones, read_every);
+            let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
+            let r = s.run();
+            prop_assert!(r.is_ok(), "{}: {}", LAYERS[layer], r.err().unwrap());
+        }
+    }
+}
+/// Found by the property test: a buffer write spanning two tracks, cut by a
+/// power loss after its first track, must leave that track's sectors with
+/// their records (an in-place update had dropped the old record, and the
+/// block fell back to its native zone's older copy).
+#[test]
+fn a_torn_buffer_write_keeps_the_records_of_the_sectors_it_wrote() {
+    let mut c = cfg("hm-fluid", &[("buffer_mib", "0.5")]);
+    c.replay.prefill = Some(PrefillSpec::Fraction(1.0));
+    c.crash_at_ops = vec![963];
+    let r = run(c, random_requests(1623498862690627052, 400, 5, 4));
+    assert_eq!(r.crashes, 1);
+}
+
+/// Found by the property test: an Amphisbaena write placed in rounds keeps
+/// the labels of its first round when asking for room.
+#[test]
+fn a_write_placed_in_rounds_keeps_its_labels() {
+    run(cfg("amphisbaena", &[]), random_requests(1139870113856869247, 400, 1, 4));
+}

@@ -308,6 +308,7 @@ impl Roles {
 
     /// The bottom SUP becomes LUP at the filter list's LRU end, then prune.
     fn demote_bottom(&mut self) {
+        self.prune();
         if let Some(b) = self.bottom() {
             if self.meta[&b].role == Role::Sup {
                 self.s_remove(b);

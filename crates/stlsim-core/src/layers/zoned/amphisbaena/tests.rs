@@ -1,0 +1,88 @@
+//! Amphisbaena's equations and policies (paper 004 sections 5.2-5.3).
+
+use super::*;
+use crate::layers::zoned::tests::{cfg, counter, drive, rec, run};
+
+#[test]
+fn equation_2_chunk_numbers_for_64_kib_and_1_mib_chunks() {
+    // 256 MiB zones of 4 KiB blocks (65,536 blocks): block 300 of zone 3.
+    let zb = 65_536;
+    let b = 3 * zb + 300;
+    assert_eq!(chunk_num(b, 3, zb, 16), 18); // 64 KiB chunks: 16 blocks
+    assert_eq!(chunk_num(b, 3, zb, 256), 1); // 1 MiB chunks: 256 blocks (Figure 9)
+    assert_eq!(chunk_num(3 * zb + 255, 3, zb, 256), 0);
+    assert_eq!(chunk_num(4 * zb - 1, 3, zb, 16), 4095);
+}
+
+#[test]
+fn sixty_ghost_hits_with_sixteen_block_chunks_move_four_chunks() {
+    assert_eq!(chunks_for_ghost_hits(60, 16), 4);
+    assert_eq!(chunks_for_ghost_hits(16, 16), 0); // not more than a chunk
+    assert_eq!(chunks_for_ghost_hits(17, 16), 1);
+}
+
+/// A policy over a 256-block buffer of 16-block chunks (16 chunks, 4 in the HFB).
+fn policy() -> (Amphisbaena, Buffer) {
+    let geom = Geometry::from_config(&drive()).unwrap();
+    let zones = ZoneMap::new(&geom, 1).unwrap();
+    let user: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    let p = Params::resolve("amphisbaena", ENTRY.params, &user).unwrap();
+    let buf = Buffer::new(zones.clone(), 256, 4096).unwrap();
+    (Amphisbaena::new(&p, &zones, 256).unwrap(), buf)
+}
+
+#[test]
+fn reallocation_follows_ghost_hits_and_keeps_the_hfb_within_25_to_75_percent() {
+    let (mut a, buf) = policy();
+    assert_eq!((a.nchunks, a.hfb_chunks, a.c), (16, 4, 16));
+    a.roles.period_ghost_hits = 60;
+    a.reallocate(&buf);
+    assert_eq!((a.hfb_chunks, a.counts.chunks_to_hfb), (8, 4));
+    assert_eq!(a.hfb_free.len(), 8 * 16);
+    // However many ghost hits, at most 75 % (12 chunks).
+    a.roles.period_ghost_hits = 10_000;
+    a.reallocate(&buf);
+    assert_eq!(a.hfb_chunks, 12);
+    // A whole period in which reallocated chunks saw no write hit returns
+    // them (chunks added during a period are judged after the next one), down to 25 %.
+    a.reallocate(&buf);
+    assert_eq!((a.hfb_chunks, a.counts.chunks_to_lfb), (8, 4));
+    a.reallocate(&buf);
+    assert_eq!((a.hfb_chunks, a.counts.chunks_to_lfb), (4, 8));
+    assert_eq!(a.lfb_free.len(), 12);
+}
+
+#[test]
+fn a_queued_write_to_the_victim_zone_stops_collection_at_the_next_chunk() {
+    // One small (hot) write to warm the window, then 8-block writes are cold:
+    // chunks 0, 1, 2 of native zone 0 fill the 3 LFB chunks (the HFB has 1).
+    let mut recs = vec![rec(0, true, 200, 1)];
+    for (i, off) in [0u64, 16, 32].iter().enumerate() {
+        recs.push(rec(1 + i as u64, true, *off, 8));
+    }
+    // A cold write to chunk 3 of zone 0 needs a chunk: GC of zone 0, whose
+    // first chunk is collected before the waiting write to zone 0 stops it.
+    recs.push(rec(4, true, 48, 8));
+    let r = run(cfg("amphisbaena", &[]), recs.clone());
+    assert_eq!(counter(&r, "collections_aborted"), 1.0);
+    assert_eq!(counter(&r, "victim_blocks"), 8.0);
+    assert_eq!(counter(&r, "lfb_gc_writebacks"), 1.0);
+    assert!(r.background.aborted >= 1, "{:?}", r.background);
+    // Fluid's write-back of the same zone runs to its end.
+    let f = run(cfg("hm-fluid", &[]), recs);
+    assert_eq!(counter(&f, "collections_aborted"), 0.0);
+}
+
+#[test]
+fn hits_are_split_between_hfb_and_lfb() {
+    // Two hot blocks (SUP), a cold 8-block write (to the LFB, shadow
+    // entries above both SUP blocks), the upper SUP block again (a hit that
+    // prunes nothing), then the cold blocks again.
+    let recs = vec![rec(0, true, 200, 1), rec(1, true, 201, 1), rec(2, true, 0, 8), rec(3, true, 201, 1), rec(4, true, 0, 8)];
+    let r = run(cfg("amphisbaena", &[]), recs);
+    assert_eq!(counter(&r, "hfb_hits"), 1.0);
+    // The second cold write of blocks 0-7 hits their shadow entries: LFB hits, admitted to the HFB as LUP.
+    assert_eq!(counter(&r, "lfb_hits"), 8.0);
+    assert_eq!(counter(&r, "shadow_hits"), 8.0);
+    assert_eq!(counter(&r, "write_hits"), 9.0);
+}
