@@ -886,6 +886,11 @@ pub trait Placement: Send + 'static {
     fn pending(&self) -> bool {
         false
     }
+    /// Whether the policy wants cleaning started now, before the next host
+    /// request (its free space has run out), without a write waiting for it.
+    fn wants_work(&self) -> bool {
+        false
+    }
     /// The tag a move's destination slot is written with.
     fn move_tag(&self, _to: u32) -> u8 {
         0
@@ -1061,10 +1066,11 @@ impl crate::layers::Layer for BufferLayer {
             }
         }
         self.scratch = items;
+        self.waiting.borrow_mut().clear();
         Ok(())
     }
     fn background(&self) -> crate::layers::Background {
-        if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
+        if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending() || p.wants_work()) {
             crate::layers::Background::Overdue
         } else {
             crate::layers::Background::None
@@ -1123,8 +1129,18 @@ impl crate::layers::Layer for BufferLayer {
             }
         }
         let mut job = self.job.take().expect("job");
+        // The write waiting for the room this work makes is not a queued
+        // write the garbage collector should stop for (paper 004 Figure 6:
+        // the collector serves it); later requests are.
+        let waiting = self.waiting.borrow().clone();
+        let others: Vec<crate::layers::QueuedRequest> = queue
+            .requests()
+            .iter()
+            .filter(|r| !(r.write && waiting.contains(&(r.lba.0, r.sectors.0))))
+            .copied()
+            .collect();
         let (buf, pol) = self.parts()?;
-        let (out, done) = job.stage(buf, dev, queue, collect)?;
+        let (out, done) = job.stage(buf, dev, &QueueView::new(&others), collect)?;
         if done {
             pol.work_done(buf, &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)));
         } else {

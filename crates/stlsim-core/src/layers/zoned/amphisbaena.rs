@@ -26,6 +26,14 @@
 //!   and 4), collecting one chunk per stage; when a queued write targets the
 //!   victim zone, collection stops at the next chunk boundary and what was
 //!   collected is written back at once (the shared [`super::WriteBack`]).
+//!   When it starts: as soon as a write has taken the last free chunk (or
+//!   HFB slot), cleaning is overdue work run before the next request, and
+//!   that request, once it has arrived, is the queued write the collector
+//!   looks at. A write that needs more room than is free waits for cleaning;
+//!   the collector is then serving that write and does not stop for it
+//!   (paper 004 Figure 6). The engine shows a stage the next request only,
+//!   not the whole host queue: with queue depths above one, later queued
+//!   writes to the victim do not stop collection (a limit of the engine).
 //! * **Reallocation** (section 5.2.3): every `sampling_writes` (10,000) write
 //!   requests, if the period's ghost hits exceed a chunk's blocks, round(hits
 //!   / chunk blocks) chunks move from the LFB to the HFB (taken as LFB chunks
@@ -70,7 +78,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 const TAG_HFB: u8 = 1;
 const TAG_LFB: u8 = 2;
 
-const PARAMS: [ParamSpec; 10] = [
+const PARAMS: [ParamSpec; 11] = [
     COMMON_PARAMS[0],
     COMMON_PARAMS[1],
     COMMON_PARAMS[2],
@@ -81,6 +89,7 @@ const PARAMS: [ParamSpec; 10] = [
     ParamSpec { name: "hfb_initial", kind: ParamKind::Float, unit: "fraction", default: "0.25", doc: "HFB share of the chunks at start (paper 004: 25 %)" },
     ParamSpec { name: "hfb_min", kind: ParamKind::Float, unit: "fraction", default: "0.25", doc: "smallest HFB share (paper 004: 25 %)" },
     ParamSpec { name: "hfb_max", kind: ParamKind::Float, unit: "fraction", default: "0.75", doc: "largest HFB share (paper 004: 75 %)" },
+    ParamSpec { name: "gc_abort", kind: ParamKind::Bool, unit: "", default: "true", doc: "stop collecting at the next chunk when the next request writes the victim zone (paper 004 section 5.3)" },
 ];
 
 /// Registry entry.
@@ -195,6 +204,7 @@ pub struct Amphisbaena {
     moves: VecDeque<(u32, u32)>,
     /// The current write's (hot, forced to the LFB) labels, kept across its placement rounds.
     label: (bool, bool),
+    gc_abort: bool,
     /// The part of the current write still to place, if it is placed in rounds.
     rest: Option<(u64, u64)>,
     counts: Counts,
@@ -237,6 +247,7 @@ impl Amphisbaena {
             window: Window::default(),
             moves: VecDeque::new(),
             label: (false, false),
+            gc_abort: p.bool("gc_abort"),
             rest: None,
             counts: Counts::default(),
         };
@@ -603,11 +614,13 @@ impl Placement for Amphisbaena {
         if let Some((from, to)) = self.moves.pop_front() {
             return Work::Move { from, to };
         }
+        // Room for the waiting writes, or (no write waiting) for the next
+        // one: a buffer with no free chunk or slot left is cleaned now.
         let (need_h, need_c) = self.needs(buf, waiting);
-        if need_c > self.lfb_free.len() as u64 {
+        if need_c > self.lfb_free.len() as u64 || self.lfb_free.is_empty() {
             return self.gc(buf, dev);
         }
-        if need_h > self.hfb_free.len() as u64 {
+        if need_h > self.hfb_free.len() as u64 || self.hfb_free.is_empty() {
             return self.evict(buf, dev);
         }
         Work::None
@@ -686,11 +699,14 @@ impl Placement for Amphisbaena {
     fn pending(&self) -> bool {
         !self.moves.is_empty()
     }
+    fn wants_work(&self) -> bool {
+        self.lfb_free.is_empty() || self.hfb_free.is_empty()
+    }
     fn debug(&self) -> String {
         format!("kind {:?} hfb_free {} lfb_free {:?} clt {:?} resident {} sup {} q {:?} label {:?}", self.kind, self.hfb_free.len(), self.lfb_free, self.clt, self.roles.resident(), self.roles.sup_count(), self.roles.filter_lru().collect::<Vec<_>>(), self.label)
     }
     fn abortable(&self) -> bool {
-        true
+        self.gc_abort
     }
     fn cuts(&self, victims: &[(u32, u32)]) -> Vec<usize> {
         let mut v: Vec<usize> =

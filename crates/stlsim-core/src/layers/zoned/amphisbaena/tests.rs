@@ -55,19 +55,25 @@ fn reallocation_follows_ghost_hits_and_keeps_the_hfb_within_25_to_75_percent() {
 #[test]
 fn a_queued_write_to_the_victim_zone_stops_collection_at_the_next_chunk() {
     // One small (hot) write to warm the window, then 8-block writes are cold:
-    // chunks 0, 1, 2 of native zone 0 fill the 3 LFB chunks (the HFB has 1).
+    // chunks 0, 1, 2 of native zone 0 take the 3 LFB chunks (the HFB has 1),
+    // so cleaning of zone 0 is overdue before the next request.
     let mut recs = vec![rec(0, true, 200, 1)];
     for (i, off) in [0u64, 16, 32].iter().enumerate() {
         recs.push(rec(1 + i as u64, true, *off, 8));
     }
-    // A cold write to chunk 3 of zone 0 needs a chunk: GC of zone 0, whose
-    // first chunk is collected before the waiting write to zone 0 stops it.
+    // The next request writes zone 0: the collector stops after its first chunk.
     recs.push(rec(4, true, 48, 8));
     let r = run(cfg("amphisbaena", &[]), recs.clone());
     assert_eq!(counter(&r, "collections_aborted"), 1.0);
     assert_eq!(counter(&r, "victim_blocks"), 8.0);
     assert_eq!(counter(&r, "lfb_gc_writebacks"), 1.0);
     assert!(r.background.aborted >= 1, "{:?}", r.background);
+    // A next request elsewhere lets the collection finish: all 24 blocks.
+    let mut other = recs.clone();
+    other[4] = rec(4, true, 5 * 128, 8);
+    let r = run(cfg("amphisbaena", &[]), other);
+    assert_eq!(counter(&r, "collections_aborted"), 0.0);
+    assert_eq!(counter(&r, "victim_blocks"), 24.0);
     // Fluid's write-back of the same zone runs to its end.
     let f = run(cfg("hm-fluid", &[]), recs);
     assert_eq!(counter(&f, "collections_aborted"), 0.0);
