@@ -236,7 +236,7 @@ def run(
         write_cache: force the drive's write cache on or off (None: the drive's own).
         fold: fold offsets beyond the drive's capacity back into it.
         verify: carry data and check every read and the final footprint.
-        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv); None guesses.
+        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv, fio); None guesses.
         disk: keep only this MSR disk number / SPC ASU.
         start, limit: skip ``start`` requests, then replay at most ``limit``.
         series_every: requests per point of :meth:`Result.series`.

@@ -106,7 +106,7 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None
         help="trace file (.gz/.zst ok), or a synthetic trace generated on the fly, e.g. "
         "synth:sequential,usage=0.75,seed=1 (see 'stlsim synth'); default: the bundled CloudPhysics trace",
     )
-    t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv or auto (default: guess)")
+    t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv, fio or auto (default: guess)")
     t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")

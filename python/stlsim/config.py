@@ -48,8 +48,8 @@ DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
 MODES = ("queue", "flat-out", "scaled")
 #: Trace formats the core knows (None: guess from the file name and first line).
-FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv")
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv"}
+FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv", "fio")
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio"}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -577,7 +577,7 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio"),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),

@@ -255,6 +255,48 @@ fn bench_dmsmr(c: &mut Criterion) {
     g.finish();
 }
 
+/// Paper 004's four host-side buffer layers on an Exos X18z-like zoned
+/// drive: the CloudPhysics sample with the buffer at 1 % of its access
+/// range (queue depth 64, write cache off), verification off.
+fn bench_zoned(c: &mut Criterion) {
+    let recs = sample();
+    let mut d = DriveConfig {
+        name: "exos-x18z".into(),
+        sector_bytes: 4096,
+        rpm: 7200.0,
+        track_bytes: 2 << 20,
+        capacity_gib: Some(16764.0),
+        write_cache_mib: 0.0,
+        ..Default::default()
+    };
+    d.seek.min_ms = 1.0;
+    d.seek.max_ms = 18.0;
+    d.layout.kind = "zoned".into();
+    d.layout.zone_tracks = 128;
+    d.layout.conventional_zones = 720;
+    let mut g = c.benchmark_group("engine-zoned");
+    g.sample_size(10);
+    for layer in ["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"] {
+        let cfg = RunConfig {
+            drive: d.clone(),
+            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+            ..Default::default()
+        };
+        g.throughput(Throughput::Elements(recs.len() as u64));
+        g.bench_function(format!("{layer}-cloudphysics"), |b| {
+            b.iter_batched(
+                || Simulation::with_reader(cfg.clone(), Box::new(VecTrace::new(recs.clone()))).unwrap(),
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn bench_vscsi(c: &mut Criterion) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
     let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
@@ -274,5 +316,5 @@ fn bench_vscsi(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_vscsi);
+criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_vscsi);
 criterion_main!(benches);

@@ -9,6 +9,7 @@ use crate::error::{SimError, SimResult};
 use crate::units::{Bytes, Nanos};
 use serde::Deserialize;
 
+pub mod fio_iolog;
 pub mod generic_csv;
 pub mod msr;
 pub mod open;
@@ -58,6 +59,8 @@ pub enum Format {
     CloudphysicsCsv,
     /// Any CSV with configurable columns and units ([`GenericCsv`]).
     Csv,
+    /// fio I/O log, version 2.
+    FioIolog,
 }
 
 impl Format {
@@ -69,8 +72,9 @@ impl Format {
             "vscsi" => Ok(Format::Vscsi),
             "cloudphysics-csv" | "cp-csv" => Ok(Format::CloudphysicsCsv),
             "csv" => Ok(Format::Csv),
+            "fio" | "fio-iolog" => Ok(Format::FioIolog),
             other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv)"
+                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio)"
             ))),
         }
     }

@@ -87,7 +87,7 @@ pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<B
 
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
 pub fn format_has_disks(format: Format) -> bool {
-    matches!(format, Format::Msr | Format::Spc)
+    matches!(format, Format::Msr | Format::Spc | Format::FioIolog)
 }
 
 /// The reader of `format` over a decompressed stream, without the spec
@@ -101,6 +101,7 @@ pub fn raw_reader(
     Ok(match format {
         Format::Msr => Box::new(MsrReader::new(input, file)),
         Format::Spc => Box::new(SpcReader::new(input, file)),
+        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file)),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
         Format::Csv => Box::new(GenericCsvReader::new(input, file, csv)?),
@@ -149,6 +150,7 @@ fn build(
     Ok(match format {
         Format::Msr => wrap(MsrReader::new(input, file), spec, p, f),
         Format::Spc => wrap(SpcReader::new(input, file), spec, p, f),
+        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file), spec, p, f),
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
         Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv)?, spec, p, f),
@@ -163,6 +165,7 @@ pub fn format_name(format: Format) -> &'static str {
         Format::Vscsi => "vscsi",
         Format::CloudphysicsCsv => "cloudphysics-csv",
         Format::Csv => "csv",
+        Format::FioIolog => "fio",
     }
 }
 
@@ -175,7 +178,9 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
         .to_ascii_lowercase();
-    if fields.len() == 7 && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write")) {
+    if line.starts_with("fio version") && line.ends_with("iolog") {
+        Some(Format::FioIolog)
+    } else if fields.len() == 7 && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write")) {
         Some(Format::Msr)
     } else if compact.starts_with("version,time,op,size,lbn") {
         Some(Format::CloudphysicsCsv)

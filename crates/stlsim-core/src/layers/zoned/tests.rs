@@ -300,3 +300,35 @@ fn a_torn_buffer_write_keeps_the_records_of_the_sectors_it_wrote() {
 fn a_write_placed_in_rounds_keeps_its_labels() {
     run(cfg("amphisbaena", &[]), random_requests(1139870113856869247, 400, 1, 4));
 }
+
+/// Paper 004's no-reuse case, on the real fio log bundled with the tests
+/// (`tests/data/iolog_8G.log.gz`: 17,395 random 4 KiB writes over 8 GiB,
+/// every block written once): no layer ever hits, with the buffer at 1 % of
+/// the log's access range.
+#[test]
+fn on_the_fio_log_that_writes_every_block_once_no_layer_hits() {
+    for l in LAYERS {
+        let mut c = cfg(l, &[]);
+        c.layer.params.remove("buffer_mib");
+        c.layer.params.remove("collect_blocks");
+        c.drive.track_bytes = 256 * 1024;
+        c.drive.tracks = None;
+        c.drive.capacity_gib = Some(10.0);
+        c.drive.layout.zone_tracks = 16;
+        c.drive.layout.conventional_zones = 32;
+        c.trace = TraceSpec {
+            path: format!("{}/../../tests/data/iolog_8G.log.gz", env!("CARGO_MANIFEST_DIR")),
+            ..Default::default()
+        };
+        let mut s = Simulation::new(c).unwrap();
+        s.run().unwrap_or_else(|e| panic!("{l}: {e}"));
+        let r = s.report();
+        assert_eq!(r.verification.mismatches, 0);
+        assert_eq!(counter(&r, "blocks_written"), 17_395.0, "{l}");
+        assert_eq!(counter(&r, "write_hits"), 0.0, "{l}");
+        assert_eq!(counter(&r, "write_hit_rate"), 0.0, "{l}");
+        // 1 % of the 8 GiB range, in 4 KiB blocks.
+        let range_blocks = counter(&r, "buffer_bytes") / 4096.0;
+        assert!((range_blocks - 20_967.0).abs() < 30.0, "{l}: {range_blocks}");
+    }
+}
