@@ -116,3 +116,13 @@ def test_vguard_evaluation_tables_are_what_the_script_prints() -> None:
     assert len(rows) == 12
     missing = _missing_from("dmsmr.md", rows)
     assert not missing, "docs/dmsmr.md differs from scripts/vguard_evaluation.py --real-only:\n" + "\n".join(missing)
+
+
+def test_amphisbaena_evaluation_table_is_what_the_script_prints() -> None:
+    """docs/hm-smr.md's comparison of paper 004's four layers on the bundled
+    traces comes from scripts/amphisbaena_evaluation.py: rerunning it
+    reproduces it row for row. (The sweeps run the same way.)"""
+    rows = _script_rows("amphisbaena_evaluation.py", "compare")
+    assert len(rows) == 8
+    missing = _missing_from("hm-smr.md", rows)
+    assert not missing, "docs/hm-smr.md differs from scripts/amphisbaena_evaluation.py compare:\n" + "\n".join(missing)

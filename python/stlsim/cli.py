@@ -633,8 +633,13 @@ def _print_table(comparison: Any) -> None:
         ("disparity s", "final_disparity_s", 2),
     ]
     table = comparison.table()
+    if "intervals_completed" in table.columns and table["intervals_completed"].isna().all():
+        cols = [c for c in cols if c[1] != "intervals_completed"]
     if "clean_bands" in table.columns and table["clean_bands"].notna().any():
         cols.append(("cleaned bands", "clean_bands", 0))
+    # Host-managed buffer layers (paper 004's metrics).
+    if "write_hit_rate" in table.columns and table["write_hit_rate"].notna().any():
+        cols += [("write hits", "write_hit_rate", 3), ("RMW", "writebacks_rmw", 0), ("RMW-free", "writebacks_rmw_free", 0)]
     if "disparity_vs_cmr_s" in table.columns:
         cols.append(("vs CMR s", "disparity_vs_cmr_s", 2))
     for title, key, digits in cols:

@@ -531,6 +531,8 @@ _LAYOUT_DOCS = {
     "order": "imr: LBA order: zigzag, serpentine or ascending",
     "zone_tracks": "zoned: tracks per zone",
     "conventional_zones": "zoned: conventional zones at the start",
+    "max_open_zones": "zoned: most sequential zones open at once (0: no limit)",
+    "unrestricted_reads": "zoned: reads past a write pointer allowed (ZBC URSWRZ); false: they fail",
 }
 
 
