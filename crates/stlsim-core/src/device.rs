@@ -496,16 +496,7 @@ impl Device {
     /// not at the write pointer or crosses a zone's end fails before any
     /// sector is written, as on a ZBC drive), then it is issued track by track.
     pub fn write_lbas(&mut self, cause: Cause, lba: Lba, n: Sectors, data: &[Token]) -> SimResult<Nanos> {
-        self.medium.zones().check_write(lba.0, n.0)?;
-        let geom = Arc::clone(&self.geom);
-        let mut res = Ok(self.clock);
-        geom.for_home_extents(lba, n, |at, count, l| {
-            if res.is_ok() {
-                let d = if data.is_empty() { &[][..] } else { &data[(l.0 - lba.0) as usize..][..count as usize] };
-                res = self.write(cause, at, count, d);
-            }
-        });
-        res
+        self.write_command(cause, lba, n, data, None)
     }
 
     /// Attach one metadata record to sectors `[lba, lba + n)` of one track
@@ -542,6 +533,17 @@ impl Device {
         data: &[Token],
         mut tag: impl FnMut(Lba) -> Vec<u64>,
     ) -> SimResult<Nanos> {
+        self.write_command(cause, lba, n, data, Some(&mut tag))
+    }
+
+    fn write_command(
+        &mut self,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        data: &[Token],
+        mut tag: Option<&mut dyn FnMut(Lba) -> Vec<u64>>,
+    ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);
         let mut res = Ok(self.clock);
@@ -549,7 +551,7 @@ impl Device {
             if res.is_ok() {
                 let d = if data.is_empty() { &[][..] } else { &data[(l.0 - lba.0) as usize..][..count as usize] };
                 res = self.write(cause, at, count, d);
-                if res.is_ok() {
+                if let (Ok(_), Some(tag)) = (&res, tag.as_mut()) {
                     for k in 0..count {
                         let words = tag(Lba(l.0 + k as u64));
                         self.medium.put_meta(PhysAddr { track: at.track, sector: at.sector + k }, 1, words);
