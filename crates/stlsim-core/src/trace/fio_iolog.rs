@@ -111,10 +111,10 @@ mod tests {
     #[test]
     fn bad_headers_versions_and_actions_name_the_line() {
         let e = read_all("/dev/sda write 0 4096\n").unwrap_err();
-        assert!(e.to_string().contains("t.log") && e.to_string().contains("line 1"), "{e}");
+        assert!(e.to_string().contains("t.log:1"), "{e}");
         let e = read_all("fio version 3 iolog\n").unwrap_err();
         assert!(e.to_string().contains("version 2"), "{e}");
         let e = read_all("fio version 2 iolog\n/dev/sda erase 0 1\n").unwrap_err();
-        assert!(e.to_string().contains("line 2") && e.to_string().contains("erase"), "{e}");
+        assert!(e.to_string().contains("t.log:2") && e.to_string().contains("erase"), "{e}");
     }
 }
