@@ -317,7 +317,10 @@ def _drive_for(layout: str) -> dict:
         # Shingled layers keep rescue copies in a random-access zone; the
         # drive-managed ones cache tracks in a persistent cache.
         return {"preset": "imr-paper", "layout": {"kind": layout, "random_access_tracks": 16, "cache_tracks": 256}}
-    if layout in ("imr", "zoned"):
+    if layout == "zoned":
+        # Host-managed buffer layers keep their buffer in conventional zones.
+        return {"preset": "imr-paper", "layout": {"kind": layout, "conventional_zones": 8}}
+    if layout == "imr":
         return {"preset": "imr-paper", "layout": {"kind": layout}}
     return {"preset": "imr-paper"}
 
