@@ -11,6 +11,7 @@
 
 pub mod band_map;
 pub mod config;
+pub mod segment_map;
 
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
