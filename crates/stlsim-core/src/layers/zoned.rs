@@ -689,11 +689,6 @@ impl WriteBack {
         (Lba(self.nz * zs), Sectors(zs))
     }
 
-    /// Whether the job holds the slot as a victim.
-    pub fn holds(&self, s: u32) -> bool {
-        self.victims.iter().any(|&(_, v)| v == s)
-    }
-
     /// Run one stage; `Ok(true)` when the write-back has committed.
     pub fn stage(&mut self, buf: &mut Buffer, dev: &mut Device, queue: &QueueView, collect_blocks: u64) -> SimResult<(StageOutcome, bool)> {
         let zs = buf.zones.zone_sectors;
@@ -913,8 +908,6 @@ pub trait Placement: Send + 'static {
     }
     /// Policy figures for the report.
     fn report(&self, _r: &mut LayerReport) {}
-    /// debug
-    fn debug(&self) -> String { String::new() }
 }
 
 /// Builds a placement policy for a buffer of `slots` blocks.
@@ -1057,7 +1050,6 @@ impl crate::layers::Layer for BufferLayer {
             let out = self.stage(dev, &QueueView::default())?;
             stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() { stuck + 1 } else { 0 };
             if stuck > 1 {
-                if let (Some(b), Some(p)) = (&self.buf, &self.policy) { eprintln!("STUCK used {} {}", b.used(), p.debug()); }
                 self.scratch = items;
                 return Err(SimError::Medium(format!(
                     "write of {n} blocks at LBA {} found no room in layer '{}''s buffer",

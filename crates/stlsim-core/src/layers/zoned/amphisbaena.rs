@@ -702,9 +702,6 @@ impl Placement for Amphisbaena {
     fn wants_work(&self) -> bool {
         self.lfb_free.is_empty() || self.hfb_free.is_empty()
     }
-    fn debug(&self) -> String {
-        format!("kind {:?} hfb_free {} lfb_free {:?} clt {:?} resident {} sup {} q {:?} label {:?}", self.kind, self.hfb_free.len(), self.lfb_free, self.clt, self.roles.resident(), self.roles.sup_count(), self.roles.filter_lru().collect::<Vec<_>>(), self.label)
-    }
     fn abortable(&self) -> bool {
         self.gc_abort
     }
