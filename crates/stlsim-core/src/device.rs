@@ -132,6 +132,8 @@ pub enum OpKind {
     Write,
     /// A zone reset.
     ResetZone,
+    /// A zone finish.
+    FinishZone,
 }
 
 /// A past physical operation, kept for naming the operation that destroyed data.
@@ -320,7 +322,7 @@ impl Device {
             }
         }
         let spt = self.geom.sectors_in_checked(at.track)?;
-        if kind != OpKind::ResetZone && (count == 0 || at.sector as u64 + count as u64 > spt as u64) {
+        if matches!(kind, OpKind::Read | OpKind::Write) && (count == 0 || at.sector as u64 + count as u64 > spt as u64) {
             return Err(SimError::Medium(format!(
                 "{:?} of {count} sectors at {} sector {} does not fit the track ({spt} sectors)",
                 kind, at.track, at.sector
@@ -456,7 +458,7 @@ impl Device {
 
     /// FINISH ZONE: the zone becomes full (its unwritten sectors stay empty).
     pub fn finish_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
-        self.begin(OpKind::ResetZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
+        self.begin(OpKind::FinishZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
         self.medium.zones_mut().finish(zone)
     }
 

@@ -289,15 +289,14 @@ impl Simulation {
                             continue;
                         }
                         count += 1;
-                        if wants_range {
+                        if wants_range || footprint {
                             let (lba, n, _) = sim.convert(&rec)?;
                             range = (range.0.min(lba.0), range.1.max(lba.0 + n.0));
-                        }
-                        if footprint {
-                            let (lba, n, _) = sim.convert(&rec)?;
-                            home_map.for_home_pieces(lba.0, n.0, |home, k, _| {
-                                geom.for_home_extents(Lba(home), Sectors(k), |at, _, _| touched.set(at.track));
-                            });
+                            if footprint {
+                                home_map.for_home_pieces(lba.0, n.0, |home, k, _| {
+                                    geom.for_home_extents(Lba(home), Sectors(k), |at, _, _| touched.set(at.track));
+                                });
+                            }
                         }
                     }
                     sim.irregular = Irregular { trace_requests: Some(count), ..Irregular::default() };
@@ -317,8 +316,9 @@ impl Simulation {
             }
         }
         if wants_range {
-            sim.trace_range = Some(if range.0 > range.1 { (0, 0) } else { range });
-            sim.layer.set_trace_range(Lba(sim.trace_range.unwrap().0), Lba(sim.trace_range.unwrap().1))?;
+            let (lo, hi) = if range.0 > range.1 { (0, 0) } else { range };
+            sim.trace_range = Some((lo, hi));
+            sim.layer.set_trace_range(Lba(lo), Lba(hi))?;
         }
         if let (Some(total), Some(&last)) = (sim.irregular.trace_requests, sim.cfg.crash_after.iter().max()) {
             if last > total {

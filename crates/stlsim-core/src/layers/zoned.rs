@@ -300,6 +300,10 @@ impl Buffer {
     pub fn zone_blocks(&self, nz: u64) -> Option<&BTreeMap<u32, u32>> {
         self.by_zone.get(&nz)
     }
+    /// Every buffered block of native zone `nz` as write-back victims: (offset, slot), by offset.
+    pub fn zone_victims(&self, nz: u64) -> Vec<(u32, u32)> {
+        self.by_zone.get(&nz).map(|m| m.iter().map(|(&o, &s)| (o, s)).collect()).unwrap_or_default()
+    }
     /// Native zones with buffered blocks.
     pub fn zones_buffered(&self) -> impl Iterator<Item = (&u64, &BTreeMap<u32, u32>)> {
         self.by_zone.iter()
@@ -309,7 +313,8 @@ impl Buffer {
         Lba(self.slot_base + s as u64)
     }
 
-    fn bind(&mut self, s: u32, h: u64) {
+    fn bind(&mut self, s: u32, h: u64, tag: u8) {
+        self.aux[s as usize] = tag;
         if let Some(old) = self.owner(s) {
             if old != h {
                 self.unbind(s);
@@ -372,8 +377,7 @@ impl Buffer {
             });
             // Sectors written before a power loss are bound too (the layer is rebuilt anyway).
             for (k, &(s, h)) in run[..done].iter().enumerate() {
-                self.bind(s, h);
-                self.aux[s as usize] = tags_run.get(k).copied().unwrap_or(0);
+                self.bind(s, h, tags_run.get(k).copied().unwrap_or(0));
             }
             self.seq = base + done as u64;
             r?;
@@ -431,10 +435,6 @@ impl Buffer {
         Ok(())
     }
 
-    fn log_start(&self) -> u64 {
-        0
-    }
-
     /// Append one log record (freed slots since the last record, and a zone
     /// remapping if any), checkpointing first when the ring is full.
     pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
@@ -445,7 +445,7 @@ impl Buffer {
         if self.log_pos + chunks.len() as u64 > LOG_SECTORS {
             return self.checkpoint(dev);
         }
-        let at = Lba(self.log_start() + self.log_pos);
+        let at = Lba(self.log_pos);
         let blank = blank(dev, chunks.len());
         let (nz, pz) = remap.unwrap_or((FREE, FREE));
         let (gen, seq) = (self.log_gen, self.seq);
@@ -562,8 +562,7 @@ impl Buffer {
         let mut by_slot: Vec<(u32, u64, u8)> = best.into_iter().map(|(h, (_, s, t))| (s, h, t)).collect();
         by_slot.sort_unstable();
         for (s, h, t) in by_slot {
-            self.bind(s, h);
-            self.aux[s as usize] = t;
+            self.bind(s, h, t);
         }
         self.counts.recovered_blocks += self.index.len() as u64;
         // Stale copies found on the medium are free in memory; make that durable with a checkpoint.

@@ -348,42 +348,24 @@ impl Amphisbaena {
     /// The write's demand: (hot label, force to LFB, new HFB slots, new LFB chunks).
     fn demand(&self, buf: &Buffer, lba: u64, n: u64) -> (bool, bool, u64, BTreeSet<(u64, u64)>) {
         // The rest of a write placed in rounds keeps the labels of its first round.
-        if self.rest == Some((lba, n)) {
-            let (hot, force) = self.label;
-            let (mut need_h, mut chunks) = (0, BTreeSet::new());
-            for h in lba..lba + n {
-                match self.roles.admits(h, hot) {
-                    Admit::HfbNew if !force => need_h += 1,
-                    Admit::HfbResident => {}
-                    _ => {
-                        let (z, cn, _) = self.locate(buf, h);
-                        if !self.clt.contains_key(&(z, cn)) {
-                            chunks.insert((z, cn));
-                        }
+        let (hot, force) = if self.rest == Some((lba, n)) {
+            self.label
+        } else {
+            let hot = self.window.is_hot(n);
+            let new_h = (lba..lba + n).filter(|&h| self.roles.admits(h, hot) == Admit::HfbNew).count() as u64;
+            (hot, new_h > self.hfb_chunks * self.c / 2)
+        };
+        let (mut need_h, mut chunks) = (0, BTreeSet::new());
+        for h in lba..lba + n {
+            match self.roles.admits(h, hot) {
+                Admit::HfbResident => {}
+                Admit::HfbNew if !force => need_h += 1,
+                _ => {
+                    let (z, cn, _) = self.locate(buf, h);
+                    if !self.clt.contains_key(&(z, cn)) {
+                        chunks.insert((z, cn));
                     }
                 }
-            }
-            return (hot, force, need_h, chunks);
-        }
-        let hot = self.window.is_hot(n);
-        let mut new_h = 0;
-        for h in lba..lba + n {
-            if self.roles.admits(h, hot) == Admit::HfbNew {
-                new_h += 1;
-            }
-        }
-        let force = new_h > self.hfb_chunks * self.c / 2;
-        let mut chunks = BTreeSet::new();
-        let mut need_h = 0;
-        for h in lba..lba + n {
-            let a = self.roles.admits(h, hot);
-            if a == Admit::Lfb || (force && a == Admit::HfbNew) {
-                let (z, cn, _) = self.locate(buf, h);
-                if !self.clt.contains_key(&(z, cn)) {
-                    chunks.insert((z, cn));
-                }
-            } else if a == Admit::HfbNew {
-                need_h += 1;
             }
         }
         (hot, force, need_h, chunks)

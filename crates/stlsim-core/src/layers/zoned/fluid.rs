@@ -173,7 +173,7 @@ impl Placement for Fluid {
             self.head = (self.head + 1) % self.slots;
             return Work::Move { from, to };
         }
-        let victims: Vec<(u32, u32)> = buf.zone_blocks(nz).map(|m| m.iter().map(|(&o, &s)| (o, s)).collect()).unwrap_or_default();
+        let victims: Vec<(u32, u32)> = buf.zone_victims(nz);
         Work::WriteBack(nz, victims)
     }
     fn work_done(&mut self, buf: &Buffer, work: &Work) {

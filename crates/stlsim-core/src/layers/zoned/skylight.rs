@@ -124,7 +124,7 @@ impl Placement for Skylight {
             let zone = buf.zones_buffered().filter(|(nz, _)| self.part_of(**nz) == p).map(|(nz, _)| *nz).min();
             match zone {
                 Some(nz) => {
-                    let victims = buf.zone_blocks(nz).map(|m| m.iter().map(|(&o, &s)| (o, s)).collect()).unwrap_or_default();
+                    let victims = buf.zone_victims(nz);
                     return Work::WriteBack(nz, victims);
                 }
                 None => self.fill[p] = 0,
