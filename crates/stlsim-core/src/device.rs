@@ -8,6 +8,7 @@ use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::{Medium, Token};
+use crate::side_device::{SideConfig, SideDevice, SideKind};
 use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -134,6 +135,10 @@ pub enum OpKind {
     ResetZone,
     /// A zone finish.
     FinishZone,
+    /// A read of a device beside the disk (memory buffer, SSD).
+    SideRead(SideKind),
+    /// A write of a device beside the disk.
+    SideWrite(SideKind),
 }
 
 /// A past physical operation, kept for naming the operation that destroyed data.
@@ -172,6 +177,11 @@ pub struct Device {
     in_stage: bool,
     crashed_in_stage: bool,
     stage_write_sectors: u64,
+    /// The memory buffer and the SSD, when the system has them.
+    side: [Option<SideDevice>; 2],
+    /// Host data made durable by the layer since the engine last asked
+    /// (kept only when data is carried and the layer acknowledges volatile writes).
+    made_durable: Vec<Token>,
 }
 
 impl Device {
@@ -194,7 +204,118 @@ impl Device {
             in_stage: false,
             crashed_in_stage: false,
             stage_write_sectors: 0,
+            side: [None, None],
+            made_durable: vec![],
         }
+    }
+
+    /// Give the system a device beside the disk, cut into slots of `slot_sectors`.
+    pub fn attach_side(&mut self, kind: SideKind, cfg: SideConfig, slot_sectors: u32) -> SimResult<()> {
+        let d = SideDevice::new(kind, cfg, self.geom.sector_bytes(), slot_sectors)?;
+        self.side[kind as usize] = Some(d);
+        Ok(())
+    }
+
+    /// A device beside the disk, if the system has it.
+    pub fn side(&self, kind: SideKind) -> Option<&SideDevice> {
+        self.side[kind as usize].as_ref()
+    }
+
+    fn side_mut(&mut self, kind: SideKind) -> SimResult<&mut SideDevice> {
+        self.side[kind as usize]
+            .as_mut()
+            .ok_or_else(|| SimError::Config(format!("the system has no {} (give the drive a [{}] table)", kind.name(), kind.name())))
+    }
+
+    fn begin_side(&mut self, kind: OpKind, cause: Cause, slot: u64, count: u32) -> SimResult<()> {
+        if self.accounting {
+            if self.crash_points.last() == Some(&self.serial) {
+                self.crash_points.pop();
+                self.crashed_during = Some(cause);
+                self.crashed_in_stage = self.in_stage;
+                return Err(SimError::Crash);
+            }
+            if self.medium.tracked() {
+                if self.op_log.len() == OP_LOG {
+                    self.op_log.pop_front();
+                }
+                let at = PhysAddr { track: Track(slot), sector: 0 };
+                self.op_log.push_back(OpRecord { serial: self.serial, kind, cause, at, count, start: self.clock });
+            }
+            self.serial += 1;
+        }
+        Ok(())
+    }
+
+    /// Read sectors `[offset, offset + n)` of a slot of a side device (tokens
+    /// appended to `out` when data is carried). Returns the completion time.
+    pub fn side_read(
+        &mut self,
+        kind: SideKind,
+        cause: Cause,
+        slot: u64,
+        offset: u32,
+        n: u32,
+        out: &mut Vec<Token>,
+    ) -> SimResult<Nanos> {
+        self.begin_side(OpKind::SideRead(kind), cause, slot, n)?;
+        let (carry, account) = (self.medium.tracked(), self.accounting);
+        let t = self.side_mut(kind)?.read(cause, slot, offset, n, out, carry, account)?;
+        if account {
+            self.clock += t;
+        }
+        Ok(self.clock)
+    }
+
+    /// Write sectors `[offset, offset + n)` of a slot of a side device with
+    /// `data` (empty, or one token per sector) and set the slot's record to
+    /// `words`, written with it. Returns the completion time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn side_write(
+        &mut self,
+        kind: SideKind,
+        cause: Cause,
+        slot: u64,
+        offset: u32,
+        n: u32,
+        data: &[Token],
+        words: Vec<u64>,
+    ) -> SimResult<Nanos> {
+        self.begin_side(OpKind::SideWrite(kind), cause, slot, n)?;
+        let account = self.accounting;
+        let t = self.side_mut(kind)?.write(cause, slot, offset, n, data, words, account)?;
+        if account {
+            self.clock += t;
+        }
+        Ok(self.clock)
+    }
+
+    /// Free a slot of a side device (a free-list update in the device's own
+    /// metadata: no media time, not a crash point).
+    pub fn side_discard(&mut self, kind: SideKind, slot: u64) {
+        if let Some(d) = self.side[kind as usize].as_mut() {
+            d.discard(slot);
+        }
+    }
+
+    /// A layer that acknowledges writes before they are durable (a volatile
+    /// memory buffer) says here which host data has now reached persistent
+    /// storage; the engine tells the verifier.
+    pub fn note_durable(&mut self, data: &[Token]) {
+        if self.medium.tracked() && self.volatile_memory() {
+            self.made_durable.extend_from_slice(data);
+        }
+    }
+
+    /// Whether the system has a memory buffer that a power loss empties: a
+    /// layer writing into it acknowledges writes before they are durable.
+    pub fn volatile_memory(&self) -> bool {
+        self.side(SideKind::Memory).is_some_and(|m| !m.persistent())
+    }
+
+    /// The host data made durable since the last call, taken.
+    pub fn take_made_durable(&mut self) -> Vec<Token> {
+        std::mem::take(&mut self.made_durable)
     }
 
     /// The drive geometry.
@@ -288,6 +409,12 @@ impl Device {
     /// Turn timing and counting off (verification scans) or back on.
     pub fn set_accounting(&mut self, on: bool) {
         self.accounting = on;
+    }
+
+    /// Whether operations are timed and counted (off during verification
+    /// scans: a layer must then change nothing a later request would see).
+    pub fn accounting(&self) -> bool {
+        self.accounting
     }
 
     /// The most recent physical operations (up to 65,536; kept only when data is carried).
@@ -491,6 +618,10 @@ impl Device {
     /// A power loss as the drive sees it: open zones are closed.
     pub fn power_cycle(&mut self) {
         self.medium.zones_mut().power_cycle();
+        self.made_durable.clear();
+        for d in self.side.iter_mut().flatten() {
+            d.power_cycle();
+        }
     }
 
     /// Write `n` sectors of host-visible LBA space from `lba` as one command:

@@ -18,6 +18,7 @@ pub mod layers;
 pub mod mechanics;
 pub mod medium;
 pub mod metrics;
+pub mod side_device;
 pub mod trace;
 pub mod track_bits;
 pub mod units;

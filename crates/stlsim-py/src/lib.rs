@@ -145,7 +145,7 @@ fn layers_json() -> String {
             summary: e.summary,
             paper: e.paper,
             layout: match e.layout {
-                LayoutNeed::AsConventional => "any (runs the drive as conventional)".to_string(),
+                LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => "any (runs the drive as conventional)".to_string(),
                 LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.to_string(),
             },
             params: e.params,

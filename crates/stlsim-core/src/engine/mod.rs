@@ -28,6 +28,7 @@ use crate::layers::{
 };
 use crate::mechanics::Mechanics;
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
+use crate::side_device::SideKind;
 use crate::medium::Token;
 use crate::metrics::report::{self, Report};
 use crate::metrics::{HostMetrics, WafSeries};
@@ -221,7 +222,29 @@ impl Simulation {
             PrefillSpec::Fraction(f) => ((host_cap as f64 * f).floor() as u64).min(host_cap),
             PrefillSpec::Footprint => u64::MAX,
         };
-        let dev = Device::new(geom, mech, cfg.verify);
+        let mut dev = Device::new(geom, mech, cfg.verify);
+        for (kind, slot_sectors) in layer.side_devices() {
+            let c = match kind {
+                SideKind::Memory => drive.memory.clone(),
+                SideKind::Ssd => drive.ssd.clone(),
+            };
+            let Some(c) = c else {
+                return Err(SimError::Config(format!(
+                    "layer '{}' needs a {} beside the disk, but drive '{}' has no [{}] table (preset hwsr-paper has one)",
+                    entry.name,
+                    kind.name(),
+                    drive.name,
+                    kind.name()
+                )));
+            };
+            dev.attach_side(kind, c, slot_sectors)?;
+        }
+        if !layer.supports_prefill() && !prefill.is_empty() {
+            return Err(SimError::Config(format!(
+                "layer '{}' places host data by its own map, so it starts from an empty drive; run it without a prefill",
+                entry.name
+            )));
+        }
         let cache = WriteCache::new(cache_sectors, dev.geometry_arc());
         let mut crash_after = cfg.crash_after.clone();
         crash_after.sort_unstable_by(|a, b| b.cmp(a));
@@ -267,7 +290,7 @@ impl Simulation {
             sector_bytes,
             trace_range: None,
         };
-        sim.needs = sim.layer.needs();
+        sim.needs = sim.layer_needs();
         sim.waf_countdown = sim.cfg.replay.waf_every;
         // A first pass over the trace when the run needs to know it ahead:
         // the tracks it touches (footprint prefill), its length (crash points).
@@ -630,11 +653,14 @@ impl Simulation {
             }
             self.in_flight = data;
             let w = WriteReq { lba, sectors: n, cause: Cause::Host, data: &self.in_flight };
-            self.layer.write(&mut self.dev, &w)?;
+            let r = self.layer.write(&mut self.dev, &w);
+            self.note_durable();
+            r?;
             self.host.layer_write_sectors += n.0;
             let data = std::mem::take(&mut self.in_flight);
+            let durable = !self.needs.volatile_writes;
             if let Some(o) = &mut self.oracle {
-                o.acknowledge(&data, true);
+                o.acknowledge(&data, durable);
             }
             Ok((self.dev.now().max(issue + xfer), Some(self.dev.now())))
         }
@@ -800,18 +826,37 @@ impl Simulation {
                 reqs.iter().map(|w| QueuedRequest { write: true, lba: w.lba, sectors: w.sectors }).collect();
             self.wait_for_layer(&reqs, &q).and_then(|_| self.layer.write_batch(&mut self.dev, &reqs))
         };
+        self.note_durable();
         if let Err(e) = r {
             self.batch = batch;
             return Err(e);
         }
         for e in &batch {
             self.host.layer_write_sectors += e.len;
-            if let Some(o) = &mut self.oracle {
+            if let (Some(o), false) = (&mut self.oracle, self.needs.volatile_writes) {
                 o.made_durable(&e.data);
             }
         }
         self.batch = batch;
         Ok(())
+    }
+
+    /// The layer's optional calls; a layer writing into a volatile memory
+    /// buffer acknowledges writes before they are durable.
+    fn layer_needs(&self) -> Needs {
+        let mut n = self.layer.needs();
+        n.volatile_writes |= self.dev.volatile_memory();
+        n
+    }
+
+    /// Host data a layer with volatile acknowledgements has made durable.
+    fn note_durable(&mut self) {
+        if self.needs.volatile_writes {
+            let d = self.dev.take_made_durable();
+            if let Some(o) = &mut self.oracle {
+                o.made_durable(&d);
+            }
+        }
     }
 
     /// Power loss: drop the write cache and the layer's volatile state,
@@ -824,6 +869,7 @@ impl Simulation {
             self.crashes_in_stages += 1;
         }
         self.dev.set_in_stage(false);
+        self.note_durable();
         self.dev.power_cycle();
         self.cache.clear();
         self.outstanding.clear();
@@ -843,7 +889,7 @@ impl Simulation {
             if let Some((lo, hi)) = self.trace_range {
                 self.layer.set_trace_range(Lba(lo), Lba(hi))?;
             }
-            self.needs = self.layer.needs();
+            self.needs = self.layer_needs();
             match self.layer.recover(&mut self.dev) {
                 Ok(()) => break,
                 Err(SimError::Crash) => {

@@ -63,7 +63,7 @@ impl Layer for LogGc {
         Sectors(self.log_start)
     }
     fn needs(&self) -> crate::layers::Needs {
-        crate::layers::Needs { arrivals: false, background: true }
+        crate::layers::Needs { arrivals: false, background: true, ..Default::default() }
     }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         for l in lba.0..lba.0 + n.0 {

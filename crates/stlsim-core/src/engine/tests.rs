@@ -367,7 +367,7 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
         ..Default::default()
     };
     d.layout.kind = match e.layout {
-        LayoutNeed::AsConventional => "imr".into(),
+        LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => "imr".into(),
         LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.into(),
     };
     // Shingled layers keep scratch copies in a random-access zone; the
@@ -376,6 +376,10 @@ fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     if d.layout.kind == "smr" {
         d.layout.cache_tracks = 512;
     }
+    // Hybrid layers (paper 001): a memory buffer small enough that real
+    // traces evict from it, and an SSD cache.
+    d.memory = Some(crate::side_device::SideConfig::ddr3_1333(8.0));
+    d.ssd = Some(crate::side_device::SideConfig::intel_x25m(16.0));
     // Host-managed buffer layers keep their buffer in conventional zones (2 GiB).
     if d.layout.kind == "zoned" {
         d.layout.conventional_zones = 8;
@@ -408,6 +412,10 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
                     c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
                     c.replay.write_cache = Some(cache);
                     c.replay.prefill = prefill.map(crate::medium::prefill::PrefillSpec::Fraction);
+                    // Hybrid layers: a volatile buffer without the write cache, a battery-backed one with it.
+                    if let Some(m) = c.drive.memory.as_mut() {
+                        m.battery_backed = cache;
+                    }
                     c.verify = true;
                     let mut s = Simulation::new(c).unwrap();
                     s.run().unwrap_or_else(|err| {
@@ -415,7 +423,10 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
                     });
                     let r = s.report();
                     assert!(r.verification.scan_blocks_checked > 0);
-                    assert!(r.waf >= 1.0 - 1e-12, "{} WAF {}", e.name, r.waf);
+                    // A memory buffer may absorb overwrites and still hold data at the end.
+                    if r.device.by_device.is_empty() {
+                        assert!(r.waf >= 1.0 - 1e-12, "{} WAF {}", e.name, r.waf);
+                    }
                 }
             }
         }

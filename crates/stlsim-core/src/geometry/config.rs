@@ -3,6 +3,7 @@
 //! into a [`Geometry`](super::Geometry) and [`MechanicsConfig`](crate::mechanics::MechanicsConfig).
 
 use crate::medium::prefill::PrefillSpec;
+use crate::side_device::SideConfig;
 use serde::{Deserialize, Serialize};
 
 /// One zone of a zoned-bit-recording drive: tracks from `first_track` on
@@ -41,7 +42,7 @@ impl Default for SeekConfig {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LayoutConfig {
-    /// `cmr`, `smr`, `imr` or `zoned`.
+    /// `cmr`, `smr`, `imr`, `zoned` or `wave`.
     pub kind: String,
     /// SMR: data tracks per band.
     pub band_tracks: u64,
@@ -78,6 +79,10 @@ pub struct LayoutConfig {
     pub max_open_zones: u64,
     /// Zoned: whether reads past a write pointer are allowed (ZBC's URSWRZ bit; off: they fail).
     pub unrestricted_reads: bool,
+    /// Wave: tracks per region (`S_reg` of paper 001).
+    pub region_tracks: u64,
+    /// Wave: tracks a shingled write overlaps (`kappa`); each pair of regions shares one guard band this wide.
+    pub kappa_tracks: u64,
 }
 
 impl Default for LayoutConfig {
@@ -98,6 +103,8 @@ impl Default for LayoutConfig {
             conventional_zones: 0,
             max_open_zones: 0,
             unrestricted_reads: false,
+            region_tracks: 20,
+            kappa_tracks: 8,
         }
     }
 }
@@ -135,6 +142,10 @@ pub struct DriveConfig {
     /// How full the drive is when a run starts, unless the run says otherwise
     /// (a fraction of the host capacity, or `footprint`; absent: empty).
     pub prefill: Option<PrefillSpec>,
+    /// The memory write buffer of a hybrid system (paper 001), if it has one.
+    pub memory: Option<SideConfig>,
+    /// The SSD read cache of a hybrid system (paper 001), if it has one.
+    pub ssd: Option<SideConfig>,
 }
 
 impl Default for DriveConfig {
@@ -154,6 +165,8 @@ impl Default for DriveConfig {
             rotation: "average".into(),
             layout: LayoutConfig::default(),
             prefill: None,
+            memory: None,
+            ssd: None,
         }
     }
 }

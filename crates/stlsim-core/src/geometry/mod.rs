@@ -71,6 +71,17 @@ pub enum Layout {
         /// Reads past a write pointer allowed (ZBC's URSWRZ).
         unrestricted_reads: bool,
     },
+    /// Wave-like shingled recording (paper 001, HWSR, Figure 2(c)): regions
+    /// of `region` tracks shingled in alternating radial directions. Even
+    /// regions overlap towards higher track numbers, odd ones towards lower,
+    /// so the two regions of a pair overlap into one shared guard band of
+    /// `kappa` tracks between them, and a pair's outer edges need none.
+    Wave {
+        /// Tracks per region (`S_reg`).
+        region: u64,
+        /// Tracks a write overlaps (`kappa`), and the shared guard band's width.
+        kappa: u64,
+    },
 }
 
 /// What a physical track is for in its layout.
@@ -168,7 +179,13 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 unrestricted_reads: c.unrestricted_reads,
             }
         }
-        k => return config_err(format!("unknown layout kind '{k}' (known: cmr, smr, imr, zoned)")),
+        "wave" => {
+            if c.region_tracks == 0 || c.kappa_tracks == 0 {
+                return config_err("wave layout needs region_tracks >= 1 and kappa_tracks >= 1");
+            }
+            Layout::Wave { region: c.region_tracks, kappa: c.kappa_tracks }
+        }
+        k => return config_err(format!("unknown layout kind '{k}' (known: cmr, smr, imr, zoned, wave)")),
     })
 }
 
@@ -181,6 +198,7 @@ impl Layout {
             Layout::Smr { band, width, .. } => band + width - 1,
             Layout::Imr { group, .. } => 2 * group,
             Layout::Zoned { zone_tracks, .. } => zone_tracks,
+            Layout::Wave { region, kappa } => 2 * region + kappa,
         }
     }
 
@@ -249,6 +267,14 @@ fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl 
                 let off = (t - layout.bands_start()) % (band + width - 1);
                 let guard = if up { off >= band } else { off < width - 1 };
                 if guard {
+                    0
+                } else {
+                    base
+                }
+            }
+            Layout::Wave { region, kappa } => {
+                let off = t % (2 * region + kappa);
+                if off >= region && off < region + kappa {
                     0
                 } else {
                     base
@@ -426,6 +452,7 @@ impl Geometry {
         let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
         match layout {
             Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend((0..tracks).map(|t| t as u32)),
+            Layout::Wave { .. } => lt_phys.extend((0..tracks).filter(|&t| spt[t as usize] > 0).map(|t| t as u32)),
             Layout::Smr { band, width, up, .. } => {
                 let u = band + width - 1;
                 let first = layout.bands_start();
@@ -512,7 +539,7 @@ impl Geometry {
                     TrackKind::Top
                 }
             }
-            Layout::Smr { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
+            Layout::Smr { .. } | Layout::Wave { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
             Layout::Smr { random_access, .. } if t.0 < random_access => TrackKind::RandomAccess,
             Layout::Smr { .. } if t.0 < self.layout.bands_start() => TrackKind::Cache,
             _ => TrackKind::Data,
@@ -605,6 +632,17 @@ impl Geometry {
                     (t.0.saturating_sub(width - 1).max(unit_start), t.0.saturating_sub(1))
                 }
             }
+            Layout::Wave { region, kappa } => {
+                let off = t.0 % (2 * region + kappa);
+                let base = t.0 - off;
+                if off < region {
+                    (t.0 + 1, t.0 + kappa)
+                } else if off >= region + kappa {
+                    ((t.0 - kappa).max(base + region), t.0 - 1)
+                } else {
+                    (1, 0)
+                }
+            }
             _ => (1, 0),
         };
         (lo..=hi).filter(move |&x| x != t.0).map(Track)
@@ -693,6 +731,24 @@ impl Geometry {
             Layout::Smr { band, width, .. } => (width * band) as f64 / (band + width - 1) as f64,
             _ => 1.0,
         }
+    }
+
+    /// Wave-like layout: the number of regions.
+    pub fn wave_regions(&self) -> u64 {
+        match self.layout {
+            Layout::Wave { region, kappa } => self.tracks() / (2 * region + kappa) * 2,
+            _ => 0,
+        }
+    }
+
+    /// Wave-like layout: physical track `i` (0-based, ascending track
+    /// number) of region `r`. Even regions shingle from their first track
+    /// upwards, odd regions from their last track downwards.
+    pub fn wave_track(&self, r: u64, i: u64) -> Track {
+        let Layout::Wave { region, kappa } = self.layout else { panic!("wave_track on a drive without wave regions") };
+        debug_assert!(i < region);
+        let base = (r / 2) * (2 * region + kappa);
+        Track(if r % 2 == 0 { base + i } else { base + region + kappa + i })
     }
 
     /// Host-managed zones: sectors per zone (`None` for other layouts).

@@ -9,6 +9,7 @@
 pub mod background;
 pub mod cmr;
 pub mod dmsmr;
+pub mod hybrid;
 pub mod imr;
 pub mod params;
 pub mod swd;
@@ -18,6 +19,7 @@ use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::{DriveConfig, Geometry};
 use crate::medium::Token;
+use crate::side_device::SideKind;
 use crate::units::{Lba, Sectors};
 pub use background::{Background, QueueView, QueuedRequest, StageOutcome};
 pub use params::{ParamKind, ParamSpec, Params};
@@ -56,6 +58,10 @@ pub struct Needs {
     pub arrivals: bool,
     /// [`Layer::background`], [`Layer::stage`] and [`Layer::write_must_wait`] are used.
     pub background: bool,
+    /// The layer acknowledges writes before they are durable (a volatile
+    /// memory buffer): the verifier treats them as the drive's write cache's
+    /// and learns from [`Device::note_durable`] when they reach persistent storage.
+    pub volatile_writes: bool,
 }
 
 /// A translation layer: turns host requests into physical operations.
@@ -131,6 +137,17 @@ pub trait Layer: Send {
     /// `series_every` requests), e.g. persistent-cache utilisation over
     /// time. Default: none.
     fn series_gauges(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// Devices beside the disk the layer uses (memory buffer, SSD), each
+    /// with the slot size it cuts them into; the engine attaches them from
+    /// the drive's `[memory]` and `[ssd]` tables. Default: none.
+    fn side_devices(&self) -> Vec<(SideKind, u32)> {
+        vec![]
+    }
+    /// Whether the layer can start from a prefilled drive (its host data
+    /// starts at the home the geometry and [`reserved_home`](Self::reserved_home) give). Default: yes.
+    fn supports_prefill(&self) -> bool {
+        true
+    }
     /// Layer-specific counters and gauges.
     fn report(&self) -> LayerReport {
         LayerReport::new()
@@ -143,6 +160,9 @@ pub enum LayoutNeed {
     /// Runs the drive as conventional: the drive's tracks with the CMR layout
     /// (the baseline each paper compares against).
     AsConventional,
+    /// Runs the drive as conventional, with drive keys (its memory buffer)
+    /// set from its parameters.
+    AsConventionalShaped(fn(&Params, &mut DriveConfig) -> SimResult<()>),
     /// Needs this layout kind (`smr`, `imr`, `zoned`).
     Kind(&'static str),
     /// Needs this layout kind, and sets layout keys of the drive from its
@@ -155,7 +175,7 @@ impl LayoutNeed {
     /// The layout kind needed, if any.
     pub fn kind(&self) -> Option<&'static str> {
         match *self {
-            LayoutNeed::AsConventional => None,
+            LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => None,
             LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => Some(k),
         }
     }
@@ -181,7 +201,8 @@ pub struct LayerEntry {
 pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
     &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY,
     &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY,
-    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY, &zoned::amphisbaena::ENTRY];
+    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY, &zoned::amphisbaena::ENTRY,
+    &hybrid::hwsr::ENTRY, &hybrid::sblock::ENTRY, &hybrid::buffered_cmr::ENTRY];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
@@ -196,11 +217,19 @@ impl LayerEntry {
     /// the layer's resolved parameters.
     pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
-            LayoutNeed::AsConventional => {
+            LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => {
                 // Same tracks, mechanics and cache; no overlap, guards, zones,
                 // band mapping or persistent cache (their keys are dropped).
+                // A wave drive keeps its physical tracks (its guard bands become data tracks).
                 let mut d = drive.clone();
+                if drive.layout.kind == "wave" && d.tracks.is_none() {
+                    d.tracks = Some(Geometry::from_config(drive)?.tracks());
+                    d.capacity_gib = None;
+                }
                 d.layout = crate::geometry::LayoutConfig { kind: "cmr".into(), ..Default::default() };
+                if let LayoutNeed::AsConventionalShaped(shape) = self.layout {
+                    shape(params, &mut d)?;
+                }
                 Ok(d)
             }
             LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => {

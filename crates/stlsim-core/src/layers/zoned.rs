@@ -994,7 +994,7 @@ impl crate::layers::Layer for BufferLayer {
         self.zones.reserved()
     }
     fn needs(&self) -> crate::layers::Needs {
-        crate::layers::Needs { arrivals: false, background: true }
+        crate::layers::Needs { arrivals: false, background: true, ..Default::default() }
     }
     fn wants_trace_range(&self) -> bool {
         self.buf.is_none()

@@ -73,9 +73,85 @@ pub struct DeviceSummary {
     pub media_write_sectors: u64,
     /// Head movements.
     pub seeks: u64,
+    /// Where time and bytes went, device by device (disk, memory buffer,
+    /// SSD), for systems with devices beside the disk (empty otherwise; the
+    /// other figures of this table are the disk's alone).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_device: Vec<DeviceRow>,
     /// Zone-management commands (host-managed drives only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone_ops: Option<crate::medium::zones::ZoneOpCounts>,
+}
+
+/// One device's work.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceRow {
+    /// `disk`, `memory` or `ssd`.
+    pub device: &'static str,
+    /// Read operations.
+    pub read_ops: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Write operations.
+    pub write_ops: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Time the device spent, seconds.
+    pub busy_s: f64,
+    /// Per-cause rows (causes with no work left out).
+    pub by_cause: Vec<CauseRow>,
+}
+
+fn cause_rows(reads: &[crate::device::OpCounts], writes: &[crate::device::OpCounts]) -> Vec<CauseRow> {
+    let mut rows = vec![];
+    for (k, c) in Cause::ALL.iter().enumerate() {
+        let (r, w) = (reads[k], writes[k]);
+        if r.ops + w.ops == 0 {
+            continue;
+        }
+        rows.push(CauseRow {
+            cause: c.name(),
+            read_ops: r.ops,
+            read_sectors: r.sectors,
+            write_ops: w.ops,
+            write_sectors: w.sectors,
+            busy_s: (r.busy + w.busy).as_secs(),
+            seeks: r.seeks + w.seeks,
+        });
+    }
+    rows
+}
+
+fn device_rows(dev: &Device) -> Vec<DeviceRow> {
+    use crate::side_device::SideKind;
+    let sides: Vec<_> = SideKind::ALL.iter().filter_map(|&k| dev.side(k)).collect();
+    if sides.is_empty() {
+        return vec![];
+    }
+    let sb = dev.geometry().sector_bytes() as u64;
+    let (rt, wt) = dev.totals();
+    let mut rows = vec![DeviceRow {
+        device: "disk",
+        read_ops: rt.ops,
+        read_bytes: rt.sectors * sb,
+        write_ops: wt.ops,
+        write_bytes: wt.sectors * sb,
+        busy_s: (rt.busy + wt.busy).as_secs(),
+        by_cause: cause_rows(dev.read_counts(), dev.write_counts()),
+    }];
+    for d in sides {
+        let (r, w) = d.totals();
+        rows.push(DeviceRow {
+            device: d.kind().name(),
+            read_ops: r.ops,
+            read_bytes: r.sectors * sb,
+            write_ops: w.ops,
+            write_bytes: w.sectors * sb,
+            busy_s: (r.busy + w.busy).as_secs(),
+            by_cause: cause_rows(d.read_counts(), d.write_counts()),
+        });
+    }
+    rows
 }
 
 /// Verification figures.
@@ -263,23 +339,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 pub fn build(i: Inputs) -> Report {
     let dev = i.dev;
     let g = dev.geometry();
-    let mut by_cause = vec![];
-    for (k, c) in Cause::ALL.iter().enumerate() {
-        let r = dev.read_counts()[k];
-        let w = dev.write_counts()[k];
-        if r.ops + w.ops == 0 {
-            continue;
-        }
-        by_cause.push(CauseRow {
-            cause: c.name(),
-            read_ops: r.ops,
-            read_sectors: r.sectors,
-            write_ops: w.ops,
-            write_sectors: w.sectors,
-            busy_s: (r.busy + w.busy).as_secs(),
-            seeks: r.seeks + w.seeks,
-        });
-    }
+    let by_cause = cause_rows(dev.read_counts(), dev.write_counts());
     let (rt, wt) = dev.totals();
     let busy = (rt.busy + wt.busy).as_secs();
     let simulated = dev.now().as_secs().max(i.metrics.series.issue_s.last().copied().unwrap_or(0.0));
@@ -288,6 +348,7 @@ pub fn build(i: Inputs) -> Report {
         Layout::Smr { .. } => "smr",
         Layout::Imr { .. } => "imr",
         Layout::Zoned { .. } => "zoned",
+        Layout::Wave { .. } => "wave",
     };
     let mut latency = BTreeMap::new();
     latency.insert("all", i.metrics.all.summary());
@@ -341,6 +402,7 @@ pub fn build(i: Inputs) -> Report {
             media_read_sectors: rt.sectors,
             media_write_sectors: wt.sectors,
             seeks: rt.seeks + wt.seeks,
+            by_device: device_rows(dev),
             zone_ops: dev.medium().zones().is_zoned().then(|| dev.zone_counts()),
         },
         prefill: PrefillSummary {

@@ -629,7 +629,7 @@ impl Layer for VGuard {
         "smr-vguard"
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: false, background: true }
+        Needs { arrivals: false, background: true, ..Default::default() }
     }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let g = dev.geometry_arc();

@@ -745,7 +745,7 @@ impl Layer for ImrFlip {
         self.res.home_ranges()
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: self.count_at_arrival, background: true }
+        Needs { arrivals: self.count_at_arrival, background: true, ..Default::default() }
     }
     fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
         let geom = dev.geometry_arc();
