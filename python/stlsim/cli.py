@@ -534,6 +534,29 @@ def _print_summary(result: Any) -> None:
     )
     con.print(dev)
 
+    if d.get("by_device"):
+        # Systems with a memory buffer or SSD beside the disk (paper 001): where time and bytes went.
+        bd = Table(title="Work by device", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
+        for c, j in (
+            ("device", "left"),
+            ("read ops", "right"),
+            ("read MiB", "right"),
+            ("write ops", "right"),
+            ("write MiB", "right"),
+            ("busy s", "right"),
+        ):
+            bd.add_column(c, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        for row in d["by_device"]:
+            bd.add_row(
+                row["device"],
+                _num(row["read_ops"]),
+                f"{row['read_bytes'] / 2**20:,.1f}",
+                _num(row["write_ops"]),
+                f"{row['write_bytes'] / 2**20:,.1f}",
+                f"{row['busy_s']:,.3f}",
+            )
+        con.print(bd)
+
     counters = r.get("layer_counters") or {}
     if counters:
         lc = Table(title=f"Layer counters ({r['layer']})", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)

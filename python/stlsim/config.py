@@ -518,7 +518,7 @@ _SEEK_DOCS = {
     "table": "'table' model: [[tracks, ms], ...] ascending",
 }
 _LAYOUT_DOCS = {
-    "kind": "recording layout: cmr, smr, imr or zoned",
+    "kind": "recording layout: cmr, smr, imr, zoned or wave",
     "band_tracks": "smr: data tracks per band",
     "head_width_tracks": "smr: write-head width in tracks",
     "direction": "smr: shingling direction, up or down",
@@ -533,6 +533,8 @@ _LAYOUT_DOCS = {
     "conventional_zones": "zoned: conventional zones at the start",
     "max_open_zones": "zoned: most sequential zones open at once (0: no limit)",
     "unrestricted_reads": "zoned: reads past a write pointer allowed (ZBC URSWRZ); false: they fail",
+    "region_tracks": "wave: tracks per region S_reg (paper 001)",
+    "kappa_tracks": "wave: tracks a shingled write overlaps; each pair of regions shares one guard band this wide",
 }
 
 

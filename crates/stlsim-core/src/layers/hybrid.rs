@@ -238,6 +238,9 @@ pub trait Backend: Send {
     fn supports_prefill(&self) -> bool;
     /// Backend counters.
     fn report(&self, r: &mut LayerReport);
+    /// Cumulative counters sampled into the run's series (per-interval
+    /// figures such as paper 001 Figure 9(b) are their differences).
+    fn series_gauges(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// The parameters every hybrid layer has.
@@ -935,6 +938,11 @@ impl Layer for HybridLayer {
             dev.side_discard(SideKind::Ssd, s);
         }
         Ok(())
+    }
+
+    fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("evictions", self.counts.evictions as f64));
+        self.backend.series_gauges(out);
     }
 
     fn report(&self) -> LayerReport {

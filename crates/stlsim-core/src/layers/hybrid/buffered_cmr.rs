@@ -4,17 +4,21 @@
 //!
 //! Choices where the paper is silent: the disk is the user's drive run as
 //! conventional (a wave drive keeps its physical tracks, guard bands
-//! included, as data tracks); a conventional disk has no segments, so each
-//! block is its own segment and every eviction policy is block LRU; an
-//! evicted block writes only its valid sector runs to their home sectors,
-//! with no read (nothing on a conventional track is endangered).
+//! included, as data tracks). "The same memory buffer" is taken to mean the
+//! same policy too: a conventional disk has no segments, so a segment here
+//! is `segment_blocks` consecutive blocks of LBA space (default 20, HWSR's
+//! segment of the paper's 20-track regions), and the least-write-
+//! amplification LRU evicts the tail block with the blocks of its run
+//! found in the window. A flush writes only the valid sector runs to their
+//! home sectors, adjacent runs of adjacent blocks as one operation, with no
+//! read (nothing on a conventional track is endangered).
 
 use super::{Backend, BlockImage, HybridLayer, BUFFER_PARAMS};
 use crate::device::{Cause, Device};
 use crate::error::SimResult;
 use crate::geometry::{DriveConfig, Geometry};
 use crate::layers::cmr::{read_home, write_home};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, Params, WriteReq};
+use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 
@@ -28,22 +32,43 @@ pub static ENTRY: LayerEntry = LayerEntry {
     summary: "conventional disk behind HWSR's memory write buffer, no SSD (paper 001's traditional disk)",
     paper: "001 section IV.A (traditional disk)",
     layout: LayoutNeed::AsConventionalShaped(shape),
-    params: &BUFFER_PARAMS,
+    params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
-        let backend = Home { b: p.u64("block_sectors").max(1), blocks_written: 0 };
+        if p.u64("segment_blocks") == 0 {
+            return Err(crate::error::SimError::Config("segment_blocks must be at least 1".into()));
+        }
+        let backend = Home { b: p.u64("block_sectors").max(1), spb: p.u64("segment_blocks") as u32, blocks_written: 0, writes: 0 };
         Ok(Box::new(HybridLayer::new("buffered-cmr", p, g, false, Box::new(backend))?))
     },
 };
 
+const PARAMS: [ParamSpec; 7] = [
+    BUFFER_PARAMS[0],
+    BUFFER_PARAMS[1],
+    BUFFER_PARAMS[2],
+    BUFFER_PARAMS[3],
+    BUFFER_PARAMS[4],
+    BUFFER_PARAMS[5],
+    ParamSpec {
+        name: "segment_blocks",
+        kind: ParamKind::Int,
+        unit: "blocks",
+        default: "20",
+        doc: "consecutive blocks the eviction policies treat as one segment (HWSR's segment of 20-track regions)",
+    },
+];
+
 /// Blocks at their home sectors.
 pub struct Home {
     b: u64,
+    spb: u32,
     blocks_written: u64,
+    writes: u64,
 }
 
 impl Backend for Home {
     fn blocks_per_segment(&self) -> u32 {
-        1
+        self.spb
     }
 
     fn span(&self, _lo: u32) -> Option<std::ops::Range<u32>> {
@@ -56,14 +81,27 @@ impl Backend for Home {
 
     fn flush(&mut self, dev: &mut Device, seg: u64, images: &mut [BlockImage]) -> SimResult<()> {
         let b = self.b as u32;
+        let first = seg * self.spb as u64 * self.b;
+        // Valid runs in LBA order, adjacent ones merged: (first LBA, sectors, tokens).
+        let mut runs: Vec<(u64, u64, Vec<Token>)> = vec![];
         for im in images.iter() {
-            let first = seg * self.b;
-            for (s, len) in im.valid.runs(b) {
-                let data = if im.data.is_empty() { &[][..] } else { &im.data[s as usize..(s + len) as usize] };
-                let w = WriteReq { lba: Lba(first + s as u64), sectors: Sectors(len as u64), cause: Cause::Destage, data };
-                write_home(dev, &w)?;
-            }
             self.blocks_written += 1;
+            for (s, len) in im.valid.runs(b) {
+                let lba = first + im.idx as u64 * self.b + s as u64;
+                let data = if im.data.is_empty() { &[][..] } else { &im.data[s as usize..(s + len) as usize] };
+                match runs.last_mut() {
+                    Some(r) if r.0 + r.1 == lba => {
+                        r.1 += len as u64;
+                        r.2.extend_from_slice(data);
+                    }
+                    _ => runs.push((lba, len as u64, data.to_vec())),
+                }
+            }
+        }
+        for (lba, n, data) in runs {
+            let w = WriteReq { lba: Lba(lba), sectors: Sectors(n), cause: Cause::Destage, data: &data };
+            write_home(dev, &w)?;
+            self.writes += 1;
         }
         Ok(())
     }
@@ -82,5 +120,6 @@ impl Backend for Home {
 
     fn report(&self, r: &mut LayerReport) {
         r.insert("blocks_written".into(), self.blocks_written as f64);
+        r.insert("flush_writes".into(), self.writes as f64);
     }
 }

@@ -344,6 +344,10 @@ impl Backend for Segments {
         false
     }
 
+    fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("segments_rewritten", self.segments_rewritten as f64));
+    }
+
     fn report(&self, r: &mut LayerReport) {
         r.insert("segments_rewritten".into(), self.segments_rewritten as f64);
         r.insert("blocks_rewritten".into(), self.blocks_rewritten as f64);

@@ -423,6 +423,10 @@ impl Backend for Logs {
         true
     }
 
+    fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("segments_immigrated", self.immigrated as f64));
+    }
+
     fn report(&self, r: &mut LayerReport) {
         r.insert("sblocks_appended".into(), self.appended as f64);
         r.insert("segments_immigrated".into(), self.immigrated as f64);
