@@ -23,6 +23,9 @@ region-size: region_tracks 10, 20, 40 (Figure 12). Each prints a table of
 average read, write and overall response time and saves a plot.
 
 Default traces: the bundled CloudPhysics sample and MSR rsrch_1.
+--repeat N replays each trace N times back to back, each copy shifted in
+time: the bundled traces are too short for S-block's logs to run out of
+spare S-blocks (see docs/hwsr.md).
 """
 
 from __future__ import annotations
@@ -38,13 +41,23 @@ import stlsim
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRACES = ["cloudPhysicsIO.vscsi", "rsrch_1.csv"]
 LAYERS = ["buffered-cmr", "sblock", "hwsr"]
+COLOURS = {"buffered-cmr": "tab:blue", "sblock": "tab:orange", "hwsr": "tab:green"}
 EVERY = 10_000
+
+
+REPEAT = 1
 
 
 def run(trace: str, layer: str, params: dict | None = None) -> stlsim.Result:
     path = trace if "/" in trace else str(DATA / trace)
     return stlsim.run(
-        trace=path, drive="hwsr-paper", layer=layer, params=params or {}, queue_depth=1, series_every=EVERY
+        trace=path,
+        drive="hwsr-paper",
+        layer=layer,
+        params=params or {},
+        queue_depth=1,
+        series_every=EVERY,
+        repeat=REPEAT,
     )
 
 
@@ -62,6 +75,21 @@ def per_10k(r: stlsim.Result) -> pd.DataFrame:
     if "segments" not in out.columns:
         out["segments"] = 0.0
     return out
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A markdown table: integers with thousands separators, other numbers to 3 decimals."""
+
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:,.0f}" if v.is_integer() and abs(v) >= 100 else f"{v:,.3f}"
+        if isinstance(v, (int, np.integer)):
+            return f"{v:,}"
+        return str(v)
+
+    head = "| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns)
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([head, *rows])
 
 
 def averages(r: stlsim.Result) -> dict:
@@ -95,11 +123,12 @@ def compare(traces: list[str], out: Path) -> None:
                     "segments": c.get("segments_rewritten", c.get("segments_immigrated", 0.0)),
                     "evictions": c["evictions"],
                     "WAF": r.report["waf"],
+                    "disk ops": r.report["device"]["read_ops"] + r.report["device"]["write_ops"],
                     "disk busy s": r.report["device"]["busy_s"],
                 }
             )
     table = pd.DataFrame(rows)
-    print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
+    print(markdown(table))
     data = pd.concat(frames, ignore_index=True)
     out.mkdir(parents=True, exist_ok=True)
     data.to_csv(out / "per_10k.csv", index=False)
@@ -108,11 +137,11 @@ def compare(traces: list[str], out: Path) -> None:
         name = Path(t).name
         for layer in LAYERS:
             d = data[(data["trace"] == name) & (data["layer"] == layer)]
-            axes[i][0].plot(d["requests"] / EVERY, d["sum_s"], marker="o", label=layer)
+            axes[i][0].plot(d["requests"] / EVERY, d["sum_s"], marker="o", label=layer, color=COLOURS[layer])
             xs = np.sort(d["sum_s"].to_numpy())
-            axes[i][1].step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=layer)
+            axes[i][1].step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=layer, color=COLOURS[layer])
             if layer != "buffered-cmr":
-                axes[i][2].plot(d["requests"] / EVERY, d["segments"], marker="o", label=layer)
+                axes[i][2].plot(d["requests"] / EVERY, d["segments"], marker="o", label=layer, color=COLOURS[layer])
         axes[i][0].set(title=f"{name}: response time per 10,000 requests", xlabel="x 10,000 requests", ylabel="sum (s)")
         axes[i][1].set(title=f"{name}: CDF of the per-10,000 sums", xlabel="sum (s)", ylabel="fraction")
         axes[i][2].set(
@@ -140,7 +169,7 @@ def sweep(traces: list[str], out: Path, param: str, values: list[int], fname: st
                 r = run(t, layer, {param: v})
                 rows.append({"trace": Path(t).name, "layer": layer, param: v, **averages(r)})
     table = pd.DataFrame(rows)
-    print(table.to_string(index=False, float_format=lambda x: f"{x:,.3f}"))
+    print(markdown(table))
     out.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
     for i, t in enumerate(traces):
@@ -162,7 +191,10 @@ def main() -> None:
     ap.add_argument("what", choices=("compare", "block-size", "region-size"))
     ap.add_argument("--trace", action="append", help="trace file (repeatable; default: the bundled two)")
     ap.add_argument("--out", default=".", help="folder for the plots and tables (default: .)")
+    ap.add_argument("--repeat", type=int, default=1, help="replay each trace N times back to back (steady state)")
     a = ap.parse_args()
+    global REPEAT
+    REPEAT = a.repeat
     traces = a.trace or TRACES
     out = Path(a.out)
     if a.what == "compare":

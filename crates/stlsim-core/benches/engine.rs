@@ -297,6 +297,50 @@ fn bench_zoned(c: &mut Criterion) {
     g.finish();
 }
 
+/// Paper 001's hybrid systems on its hwsr-paper drive (wave layout, 100 MB
+/// battery-backed memory buffer, 200 MB SSD): the CloudPhysics sample at
+/// queue depth 1, verification off.
+fn bench_hybrid(c: &mut Criterion) {
+    let recs = sample();
+    let mut d = DriveConfig {
+        name: "hwsr-paper".into(),
+        sector_bytes: 512,
+        rpm: 7200.0,
+        track_bytes: 4 << 20,
+        capacity_gib: Some(764.6),
+        write_cache_mib: 0.0,
+        interface_mb_s: 300.0,
+        memory: Some(stlsim_core::side_device::SideConfig { battery_backed: true, ..stlsim_core::side_device::SideConfig::ddr3_1333(95.367) }),
+        ssd: Some(stlsim_core::side_device::SideConfig::intel_x25m(190.735)),
+        ..Default::default()
+    };
+    d.seek.min_ms = 0.6;
+    d.seek.max_ms = 14.0;
+    d.layout.kind = "wave".into();
+    let mut g = c.benchmark_group("engine-hybrid");
+    g.sample_size(10);
+    for layer in ["buffered-cmr", "sblock", "hwsr"] {
+        let mut cfg = RunConfig {
+            drive: d.clone(),
+            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+            ..Default::default()
+        };
+        cfg.replay.queue_depth = 1;
+        g.throughput(Throughput::Elements(recs.len() as u64));
+        g.bench_function(format!("{layer}-cloudphysics"), |b| {
+            b.iter_batched(
+                || Simulation::with_reader(cfg.clone(), Box::new(VecTrace::new(recs.clone()))).unwrap(),
+                |mut s| {
+                    s.run().unwrap();
+                    s.requests_done()
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn bench_vscsi(c: &mut Criterion) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
     let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
@@ -316,5 +360,5 @@ fn bench_vscsi(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_vscsi);
+criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_hybrid, bench_vscsi);
 criterion_main!(benches);
