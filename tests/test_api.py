@@ -322,7 +322,11 @@ def _drive_for(layout: str) -> dict:
         return {"preset": "imr-paper", "layout": {"kind": layout, "conventional_zones": 8}}
     if layout == "imr":
         return {"preset": "imr-paper", "layout": {"kind": layout}}
-    return {"preset": "imr-paper"}
+    if layout == "wave":
+        # Paper 001's hybrid layers: the wave disk with its memory buffer and SSD.
+        return {"preset": "hwsr-paper"}
+    # buffered-cmr needs a memory buffer beside the disk.
+    return {"preset": "imr-paper", "memory": {"mib": 8, "read_latency_us": 0.1, "write_latency_us": 0.1, "read_mb_s": 10666, "write_mb_s": 10666}}
 
 
 @pytest.mark.parametrize("entry", stlsim.layers(), ids=lambda e: e["name"])
@@ -331,7 +335,9 @@ def test_every_registered_layer_runs_with_verification(entry: dict, data: Path) 
     assert r.summary["layer"] == entry["name"]
     assert r.summary["requests"] == 2_000
     assert r.report["verification"]["mismatches"] == 0
-    assert r.summary["waf"] >= 1.0 - 1e-12
+    # A memory buffer may absorb overwrites and still hold data at the end.
+    if not r.report["device"].get("by_device"):
+        assert r.summary["waf"] >= 1.0 - 1e-12
 
 
 # --------------------------------------------------------------------------

@@ -228,23 +228,33 @@ impl Device {
     }
 
     fn begin_side(&mut self, kind: OpKind, cause: Cause, slot: u64, count: u32) -> SimResult<()> {
+        self.crash_point(cause)?;
+        self.log_op(kind, cause, PhysAddr { track: Track(slot), sector: 0 }, count);
         if self.accounting {
-            if self.crash_points.last() == Some(&self.serial) {
-                self.crash_points.pop();
-                self.crashed_during = Some(cause);
-                self.crashed_in_stage = self.in_stage;
-                return Err(SimError::Crash);
-            }
-            if self.medium.tracked() {
-                if self.op_log.len() == OP_LOG {
-                    self.op_log.pop_front();
-                }
-                let at = PhysAddr { track: Track(slot), sector: 0 };
-                self.op_log.push_back(OpRecord { serial: self.serial, kind, cause, at, count, start: self.clock });
-            }
             self.serial += 1;
         }
         Ok(())
+    }
+
+    /// An injected power loss due before the next operation, if any.
+    fn crash_point(&mut self, cause: Cause) -> SimResult<()> {
+        if self.accounting && self.crash_points.last() == Some(&self.serial) {
+            self.crash_points.pop();
+            self.crashed_during = Some(cause);
+            self.crashed_in_stage = self.in_stage;
+            return Err(SimError::Crash);
+        }
+        Ok(())
+    }
+
+    /// Remember the operation about to be issued (only when data is carried).
+    fn log_op(&mut self, kind: OpKind, cause: Cause, at: PhysAddr, count: u32) {
+        if self.medium.tracked() {
+            if self.op_log.len() == OP_LOG {
+                self.op_log.pop_front();
+            }
+            self.op_log.push_back(OpRecord { serial: self.serial, kind, cause, at, count, start: self.clock });
+        }
     }
 
     /// Read sectors `[offset, offset + n)` of a slot of a side device (tokens
@@ -440,14 +450,7 @@ impl Device {
     }
 
     fn begin(&mut self, kind: OpKind, cause: Cause, at: PhysAddr, count: u32) -> SimResult<u64> {
-        if self.accounting {
-            if self.crash_points.last() == Some(&self.serial) {
-                self.crash_points.pop();
-                self.crashed_during = Some(cause);
-                self.crashed_in_stage = self.in_stage;
-                return Err(SimError::Crash);
-            }
-        }
+        self.crash_point(cause)?;
         let spt = self.geom.sectors_in_checked(at.track)?;
         if matches!(kind, OpKind::Read | OpKind::Write) && (count == 0 || at.sector as u64 + count as u64 > spt as u64) {
             return Err(SimError::Medium(format!(
@@ -456,14 +459,9 @@ impl Device {
             )));
         }
         let serial = self.serial;
+        self.log_op(kind, cause, at, count);
         if self.accounting {
             self.serial += 1;
-        }
-        if self.medium.tracked() {
-            if self.op_log.len() == OP_LOG {
-                self.op_log.pop_front();
-            }
-            self.op_log.push_back(OpRecord { serial, kind, cause, at, count, start: self.clock });
         }
         Ok(serial)
     }

@@ -227,6 +227,18 @@ impl SideDevice {
         Nanos((lat * 1000.0 + bytes * 1000.0 / mb_s).round() as u64)
     }
 
+    /// The time of an operation of `n` sectors, counted under `cause` when `account`.
+    fn count(&mut self, write: bool, cause: Cause, n: u32, account: bool) -> Nanos {
+        let t = self.cost(write, n);
+        if account {
+            let c = if write { &mut self.writes[cause as usize] } else { &mut self.reads[cause as usize] };
+            c.ops += 1;
+            c.sectors += n as u64;
+            c.busy += t;
+        }
+        t
+    }
+
     /// Read sectors `[offset, offset + n)` of a slot, appending their tokens
     /// (empty tokens where nothing was written) when `carry`. Returns the time it took.
     pub(crate) fn read(
@@ -246,14 +258,7 @@ impl SideDevice {
                 None => out.extend(std::iter::repeat(Token::EMPTY).take(n as usize)),
             }
         }
-        let t = self.cost(false, n);
-        if account {
-            let c = &mut self.reads[cause as usize];
-            c.ops += 1;
-            c.sectors += n as u64;
-            c.busy += t;
-        }
-        Ok(t)
+        Ok(self.count(false, cause, n, account))
     }
 
     /// Write sectors `[offset, offset + n)` of a slot with `data` (empty or
@@ -279,14 +284,7 @@ impl SideDevice {
             }
             s.data[offset as usize..(offset + n) as usize].copy_from_slice(data);
         }
-        let t = self.cost(true, n);
-        if account {
-            let c = &mut self.writes[cause as usize];
-            c.ops += 1;
-            c.sectors += n as u64;
-            c.busy += t;
-        }
-        Ok(t)
+        Ok(self.count(true, cause, n, account))
     }
 
     /// Drop a slot's contents (a free-list update: no media time).

@@ -574,6 +574,13 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
         };
         d.tracks = Some(8 + 41 + 20 * 5);
     }
+    if e.layout.kind() == Some("wave") {
+        // Regions of 4 tracks, kappa = 2: 80 regions.
+        d.layout = crate::geometry::LayoutConfig { kind: "wave".into(), region_tracks: 4, kappa_tracks: 2, ..Default::default() };
+    }
+    // Hybrid layers: a memory buffer and an SSD (sized by BUSY's mem_mib and ssd_mib).
+    d.memory = Some(crate::side_device::SideConfig::ddr3_1333(1.0));
+    d.ssd = Some(crate::side_device::SideConfig::intel_x25m(1.0));
     if e.layout.kind() == Some("zoned") {
         // Zones of 2 tracks (128 sectors), the first 8 conventional.
         d.layout = crate::geometry::LayoutConfig {
@@ -588,7 +595,10 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
 }
 
 /// Parameters that make each layer move data often.
-pub(super) const BUSY: [(&str, &str); 8] = [
+pub(super) const BUSY: [(&str, &str); 11] = [
+    ("block_sectors", "16"),
+    ("mem_mib", "0.5"),
+    ("ssd_mib", "0.25"),
     ("buffer_mib", "1"),
     ("collect_blocks", "8"),
     ("interval_writes", "16"),
@@ -655,4 +665,22 @@ fn vguard_waits_for_room_for_every_slot_a_write_makes() {
     let seq = [(false,0,1,0),(true,244,13,0),(true,468,45,0),(true,174,19,0),(true,1058,31,0),(false,0,1,0),(true,575,2,0),(true,1110,43,404),(true,1693,36,1891),(true,1649,18,487)];
     let s = run(c, timed(&seq));
     if let Err(e) = &s { panic!("{e}"); }
+}
+
+/// Found by the property test: a disk read's SSD prefetches may replace the
+/// SSD copy of the next block of the same host read, which must then be
+/// looked up again (it was read from the reused slot: another block's data).
+#[test]
+fn hybrid_reads_look_again_after_prefetching_into_a_full_ssd() {
+    for name in ["sblock", "hwsr"] {
+        let e = crate::layers::find(name).unwrap();
+        let mut c = cfg(tiny_for(e, 0, 1.0), e.name);
+        set_declared(&mut c, e, &BUSY);
+        c.verify = true;
+        let seq = [(true, 0, 1, 0), (true, 772, 45, 0), (false, 0, 33, 0), (false, 42, 23, 0), (true, 80, 1, 0), (true, 95, 34, 0), (false, 0, 17, 0)];
+        let s = run(c, timed(&seq));
+        if let Err(e) = &s {
+            panic!("{name}: {e}");
+        }
+    }
 }

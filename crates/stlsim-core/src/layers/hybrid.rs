@@ -825,7 +825,9 @@ impl Layer for HybridLayer {
             let ssd = self.ssd_slot(block);
             if in_mem == Some(true) || ssd.is_some() {
                 if let Some((b0, k, from)) = run.take() {
+                    // The run's prefetches may have replaced this block's SSD copy: look again.
                     self.read_disk(dev, b0, k, from, at - from, out)?;
+                    continue;
                 }
                 let live = dev.accounting();
                 if in_mem == Some(true) {
