@@ -271,21 +271,21 @@ pub const BUFFER_PARAMS: [ParamSpec; 6] = [
         kind: ParamKind::Float,
         unit: "MiB",
         default: "0",
-        doc: "memory buffer size (0: the drive's [memory] table)",
+        doc: "memory buffer size (0: the size in the drive's memory table)",
     },
     ParamSpec {
         name: "memory",
         kind: ParamKind::Choice(&["drive", "battery-backed", "volatile"]),
         unit: "-",
         default: "drive",
-        doc: "whether the buffer survives power loss (drive: its [memory] table's battery_backed)",
+        doc: "whether the buffer survives power loss (drive: battery_backed of the drive's memory table)",
     },
     ParamSpec {
         name: "ssd_mib",
         kind: ParamKind::Float,
         unit: "MiB",
         default: "0",
-        doc: "SSD read cache size (0: the drive's [ssd] table); unused by buffered-cmr",
+        doc: "SSD read cache size (0: the size in the drive's ssd table)",
     },
 ];
 

@@ -42,13 +42,12 @@ pub static ENTRY: LayerEntry = LayerEntry {
     },
 };
 
-const PARAMS: [ParamSpec; 7] = [
+const PARAMS: [ParamSpec; 6] = [
     BUFFER_PARAMS[0],
     BUFFER_PARAMS[1],
     BUFFER_PARAMS[2],
     BUFFER_PARAMS[3],
     BUFFER_PARAMS[4],
-    BUFFER_PARAMS[5],
     ParamSpec {
         name: "segment_blocks",
         kind: ParamKind::Int,
