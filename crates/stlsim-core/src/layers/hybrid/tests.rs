@@ -59,18 +59,8 @@ fn rec(i: u64, write: bool, lba: u64, n: u64) -> TraceRecord {
     }
 }
 
-fn run(c: RunConfig, recs: Vec<TraceRecord>) -> Report {
-    let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
-    s.run().unwrap_or_else(|e| panic!("{e}"));
-    let r = s.report();
-    assert_eq!(r.verification.mismatches, 0);
-    assert!(r.verification.scan_blocks_checked > 0);
-    r
-}
-
-fn counter(r: &Report, k: &str) -> f64 {
-    *r.layer_counters.get(k).unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
-}
+// The zoned layers' helpers: run verified (no mismatch, a scan), and read a counter.
+use crate::layers::zoned::tests::{counter, run};
 
 /// `n` requests of 1-40 sectors over the first `span` LBAs; every `read_every`-th a read.
 fn random_requests(seed: u64, n: u64, span: u64, read_every: u64) -> Vec<TraceRecord> {
