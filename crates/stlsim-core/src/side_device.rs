@@ -52,8 +52,9 @@ impl SideKind {
 }
 
 /// A side device as a drive description gives it (`[memory]` or `[ssd]`).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+/// `preset = "intel-x25m-80gb"` (SSD) or `"ddr3-1333"` (memory) fills in
+/// the timing; keys given beside it override the preset's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SideConfig {
     /// Capacity in MiB.
     pub mib: f64,
@@ -67,8 +68,52 @@ pub struct SideConfig {
     pub write_mb_s: f64,
     /// Memory: whether its contents survive a power loss (battery-backed);
     /// an SSD always keeps them.
-    #[serde(default)]
     pub battery_backed: bool,
+}
+
+/// The presets a `[memory]` or `[ssd]` table may name.
+pub const SIDE_PRESETS: [&str; 2] = ["ddr3-1333", "intel-x25m-80gb"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSide {
+    preset: Option<String>,
+    mib: Option<f64>,
+    read_latency_us: Option<f64>,
+    write_latency_us: Option<f64>,
+    read_mb_s: Option<f64>,
+    write_mb_s: Option<f64>,
+    battery_backed: Option<bool>,
+}
+
+impl<'de> Deserialize<'de> for SideConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let r = RawSide::deserialize(d)?;
+        let base = match r.preset.as_deref() {
+            Some("intel-x25m-80gb") => Some(SideConfig::intel_x25m(0.0)),
+            Some("ddr3-1333") => Some(SideConfig::ddr3_1333(0.0)),
+            Some(p) => {
+                return Err(D::Error::custom(format!(
+                    "unknown memory/SSD preset '{p}' (known: {})",
+                    SIDE_PRESETS.join(", ")
+                )))
+            }
+            None => None,
+        };
+        let need = |v: Option<f64>, from: Option<f64>, k: &str| {
+            v.or(from).ok_or_else(|| D::Error::custom(format!("missing key '{k}' (or give a preset: {})", SIDE_PRESETS.join(", "))))
+        };
+        let b = base.as_ref();
+        Ok(SideConfig {
+            mib: r.mib.ok_or_else(|| D::Error::custom("missing key 'mib' (the size in MiB)"))?,
+            read_latency_us: need(r.read_latency_us, b.map(|b| b.read_latency_us), "read_latency_us")?,
+            write_latency_us: need(r.write_latency_us, b.map(|b| b.write_latency_us), "write_latency_us")?,
+            read_mb_s: need(r.read_mb_s, b.map(|b| b.read_mb_s), "read_mb_s")?,
+            write_mb_s: need(r.write_mb_s, b.map(|b| b.write_mb_s), "write_mb_s")?,
+            battery_backed: r.battery_backed.unwrap_or(false),
+        })
+    }
 }
 
 impl SideConfig {
@@ -335,6 +380,17 @@ mod tests {
             m.power_cycle();
             assert_eq!(m.slot(2).is_some(), backed);
         }
+    }
+
+    #[test]
+    fn a_table_may_name_a_preset_and_override_it() {
+        let c: SideConfig = serde_json::from_str(r#"{"preset": "intel-x25m-80gb", "mib": 200.0, "write_mb_s": 100.0}"#).unwrap();
+        assert_eq!(c, SideConfig { write_mb_s: 100.0, ..SideConfig::intel_x25m(200.0) });
+        let e = serde_json::from_str::<SideConfig>(r#"{"preset": "x", "mib": 1.0}"#).unwrap_err().to_string();
+        assert!(e.contains("unknown memory/SSD preset 'x'"), "{e}");
+        let e = serde_json::from_str::<SideConfig>(r#"{"mib": 1.0}"#).unwrap_err().to_string();
+        assert!(e.contains("missing key 'read_latency_us'"), "{e}");
+        assert!(serde_json::from_str::<SideConfig>(r#"{"preset": "ddr3-1333"}"#).unwrap_err().to_string().contains("'mib'"));
     }
 
     #[test]
