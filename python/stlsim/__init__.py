@@ -31,6 +31,7 @@ from .errors import (
     TraceIOError,
 )
 from .result import Comparison, Result
+from .sweep import sweep
 from .synth import SynthTrace, synth_trace
 
 __all__ = [
@@ -55,5 +56,6 @@ __all__ = [
     "load_drive",
     "load_run_config",
     "run",
+    "sweep",
     "synth_trace",
 ]

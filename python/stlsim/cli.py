@@ -287,6 +287,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.set_defaults(func=_cmd_init_config)
 
+    p = sub.add_parser(
+        "sweep",
+        help="run every cell of a sweep plan on a process pool (resumable)",
+        description="Run every cell of a sweep plan (traces x drives x layers x parameters x replay "
+        "options) and append one row per run to a Parquet dataset in OUT/rows; cells already there "
+        "are skipped, so an interrupted sweep resumes. See docs/sweeps.md.",
+    )
+    p.add_argument("plan", metavar="PLAN.toml", help="the sweep plan")
+    p.add_argument("--out", metavar="DIR", help="results folder (default: results/sweep-<plan name>)")
+    p.add_argument("--jobs", type=_positive, metavar="N", help="worker processes (default: every core)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p.set_defaults(func=_cmd_sweep)
+
     _add_synth(sub)
     return parser
 
@@ -1015,6 +1028,42 @@ def _cmd_synth(ns: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------
+
+
+def _cmd_sweep(ns: argparse.Namespace) -> int:
+    from .sweep import sweep
+
+    out = Path(ns.out) if ns.out else Path("results") / f"sweep-{Path(ns.plan).stem}"
+    bar: dict[str, Any] = {}
+
+    def on_cell(done: int, total: int) -> None:
+        if not _show_progress():
+            return
+        if "p" not in bar:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            bar["p"] = Progress("cells", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=_console(stderr=True))
+            bar["p"].start()
+            bar["t"] = bar["p"].add_task("cells", total=total)
+        bar["p"].update(bar["t"], completed=done)
+
+    try:
+        rows = sweep(ns.plan, out, jobs=ns.jobs, on_cell=on_cell)
+    finally:
+        if "p" in bar:
+            bar["p"].stop()
+    if ns.json:
+        print(rows.to_json(orient="records"))
+        return 0
+    cols = [c for c in ("trace", "drive", "layer", "mean_ms", "p99_ms", "waf", "error") if c in rows.columns]
+    cols += [c for c in rows.columns if c.startswith("param.")]
+    view = rows[cols].copy()
+    if "trace" in view.columns:
+        view["trace"] = view["trace"].map(lambda t: Path(str(t)).name)
+    print(view.to_string(index=False))
+    failed = int(rows["error"].notna().sum()) if "error" in rows.columns else 0
+    _info(f"{len(rows)} cells in {out}/rows ({failed} failed)")
+    return 0
 
 
 def _one_line(e: BaseException) -> str:

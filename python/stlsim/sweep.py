@@ -1,0 +1,278 @@
+"""Parameter sweeps: :func:`sweep` runs every cell of a plan (traces x drives x
+layers x layer parameters x replay options) on a local process pool and
+appends one row per run to a Parquet dataset, resumable after an
+interruption.
+
+A plan is a TOML file (or a dict of the same shape)::
+
+    [sweep]
+    traces = ["../tests/data/rsrch_1.csv"]   # relative to the plan file
+    drives = ["imr-paper"]
+    layers = ["cmr", "imr-rmw"]
+    zip = []                                  # axes combined element-wise, not as a grid
+
+    [sweep.params]                            # layer-parameter axes (a layer that does not
+    interval_writes = [1000, 10000]           # declare one runs without it)
+
+    [sweep.replay]                            # replay-option axes
+    queue_depth = [1, 64]
+
+    [sweep.fixed]                             # settings of every cell
+    limit = 5000
+
+Each cell is one :func:`stlsim.run`. Its row holds every configuration value
+as a column, the headline figures (:attr:`stlsim.Result.summary`), the
+warnings, the wall time, the path of the run's saved report, and the error if
+the cell failed (a failing cell does not stop the sweep). Rows are written as
+``OUT/rows/<hash>.parquet`` (a Parquet dataset), named by a hash of the
+cell's configuration: a re-run skips the cells that already have a row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import ConfigError
+
+__all__ = ["Plan", "load_plan", "sweep"]
+
+#: Replay options a plan may sweep or fix (keyword arguments of :func:`stlsim.run`).
+REPLAY_KEYS = frozenset(
+    {
+        "mode",
+        "queue_depth",
+        "scale",
+        "write_cache",
+        "fold",
+        "verify",
+        "format",
+        "disk",
+        "start",
+        "limit",
+        "series_every",
+        "prefill",
+        "fold_to_prefill",
+        "waf_every",
+        "repeat",
+        "crash_after",
+        "crash_at_ops",
+    }
+)
+_SWEEP_KEYS = {"traces", "drives", "layers", "zip", "params", "replay", "fixed"}
+
+
+class Plan:
+    """A validated sweep plan: its axes and the cells they make."""
+
+    def __init__(self, spec: Mapping[str, Any], base: Path) -> None:
+        if "sweep" not in spec or not isinstance(spec["sweep"], Mapping):
+            raise ConfigError("a sweep plan needs a [sweep] table with traces, drives and layers lists")
+        s = spec["sweep"]
+        unknown = set(s) - _SWEEP_KEYS
+        if unknown:
+            raise ConfigError(f"[sweep] has unknown keys {sorted(unknown)} (known: {sorted(_SWEEP_KEYS)})")
+        self.base = base
+        self.axes: dict[str, list[Any]] = {}
+        for key in ("traces", "drives", "layers"):
+            v = s.get(key)
+            if not isinstance(v, list) or not v:
+                raise ConfigError(f"[sweep] {key} must be a non-empty list")
+            self.axes[key] = [self._resolve(x) if key != "layers" else x for x in v]
+        for table, prefix in (("params", "param."), ("replay", "")):
+            t = s.get(table, {})
+            if not isinstance(t, Mapping):
+                raise ConfigError(f"[sweep.{table}] must be a table of lists")
+            for k, v in t.items():
+                if table == "replay" and k not in REPLAY_KEYS:
+                    raise ConfigError(f"[sweep.replay] {k} is not a replay option (known: {', '.join(sorted(REPLAY_KEYS))})")
+                if not isinstance(v, list) or not v:
+                    raise ConfigError(f"[sweep.{table}] {k} must be a non-empty list of values")
+                self.axes[prefix + k] = v
+        self.fixed = dict(s.get("fixed", {}))
+        bad = set(self.fixed) - REPLAY_KEYS
+        if bad:
+            raise ConfigError(f"[sweep.fixed] {sorted(bad)} are not replay options (known: {', '.join(sorted(REPLAY_KEYS))})")
+        zipped = s.get("zip", [])
+        if not isinstance(zipped, list) or any(k not in self.axes for k in zipped):
+            raise ConfigError(f"[sweep] zip must list axes of the plan ({', '.join(self.axes)})")
+        lengths = {len(self.axes[k]) for k in zipped}
+        if len(lengths) > 1:
+            raise ConfigError(f"[sweep] zipped axes {zipped} must have equal lengths, not {sorted(lengths)}")
+        self.zip = list(zipped)
+
+    def _resolve(self, v: Any) -> Any:
+        """A trace or drive file relative to the plan; preset names and synth: specs unchanged."""
+        if not isinstance(v, str) or v.startswith("synth:"):
+            return v
+        p = self.base / v
+        return str(p) if ("/" in v or v.endswith(".toml")) and p.exists() else v
+
+    def cells(self) -> list[dict[str, Any]]:
+        """Every cell: a dict of :func:`stlsim.run` keyword arguments (params by name)."""
+        from .config import layers
+
+        free = [k for k in self.axes if k not in self.zip]
+        groups: list[list[dict[str, Any]]] = [[{k: v} for v in self.axes[k]] for k in free]
+        if self.zip:
+            groups.append([dict(zip(self.zip, vals)) for vals in zip(*(self.axes[k] for k in self.zip))])
+        declared = {e["name"]: {p["name"] for p in e.get("params", [])} for e in layers()}
+        out, seen = [], set()
+        for combo in itertools.product(*groups):
+            flat: dict[str, Any] = {}
+            for part in combo:
+                flat.update(part)
+            layer = flat["layers"]
+            cell: dict[str, Any] = {
+                "trace": flat["traces"],
+                "drive": flat["drives"],
+                "layer": layer,
+                "params": {
+                    k[6:]: v for k, v in flat.items() if k.startswith("param.") and k[6:] in declared.get(layer, set())
+                },
+                **self.fixed,
+                **{k: v for k, v in flat.items() if k in REPLAY_KEYS},
+            }
+            h = cell_hash(cell)
+            if h not in seen:
+                seen.add(h)
+                out.append(cell)
+        return out
+
+
+def load_plan(plan: str | os.PathLike[str] | Mapping[str, Any]) -> Plan:
+    """Read and validate a plan (a TOML path or a dict)."""
+    if isinstance(plan, Mapping):
+        return Plan(plan, Path.cwd())
+    p = Path(plan)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read the plan: {e.strerror or e}") from None
+    try:
+        spec = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: {e}") from None
+    try:
+        return Plan(spec, p.parent)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None
+
+
+def cell_hash(cell: Mapping[str, Any]) -> str:
+    """A stable hash of a cell's configuration (its row's name)."""
+    text = json.dumps(cell, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _columns(cell: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for k, v in cell.items():
+        if k == "params":
+            for pk, pv in v.items():
+                row[f"param.{pk}"] = json.dumps(pv) if isinstance(pv, (list, dict)) else pv
+        else:
+            row[k] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    return row
+
+
+def run_cell(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
+    """Run one cell and return its row (errors recorded, never raised)."""
+    from . import api
+
+    h = cell_hash(cell)
+    row = {"hash": h, **_columns(cell)}
+    run_dir = Path(out) / "runs" / h
+    t0 = time.perf_counter()
+    try:
+        r = api.run(**{k: v for k, v in cell.items() if k != "params"}, params=cell["params"], label=h)
+        r.save(run_dir)
+        summary = {k: v for k, v in r.summary.items() if k not in ("label", "layer", "drive") and isinstance(v, (int, float))}
+        row.update(summary)
+        row["warnings"] = "; ".join(r.report.get("warnings", []))
+        row["report"] = str(run_dir / "report.json")
+        row["error"] = None
+    except Exception as e:  # a failing cell is a row, not the end of the sweep
+        row["error"] = f"{type(e).__name__}: {e}"
+        row["warnings"] = ""
+        row["report"] = None
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def _write_row(out: Path, row: Mapping[str, Any]) -> None:
+    rows = out / "rows"
+    rows.mkdir(parents=True, exist_ok=True)
+    tmp = rows / f".{row['hash']}.tmp"
+    pd.DataFrame([row]).to_parquet(tmp, index=False)
+    os.replace(tmp, rows / f"{row['hash']}.parquet")
+
+
+def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
+    """Every row a sweep folder holds, one per cell."""
+    files = sorted((Path(out) / "rows").glob("*.parquet"))
+    if not files:
+        return pd.DataFrame()
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+def sweep(
+    plan: str | os.PathLike[str] | Mapping[str, Any],
+    out: str | os.PathLike[str],
+    jobs: int | None = None,
+    on_cell: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    """Run every cell of ``plan`` not yet in ``out`` on ``jobs`` processes
+    (default: every core) and return all of the folder's rows.
+
+    ``on_cell(done, total)`` is called as cells finish (a progress bar)."""
+    p = load_plan(plan)
+    outp = Path(out)
+    try:
+        outp.mkdir(parents=True, exist_ok=True)
+        probe = outp / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"{outp}: cannot write the sweep's results there: {e.strerror or e}") from None
+    cells = p.cells()
+    have = {f.stem for f in (outp / "rows").glob("*.parquet")} if (outp / "rows").exists() else set()
+    todo = [c for c in cells if cell_hash(c) not in have]
+    total, done = len(cells), len(cells) - len(todo)
+    if on_cell:
+        on_cell(done, total)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+    if todo:
+        if workers == 1:
+            for c in todo:
+                _write_row(outp, run_cell(c, str(outp)))
+                done += 1
+                if on_cell:
+                    on_cell(done, total)
+        else:
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                pending = {pool.submit(run_cell, c, str(outp)) for c in todo}
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        _write_row(outp, f.result())
+                        done += 1
+                        if on_cell:
+                            on_cell(done, total)
+    rows = read_rows(outp)
+    # Only this plan's cells, in plan order.
+    order = {cell_hash(c): i for i, c in enumerate(cells)}
+    rows = rows[rows["hash"].isin(order)].copy()
+    rows["_order"] = rows["hash"].map(order)
+    return rows.sort_values("_order").drop(columns="_order").reset_index(drop=True)
+

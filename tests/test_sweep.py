@@ -1,0 +1,117 @@
+"""`stlsim sweep`: plans, the grid and zipped axes, the process pool, resuming,
+failing cells as rows, and the shipped example plans."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stlsim
+from stlsim.errors import ConfigError
+from stlsim.sweep import cell_hash, load_plan
+
+ROOT = Path(__file__).parent.parent
+
+
+def _plan(data: Path, **extra: object) -> dict:
+    s = {"traces": [str(data / "wdev_3.csv")], "drives": ["imr-paper"], "layers": ["cmr", "imr-rmw"]}
+    s.update(extra)
+    return {"sweep": s}
+
+
+def test_a_grid_runs_every_cell_once_and_rows_match_single_runs(tmp_path: Path, data: Path) -> None:
+    plan = _plan(data, replay={"queue_depth": [1, 64]})
+    rows = stlsim.sweep(plan, tmp_path, jobs=2)
+    assert len(rows) == 4 and rows["error"].isna().all()
+    assert set(zip(rows["layer"], rows["queue_depth"])) == {("cmr", 1), ("cmr", 64), ("imr-rmw", 1), ("imr-rmw", 64)}
+    one = stlsim.run(trace=str(data / "wdev_3.csv"), drive="imr-paper", layer="imr-rmw", queue_depth=1)
+    row = rows[(rows["layer"] == "imr-rmw") & (rows["queue_depth"] == 1)].iloc[0]
+    assert row["mean_ms"] == one.summary["mean_ms"] and row["waf"] == one.summary["waf"]
+    assert Path(row["report"]).exists()
+
+
+def test_a_rerun_skips_finished_cells_and_an_interrupted_sweep_completes_only_the_missing(tmp_path: Path, data: Path) -> None:
+    plan = _plan(data)
+    first = stlsim.sweep(plan, tmp_path, jobs=1)
+    seen: list[tuple[int, int]] = []
+    again = stlsim.sweep(plan, tmp_path, jobs=1, on_cell=lambda d, t: seen.append((d, t)))
+    assert seen == [(2, 2)]  # nothing left to run
+    assert list(again["wall_s"]) == list(first["wall_s"])
+    # Lose one row, as a machine crash mid-sweep would: only that cell runs again.
+    (tmp_path / "rows" / f"{first['hash'][1]}.parquet").unlink()
+    seen.clear()
+    third = stlsim.sweep(plan, tmp_path, jobs=1, on_cell=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+    assert third["wall_s"][0] == first["wall_s"][0] and len(third) == 2
+
+
+def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(tmp_path: Path, data: Path) -> None:
+    plan = _plan(data, layers=["cmr", "smr-vguard"])  # vguard needs an smr drive
+    rows = stlsim.sweep(plan, tmp_path, jobs=2)
+    assert len(rows) == 2
+    bad = rows[rows["layer"] == "smr-vguard"].iloc[0]
+    assert "smr" in bad["error"]
+    assert rows[rows["layer"] == "cmr"]["error"].isna().all()
+
+
+def test_zipped_axes_pair_up_and_params_go_only_to_layers_declaring_them(data: Path) -> None:
+    p = load_plan(
+        {
+            "sweep": {
+                "traces": ["a", "b"],
+                "drives": ["imr-paper", "cmr"],
+                "layers": ["cmr", "imr-rmw"],
+                "zip": ["traces", "drives"],
+                "params": {"backup_tracks": [8, 16]},
+            }
+        }
+    )
+    cells = p.cells()
+    assert {(c["trace"], c["drive"]) for c in cells} == {("a", "imr-paper"), ("b", "cmr")}
+    # cmr declares no backup_tracks: its two param values collapse into one cell.
+    assert len([c for c in cells if c["layer"] == "cmr"]) == 2
+    assert len([c for c in cells if c["layer"] == "imr-rmw"]) == 4
+    assert len({cell_hash(c) for c in cells}) == len(cells)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({}, "needs a [sweep] table"),
+        ({"sweep": {"traces": [], "drives": ["x"], "layers": ["y"]}}, "traces must be a non-empty list"),
+        ({"sweep": {"traces": ["t"], "drives": ["x"], "layers": ["y"], "colour": 1}}, "unknown keys"),
+        ({"sweep": {"traces": ["t"], "drives": ["x"], "layers": ["y"], "replay": {"speed": [1]}}}, "not a replay option"),
+        ({"sweep": {"traces": ["t", "u"], "drives": ["x"], "layers": ["y"], "zip": ["traces", "drives"]}}, "equal lengths"),
+    ],
+)
+def test_bad_plans_are_clear_errors(spec: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_plan(spec)
+
+
+def test_the_cli_runs_the_minimal_plan_and_reports_a_bad_one_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "min"
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "sweep", str(ROOT / "examples" / "sweeps" / "minimal.toml"), "--out", str(out), "--jobs", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "imr-rmw" in p.stdout and "2 cells" in p.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[sweep]\ntraces = 3\n")
+    p = subprocess.run([sys.executable, "-m", "stlsim", "sweep", str(bad)], capture_output=True, text=True)
+    assert p.returncode != 0 and "traces must be a non-empty list" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["minimal", "imr", "hwsr"])
+def test_the_example_plans_are_valid_and_point_at_existing_traces(name: str) -> None:
+    p = load_plan(ROOT / "examples" / "sweeps" / f"{name}.toml")
+    cells = p.cells()
+    assert cells
+    for c in cells:
+        assert Path(c["trace"]).exists(), c["trace"]
