@@ -288,3 +288,23 @@ def test_version(cli) -> None:
     p = cli("--version")
     assert p.returncode == 0
     assert stlsim.__version__ in p.stdout
+
+
+def test_a_parameter_given_twice_and_a_zero_series_interval_are_errors(data: Path) -> None:
+    """Rough edges of issue 11: `--param X=1 --param X=2` used to keep the
+    last; `--series-every 0` was silently 1; `--crash-after 0` disabled every
+    later crash point."""
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "stlsim", "run", "--trace", str(data / "wdev_3.csv")]
+    for extra, message in (
+        (["--layer", "imr-rmw", "--param", "backup_tracks=8", "--param", "backup_tracks=16"], "given twice"),
+        (["--series-every", "0"], "--series-every"),
+        (["--crash-after", "0", "--crash-after", "100"], "crash_after 0"),
+        (["--crash-after", "100", "--crash-after", "100"], "given twice"),
+    ):
+        p = subprocess.run(base + extra, capture_output=True, text=True)
+        assert p.returncode != 0, extra
+        assert message in p.stderr, (extra, p.stderr)
+        assert "Traceback" not in p.stderr

@@ -279,8 +279,14 @@ def parse_param(text: str) -> tuple[str, str]:
 
 
 def parse_params(items: list[str] | None) -> dict[str, str]:
-    """``--param`` options as a dict (a later NAME wins)."""
-    return dict(parse_param(t) for t in items or [])
+    """``--param`` options as a dict; a NAME given twice is an error."""
+    out: dict[str, str] = {}
+    for t in items or []:
+        k, v = parse_param(t)
+        if k in out:
+            raise ConfigError(f"configuration error: --param {k} is given twice ({out[k]!r} and {v!r})")
+        out[k] = v
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -348,10 +354,10 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
-        if key in ("disk", "start", "limit", "queue_depth", "series_every"):
+        if key in ("disk", "start", "limit", "queue_depth"):
             if not _is_int(v) or v < 0:
                 raise _bad(where, name, "a non-negative integer", v)
-        elif key in ("waf_every", "repeat"):
+        elif key in ("waf_every", "repeat", "series_every"):
             if not _is_int(v) or v < 1:
                 raise _bad(where, name, "a positive integer", v)
         elif key == "prefill":

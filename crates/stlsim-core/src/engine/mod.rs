@@ -187,6 +187,20 @@ impl Simulation {
         if r.waf_every == 0 {
             return Err(SimError::Config("waf_every must be at least 1".into()));
         }
+        if r.series_every == 0 {
+            return Err(SimError::Config("series_every must be at least 1 (requests per point of the time series)".into()));
+        }
+        if cfg.crash_after.contains(&0) {
+            return Err(SimError::Config(
+                "crash_after 0 names no request: a power loss is injected after the N-th completed request, N >= 1".into(),
+            ));
+        }
+        {
+            let mut seen = std::collections::HashSet::new();
+            if let Some(d) = cfg.crash_after.iter().find(|&&k| !seen.insert(k)) {
+                return Err(SimError::Config(format!("crash_after {d} is given twice (one power loss per request count)")));
+            }
+        }
         if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
             return Err(SimError::Config(
                 "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
@@ -440,7 +454,14 @@ impl Simulation {
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
         let sb = self.sector_bytes;
         let lba = rec.offset.0 / sb;
-        let n = (rec.offset.0 + rec.len.0).div_ceil(sb) - lba;
+        let Some(end) = rec.offset.0.checked_add(rec.len.0) else {
+            // An end past 2^64 bytes would wrap round to a short request.
+            return Err(SimError::TraceFormat {
+                at: crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line },
+                msg: format!("request of {} bytes at byte offset {} ends past 2^64 bytes (overflow)", rec.len.0, rec.offset.0),
+            });
+        };
+        let n = end.div_ceil(sb) - lba;
         if lba + n <= self.host_cap && !self.cfg.replay.fold_to_prefill {
             return Ok((Lba(lba), Sectors(n), false));
         }

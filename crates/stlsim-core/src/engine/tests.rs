@@ -684,3 +684,34 @@ fn hybrid_reads_look_again_after_prefetching_into_a_full_ssd() {
         }
     }
 }
+
+/// A zero or a repeated crash point used to disable every later one; a zero
+/// series interval was silently taken as 1. All three are now errors.
+#[test]
+fn zero_or_repeated_crash_points_and_a_zero_series_interval_are_errors() {
+    let recs: Vec<_> = (0..400u64).map(|i| rec(i * 500, Op::Write, i * 64, 8)).collect();
+    let err = |f: &dyn Fn(&mut RunConfig)| {
+        let mut c = cfg(small_drive("cmr"), "cmr");
+        f(&mut c);
+        run(c, recs.clone()).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    assert!(err(&|c| c.crash_after = vec![0, 100, 300]).contains("crash_after 0"));
+    assert!(err(&|c| c.crash_after = vec![100, 100, 300]).contains("given twice"));
+    assert!(err(&|c| c.replay.series_every = 0).contains("series_every must be at least 1"));
+    // Distinct points each inject one power loss.
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.crash_after = vec![100, 300, 200];
+    assert_eq!(run(c, recs.clone()).unwrap().crashes(), 3);
+}
+
+/// Found by fuzzing (issue 11): an MSR-like record whose size is 2^64 - 1
+/// wrapped round to a write of 0 sectors and ran with exit 0.
+#[test]
+fn a_request_ending_past_two_to_the_64_bytes_is_an_overflow_error() {
+    let mut r = rec(0, Op::Write, 0, 1);
+    r.offset = Bytes(4096);
+    r.len = Bytes(u64::MAX);
+    r.line = 7;
+    let e = run(cfg(small_drive("cmr"), "cmr"), vec![r]).err().unwrap().to_string();
+    assert!(e.contains("overflow") && e.contains(":7"), "{e}");
+}
