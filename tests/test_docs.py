@@ -76,7 +76,7 @@ def test_stub_matches_the_native_module() -> None:
         elif isinstance(node, ast.ClassDef):
             names.add(node.name)
             methods |= {n.name for n in node.body if isinstance(n, ast.FunctionDef)} - {"__init__"}
-    public = {n for n in dir(_core) if not n.startswith("_")} | {"__version__"}
+    public = {n for n in dir(_core) if not n.startswith("_")} | {"__version__", "__commit__"}
     assert names == public
     runtime = {n for n in dir(_core.Simulation) if not n.startswith("_")}
     assert methods == runtime

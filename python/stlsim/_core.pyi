@@ -1,6 +1,7 @@
 """Type stubs of the native core (``crates/stlsim-py``). Private: use the ``stlsim`` package."""
 
 __version__: str
+__commit__: str
 
 class Simulation:
     """One simulation run, stepped from Python."""

@@ -27,6 +27,14 @@ LATENCY_CLASSES = ("all", "read", "write")
 _SERIES_INT = ("requests",)
 
 
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
 def _nan(v: Any) -> Any:
     return math.nan if v is None else v
 
@@ -214,7 +222,75 @@ class Result:
         pd.concat(parts, ignore_index=True).to_parquet(d / "latency_cdf.parquet", index=False)
         self.series().to_parquet(d / "series.parquet", index=False)
         self.waf_series().to_parquet(d / "waf_series.parquet", index=False)
+        # The cumulative WAF counters as the core gave them, for load().
+        (d / "waf_counts.json").write_text(json.dumps(self._waf) + "\n", encoding="utf-8")
+        (d / "provenance.json").write_text(json.dumps(self.provenance(), indent=2) + "\n", encoding="utf-8")
         return d
+
+    def provenance(self) -> dict[str, Any]:
+        """What it takes to reproduce the run: stlsim's version and git commit
+        (when built from a checkout), the trace's path, size and SHA-256, the
+        label, the wall time and the host. The resolved configuration is
+        :attr:`config` (saved as config.json)."""
+        import hashlib
+        import platform
+
+        from . import _core
+
+        trace = self.config.get("trace", {}).get("path", "")
+        info: dict[str, Any] = {"path": trace}
+        p = Path(trace)
+        if trace and p.is_file():
+            h = hashlib.sha256()
+            with p.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            info.update(size_bytes=p.stat().st_size, sha256=h.hexdigest())
+        return {
+            "stlsim_version": _core.__version__,
+            "git_commit": getattr(_core, "__commit__", "") or None,
+            "label": self.label,
+            "trace": info,
+            "wall_s": self.wall_s,
+            "host": platform.node(),
+            "python": platform.python_version(),
+        }
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> Result:
+        """Bring back a result saved by :meth:`save` (report, configuration,
+        latency CDFs, series, WAF series, wall time)."""
+        import pandas as pd
+
+        from .errors import ConfigError
+
+        d = Path(directory)
+        try:
+            report = json.loads((d / "report.json").read_text(encoding="utf-8"))
+            config = json.loads((d / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{d}: not a saved stlsim result ({e})") from None
+        cdf = pd.read_parquet(d / "latency_cdf.parquet")
+        cdfs = {
+            c: (list(g["latency_ms"]), list(g["fraction"])) for c, g in ((c, cdf[cdf["class"] == c]) for c in LATENCY_CLASSES)
+        }
+        series = {k: list(v) for k, v in pd.read_parquet(d / "series.parquet").to_dict("list").items()}
+        waf_path = d / "waf_counts.json"
+        waf = json.loads(waf_path.read_text(encoding="utf-8")) if waf_path.exists() else None
+        prov_path = d / "provenance.json"
+        prov = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.exists() else {}
+        label = prov.get("label") or d.name
+        return cls(label, report, config, cdfs, series, wall_s=float(prov.get("wall_s", 0.0)), waf_series=waf)
+
+    def _repr_html_(self) -> str:
+        """The headline figures as a table (Jupyter)."""
+        import html
+
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>"
+            for k, v in self.summary.items()
+        )
+        return f"<table><caption>stlsim run {html.escape(self.label)}</caption>{rows}</table>"
 
 
 class Comparison:
@@ -333,3 +409,26 @@ class Comparison:
             self.by_usage().to_csv(d / "by_usage.csv", index=False)
             plots.by_usage(self, d / "by_usage.png")
         return d
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> Comparison:
+        """Bring back a comparison saved by :meth:`save`, its runs in table order."""
+        import pandas as pd
+
+        from .errors import ConfigError
+
+        d = Path(directory)
+        try:
+            labels = [str(x) for x in pd.read_csv(d / "summary.csv")["label"]]
+        except (OSError, KeyError, ValueError) as e:
+            raise ConfigError(f"{d}: not a saved stlsim comparison ({e})") from None
+        results = []
+        for label in labels:
+            r = Result.load(d / safe_label(label))
+            r.label = label
+            results.append(r)
+        return cls(results)
+
+    def _repr_html_(self) -> str:
+        """The comparison table (Jupyter)."""
+        return str(self.table().to_html(index=False, float_format=lambda v: f"{v:,.4g}"))

@@ -267,5 +267,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(synth_check, m)?)?;
     m.add_function(wrap_pyfunction!(write_synth_msr, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The git commit built from, "" when not built from a checkout.
+    m.add("__commit__", env!("STLSIM_GIT_COMMIT"))?;
     Ok(())
 }
