@@ -259,7 +259,6 @@ fn bench_dmsmr(c: &mut Criterion) {
 /// drive: the CloudPhysics sample with the buffer at 1 % of its access
 /// range (queue depth 64, write cache off), verification off.
 fn bench_zoned(c: &mut Criterion) {
-    let recs = sample();
     let mut d = DriveConfig {
         name: "exos-x18z".into(),
         sector_bytes: 4096,
@@ -274,14 +273,22 @@ fn bench_zoned(c: &mut Criterion) {
     d.layout.kind = "zoned".into();
     d.layout.zone_tracks = 128;
     d.layout.conventional_zones = 720;
-    let mut g = c.benchmark_group("engine-zoned");
+    bench_layers(c, "engine-zoned", &d, &["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"], |_| {});
+}
+
+/// One benchmark per layer in group `group`: the whole CloudPhysics sample
+/// replayed on drive `d`, with `tweak` applied to each run's configuration.
+fn bench_layers(c: &mut Criterion, group: &str, d: &DriveConfig, layers: &[&str], tweak: fn(&mut RunConfig)) {
+    let recs = sample();
+    let mut g = c.benchmark_group(group);
     g.sample_size(10);
-    for layer in ["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"] {
-        let cfg = RunConfig {
+    for layer in layers {
+        let mut cfg = RunConfig {
             drive: d.clone(),
             layer: LayerConfig { name: layer.to_string(), ..Default::default() },
             ..Default::default()
         };
+        tweak(&mut cfg);
         g.throughput(Throughput::Elements(recs.len() as u64));
         g.bench_function(format!("{layer}-cloudphysics"), |b| {
             b.iter_batched(
@@ -301,7 +308,6 @@ fn bench_zoned(c: &mut Criterion) {
 /// battery-backed memory buffer, 200 MB SSD): the CloudPhysics sample at
 /// queue depth 1, verification off.
 fn bench_hybrid(c: &mut Criterion) {
-    let recs = sample();
     let mut d = DriveConfig {
         name: "hwsr-paper".into(),
         sector_bytes: 512,
@@ -317,28 +323,7 @@ fn bench_hybrid(c: &mut Criterion) {
     d.seek.min_ms = 0.6;
     d.seek.max_ms = 14.0;
     d.layout.kind = "wave".into();
-    let mut g = c.benchmark_group("engine-hybrid");
-    g.sample_size(10);
-    for layer in ["buffered-cmr", "sblock", "hwsr"] {
-        let mut cfg = RunConfig {
-            drive: d.clone(),
-            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
-            ..Default::default()
-        };
-        cfg.replay.queue_depth = 1;
-        g.throughput(Throughput::Elements(recs.len() as u64));
-        g.bench_function(format!("{layer}-cloudphysics"), |b| {
-            b.iter_batched(
-                || Simulation::with_reader(cfg.clone(), Box::new(VecTrace::new(recs.clone()))).unwrap(),
-                |mut s| {
-                    s.run().unwrap();
-                    s.requests_done()
-                },
-                BatchSize::LargeInput,
-            )
-        });
-    }
-    g.finish();
+    bench_layers(c, "engine-hybrid", &d, &["buffered-cmr", "sblock", "hwsr"], |cfg| cfg.replay.queue_depth = 1);
 }
 
 fn bench_vscsi(c: &mut Criterion) {

@@ -598,33 +598,30 @@ impl HybridLayer {
         let (seg, victims) = self.victims();
         self.counts.evictions += 1;
         self.counts.blocks_evicted += victims.len() as u64;
-        let (b, spb) = {
-            let st = self.state.as_ref().expect("initialised");
-            (st.b, st.spb)
-        };
-        let dirty_lo =
-            victims.iter().filter_map(|&s| self.state.as_ref().unwrap().mem[s as usize].filter(|m| m.dirty)).map(|m| (m.block % spb as u64) as u32).min();
-        if let Some(lo) = dirty_lo {
+        let st = self.state.as_ref().expect("initialised");
+        let (b, spb) = (st.b, st.spb);
+        // The dirty victims' block indices, ascending and distinct.
+        let dirty: Vec<u32> = victims
+            .iter()
+            .map(|&s| st.mem[s as usize].expect("victims are buffered"))
+            .filter(|m| m.dirty)
+            .map(|m| (m.block % spb as u64) as u32)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if let Some(&lo) = dirty.first() {
             // The blocks written: the backend's span, or the dirty victims alone.
-            let node = self.state.as_ref().unwrap().sht[&seg];
-            let mb = self.state.as_ref().unwrap().nodes[node as usize].mb.clone();
+            let mb = st.nodes[st.sht[&seg] as usize].mb.clone();
             let idxs: Vec<u32> = match self.backend.span(lo) {
                 Some(r) => r.collect(),
-                None => victims
-                    .iter()
-                    .map(|&s| self.state.as_ref().unwrap().mem[s as usize].unwrap())
-                    .filter(|m| m.dirty)
-                    .map(|m| (m.block % spb as u64) as u32)
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect(),
+                None => dirty,
             };
             let carry = dev.carries_data();
             let mut images = Vec::with_capacity(idxs.len());
             for idx in idxs {
                 let s = mb[idx as usize];
                 let (valid, dirty) = if s != NIL {
-                    let m = self.state.as_ref().unwrap().mem[s as usize].unwrap();
+                    let m = self.state.as_ref().expect("initialised").mem[s as usize].expect("mapped slots are buffered");
                     (m.valid, m.dirty)
                 } else {
                     (SectorSet::default(), false)
@@ -772,8 +769,7 @@ impl HybridLayer {
         if prefetch {
             for i in 0..k {
                 let d = if carry { &buf[(i * b) as usize..((i + 1) * b) as usize] } else { &[][..] };
-                let d = d.to_vec();
-                self.prefetch(dev, b0 + i, &d)?;
+                self.prefetch(dev, b0 + i, d)?;
             }
         }
         let skip = (lba - from) as usize;
@@ -926,7 +922,11 @@ impl Layer for HybridLayer {
                 let node = st.node(seg);
                 st.nodes[node as usize].mb[idx] = slot;
                 st.nodes[node as usize].in_mem += 1;
-                st.seg_lru.touch_or_push(node);
+                if st.nodes[node as usize].in_mem == 1 {
+                    st.seg_lru.push_front(node);
+                } else {
+                    st.seg_lru.touch(node);
+                }
                 st.mem[slot as usize] = Some(MemSlot { block, valid, dirty: true });
                 st.mem_lru.push_front(slot);
             }
@@ -967,15 +967,5 @@ impl Layer for HybridLayer {
         }
         self.backend.report(&mut r);
         r
-    }
-}
-
-impl Lru {
-    fn touch_or_push(&mut self, i: u32) {
-        if self.prev[i as usize] == NIL && self.next[i as usize] == NIL && self.head != i {
-            self.push_front(i);
-        } else {
-            self.touch(i);
-        }
     }
 }

@@ -125,6 +125,8 @@ pub struct Logs {
     s: u32,
     b: u32,
     st: u64,
+    /// Tracks of a band: the log and its internal guard (`S + kappa`).
+    band: u64,
     slot_sectors: u64,
     slots: u32,
     guard: u32,
@@ -166,6 +168,7 @@ impl Logs {
             s: s as u32,
             b: b as u32,
             st,
+            band,
             slot_sectors,
             slots,
             guard,
@@ -344,7 +347,7 @@ impl Backend for Logs {
 
     fn recover(&mut self, dev: &mut Device) -> SimResult<u64> {
         let mut max_seq = 0;
-        let band_tracks = (self.geom.layout_band_tracks()) as u32;
+        let band_tracks = self.band as u32;
         for r in 0..self.logs.len() as u64 {
             // (slot, seq) -> sectors covered, and the S-block.
             let mut cover: std::collections::HashMap<(u32, u64), (u64, u32)> = Default::default();
@@ -439,16 +442,6 @@ impl Backend for Logs {
 impl Logs {
     /// Sectors of one band (the home LBAs of a region).
     fn slots_span(&self) -> u64 {
-        self.geom.layout_band_tracks() * self.st
-    }
-}
-
-impl Geometry {
-    /// SMR: data tracks per band (0 for other layouts).
-    pub fn layout_band_tracks(&self) -> u64 {
-        match self.layout() {
-            Layout::Smr { band, .. } => band,
-            _ => 0,
-        }
+        self.band * self.st
     }
 }
