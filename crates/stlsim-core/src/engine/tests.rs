@@ -451,7 +451,7 @@ mod props {
             seq in ops(),
             cache_sectors in prop_oneof![Just(0u64), 1u64..256, Just(4096u64)],
             qd in 1u64..64,
-            crash in proptest::option::of(0u64..300),
+            crash in proptest::option::of(1u64..300),
         ) {
             let mut d = small_drive("cmr");
             d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
