@@ -3,10 +3,12 @@ failing cells as rows, and the shipped example plans."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import stlsim
@@ -115,3 +117,52 @@ def test_the_example_plans_are_valid_and_point_at_existing_traces(name: str) -> 
     assert cells
     for c in cells:
         assert Path(c["trace"]).exists(), c["trace"]
+
+
+def test_the_imr_plan_gives_identical_rows_on_the_pool_and_on_a_local_ray_instance(tmp_path: Path) -> None:
+    import ray  # noqa: F401  (the test extra installs it; missing Ray fails here, loudly)
+
+    plan = ROOT / "examples" / "sweeps" / "imr.toml"
+    pool = stlsim.sweep(plan, tmp_path / "pool", jobs=2)
+    ray_rows = stlsim.sweep(plan, tmp_path / "ray", jobs=2, engine="ray")
+    assert len(pool) == 10 and pool["error"].isna().all()
+    # Every column but the wall time and the report's folder is the same.
+    for rows, base in ((pool, tmp_path / "pool"), (ray_rows, tmp_path / "ray")):
+        for rep in rows["report"]:
+            assert Path(rep).is_file() and Path(rep).is_relative_to(base)
+    strip = lambda df: df.drop(columns=["wall_s", "report"])  # noqa: E731
+    pd.testing.assert_frame_equal(strip(pool), strip(ray_rows))
+    # The Ray worker shipped the whole report back: the same files, the same figures.
+    h = pool["hash"][0]
+    names = lambda d: sorted(f.name for f in (d / "runs" / h).iterdir())  # noqa: E731
+    assert names(tmp_path / "pool") == names(tmp_path / "ray")
+    a = json.loads((tmp_path / "pool" / "runs" / h / "report.json").read_text())
+    b = json.loads((tmp_path / "ray" / "runs" / h / "report.json").read_text())
+    assert a == b
+
+
+def test_an_unknown_engine_and_a_ray_address_without_ray_are_errors(tmp_path: Path, data: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown sweep engine 'dask'"):
+        stlsim.sweep(_plan(data), tmp_path, engine="dask")
+    with pytest.raises(ConfigError, match="--ray-address needs --engine ray"):
+        stlsim.sweep(_plan(data), tmp_path, ray_address="127.0.0.1:6379")
+
+
+def test_ray_missing_is_a_one_line_error(tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ConfigError, match=r"--engine ray needs Ray: pip install 'stlsim\[ray\]'"):
+        stlsim.sweep(_plan(data), tmp_path, engine="ray")
+
+
+def test_retry_failed_runs_again_only_the_failed_cells(tmp_path: Path, data: Path) -> None:
+    plan = _plan(data, layers=["cmr", "smr-vguard"])
+    first = stlsim.sweep(plan, tmp_path, jobs=1)
+    seen: list[tuple[int, int]] = []
+    stlsim.sweep(plan, tmp_path, jobs=1, on_cell=lambda d, t: seen.append((d, t)))
+    assert seen == [(2, 2)]  # a failed row is a row: skipped by default
+    seen.clear()
+    again = stlsim.sweep(plan, tmp_path, jobs=1, retry_failed=True, on_cell=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+    ok = first["layer"] == "cmr"
+    assert again.loc[ok, "wall_s"].tolist() == first.loc[ok, "wall_s"].tolist()
+    assert again.loc[~ok, "wall_s"].tolist() != first.loc[~ok, "wall_s"].tolist()

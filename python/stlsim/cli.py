@@ -289,14 +289,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "sweep",
-        help="run every cell of a sweep plan on a process pool (resumable)",
+        help="run every cell of a sweep plan on a process pool or Ray (resumable)",
         description="Run every cell of a sweep plan (traces x drives x layers x parameters x replay "
         "options) and append one row per run to a Parquet dataset in OUT/rows; cells already there "
         "are skipped, so an interrupted sweep resumes. See docs/sweeps.md.",
     )
     p.add_argument("plan", metavar="PLAN.toml", help="the sweep plan")
     p.add_argument("--out", metavar="DIR", help="results folder (default: results/sweep-<plan name>)")
-    p.add_argument("--jobs", type=_positive, metavar="N", help="worker processes (default: every core)")
+    p.add_argument("--jobs", type=_positive, metavar="N", help="worker processes, or CPUs of a local Ray instance (default: every core)")
+    p.add_argument(
+        "--engine",
+        choices=("pool", "ray"),
+        default="pool",
+        help="pool: local processes (default); ray: Ray tasks (pip install 'stlsim[ray]')",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="an existing Ray cluster (e.g. 10.0.0.1:6379; default $RAY_ADDRESS, else a local instance)",
+    )
+    p.add_argument("--retry-failed", action="store_true", help="run again the cells whose row records an error")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.set_defaults(func=_cmd_sweep)
 
@@ -1048,7 +1060,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
         bar["p"].update(bar["t"], completed=done)
 
     try:
-        rows = sweep(ns.plan, out, jobs=ns.jobs, on_cell=on_cell)
+        rows = sweep(ns.plan, out, jobs=ns.jobs, on_cell=on_cell, engine=ns.engine, ray_address=ns.ray_address, retry_failed=ns.retry_failed)
     finally:
         if "p" in bar:
             bar["p"].stop()

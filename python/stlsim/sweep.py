@@ -1,6 +1,6 @@
 """Parameter sweeps: :func:`sweep` runs every cell of a plan (traces x drives x
-layers x layer parameters x replay options) on a local process pool and
-appends one row per run to a Parquet dataset, resumable after an
+layers x layer parameters x replay options) on a local process pool or as
+Ray tasks and appends one row per run to a Parquet dataset, resumable after an
 interruption.
 
 A plan is a TOML file (or a dict of the same shape)::
@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import os
 import time
 import tomllib
@@ -186,17 +187,32 @@ def _columns(cell: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def run_cell(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
-    """Run one cell and return its row (errors recorded, never raised)."""
+def run_cell(cell: Mapping[str, Any], out: str, ship: bool = False) -> dict[str, Any]:
+    """Run one cell and return its row (errors recorded, never raised).
+
+    With ``ship`` the run's report is saved to a scratch folder and its files
+    travel back inside the row (key ``_files``) for the caller to write under
+    ``out``: a Ray worker on another machine need not see ``out``."""
+    import shutil
+    import tempfile
+
     from . import api
 
     h = cell_hash(cell)
-    row = {"hash": h, **_columns(cell)}
+    row: dict[str, Any] = {"hash": h, **_columns(cell)}
     run_dir = Path(out) / "runs" / h
     t0 = time.perf_counter()
     try:
         r = api.run(**{k: v for k, v in cell.items() if k != "params"}, params=cell["params"], label=h)
-        r.save(run_dir)
+        if ship:
+            scratch = Path(tempfile.mkdtemp(prefix="stlsim-cell-"))
+            try:
+                r.save(scratch)
+                row["_files"] = {f.name: f.read_bytes() for f in scratch.iterdir() if f.is_file()}
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            r.save(run_dir)
         summary = {k: v for k, v in r.summary.items() if k not in ("label", "layer", "drive") and isinstance(v, (int, float))}
         row.update(summary)
         row["warnings"] = "; ".join(r.report.get("warnings", []))
@@ -210,7 +226,13 @@ def run_cell(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
     return row
 
 
-def _write_row(out: Path, row: Mapping[str, Any]) -> None:
+def _write_row(out: Path, row: dict[str, Any]) -> None:
+    files = row.pop("_files", None)
+    if files:
+        run_dir = out / "runs" / row["hash"]
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (run_dir / name).write_bytes(data)
     rows = out / "rows"
     rows.mkdir(parents=True, exist_ok=True)
     tmp = rows / f".{row['hash']}.tmp"
@@ -226,16 +248,33 @@ def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
 
 
+ENGINES = ("pool", "ray")
+
+
 def sweep(
     plan: str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
     jobs: int | None = None,
     on_cell: Callable[[int, int], None] | None = None,
+    engine: str = "pool",
+    ray_address: str | None = None,
+    retry_failed: bool = False,
 ) -> pd.DataFrame:
-    """Run every cell of ``plan`` not yet in ``out`` on ``jobs`` processes
-    (default: every core) and return all of the folder's rows.
+    """Run every cell of ``plan`` not yet in ``out`` and return all of the
+    folder's rows for this plan, in plan order.
 
-    ``on_cell(done, total)`` is called as cells finish (a progress bar)."""
+    ``engine="pool"`` (default) runs the cells on ``jobs`` local processes
+    (default: every core). ``engine="ray"`` runs them as Ray tasks on the
+    cluster at ``ray_address`` (or ``$RAY_ADDRESS``), or on a local Ray
+    instance it starts when neither is given; Ray is imported only then
+    (``pip install 'stlsim[ray]'``). Either way the rows are written by this
+    process, so a worker need not see ``out``. ``on_cell(done, total)`` is
+    called as cells finish (a progress bar). ``retry_failed`` runs again the
+    cells whose row records an error (they are kept, and skipped, otherwise)."""
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown sweep engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if ray_address and engine != "ray":
+        raise ConfigError("--ray-address needs --engine ray")
     p = load_plan(plan)
     outp = Path(out)
     try:
@@ -247,32 +286,86 @@ def sweep(
         raise ConfigError(f"{outp}: cannot write the sweep's results there: {e.strerror or e}") from None
     cells = p.cells()
     have = {f.stem for f in (outp / "rows").glob("*.parquet")} if (outp / "rows").exists() else set()
+    if retry_failed and have:
+        old = read_rows(outp)
+        have -= set(old.loc[old["error"].notna(), "hash"])
     todo = [c for c in cells if cell_hash(c) not in have]
     total, done = len(cells), len(cells) - len(todo)
     if on_cell:
         on_cell(done, total)
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo) or 1))
+
+    def finished(row: dict[str, Any]) -> None:
+        nonlocal done
+        _write_row(outp, row)
+        done += 1
+        if on_cell:
+            on_cell(done, total)
+
     if todo:
-        if workers == 1:
-            for c in todo:
-                _write_row(outp, run_cell(c, str(outp)))
-                done += 1
-                if on_cell:
-                    on_cell(done, total)
+        if engine == "ray":
+            _run_on_ray(todo, str(outp), jobs, ray_address, finished)
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                pending = {pool.submit(run_cell, c, str(outp)) for c in todo}
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in finished:
-                        _write_row(outp, f.result())
-                        done += 1
-                        if on_cell:
-                            on_cell(done, total)
+            _run_on_pool(todo, str(outp), jobs, finished)
     rows = read_rows(outp)
-    # Only this plan's cells, in plan order.
     order = {cell_hash(c): i for i, c in enumerate(cells)}
     rows = rows[rows["hash"].isin(order)].copy()
     rows["_order"] = rows["hash"].map(order)
     return rows.sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
+
+def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finished: Callable[[dict[str, Any]], None]) -> None:
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
+    if workers == 1:
+        for c in todo:
+            finished(run_cell(c, out))
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending = {pool.submit(run_cell, c, out) for c in todo}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                finished(f.result())
+
+
+def _run_on_ray(
+    todo: list[dict[str, Any]],
+    out: str,
+    jobs: int | None,
+    address: str | None,
+    finished: Callable[[dict[str, Any]], None],
+) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--engine ray needs Ray: pip install 'stlsim[ray]'") from None
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    started = False
+    if not ray.is_initialized():
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            else:
+                # A private instance on loopback, sized like the pool would be.
+                ray.init(
+                    num_cpus=jobs or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
+                    _node_ip_address="127.0.0.1",
+                )
+        except Exception as e:  # Ray's own errors are long; the first line says what
+            first = (str(e) or type(e).__name__).strip().splitlines()[0]
+            where = address or "a local instance"
+            raise ConfigError(f"cannot start or reach Ray ({where}): {first}") from None
+        started = True
+    try:
+        # One CPU per cell; the row (with the report's files) comes back by value.
+        task = ray.remote(num_cpus=1, max_retries=0)(run_cell)
+        pending = [task.remote(c, out, True) for c in todo]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                finished(ray.get(ref))
+    finally:
+        if started:
+            ray.shutdown()
