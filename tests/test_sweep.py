@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -110,13 +111,30 @@ def test_the_cli_runs_the_minimal_plan_and_reports_a_bad_one_in_one_line(tmp_pat
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("name", ["minimal", "imr", "hwsr"])
+PLANS = {"minimal": 2, "imr": 10, "hwsr": 36, "swd": 60, "vguard": 16, "amphisbaena": 30}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
 def test_the_example_plans_are_valid_and_point_at_existing_traces(name: str) -> None:
     p = load_plan(ROOT / "examples" / "sweeps" / f"{name}.toml")
     cells = p.cells()
-    assert cells
+    assert len(cells) == PLANS[name]
     for c in cells:
-        assert Path(c["trace"]).exists(), c["trace"]
+        assert c["trace"].startswith("synth:") or Path(c["trace"]).exists(), c["trace"]
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_every_example_plan_runs_as_shipped_on_a_short_prefix(name: str, tmp_path: Path) -> None:
+    # The plan as shipped, each trace cut to its first 300 requests: every
+    # layer, parameter and replay value it names is accepted and runs.
+    spec = tomllib.loads((ROOT / "examples" / "sweeps" / f"{name}.toml").read_text())
+    base = ROOT / "examples" / "sweeps"
+    spec["sweep"]["traces"] = [t if t.startswith("synth:") else str((base / t).resolve()) for t in spec["sweep"]["traces"]]
+    spec["sweep"]["traces"] = [t.replace("count=100000", "count=300") for t in spec["sweep"]["traces"]]
+    spec["sweep"].setdefault("fixed", {})["limit"] = 300
+    rows = stlsim.sweep(spec, tmp_path, jobs=2)
+    assert len(rows) == PLANS[name]
+    assert rows["error"].isna().all(), rows["error"].dropna().tolist()
 
 
 def test_the_imr_plan_gives_identical_rows_on_the_pool_and_on_a_local_ray_instance(tmp_path: Path) -> None:

@@ -1069,6 +1069,10 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
         return 0
     cols = [c for c in ("trace", "drive", "layer", "mean_ms", "p99_ms", "waf", "error") if c in rows.columns]
     cols += [c for c in rows.columns if c.startswith("param.")]
+    # Swept replay options (a usage level, a queue depth ...) name their rows too.
+    from .sweep import REPLAY_KEYS
+
+    cols += [c for c in rows.columns if c in REPLAY_KEYS and rows[c].astype(str).nunique() > 1]
     view = rows[cols].copy()
     if "trace" in view.columns:
         view["trace"] = view["trace"].map(lambda t: Path(str(t)).name)
