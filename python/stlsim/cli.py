@@ -312,6 +312,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.set_defaults(func=_cmd_sweep)
 
+    p = sub.add_parser(
+        "report",
+        help="write one self-contained HTML page for a saved run, compare or sweep folder",
+        description="Write DIR/report.html: one self-contained page (plots embedded, tables, "
+        "configuration, warnings, provenance) for a folder written by run --out, compare --out or sweep.",
+    )
+    p.add_argument("dir", metavar="DIR", help="a folder written by run --out, compare --out or sweep --out")
+    p.set_defaults(func=_cmd_report)
+
     _add_synth(sub)
     return parser
 
@@ -1079,6 +1088,14 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
     print(view.to_string(index=False))
     failed = int(rows["error"].notna().sum()) if "error" in rows.columns else 0
     _info(f"{len(rows)} cells in {out}/rows ({failed} failed)")
+    return 0
+
+
+def _cmd_report(ns: argparse.Namespace) -> int:
+    from .html_report import write_report
+
+    path = write_report(ns.dir)
+    _info(f"wrote {path}")
     return 0
 
 

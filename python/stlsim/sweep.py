@@ -111,13 +111,15 @@ class Plan:
         if len(lengths) > 1:
             raise ConfigError(f"[sweep] zipped axes {zipped} must have equal lengths, not {sorted(lengths)}")
         self.zip = list(zipped)
+        #: The plan with its trace and drive paths resolved (saved as OUT/plan.json).
+        self.spec = {"sweep": {**s, **{k: self.axes[k] for k in ("traces", "drives")}}}
 
     def _resolve(self, v: Any) -> Any:
         """A trace or drive file relative to the plan; preset names and synth: specs unchanged."""
         if not isinstance(v, str) or v.startswith("synth:"):
             return v
         p = self.base / v
-        return str(p) if ("/" in v or v.endswith(".toml")) and p.exists() else v
+        return str(p.resolve()) if ("/" in v or v.endswith(".toml")) and p.exists() else v
 
     def cells(self) -> list[dict[str, Any]]:
         """Every cell: a dict of :func:`stlsim.run` keyword arguments (params by name)."""
@@ -285,6 +287,7 @@ def sweep(
     except OSError as e:
         raise ConfigError(f"{outp}: cannot write the sweep's results there: {e.strerror or e}") from None
     cells = p.cells()
+    (outp / "plan.json").write_text(json.dumps(p.spec, indent=2, default=str) + "\n", encoding="utf-8")
     have = {f.stem for f in (outp / "rows").glob("*.parquet")} if (outp / "rows").exists() else set()
     if retry_failed and have:
         old = read_rows(outp)
