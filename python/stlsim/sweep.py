@@ -299,7 +299,6 @@ def sweep(
 
     def finished(row: dict[str, Any]) -> None:
         nonlocal done
-        _write_row(outp, row)
         done += 1
         if on_cell:
             on_cell(done, total)
@@ -316,14 +315,28 @@ def sweep(
     return rows.sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
 
+def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
+    """A pool worker's job: run the cell and write its row itself (the
+    Parquet write then runs in parallel, not in the parent)."""
+    row = run_cell(cell, out)
+    _write_row(Path(out), row)
+    return row
+
+
 def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finished: Callable[[dict[str, Any]], None]) -> None:
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if workers == 1:
         for c in todo:
-            finished(run_cell(c, out))
+            finished(_run_and_write(c, out))
         return
+    # Imported before the workers fork, so that each does not import them again
+    # (pyarrow's import alone costs about as much as a short cell).
+    import pyarrow.parquet  # noqa: F401
+
+    from . import api  # noqa: F401
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        pending = {pool.submit(run_cell, c, out) for c in todo}
+        pending = {pool.submit(_run_and_write, c, out) for c in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
@@ -368,7 +381,9 @@ def _run_on_ray(
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                finished(ray.get(ref))
+                row = ray.get(ref)
+                _write_row(Path(out), row)  # the row and its report's files, here
+                finished(row)
     finally:
         if started:
             ray.shutdown()
