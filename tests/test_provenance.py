@@ -9,6 +9,7 @@ import platform
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import stlsim
 
@@ -48,3 +49,20 @@ def test_loading_a_folder_that_is_not_a_result_is_a_clear_error(tmp_path: Path) 
         stlsim.Result.load(tmp_path)
     with pytest.raises(stlsim.ConfigError, match="not a saved stlsim comparison"):
         stlsim.Comparison.load(tmp_path)
+
+
+def test_a_saved_sweep_comes_back_in_plan_order_with_each_cells_run(tmp_path: Path, data: Path) -> None:
+    plan = {"sweep": {"traces": [str(data / "wdev_3.csv")], "drives": ["imr-paper"], "layers": ["imr-rmw", "cmr", "smr-vguard"]}}
+    rows = stlsim.sweep(plan, tmp_path, jobs=1)
+    back = stlsim.SweepResult.load(tmp_path)
+    assert list(back.rows["hash"]) == list(rows["hash"])  # plan order, not file order
+    assert list(back.rows["layer"]) == ["imr-rmw", "cmr", "smr-vguard"]
+    assert back.plan is not None and back.plan["sweep"]["layers"] == ["imr-rmw", "cmr", "smr-vguard"]
+    r = back.result(0)
+    assert r.summary["layer"] == "imr-rmw" and r.summary["waf"] == rows["waf"][0]
+    assert back.result(str(rows["hash"][1])).summary["layer"] == "cmr"
+    with pytest.raises(KeyError, match="failed and has no saved run"):
+        back.result(2)
+    assert "<table" in back._repr_html_() and "3 cells, 1 failed" in repr(back)
+    with pytest.raises(stlsim.ConfigError, match="not a saved stlsim sweep"):
+        stlsim.SweepResult.load(tmp_path / "runs")

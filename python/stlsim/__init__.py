@@ -31,7 +31,7 @@ from .errors import (
     TraceIOError,
 )
 from .result import Comparison, Result
-from .sweep import sweep
+from .sweep import SweepResult, sweep
 from .synth import SynthTrace, synth_trace
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "MediumError",
     "Result",
     "SimulationError",
+    "SweepResult",
     "SynthTrace",
     "StlsimError",
     "TraceFormatError",

@@ -255,9 +255,9 @@ def _one_or_varies(values: Iterable[Any]) -> str:
 def _sweep_page(d: Path) -> str:
     import pandas as pd
 
-    from .sweep import read_rows
+    from .sweep import SweepResult
 
-    rows = _in_plan_order(d, read_rows(d))
+    rows = SweepResult.load(d).rows
     parts = [f"<h1>stlsim sweep: {html.escape(d.resolve().name)}</h1>"]
     if rows.empty:
         return "".join(parts) + "<p>The sweep has no rows yet.</p>"
@@ -314,23 +314,6 @@ def _sweep_page(d: Path) -> str:
     if plan.is_file():
         parts.append(_details("the plan as last run", f"<pre>{html.escape(plan.read_text(encoding='utf-8'))}</pre>"))
     return "".join(parts)
-
-
-def _in_plan_order(d: Path, rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the order of the plan last run into ``d`` (rows of earlier
-    plans after them), not in the hash order of their files."""
-    from .sweep import cell_hash, load_plan
-
-    plan = d / "plan.json"
-    if rows.empty or not plan.is_file():
-        return rows
-    try:
-        cells = load_plan(json.loads(plan.read_text(encoding="utf-8"))).cells()
-    except (OSError, ValueError, ConfigError):
-        return rows
-    order = {cell_hash(c): i for i, c in enumerate(cells)}
-    key = rows["hash"].map(lambda h: order.get(h, len(order)))
-    return rows.assign(_o=key).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
 def _config_columns(rows: pd.DataFrame) -> list[str]:

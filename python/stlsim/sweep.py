@@ -40,13 +40,16 @@ import tomllib
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .errors import ConfigError
 
-__all__ = ["Plan", "load_plan", "sweep"]
+if TYPE_CHECKING:
+    from .result import Result
+
+__all__ = ["Plan", "SweepResult", "load_plan", "read_rows", "sweep"]
 
 #: Replay options a plan may sweep or fix (keyword arguments of :func:`stlsim.run`).
 REPLAY_KEYS = frozenset(
@@ -248,6 +251,69 @@ def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
     if not files:
         return pd.DataFrame()
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+class SweepResult:
+    """A sweep folder brought back: its rows (in the order of the plan last
+    run into it, rows of earlier plans after them), that plan, and each
+    cell's saved run.
+
+    ``SweepResult.load("results/imr").rows`` is the DataFrame
+    :func:`sweep` returned; ``.result(i)`` (a row number or a cell hash) is
+    that cell's :class:`~stlsim.Result`."""
+
+    def __init__(self, directory: Path, rows: pd.DataFrame, plan: dict[str, Any] | None) -> None:
+        self.directory = directory
+        self.rows = rows
+        self.plan = plan
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> SweepResult:
+        """Read a folder written by :func:`sweep` (``stlsim sweep --out``)."""
+        d = Path(directory)
+        if not (d / "rows").is_dir():
+            raise ConfigError(f"{d}: not a saved stlsim sweep (no rows/ folder)")
+        rows = read_rows(d)
+        plan = None
+        try:
+            plan = json.loads((d / "plan.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+        if plan is not None and not rows.empty:
+            try:
+                cells = load_plan(plan).cells()
+            except ConfigError:
+                cells = []
+            order = {cell_hash(c): i for i, c in enumerate(cells)}
+            key = rows["hash"].map(lambda h: order.get(h, len(order)))
+            rows = rows.assign(_o=key).sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+        return cls(d, rows, plan)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        failed = int(self.rows["error"].notna().sum()) if "error" in self.rows.columns else 0
+        return f"<SweepResult {self.directory}: {len(self.rows)} cells, {failed} failed>"
+
+    def result(self, key: int | str) -> Result:
+        """The saved run of a cell, by row number or by cell hash."""
+        from .result import Result
+
+        if isinstance(key, str):
+            match = self.rows[self.rows["hash"] == key]
+            if match.empty:
+                raise KeyError(f"no cell with hash {key!r} in {self.directory}")
+            row = match.iloc[0]
+        else:
+            row = self.rows.iloc[key]
+        if not isinstance(row.get("report"), str) or not row["report"]:
+            raise KeyError(f"cell {row['hash']} failed and has no saved run: {row.get('error')}")
+        return Result.load(self.directory / "runs" / row["hash"])
+
+    def _repr_html_(self) -> str:
+        """The rows as a table (Jupyter)."""
+        return str(self.rows.to_html(index=False, float_format=lambda v: f"{v:,.4g}"))
 
 
 ENGINES = ("pool", "ray")
