@@ -308,3 +308,60 @@ def test_a_parameter_given_twice_and_a_zero_series_interval_are_errors(data: Pat
         assert p.returncode != 0, extra
         assert message in p.stderr, (extra, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------
+# Command-line rough edges
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["run", "--limit", "10", "--foo"], "stlsim run"),
+        (["compare", "--layer", "cmr", "stray"], "stlsim compare"),
+        (["synth", "uniform", "--count", "5", "--span-bytes", "1MiB", "-o", "x.csv", "--bogus"], "stlsim synth uniform"),
+        (["layers", "--nope"], "stlsim layers"),
+    ],
+)
+def test_unrecognized_arguments_point_at_the_subcommands_help(
+    cli, one_line_error, tmp_path: Path, args: list[str], command: str
+) -> None:
+    line = one_line_error(cli(*args, cwd=tmp_path))
+    assert f"unrecognized arguments: {args[-1]}" in line
+    assert line.endswith(f"(see '{command} --help')"), line
+    assert not (tmp_path / "x.csv").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("args", [["run", "--limit", "3000"], ["run", "--limit", "3000", "--json"], ["layers"], ["init-config"]])
+def test_a_closed_stdout_stops_quietly(tmp_path: Path, args: list[str]) -> None:
+    """`stlsim run | head -1`: the reader is gone before stlsim writes. No
+    BrokenPipeError traceback (nor 'Exception ignored' from the interpreter's
+    final flush), exit status 141 (128 + SIGPIPE) as for other Unix tools."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone: every write fails with EPIPE
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "stlsim", *args], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120
+        )
+    finally:
+        os.close(write_end)
+    assert p.returncode == cli.EXIT_BROKEN_PIPE == 141, p.stderr
+    assert p.stderr == ""
+
+
+def test_head_of_the_output_exits_quietly(tmp_path: Path) -> None:
+    """The shell form: `stlsim run | head -1` prints the first line, nothing on stderr."""
+    import shlex
+    import subprocess
+    import sys
+
+    cmd = f"{shlex.quote(sys.executable)} -m stlsim run --limit 3000 | head -1"
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0
+    assert p.stdout.startswith("cmr: layer cmr on drive imr-paper") and p.stdout.count("\n") == 1
+    assert p.stderr == ""

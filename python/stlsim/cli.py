@@ -9,7 +9,8 @@
     stlsim synth        write a synthetic trace (sequential or uniform) as MSR CSV
 
 Every error a user can cause is printed as one line ``stlsim: error: ...`` on
-stderr with exit status 2; Ctrl-C exits with 130.
+stderr with exit status 2; Ctrl-C exits with 130; a closed stdout
+(``stlsim run | head -1``) stops quietly with 141.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ __all__ = ["build_parser", "main"]
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+#: The reader of stdout went away (`stlsim run | head -1`): 128 + SIGPIPE, as
+#: for any Unix tool a closed pipe stops.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -390,11 +394,17 @@ def _given(ns: argparse.Namespace) -> dict[str, Any]:
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1 itself; main() stops with 141 like any other write.
+            self.quiet = True
+            raise BrokenPipeError
+
     stream = sys.stderr if stderr else sys.stdout
     # A terminal gets tables fitted to its width; a pipe or file gets them at
     # their natural width (never squeezed into 80 columns with ellipses).
     width = None if stream.isatty() else 200
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
 
 
 def _show_progress() -> bool:
@@ -1071,21 +1081,45 @@ def _one_line(e: BaseException) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+def _command_parser(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser that parsed ``ns``: ``stlsim run``, ``stlsim synth uniform`` ..."""
+    p = parser
+    while True:
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(ns, sub.dest, None) if sub is not None else None
+        if sub is None or name not in sub.choices:
+            return p
+        p = sub.choices[name]
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line; arguments no option takes are an error that
+    points at the subcommand's help (argparse would point at ``stlsim --help``)."""
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    if extra:
+        _command_parser(parser, ns).error(f"unrecognized arguments: {' '.join(extra)}")
+    return ns
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``stlsim`` command; returns the exit status."""
     try:
-        ns = build_parser().parse_args(argv)
-        return int(ns.func(ns))
+        ns = _parse(argv)
+        status = int(ns.func(ns))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (e.g. `stlsim layers | head`): stop quietly.
+        # The reader went away (e.g. `stlsim run | head -1`): stop quietly. Point
+        # stdout at /dev/null so the interpreter's final flush cannot fail again.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:
             pass
-        return 1
+        return EXIT_BROKEN_PIPE
     except (StlsimError, OSError) as e:
         sys.stderr.write(f"stlsim: error: {_one_line(e)}\n")
         return EXIT_ERROR
