@@ -365,3 +365,29 @@ def test_head_of_the_output_exits_quietly(tmp_path: Path) -> None:
     assert p.returncode == 0
     assert p.stdout.startswith("cmr: layer cmr on drive imr-paper") and p.stdout.count("\n") == 1
     assert p.stderr == ""
+
+
+def test_init_config_unwritable_target_is_one_line_naming_the_file(cli, one_line_error, tmp_path: Path) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    (tmp_path / "folder").mkdir()
+    for target, reason in (
+        (tmp_path / "absent" / "my.toml", f"its folder '{tmp_path / 'absent'}' does not exist"),
+        (blocker / "my.toml", f"'{blocker}' is not a folder"),
+        (tmp_path / "folder", "it is a folder"),
+    ):
+        for force in ([], ["--force"]):
+            line = one_line_error(cli("init-config", str(target), *force, cwd=tmp_path))
+            assert line == f"stlsim: error: cannot write configuration '{target}': {reason}", line
+            assert "Errno" not in line
+
+
+def test_os_errors_are_worded_without_errno(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OSError that reaches main() names its file and says why in words."""
+
+    def denied(ns: object) -> int:
+        raise PermissionError(13, "Permission denied", "/some/file")
+
+    monkeypatch.setattr(cli, "_cmd_layers", denied)
+    assert cli.main(["layers"]) == 2
+    assert capsys.readouterr().err == "stlsim: error: /some/file: permission denied\n"

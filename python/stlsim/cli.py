@@ -997,9 +997,14 @@ def _cmd_init_config(ns: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     path = Path(ns.file)
+    if path.is_dir():
+        raise OSError(f"cannot write configuration '{path}': it is a folder")
     if path.exists() and not ns.force:
         raise ConfigError(f"configuration error: '{path}' exists; use --force to overwrite it")
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise OSError(f"cannot write configuration '{path}': {_why(e, path)}") from None
     _info(f"wrote {path}; run it with: stlsim run --config {path}")
     return 0
 
@@ -1076,7 +1081,21 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _why(e: OSError, path: Path) -> str:
+    """Why writing the file ``path`` failed, in words (no errno)."""
+    parent = path.parent
+    if not parent.exists():
+        return f"its folder '{parent}' does not exist"
+    if not parent.is_dir():
+        return f"'{parent}' is not a folder"
+    return (e.strerror or str(e)).lower()
+
+
 def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror and e.filename is not None:
+        # "[Errno 13] Permission denied: 'x'" -> "x: permission denied"
+        where = f"{e.filename}" + (f" -> {e.filename2}" if e.filename2 is not None else "")
+        return f"{where}: {e.strerror.lower()}"
     text = str(e) or type(e).__name__
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
