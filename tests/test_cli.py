@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -338,7 +339,6 @@ def test_a_closed_stdout_stops_quietly(tmp_path: Path, args: list[str]) -> None:
     """`stlsim run | head -1`: the reader is gone before stlsim writes. No
     BrokenPipeError traceback (nor 'Exception ignored' from the interpreter's
     final flush), exit status 141 (128 + SIGPIPE) as for other Unix tools."""
-    import os
     import subprocess
     import sys
 
@@ -391,3 +391,61 @@ def test_os_errors_are_worded_without_errno(capsys: pytest.CaptureFixture[str], 
     monkeypatch.setattr(cli, "_cmd_layers", denied)
     assert cli.main(["layers"]) == 2
     assert capsys.readouterr().err == "stlsim: error: /some/file: permission denied\n"
+
+
+@pytest.fixture()
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the simulation (and the analysis) by a recorder: a test can
+    check that an error came before any work."""
+    import stlsim.api
+
+    calls: list[str] = []
+
+    def simulate(cfg: object, label: str, progress: bool = False) -> None:
+        calls.append(label)
+        raise AssertionError("the simulation started")
+
+    def track_writes_json(*args: object) -> None:
+        calls.append("analyze")
+        raise AssertionError("the analysis started")
+
+    monkeypatch.setattr(stlsim.api, "simulate", simulate)
+    monkeypatch.setattr(stlsim.api._core, "track_writes_json", track_writes_json)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--limit", "10"], ["compare", "--layer", "cmr", "--limit", "10"], ["analyze", "--limit", "10"]],
+)
+def test_unwritable_out_is_refused_before_any_work(
+    command: list[str], tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    for out, why in (
+        (blocker / "sub", f"'{blocker}' is not a folder"),
+        (blocker, "it is a file, not a folder"),
+        (locked / "new" / "deeper", f"no permission to write in '{locked}'"),
+    ):
+        assert cli.main([*command, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"stlsim: error: cannot save results in '{out}': {why}\n"
+    assert no_simulation == []
+    assert not (locked / "new").exists()
+
+
+def test_api_checks_out_before_the_run(tmp_path: Path, no_simulation: list[str]) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.run(limit=10, out=blocker / "r")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.compare([{"layer": "cmr"}], limit=10, out=blocker / "c")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.analyze(limit=10, out=blocker / "a")
+    assert no_simulation == []

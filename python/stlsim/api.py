@@ -31,7 +31,7 @@ from .config import (
     load_run_config,
 )
 from .errors import ConfigError
-from .result import LATENCY_CLASSES, Comparison, Result
+from .result import LATENCY_CLASSES, Comparison, Result, check_output_folder
 from .synth import SynthTrace, as_synth
 
 if TYPE_CHECKING:
@@ -266,6 +266,8 @@ def run(
     given = {k: args[k] for k in given_names if k in DEFAULTS}
     s = resolve_settings(config, given)
     cfg = core_config(s)
+    if out is not None:
+        check_output_folder(out)
     result = simulate(cfg, s["label"] or s["layer"], progress)
     if out is not None:
         result.save(out)
@@ -359,6 +361,8 @@ def compare(
                 runs.append((resolve_settings(c, {**given, "prefill": level}), base, level))
     labels = [base if level is None else f"{base}@{100 * level:g}%" for _, base, level in runs]
     cfgs = [core_config(s) for s, _, _ in runs]
+    if out is not None:
+        check_output_folder(out)
     results = []
     for cfg, label, (_, base, level) in zip(cfgs, labels, runs):
         r = simulate(cfg, label, progress)
@@ -429,6 +433,8 @@ def analyze(
         spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
+    if out is not None:
+        check_output_folder(out)
     try:
         text = _core.track_writes_json(json.dumps(spec), json.dumps(drive_cfg), bool(s["fold"]))
     except ConfigError as e:

@@ -626,6 +626,7 @@ def _warn_empty(result: Any, name: bool = False) -> None:
 
 def _cmd_run(ns: argparse.Namespace) -> int:
     from .api import core_config, resolve_settings, simulate
+    from .result import check_output_folder
 
     given = _given(ns)
     if ns.layer is not None:
@@ -634,6 +635,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         given["label"] = ns.label
     s = resolve_settings(ns.config, given)
     cfg = core_config(s)
+    if ns.out:
+        check_output_folder(ns.out)
     result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
     if ns.out:
         _save(result, ns.out)
@@ -733,6 +736,7 @@ def _print_usage_table(comparison: Any) -> None:
 
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from .api import compare
+    from .result import check_output_folder
 
     configs: list[Any] = list(ns.config or [])
     names = [n.strip() for arg in ns.layer or [] for n in arg.split(",") if n.strip()]
@@ -742,6 +746,7 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     if ns.usage is not None and ns.prefill is not None:
         raise ConfigError("configuration error: give either --usage or --prefill, not both")
     out = Path(ns.out) if ns.out else _default_compare_dir()
+    check_output_folder(out)
     comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
     _save(comparison, out)
     if ns.json:
@@ -869,6 +874,7 @@ def _print_analysis(analysis: Any) -> None:
 
 def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .api import analyze
+    from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
         k: getattr(ns, k) for k in ("trace", "format", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
@@ -877,6 +883,8 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
         kwargs["start"] = ns.start
     if ns.fold is not None:
         kwargs["fold"] = ns.fold
+    if ns.out:
+        check_output_folder(ns.out)
     analysis = analyze(hottest=ns.hottest, interval=ns.interval, **kwargs)
     if ns.out:
         _save(analysis, ns.out)

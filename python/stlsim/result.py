@@ -14,12 +14,12 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Comparison", "Result", "safe_label"]
+__all__ = ["Comparison", "Result", "check_output_folder", "safe_label"]
 
 LATENCY_CLASSES = ("all", "read", "write")
 
@@ -37,6 +37,40 @@ def _fmt(v: Any) -> str:
 
 def _nan(v: Any) -> Any:
     return math.nan if v is None else v
+
+
+def check_output_folder(directory: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that results can be saved in ``directory``:
+    it is a folder that can be written, or one that can be created (its
+    nearest existing ancestor is a writable folder). Nothing is created.
+
+    Raises:
+        OSError: ``cannot save results in 'DIR': why`` (one line).
+    """
+    import tempfile
+
+    d = Path(directory)
+
+    def fail(why: str) -> NoReturn:
+        raise OSError(f"cannot save results in '{d}': {why}")
+
+    if d.is_symlink() and not d.exists():
+        fail("it is a broken symbolic link")
+    if d.exists() and not d.is_dir():
+        fail("it is a file, not a folder")
+    base = d
+    while not base.exists() and base.parent != base:
+        base = base.parent
+    if not base.is_dir():
+        fail(f"'{base}' is not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        fail(f"no permission to write in '{base}'")
+    try:
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as e:
+        fail(f"'{base}' cannot be written ({(e.strerror or str(e)).lower()})")
+    return d
 
 
 def safe_label(label: str) -> str:
