@@ -449,3 +449,47 @@ def test_api_checks_out_before_the_run(tmp_path: Path, no_simulation: list[str])
     with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
         stlsim.analyze(limit=10, out=blocker / "a")
     assert no_simulation == []
+
+
+def test_run_out_refuses_to_overwrite_an_earlier_run_without_force(cli, one_line_error, tmp_path: Path) -> None:
+    assert cli("run", "--limit", "1000", "--out", "res", cwd=tmp_path).returncode == 0
+    again = cli("run", "--limit", "2000", "--out", "res", cwd=tmp_path)
+    line = one_line_error(again)
+    assert line.startswith("stlsim: error: cannot save results in 'res': it holds an earlier run's files (report.json")
+    assert line.endswith("use --force to overwrite them")
+    assert json.loads((tmp_path / "res" / "report.json").read_text())["host"]["requests"] == 1000
+    forced = cli("run", "--limit", "2000", "--out", "res", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((tmp_path / "res" / "report.json").read_text())["host"]["requests"] == 2000
+    # A folder holding other things (not an earlier run) is fine without --force.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    assert cli("run", "--limit", "100", "--out", "other", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_is_refused_before_the_simulation(tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "report.json").write_text("{}")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "summary.csv").write_text("label\n")
+    assert cli.main(["run", "--limit", "10", "--out", str(tmp_path / "r")]) == 2
+    assert cli.main(["compare", "--layer", "cmr", "--limit", "10", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("use --force to overwrite them" in e for e in err)
+    assert no_simulation == []
+
+
+def test_compare_out_refuses_to_overwrite_and_force_leaves_nothing_stale(cli, one_line_error, tmp_path: Path) -> None:
+    first = cli("compare", "--layer", "cmr,imr-rmw", "--limit", "1000", "--out", "cmp", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "cmp" / "disparity_vs_cmr.png").is_file()  # there is a cmr run
+    line = one_line_error(cli("compare", "--layer", "imr-rmw", "--limit", "500", "--out", "cmp", cwd=tmp_path))
+    assert "cannot save results in 'cmp': it holds an earlier run's files" in line and "--force" in line
+    assert pd.read_csv(tmp_path / "cmp" / "summary.csv")["label"].tolist() == ["cmr", "imr-rmw"]
+    forced = cli("compare", "--layer", "imr-rmw", "--limit", "500", "--out", "cmp", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert pd.read_csv(tmp_path / "cmp" / "summary.csv")["label"].tolist() == ["imr-rmw"]
+    # The earlier comparison's CMR plot would now be a lie: it is gone.
+    assert not (tmp_path / "cmp" / "disparity_vs_cmr.png").exists()
+    assert (tmp_path / "cmp" / "latency_cdf.png").is_file()

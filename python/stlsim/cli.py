@@ -208,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layer", metavar="NAME", help="translation layer (default: cmr; see 'stlsim layers')")
     p.add_argument("--label", metavar="NAME", help="name of the run in the report")
     p.add_argument("--out", metavar="DIR", help="save report.json, config.json and Parquet files into DIR")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier run's files in --out DIR")
     _add_common(p)
     p.set_defaults(func=_cmd_run)
 
@@ -235,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         "prints response time and WAR per level and saves by_usage.png",
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier comparison's files in --out DIR")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
 
@@ -602,9 +604,26 @@ def _print_summary(result: Any) -> None:
         con.print("Verification: off (use --verify)")
 
 
-def _save(obj: Any, out: str | os.PathLike[str]) -> None:
-    """Save a Result or Comparison; a file-system failure names the folder."""
+def _check_out(out: str | os.PathLike[str], names: Sequence[str], force: bool) -> list[Path]:
+    """Before any work: ``out`` can be written, and (without ``force``) holds
+    none of the files ``names`` an earlier run left. Returns those files
+    (to be removed before saving, so none of them is left stale)."""
+    from .result import check_output_folder
+
+    d = check_output_folder(out)
+    earlier = [d / n for n in names if (d / n).is_file()]
+    if earlier and not force:
+        shown = ", ".join(p.name for p in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+        raise FileExistsError(f"cannot save results in '{out}': it holds an earlier run's files ({shown}); use --force to overwrite them")
+    return earlier
+
+
+def _save(obj: Any, out: str | os.PathLike[str], earlier: Sequence[Path] = ()) -> None:
+    """Save a Result or Comparison, first removing an earlier run's files
+    ``earlier`` (with --force); a file-system failure names the folder."""
     try:
+        for f in earlier:
+            f.unlink(missing_ok=True)
         obj.save(out)
     except OSError as e:
         reason = e.strerror or str(e)
@@ -626,7 +645,7 @@ def _warn_empty(result: Any, name: bool = False) -> None:
 
 def _cmd_run(ns: argparse.Namespace) -> int:
     from .api import core_config, resolve_settings, simulate
-    from .result import check_output_folder
+    from .result import Result
 
     given = _given(ns)
     if ns.layer is not None:
@@ -635,11 +654,10 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         given["label"] = ns.label
     s = resolve_settings(ns.config, given)
     cfg = core_config(s)
-    if ns.out:
-        check_output_folder(ns.out)
+    earlier = _check_out(ns.out, Result.output_names(), ns.force) if ns.out else []
     result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
     if ns.out:
-        _save(result, ns.out)
+        _save(result, ns.out, earlier)
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
@@ -736,7 +754,7 @@ def _print_usage_table(comparison: Any) -> None:
 
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from .api import compare
-    from .result import check_output_folder
+    from .result import Comparison
 
     configs: list[Any] = list(ns.config or [])
     names = [n.strip() for arg in ns.layer or [] for n in arg.split(",") if n.strip()]
@@ -746,9 +764,9 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     if ns.usage is not None and ns.prefill is not None:
         raise ConfigError("configuration error: give either --usage or --prefill, not both")
     out = Path(ns.out) if ns.out else _default_compare_dir()
-    check_output_folder(out)
+    earlier = _check_out(out, Comparison.output_names(), ns.force)
     comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
-    _save(comparison, out)
+    _save(comparison, out, earlier)
     if ns.json:
         rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")

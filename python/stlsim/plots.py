@@ -32,6 +32,22 @@ __all__ = [
 ]
 
 
+#: The formats plots can be saved in (``--plot-format``).
+PLOT_FORMATS = ("png", "pdf", "svg")
+
+#: The plots :meth:`Comparison.save` may write (file name stems).
+COMPARISON_PLOTS = (
+    "latency_cdf",
+    "headline",
+    "tail_latency",
+    "cache_utilisation",
+    "disparity",
+    "disparity_vs_cmr",
+    "by_usage",
+    "waf_series",
+)
+
+
 def _figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

@@ -23,6 +23,17 @@ __all__ = ["Comparison", "Result", "check_output_folder", "safe_label"]
 
 LATENCY_CLASSES = ("all", "read", "write")
 
+#: The files :meth:`Result.save` writes.
+RUN_FILES = (
+    "report.json",
+    "config.json",
+    "latency_cdf.parquet",
+    "series.parquet",
+    "waf_series.parquet",
+    "waf_counts.json",
+    "provenance.json",
+)
+
 # Series columns with their dtypes (requests is an integer count).
 _SERIES_INT = ("requests",)
 
@@ -239,6 +250,11 @@ class Result:
         df["write_bytes"] = df["write_sectors"].astype("int64") * sb
         return df
 
+    @staticmethod
+    def output_names() -> list[str]:
+        """The names of the files :meth:`save` may write in its folder."""
+        return list(RUN_FILES)
+
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction)
         and series.parquet into ``directory`` (created). Returns the folder."""
@@ -414,6 +430,15 @@ class Comparison:
         if not parts:
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
         return pd.concat(parts, ignore_index=True)[cols]
+
+    @staticmethod
+    def output_names() -> list[str]:
+        """The names of the files :meth:`save` may write in its folder (besides
+        one folder per run): summary.csv, by_usage.csv and every plot in every
+        format."""
+        from .plots import COMPARISON_PLOTS, PLOT_FORMATS
+
+        return ["summary.csv", "by_usage.csv", *(f"{p}.{ext}" for p in COMPARISON_PLOTS for ext in PLOT_FORMATS)]
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
