@@ -493,3 +493,35 @@ def test_compare_out_refuses_to_overwrite_and_force_leaves_nothing_stale(cli, on
     # The earlier comparison's CMR plot would now be a lie: it is gone.
     assert not (tmp_path / "cmp" / "disparity_vs_cmr.png").exists()
     assert (tmp_path / "cmp" / "latency_cdf.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("labels", "needle"),
+    [
+        (["a/b", "a_b"], "labels 'a/b' (a.toml) and 'a_b' (b.toml) would both be saved in folder 'a_b'"),
+        (["Fast", "fast"], "labels 'Fast' (a.toml) and 'fast' (b.toml) would both be saved in folder 'fast'"),
+        (["summary.csv", "ok"], "label 'summary.csv' (a.toml) would be saved in 'summary.csv', a file of the comparison itself"),
+        (["???", "ok"], "label '???' (a.toml) has no ASCII letter or digit to name its folder"),
+    ],
+)
+def test_compare_refuses_labels_that_cannot_each_have_a_folder(
+    tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str], labels: list[str], needle: str
+) -> None:
+    for name, label in zip(("a", "b"), labels):
+        (tmp_path / f"{name}.toml").write_text(f"label = {json.dumps(label)}\n")
+    out = tmp_path / "cmp"
+    configs = ["--config", str(tmp_path / "a.toml"), "--config", str(tmp_path / "b.toml")]
+    assert cli.main(["compare", *configs, "--limit", "10", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle.replace("a.toml", str(tmp_path / "a.toml")).replace("b.toml", str(tmp_path / "b.toml")) in err, err
+    assert no_simulation == []
+    assert not out.exists()
+
+
+def test_comparison_save_refuses_colliding_labels_before_writing(tmp_path: Path) -> None:
+    r1, r2 = stlsim.run(limit=200, label="x y"), stlsim.run(limit=200, label="x_y")
+    with pytest.raises(stlsim.ConfigError, match="labels 'x y' and 'x_y' would both be saved in folder 'x_y'"):
+        stlsim.Comparison([r1, r2]).save(tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(stlsim.ConfigError, match="would both be saved"):
+        stlsim.compare([{"label": "p/q", "layer": "cmr"}, {"label": "p_q", "layer": "cmr"}], limit=10)

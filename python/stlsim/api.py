@@ -31,7 +31,7 @@ from .config import (
     load_run_config,
 )
 from .errors import ConfigError
-from .result import LATENCY_CLASSES, Comparison, Result, check_output_folder
+from .result import LATENCY_CLASSES, Comparison, Result, check_labels, check_output_folder
 from .synth import SynthTrace, as_synth
 
 if TYPE_CHECKING:
@@ -331,7 +331,9 @@ def compare(
     given as False). Runs are labelled ``LABEL@25%``; see
     :meth:`Comparison.by_usage`.
 
-    Every configuration is validated before the first run starts.
+    Every configuration is validated before the first run starts, and so
+    are the labels: two that would be saved in the same folder (``a/b`` and
+    ``a_b``; see :func:`stlsim.result.check_labels`) are an error.
     """
     if isinstance(configs, (str, os.PathLike, Mapping)):
         configs = [configs]
@@ -360,6 +362,9 @@ def compare(
             else:
                 runs.append((resolve_settings(c, {**given, "prefill": level}), base, level))
     labels = [base if level is None else f"{base}@{100 * level:g}%" for _, base, level in runs]
+    # Each run is saved in a folder named after its label: refuse labels that would share one.
+    where = {base: (os.fspath(c) if isinstance(c, (str, os.PathLike)) else "") for c, base in zip(configs, base_labels)}
+    check_labels(labels, [where[base] for _, base, _ in runs])
     cfgs = [core_config(s) for s, _, _ in runs]
     if out is not None:
         check_output_folder(out)

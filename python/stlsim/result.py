@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Comparison", "Result", "check_output_folder", "safe_label"]
+__all__ = ["Comparison", "Result", "check_labels", "check_output_folder", "safe_label"]
 
 LATENCY_CLASSES = ("all", "read", "write")
 
@@ -88,6 +88,43 @@ def safe_label(label: str) -> str:
     """A label usable as a folder name."""
     s = re.sub(r"[^A-Za-z0-9._+-]+", "_", label).strip("._")
     return s or "run"
+
+
+def check_labels(labels: Sequence[str], sources: Sequence[str] | None = None) -> None:
+    """Refuse labels a comparison cannot save each in a folder of its own:
+    two whose folder names (:func:`safe_label`) coincide, also
+    case-insensitively as on macOS and Windows (``a/b`` and ``a_b``); one
+    without an ASCII letter or digit (its folder name would be made up); one
+    whose folder would be a file of the comparison itself (``summary.csv``).
+    ``sources`` (one per label, e.g. the configuration file) are named in
+    the message.
+
+    Raises:
+        ConfigError: naming the label(s) and their folder (one line).
+    """
+    from .errors import ConfigError
+
+    def named(i: int) -> str:
+        where = f" ({sources[i]})" if sources is not None and sources[i] else ""
+        return f"{labels[i]!r}{where}"
+
+    reserved = {n.casefold() for n in Comparison.output_names()}
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        folder = safe_label(label)
+        if not re.search(r"[A-Za-z0-9]", label):
+            raise ConfigError(f"configuration error: label {named(i)} has no ASCII letter or digit to name its folder")
+        key = folder.casefold()
+        if key in reserved:
+            raise ConfigError(
+                f"configuration error: label {named(i)} would be saved in '{folder}', a file of the comparison itself"
+            )
+        if key in seen:
+            raise ConfigError(
+                f"configuration error: labels {named(seen[key])} and {named(i)} would both be saved in folder "
+                f"'{folder}'; give them distinct labels"
+            )
+        seen[key] = i
 
 
 class Result:
@@ -450,6 +487,7 @@ class Comparison:
         Returns the folder."""
         from . import plots
 
+        check_labels([r.label for r in self.results])
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         self.table().to_csv(d / "summary.csv", index=False)
