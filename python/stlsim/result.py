@@ -289,14 +289,22 @@ class Result:
 
     @staticmethod
     def output_names() -> list[str]:
-        """The names of the files :meth:`save` may write in its folder."""
-        return list(RUN_FILES)
+        """The names of the files :meth:`save` may write in its folder (the
+        plots in every format)."""
+        from .plots import PLOT_FORMATS, RUN_PLOTS
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction)
-        and series.parquet into ``directory`` (created). Returns the folder."""
+        return [*RUN_FILES, *(f"{p}.{ext}" for p in RUN_PLOTS for ext in PLOT_FORMATS)]
+
+    def save(self, directory: str | os.PathLike[str], plot_format: str | None = None) -> Path:
+        """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction),
+        series.parquet, waf_series.parquet, waf_counts.json and provenance.json
+        into ``directory`` (created); with ``plot_format`` (png, pdf or svg)
+        also the plots of :meth:`plot`. Returns the folder."""
         import pandas as pd
 
+        from .plots import check_plot_format
+
+        fmt = None if plot_format is None else check_plot_format(plot_format)
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "report.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
@@ -312,7 +320,32 @@ class Result:
         # The cumulative WAF counters as the core gave them, for load().
         (d / "waf_counts.json").write_text(json.dumps(self._waf) + "\n", encoding="utf-8")
         (d / "provenance.json").write_text(json.dumps(self.provenance(), indent=2) + "\n", encoding="utf-8")
+        if fmt is not None:
+            self.plot(d, fmt)
         return d
+
+    def plot(self, directory: str | os.PathLike[str], plot_format: str = "png") -> list[Path]:
+        """Write this run's plots into ``directory`` (created) as png, pdf or svg:
+        latency_cdf (CDF of all requests, reads and writes, with the tail as a
+        log-log CCDF beside it), tail_latency (mean, p50 ... max per class,
+        values on the bars), series (mean latency per interval and the
+        issue-time disparity over the run), waf_series (WAF per window) and,
+        for a layer with a persistent cache, cache_utilisation. Returns the
+        files written."""
+        from . import plots
+
+        fmt = plots.check_plot_format(plot_format)
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        written = [
+            plots.run_latency_cdf(self, d / f"latency_cdf.{fmt}"),
+            plots.run_tail_latency(self, d / f"tail_latency.{fmt}"),
+            plots.run_series(self, d / f"series.{fmt}"),
+            plots.waf_series([self], d / f"waf_series.{fmt}"),
+        ]
+        if "cache_span_tracks" in self.series().columns:
+            written.append(plots.cache_utilisation([self], d / f"cache_utilisation.{fmt}"))
+        return written
 
     def provenance(self) -> dict[str, Any]:
         """What it takes to reproduce the run: stlsim's version and git commit
@@ -477,34 +510,37 @@ class Comparison:
 
         return ["summary.csv", "by_usage.csv", *(f"{p}.{ext}" for p in COMPARISON_PLOTS for ext in PLOT_FORMATS)]
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
+    def save(self, directory: str | os.PathLike[str], plot_format: str = "png") -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
-        latency_cdf.png, headline.png, tail_latency.png (p90/p99/p99.9/max,
-        paper 003 Figures 2 and 6), disparity.png, waf_series.png and, with
-        a ``cmr`` run, disparity_vs_cmr.png; runs of a layer with a
-        persistent cache add cache_utilisation.png (paper 003 Figure 3); a
-        usage sweep adds by_usage.csv and by_usage.png (paper 002 Figure 3).
-        Returns the folder."""
+        (``plot_format``: png, pdf or svg) latency_cdf (with the tail as a
+        log-log CCDF beside it), headline, tail_latency (p90/p99/p99.9/max,
+        paper 003 Figures 2 and 6), disparity, waf_series and, with a
+        ``cmr`` run, disparity_vs_cmr; runs of a layer with a persistent
+        cache add cache_utilisation (paper 003 Figure 3); a usage sweep adds
+        by_usage.csv and by_usage (paper 002 Figure 3). Labels that would
+        share a folder are refused before anything is written
+        (:func:`check_labels`). Returns the folder."""
         from . import plots
 
+        fmt = plots.check_plot_format(plot_format)
         check_labels([r.label for r in self.results])
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         self.table().to_csv(d / "summary.csv", index=False)
         for r in self.results:
             r.save(d / safe_label(r.label))
-        plots.latency_cdf(self.results, d / "latency_cdf.png")
-        plots.headline(self.results, d / "headline.png")
-        plots.tail_latency(self.results, d / "tail_latency.png")
+        plots.latency_cdf(self.results, d / f"latency_cdf.{fmt}")
+        plots.headline(self.results, d / f"headline.{fmt}")
+        plots.tail_latency(self.results, d / f"tail_latency.{fmt}")
         if any("cache_span_tracks" in r.series().columns for r in self.results):
-            plots.cache_utilisation(self.results, d / "cache_utilisation.png")
-        plots.disparity(self.results, d / "disparity.png")
-        plots.waf_series(self.results, d / "waf_series.png")
+            plots.cache_utilisation(self.results, d / f"cache_utilisation.{fmt}")
+        plots.disparity(self.results, d / f"disparity.{fmt}")
+        plots.waf_series(self.results, d / f"waf_series.{fmt}")
         if self.cmr() is not None:
-            plots.disparity_vs_cmr(self, d / "disparity_vs_cmr.png")
+            plots.disparity_vs_cmr(self, d / f"disparity_vs_cmr.{fmt}")
         if any(r.usage is not None for r in self.results):
             self.by_usage().to_csv(d / "by_usage.csv", index=False)
-            plots.by_usage(self, d / "by_usage.png")
+            plots.by_usage(self, d / f"by_usage.{fmt}")
         return d
 
     @classmethod
