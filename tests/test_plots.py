@@ -312,3 +312,42 @@ def test_waf_series_marks_the_last_window(rsrch: stlsim.Result) -> None:
     assert dashed[0].get_data().values[0] == pytest.approx(df["waf"].iloc[-1])  # a ratio: not rescaled
     assert len(_hatched(ax)) == 1
     assert f"last window: {last:,} of 2,000 host writes (dashed)" in _legend_texts(fig)
+
+
+# --------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------
+
+
+def test_run_out_writes_the_single_run_plots(cli, tmp_path: Path, data: Path) -> None:
+    p = cli("run", "--trace", str(data / "rsrch_1.csv"), "--drive", "cmr", "--mode", "flat-out", "--limit", "3000",
+            "--out", "r", "--plot-format", "svg", cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    for stem in ("latency_cdf", "tail_latency", "series", "waf_series"):
+        f = tmp_path / "r" / f"{stem}.svg"
+        assert _is_format(f, "svg"), f
+        assert "trace rsrch_1.csv · drive cmr · mode flat-out" in f.read_text(), stem
+        assert f"{stem}.svg" in p.stderr  # the "saved ..." line lists it
+    assert not list((tmp_path / "r").glob("*.png"))
+    default = cli("run", "--limit", "1000", "--out", "d", cwd=tmp_path)
+    assert default.returncode == 0, default.stderr
+    assert _is_format(tmp_path / "d" / "latency_cdf.png", "png")
+
+
+@pytest.mark.parametrize(("command", "stem"), [(["compare", "--layer", "cmr"], "headline"), (["analyze"], "hottest_cdf")])
+def test_compare_and_analyze_take_a_plot_format(cli, tmp_path: Path, command: list[str], stem: str) -> None:
+    p = cli(*command, "--limit", "2000", "--out", "o", "--plot-format", "pdf", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert _is_format(tmp_path / "o" / f"{stem}.pdf", "pdf")
+    assert not list((tmp_path / "o").glob("*.png"))
+
+
+@pytest.mark.parametrize("command", [["run"], ["analyze"]])
+def test_plot_format_without_out_is_an_error(cli, one_line_error, tmp_path: Path, command: list[str]) -> None:
+    line = one_line_error(cli(*command, "--limit", "10", "--plot-format", "svg", cwd=tmp_path))
+    assert "--plot-format needs --out DIR" in line
+
+
+def test_a_bad_plot_format_points_at_the_commands_help(cli, one_line_error) -> None:
+    line = one_line_error(cli("compare", "--layer", "cmr", "--plot-format", "jpg"))
+    assert "invalid choice: 'jpg'" in line and "(see 'stlsim compare --help')" in line

@@ -123,6 +123,25 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None
         )
 
 
+def _add_plot_format(p: Any, text: str) -> None:
+    from .plots import PLOT_FORMATS
+
+    p.add_argument("--plot-format", choices=PLOT_FORMATS, metavar="png|pdf|svg", help=text)
+
+
+def _plot_format(ns: argparse.Namespace, out: Any) -> str:
+    """The format of the plots: --plot-format (which needs somewhere to put them), else png."""
+    if ns.plot_format is not None and not out:
+        raise ConfigError(f"configuration error: --plot-format needs --out DIR (stlsim {ns.command} saves plots only there)")
+    return str(ns.plot_format or "png")
+
+
+def _saved(out: str | os.PathLike[str], names: Sequence[str]) -> str:
+    """The files among ``names`` now in ``out``, as a list for a message."""
+    there = [n for n in names if (Path(out) / n).is_file()]
+    return ", ".join(there[:-1]) + (" and " if len(there) > 1 else "") + (there[-1] if there else "")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare (all default to 'not given')."""
     _add_trace_options(p, repeat=True)
@@ -207,8 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="run configuration TOML (options given here override it)")
     p.add_argument("--layer", metavar="NAME", help="translation layer (default: cmr; see 'stlsim layers')")
     p.add_argument("--label", metavar="NAME", help="name of the run in the report")
-    p.add_argument("--out", metavar="DIR", help="save report.json, config.json and Parquet files into DIR")
+    p.add_argument("--out", metavar="DIR", help="save report.json, config.json, Parquet files and plots into DIR")
     p.add_argument("--force", action="store_true", help="overwrite an earlier run's files in --out DIR")
+    _add_plot_format(p, "with --out, the format of the run's plots (default: png)")
     _add_common(p)
     p.set_defaults(func=_cmd_run)
 
@@ -216,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="run several configurations; save a table and plots",
         description="Run several configurations over the same trace and save summary.csv, per-run files "
-        "and plots (latency_cdf.png, headline.png, disparity.png). Give configurations as --config files "
+        "and plots (latency_cdf, headline, tail_latency, disparity, waf_series ...; PNG unless --plot-format). "
+        "Give configurations as --config files "
         "and/or --layer names; the other options apply to every configuration and override it. "
         "--usage runs every configuration at several usage levels (paper 002 Figure 3).",
     )
@@ -237,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
     p.add_argument("--force", action="store_true", help="overwrite an earlier comparison's files in --out DIR")
+    _add_plot_format(p, "format of the plots (default: png)")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
 
@@ -246,8 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Map every write of a trace onto the physical tracks of a drive (nothing is simulated) and "
         "report: the write-count CDF of the hottest tracks (paper Figures 2, 10), the hottest bottom tracks "
         "with their neighbours T-1 and T+1 (Figures 4, 11) and the write frequency of chosen tracks over time "
-        "(Figure 5). With --out, save hottest_cdf.png, hottest_neighbours.png, track_frequency.png and "
-        "track_counts.parquet.",
+        "(Figure 5). With --out, save hottest_cdf.png, hottest_neighbours.png, track_frequency.png (or "
+        "--plot-format pdf or svg) and track_counts.parquet.",
     )
     _add_trace_options(p)
     d = p.add_argument_group("drive")
@@ -272,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="save the three figures and track_counts.parquet into DIR (default: none)")
+    _add_plot_format(o, "with --out, the format of the figures (default: png)")
     o.add_argument("--json", action="store_true", help="print the figures' numbers as JSON instead of tables")
     p.set_defaults(func=_cmd_analyze)
 
@@ -618,13 +641,14 @@ def _check_out(out: str | os.PathLike[str], names: Sequence[str], force: bool) -
     return earlier
 
 
-def _save(obj: Any, out: str | os.PathLike[str], earlier: Sequence[Path] = ()) -> None:
-    """Save a Result or Comparison, first removing an earlier run's files
-    ``earlier`` (with --force); a file-system failure names the folder."""
+def _save(obj: Any, out: str | os.PathLike[str], earlier: Sequence[Path] = (), **how: Any) -> None:
+    """Save a Result, Comparison or Analysis (``obj.save(out, **how)``), first
+    removing an earlier run's files ``earlier`` (with --force); a
+    file-system failure names the folder."""
     try:
         for f in earlier:
             f.unlink(missing_ok=True)
-        obj.save(out)
+        obj.save(out, **how)
     except OSError as e:
         reason = e.strerror or str(e)
         where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
@@ -654,17 +678,18 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         given["label"] = ns.label
     s = resolve_settings(ns.config, given)
     cfg = core_config(s)
+    fmt = _plot_format(ns, ns.out)
     earlier = _check_out(ns.out, Result.output_names(), ns.force) if ns.out else []
     result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
     if ns.out:
-        _save(result, ns.out, earlier)
+        _save(result, ns.out, earlier, plot_format=fmt)
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
         _print_summary(result)
     _warn_empty(result)
     if ns.out:
-        _info(f"saved report.json, config.json, latency_cdf.parquet, series.parquet and waf_series.parquet in {ns.out}")
+        _info(f"saved {_saved(ns.out, Result.output_names())} in {ns.out}")
     return 0
 
 
@@ -764,9 +789,10 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     if ns.usage is not None and ns.prefill is not None:
         raise ConfigError("configuration error: give either --usage or --prefill, not both")
     out = Path(ns.out) if ns.out else _default_compare_dir()
+    fmt = _plot_format(ns, out)
     earlier = _check_out(out, Comparison.output_names(), ns.force)
     comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
-    _save(comparison, out, earlier)
+    _save(comparison, out, earlier, plot_format=fmt)
     if ns.json:
         rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -784,12 +810,7 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
         _warn_empty(r, name=True)
     if folded:
         _info(f"note: {folded} of {len(comparison.results)} runs folded trace LBAs into their usage level's filled range")
-    plots = "latency_cdf.png, headline.png, disparity.png, waf_series.png"
-    if comparison.cmr() is not None:
-        plots += ", disparity_vs_cmr.png"
-    if ns.usage is not None:
-        plots += ", by_usage.png, by_usage.csv"
-    _info(f"saved summary.csv, {plots} and one folder per run in {out}")
+    _info(f"saved {_saved(out, Comparison.output_names())}, and one folder per run, in {out}")
     return 0
 
 
@@ -892,6 +913,7 @@ def _print_analysis(analysis: Any) -> None:
 
 def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .api import analyze
+    from .plots import ANALYSIS_PLOTS
     from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
@@ -901,11 +923,12 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
         kwargs["start"] = ns.start
     if ns.fold is not None:
         kwargs["fold"] = ns.fold
+    fmt = _plot_format(ns, ns.out)
     if ns.out:
         check_output_folder(ns.out)
     analysis = analyze(hottest=ns.hottest, interval=ns.interval, **kwargs)
     if ns.out:
-        _save(analysis, ns.out)
+        _save(analysis, ns.out, plot_format=fmt)
     if ns.json:
         sys.stdout.write(analysis.to_json() + "\n")
     else:
@@ -915,9 +938,8 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     elif analysis.track_writes == 0:
         _info("warning: the trace selection holds no writes")
     if ns.out:
-        _info(
-            f"saved hottest_cdf.png, hottest_neighbours.png, track_frequency.png and track_counts.parquet in {ns.out}"
-        )
+        names = [*(f"{p}.{fmt}" for p in ANALYSIS_PLOTS), "track_counts.parquet"]
+        _info(f"saved {_saved(ns.out, names)} in {ns.out}")
     return 0
 
 
