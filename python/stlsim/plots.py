@@ -254,6 +254,16 @@ def _grouped_bars(
     _headroom(ax, everything, log=log and ax.get_yscale() == "log", rotated=rotate)
 
 
+def _legend_below(fig: Figure, ax: Axes, title: str | None = None) -> None:
+    """The axes' legend below the figure, where it hides no curve."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(
+            handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=9, frameon=False,
+            title=title, title_fontsize=9,
+        )  # fmt: skip
+
+
 def _partial_span(ax: Axes, x0: float, x1: float, label: str | None) -> None:
     """Hatch the x range of a shorter last interval."""
     ax.axvspan(x0, x1, facecolor="none", edgecolor="0.65", hatch=_PARTIAL_HATCH, linewidth=0.0, label=label, zorder=0)
@@ -315,9 +325,7 @@ def _latency_figure(curves: Sequence[tuple[str, pd.DataFrame]], title: str, cont
                     name, (1.0, y), xycoords=("axes fraction", "data"), xytext=(-2, 2), textcoords="offset points",
                     ha="right", va="bottom", fontsize=8, color="0.35",
                 )  # fmt: skip
-        # One legend for both panels, below them, where it hides no curve.
-        handles, labels = cdf_ax.get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5), fontsize=9, frameon=False)
+        _legend_below(fig, cdf_ax)  # one legend for both panels
     else:
         for ax in (cdf_ax, tail_ax):
             ax.text(0.5, 0.5, "no requests", ha="center", va="center", transform=ax.transAxes)
@@ -502,8 +510,7 @@ def cache_utilisation_figure(results: Sequence[Result]) -> Figure:
     ax.set_xlabel("requests")
     ax.set_ylabel("fraction")
     ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small")
+    _legend_below(fig, ax)
     _titled(fig, "Persistent cache utilisation", run_context(results))
     return fig
 
@@ -525,7 +532,7 @@ def disparity_figure(results: Sequence[Result]) -> Figure:
         ax.plot(s["requests"], s["disparity_s"], label=r.label)
         drawn = True
     if drawn:
-        ax.legend(loc="upper left")
+        _legend_below(fig, ax)
     ax.set_xlabel("requests completed")
     ax.set_ylabel("issue-time disparity (s)")
     ax.grid(True, alpha=0.3)
@@ -548,7 +555,7 @@ def disparity_vs_cmr_figure(comparison: Comparison) -> Figure:
         ax.plot(part["requests"], part["disparity_vs_cmr_s"], label=str(label))
         drawn = True
     if drawn:
-        ax.legend(loc="upper left")
+        _legend_below(fig, ax)
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xlabel("requests completed")
     ax.set_ylabel("issue-time disparity minus CMR's (s)")
@@ -592,7 +599,7 @@ def waf_series_figure(results: Sequence[Result]) -> Figure:
     for (x0, x1), text in partials.items():
         _partial_span(ax, x0, x1, text)
     if drawn:
-        ax.legend(loc="upper right", title="per window (dotted: cumulative)", fontsize=9, title_fontsize=9)
+        _legend_below(fig, ax, "WAF per window (solid), cumulative (dotted)")
     ax.set_xlabel("host writes")
     ax.set_ylabel("WAF (media / stored sectors)")
     ax.grid(True, alpha=0.3)
@@ -641,8 +648,7 @@ def run_series_figure(result: Result) -> Figure:
             note = f"last interval: {last:,.0f} of {every:,} requests (dashed)"
             _partial_span(top, edges[-2], edges[-1], note)
             _partial_span(bottom, edges[-2], edges[-1], None)
-        handles, labels = top.get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
+        _legend_below(fig, top)
         bottom.set_xlim(0, edges[-1])
     top.set_ylabel(f"latency per {every:,} requests\n(ms, log scale)" if every else "latency (ms, log scale)")
     bottom.set_ylabel("issue-time disparity (s)")
