@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -308,3 +309,219 @@ def test_a_parameter_given_twice_and_a_zero_series_interval_are_errors(data: Pat
         assert p.returncode != 0, extra
         assert message in p.stderr, (extra, p.stderr)
         assert "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------
+# Command-line rough edges
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["run", "--limit", "10", "--foo"], "stlsim run"),
+        (["compare", "--layer", "cmr", "stray"], "stlsim compare"),
+        (["synth", "uniform", "--count", "5", "--span-bytes", "1MiB", "-o", "x.csv", "--bogus"], "stlsim synth uniform"),
+        (["layers", "--nope"], "stlsim layers"),
+    ],
+)
+def test_unrecognized_arguments_point_at_the_subcommands_help(
+    cli, one_line_error, tmp_path: Path, args: list[str], command: str
+) -> None:
+    line = one_line_error(cli(*args, cwd=tmp_path))
+    assert f"unrecognized arguments: {args[-1]}" in line
+    assert line.endswith(f"(see '{command} --help')"), line
+    assert not (tmp_path / "x.csv").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("args", [["run", "--limit", "3000"], ["run", "--limit", "3000", "--json"], ["layers"], ["init-config"]])
+def test_a_closed_stdout_stops_quietly(tmp_path: Path, args: list[str]) -> None:
+    """`stlsim run | head -1`: the reader is gone before stlsim writes. No
+    BrokenPipeError traceback (nor 'Exception ignored' from the interpreter's
+    final flush), exit status 141 (128 + SIGPIPE) as for other Unix tools."""
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone: every write fails with EPIPE
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "stlsim", *args], stdout=write_end, stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=120
+        )
+    finally:
+        os.close(write_end)
+    assert p.returncode == cli.EXIT_BROKEN_PIPE == 141, p.stderr
+    assert p.stderr == ""
+
+
+def test_head_of_the_output_exits_quietly(tmp_path: Path) -> None:
+    """The shell form: `stlsim run | head -1` prints the first line, nothing on stderr."""
+    import shlex
+    import subprocess
+    import sys
+
+    cmd = f"{shlex.quote(sys.executable)} -m stlsim run --limit 3000 | head -1"
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0
+    assert p.stdout.startswith("cmr: layer cmr on drive imr-paper") and p.stdout.count("\n") == 1
+    assert p.stderr == ""
+
+
+def test_init_config_unwritable_target_is_one_line_naming_the_file(cli, one_line_error, tmp_path: Path) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    (tmp_path / "folder").mkdir()
+    for target, reason in (
+        (tmp_path / "absent" / "my.toml", f"its folder '{tmp_path / 'absent'}' does not exist"),
+        (blocker / "my.toml", f"'{blocker}' is not a folder"),
+        (tmp_path / "folder", "it is a folder"),
+    ):
+        for force in ([], ["--force"]):
+            line = one_line_error(cli("init-config", str(target), *force, cwd=tmp_path))
+            assert line == f"stlsim: error: cannot write configuration '{target}': {reason}", line
+            assert "Errno" not in line
+
+
+def test_os_errors_are_worded_without_errno(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OSError that reaches main() names its file and says why in words."""
+
+    def denied(ns: object) -> int:
+        raise PermissionError(13, "Permission denied", "/some/file")
+
+    monkeypatch.setattr(cli, "_cmd_layers", denied)
+    assert cli.main(["layers"]) == 2
+    assert capsys.readouterr().err == "stlsim: error: /some/file: permission denied\n"
+
+
+@pytest.fixture()
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the simulation (and the analysis) by a recorder: a test can
+    check that an error came before any work."""
+    import stlsim.api
+
+    calls: list[str] = []
+
+    def simulate(cfg: object, label: str, progress: bool = False) -> None:
+        calls.append(label)
+        raise AssertionError("the simulation started")
+
+    def track_writes_json(*args: object) -> None:
+        calls.append("analyze")
+        raise AssertionError("the analysis started")
+
+    monkeypatch.setattr(stlsim.api, "simulate", simulate)
+    monkeypatch.setattr(stlsim.api._core, "track_writes_json", track_writes_json)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--limit", "10"], ["compare", "--layer", "cmr", "--limit", "10"], ["analyze", "--limit", "10"]],
+)
+def test_unwritable_out_is_refused_before_any_work(
+    command: list[str], tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == locked else real_access(p, mode))
+    for out, why in (
+        (blocker / "sub", f"'{blocker}' is not a folder"),
+        (blocker, "it is a file, not a folder"),
+        (locked / "new" / "deeper", f"no permission to write in '{locked}'"),
+    ):
+        assert cli.main([*command, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"stlsim: error: cannot save results in '{out}': {why}\n"
+    assert no_simulation == []
+    assert not (locked / "new").exists()
+
+
+def test_api_checks_out_before_the_run(tmp_path: Path, no_simulation: list[str]) -> None:
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("x")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.run(limit=10, out=blocker / "r")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.compare([{"layer": "cmr"}], limit=10, out=blocker / "c")
+    with pytest.raises(OSError, match="cannot save results in .*is not a folder"):
+        stlsim.analyze(limit=10, out=blocker / "a")
+    assert no_simulation == []
+
+
+def test_run_out_refuses_to_overwrite_an_earlier_run_without_force(cli, one_line_error, tmp_path: Path) -> None:
+    assert cli("run", "--limit", "1000", "--out", "res", cwd=tmp_path).returncode == 0
+    again = cli("run", "--limit", "2000", "--out", "res", cwd=tmp_path)
+    line = one_line_error(again)
+    assert line.startswith("stlsim: error: cannot save results in 'res': it holds an earlier run's files (report.json")
+    assert line.endswith("use --force to overwrite them")
+    assert json.loads((tmp_path / "res" / "report.json").read_text())["host"]["requests"] == 1000
+    forced = cli("run", "--limit", "2000", "--out", "res", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((tmp_path / "res" / "report.json").read_text())["host"]["requests"] == 2000
+    # A folder holding other things (not an earlier run) is fine without --force.
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    assert cli("run", "--limit", "100", "--out", "other", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_is_refused_before_the_simulation(tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "report.json").write_text("{}")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "summary.csv").write_text("label\n")
+    assert cli.main(["run", "--limit", "10", "--out", str(tmp_path / "r")]) == 2
+    assert cli.main(["compare", "--layer", "cmr", "--limit", "10", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all("use --force to overwrite them" in e for e in err)
+    assert no_simulation == []
+
+
+def test_compare_out_refuses_to_overwrite_and_force_leaves_nothing_stale(cli, one_line_error, tmp_path: Path) -> None:
+    first = cli("compare", "--layer", "cmr,imr-rmw", "--limit", "1000", "--out", "cmp", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "cmp" / "disparity_vs_cmr.png").is_file()  # there is a cmr run
+    line = one_line_error(cli("compare", "--layer", "imr-rmw", "--limit", "500", "--out", "cmp", cwd=tmp_path))
+    assert "cannot save results in 'cmp': it holds an earlier run's files" in line and "--force" in line
+    assert pd.read_csv(tmp_path / "cmp" / "summary.csv")["label"].tolist() == ["cmr", "imr-rmw"]
+    forced = cli("compare", "--layer", "imr-rmw", "--limit", "500", "--out", "cmp", "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert pd.read_csv(tmp_path / "cmp" / "summary.csv")["label"].tolist() == ["imr-rmw"]
+    # The earlier comparison's CMR plot would now be a lie: it is gone.
+    assert not (tmp_path / "cmp" / "disparity_vs_cmr.png").exists()
+    assert (tmp_path / "cmp" / "latency_cdf.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("labels", "needle"),
+    [
+        (["a/b", "a_b"], "labels 'a/b' (a.toml) and 'a_b' (b.toml) would both be saved in folder 'a_b'"),
+        (["Fast", "fast"], "labels 'Fast' (a.toml) and 'fast' (b.toml) would both be saved in folder 'fast'"),
+        (["summary.csv", "ok"], "label 'summary.csv' (a.toml) would be saved in 'summary.csv', a file of the comparison itself"),
+        (["???", "ok"], "label '???' (a.toml) has no ASCII letter or digit to name its folder"),
+    ],
+)
+def test_compare_refuses_labels_that_cannot_each_have_a_folder(
+    tmp_path: Path, no_simulation: list[str], capsys: pytest.CaptureFixture[str], labels: list[str], needle: str
+) -> None:
+    for name, label in zip(("a", "b"), labels):
+        (tmp_path / f"{name}.toml").write_text(f"label = {json.dumps(label)}\n")
+    out = tmp_path / "cmp"
+    configs = ["--config", str(tmp_path / "a.toml"), "--config", str(tmp_path / "b.toml")]
+    assert cli.main(["compare", *configs, "--limit", "10", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle.replace("a.toml", str(tmp_path / "a.toml")).replace("b.toml", str(tmp_path / "b.toml")) in err, err
+    assert no_simulation == []
+    assert not out.exists()
+
+
+def test_comparison_save_refuses_colliding_labels_before_writing(tmp_path: Path) -> None:
+    r1, r2 = stlsim.run(limit=200, label="x y"), stlsim.run(limit=200, label="x_y")
+    with pytest.raises(stlsim.ConfigError, match="labels 'x y' and 'x_y' would both be saved in folder 'x_y'"):
+        stlsim.Comparison([r1, r2]).save(tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(stlsim.ConfigError, match="would both be saved"):
+        stlsim.compare([{"label": "p/q", "layer": "cmr"}, {"label": "p_q", "layer": "cmr"}], limit=10)

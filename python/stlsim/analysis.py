@@ -404,17 +404,19 @@ class Analysis:
         """:meth:`to_dict` as indented JSON."""
         return json.dumps(self.to_dict(), indent=2)
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write hottest_cdf.png, hottest_neighbours.png, track_frequency.png and
-        track_counts.parquet (physical_track, writes, sectors) into ``directory``
-        (created). Returns the folder."""
+    def save(self, directory: str | os.PathLike[str], plot_format: str = "png") -> Path:
+        """Write hottest_cdf, hottest_neighbours and track_frequency (as
+        ``plot_format``: png, pdf or svg) and track_counts.parquet
+        (physical_track, writes, sectors) into ``directory`` (created).
+        Returns the folder."""
         from . import plots
 
+        fmt = plots.check_plot_format(plot_format)
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        plots.hottest_cdf(self, d / "hottest_cdf.png")
-        plots.hottest_neighbours(self, d / "hottest_neighbours.png")
-        plots.track_frequency(self, d / "track_frequency.png")
+        plots.hottest_cdf(self, d / f"hottest_cdf.{fmt}")
+        plots.hottest_neighbours(self, d / f"hottest_neighbours.{fmt}")
+        plots.track_frequency(self, d / f"track_frequency.{fmt}")
         self.track_counts().to_parquet(d / "track_counts.parquet", index=False)
         return d
 

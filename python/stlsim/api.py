@@ -31,7 +31,8 @@ from .config import (
     load_run_config,
 )
 from .errors import ConfigError
-from .result import LATENCY_CLASSES, Comparison, Result
+from .plots import check_plot_format
+from .result import LATENCY_CLASSES, Comparison, Result, check_labels, check_output_folder
 from .synth import SynthTrace, as_synth
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     label: str | None = None,
     csv: Mapping[str, Any] | None = None,
+    plot_format: str | None = None,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -257,6 +259,8 @@ def run(
         out: save the result into this folder (:meth:`Result.save`).
         label: the run's name (default: the config's label or file name, else the layer).
         csv: column layout for ``format="csv"`` (keys of ``[trace.csv]``).
+        plot_format: with ``out``, also save the run's plots (:meth:`Result.plot`)
+            as ``png``, ``pdf`` or ``svg``; None: no plots.
 
     Raises:
         ConfigError, TraceFormatError, TraceIOError, DataLossError, MediumError.
@@ -266,9 +270,12 @@ def run(
     given = {k: args[k] for k in given_names if k in DEFAULTS}
     s = resolve_settings(config, given)
     cfg = core_config(s)
+    fmt = None if plot_format is None else check_plot_format(plot_format)
+    if out is not None:
+        check_output_folder(out)
     result = simulate(cfg, s["label"] or s["layer"], progress)
     if out is not None:
-        result.save(out)
+        result.save(out, plot_format=fmt)
     return result
 
 
@@ -311,6 +318,7 @@ def compare(
     progress: bool = False,
     out: str | os.PathLike[str] | None = None,
     usages: Sequence[float] | None = None,
+    plot_format: str = "png",
     **common: Any,
 ) -> Comparison:
     """Run several configurations in turn and put them side by side.
@@ -329,7 +337,12 @@ def compare(
     given as False). Runs are labelled ``LABEL@25%``; see
     :meth:`Comparison.by_usage`.
 
-    Every configuration is validated before the first run starts.
+    ``out``: save the comparison there (:meth:`Comparison.save`), its plots
+    as ``plot_format`` (png, pdf or svg).
+
+    Every configuration is validated before the first run starts, and so
+    are the labels: two that would be saved in the same folder (``a/b`` and
+    ``a_b``; see :func:`stlsim.result.check_labels`) are an error.
     """
     if isinstance(configs, (str, os.PathLike, Mapping)):
         configs = [configs]
@@ -358,7 +371,13 @@ def compare(
             else:
                 runs.append((resolve_settings(c, {**given, "prefill": level}), base, level))
     labels = [base if level is None else f"{base}@{100 * level:g}%" for _, base, level in runs]
+    # Each run is saved in a folder named after its label: refuse labels that would share one.
+    where = {base: (os.fspath(c) if isinstance(c, (str, os.PathLike)) else "") for c, base in zip(configs, base_labels)}
+    check_labels(labels, [where[base] for _, base, _ in runs])
     cfgs = [core_config(s) for s, _, _ in runs]
+    fmt = check_plot_format(plot_format)
+    if out is not None:
+        check_output_folder(out)
     results = []
     for cfg, label, (_, base, level) in zip(cfgs, labels, runs):
         r = simulate(cfg, label, progress)
@@ -366,7 +385,7 @@ def compare(
         results.append(r)
     comparison = Comparison(results)
     if out is not None:
-        comparison.save(Path(out))
+        comparison.save(Path(out), plot_format=fmt)
     return comparison
 
 
@@ -386,6 +405,7 @@ def analyze(
     tracks: Sequence[int] | None = None,
     interval: int = 10_000,
     out: str | os.PathLike[str] | None = None,
+    plot_format: str = "png",
 ) -> Analysis:
     """Map every write of a trace onto the physical (home) tracks of a drive
     and analyse them, as the IMR paper does to explain its results.
@@ -408,6 +428,7 @@ def analyze(
             Figure 5); None: the 4 hottest.
         interval: write requests per interval of :meth:`Analysis.frequency`.
         out: save the figures and ``track_counts.parquet`` into this folder (:meth:`Analysis.save`).
+        plot_format: the figures' format with ``out``: png, pdf or svg.
 
     Raises:
         ConfigError (unknown drive, bad setting, track beyond the drive),
@@ -429,6 +450,9 @@ def analyze(
         spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
+    fmt = check_plot_format(plot_format)
+    if out is not None:
+        check_output_folder(out)
     try:
         text = _core.track_writes_json(json.dumps(spec), json.dumps(drive_cfg), bool(s["fold"]))
     except ConfigError as e:
@@ -444,5 +468,5 @@ def analyze(
         tracks=tracks,
     )
     if out is not None:
-        analysis.save(out)
+        analysis.save(out, plot_format=fmt)
     return analysis

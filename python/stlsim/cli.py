@@ -9,7 +9,8 @@
     stlsim synth        write a synthetic trace (sequential or uniform) as MSR CSV
 
 Every error a user can cause is printed as one line ``stlsim: error: ...`` on
-stderr with exit status 2; Ctrl-C exits with 130.
+stderr with exit status 2; Ctrl-C exits with 130; a closed stdout
+(``stlsim run | head -1``) stops quietly with 141.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ __all__ = ["build_parser", "main"]
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+#: The reader of stdout went away (`stlsim run | head -1`): 128 + SIGPIPE, as
+#: for any Unix tool a closed pipe stops.
+EXIT_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -119,6 +123,25 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None
         )
 
 
+def _add_plot_format(p: Any, text: str) -> None:
+    from .plots import PLOT_FORMATS
+
+    p.add_argument("--plot-format", choices=PLOT_FORMATS, metavar="png|pdf|svg", help=text)
+
+
+def _plot_format(ns: argparse.Namespace, out: Any) -> str:
+    """The format of the plots: --plot-format (which needs somewhere to put them), else png."""
+    if ns.plot_format is not None and not out:
+        raise ConfigError(f"configuration error: --plot-format needs --out DIR (stlsim {ns.command} saves plots only there)")
+    return str(ns.plot_format or "png")
+
+
+def _saved(out: str | os.PathLike[str], names: Sequence[str]) -> str:
+    """The files among ``names`` now in ``out``, as a list for a message."""
+    there = [n for n in names if (Path(out) / n).is_file()]
+    return ", ".join(there[:-1]) + (" and " if len(there) > 1 else "") + (there[-1] if there else "")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     """Options shared by run and compare (all default to 'not given')."""
     _add_trace_options(p, repeat=True)
@@ -203,7 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", help="run configuration TOML (options given here override it)")
     p.add_argument("--layer", metavar="NAME", help="translation layer (default: cmr; see 'stlsim layers')")
     p.add_argument("--label", metavar="NAME", help="name of the run in the report")
-    p.add_argument("--out", metavar="DIR", help="save report.json, config.json and Parquet files into DIR")
+    p.add_argument("--out", metavar="DIR", help="save report.json, config.json, Parquet files and plots into DIR")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier run's files in --out DIR")
+    _add_plot_format(p, "with --out, the format of the run's plots (default: png)")
     _add_common(p)
     p.set_defaults(func=_cmd_run)
 
@@ -211,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="run several configurations; save a table and plots",
         description="Run several configurations over the same trace and save summary.csv, per-run files "
-        "and plots (latency_cdf.png, headline.png, disparity.png). Give configurations as --config files "
+        "and plots (latency_cdf, headline, tail_latency, disparity, waf_series ...; PNG unless --plot-format). "
+        "Give configurations as --config files "
         "and/or --layer names; the other options apply to every configuration and override it. "
         "--usage runs every configuration at several usage levels (paper 002 Figure 3).",
     )
@@ -231,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         "prints response time and WAR per level and saves by_usage.png",
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier comparison's files in --out DIR")
+    _add_plot_format(p, "format of the plots (default: png)")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
 
@@ -240,8 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Map every write of a trace onto the physical tracks of a drive (nothing is simulated) and "
         "report: the write-count CDF of the hottest tracks (paper Figures 2, 10), the hottest bottom tracks "
         "with their neighbours T-1 and T+1 (Figures 4, 11) and the write frequency of chosen tracks over time "
-        "(Figure 5). With --out, save hottest_cdf.png, hottest_neighbours.png, track_frequency.png and "
-        "track_counts.parquet.",
+        "(Figure 5). With --out, save hottest_cdf.png, hottest_neighbours.png, track_frequency.png (or "
+        "--plot-format pdf or svg) and track_counts.parquet.",
     )
     _add_trace_options(p)
     d = p.add_argument_group("drive")
@@ -266,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="save the three figures and track_counts.parquet into DIR (default: none)")
+    _add_plot_format(o, "with --out, the format of the figures (default: png)")
     o.add_argument("--json", action="store_true", help="print the figures' numbers as JSON instead of tables")
     p.set_defaults(func=_cmd_analyze)
 
@@ -411,11 +440,17 @@ def _given(ns: argparse.Namespace) -> dict[str, Any]:
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit with status 1 itself; main() stops with 141 like any other write.
+            self.quiet = True
+            raise BrokenPipeError
+
     stream = sys.stderr if stderr else sys.stdout
     # A terminal gets tables fitted to its width; a pipe or file gets them at
     # their natural width (never squeezed into 80 columns with ellipses).
     width = None if stream.isatty() else 200
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+    return _Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
 
 
 def _show_progress() -> bool:
@@ -613,10 +648,28 @@ def _print_summary(result: Any) -> None:
         con.print("Verification: off (use --verify)")
 
 
-def _save(obj: Any, out: str | os.PathLike[str]) -> None:
-    """Save a Result or Comparison; a file-system failure names the folder."""
+def _check_out(out: str | os.PathLike[str], names: Sequence[str], force: bool) -> list[Path]:
+    """Before any work: ``out`` can be written, and (without ``force``) holds
+    none of the files ``names`` an earlier run left. Returns those files
+    (to be removed before saving, so none of them is left stale)."""
+    from .result import check_output_folder
+
+    d = check_output_folder(out)
+    earlier = [d / n for n in names if (d / n).is_file()]
+    if earlier and not force:
+        shown = ", ".join(p.name for p in earlier[:3]) + (", ..." if len(earlier) > 3 else "")
+        raise FileExistsError(f"cannot save results in '{out}': it holds an earlier run's files ({shown}); use --force to overwrite them")
+    return earlier
+
+
+def _save(obj: Any, out: str | os.PathLike[str], earlier: Sequence[Path] = (), **how: Any) -> None:
+    """Save a Result, Comparison or Analysis (``obj.save(out, **how)``), first
+    removing an earlier run's files ``earlier`` (with --force); a
+    file-system failure names the folder."""
     try:
-        obj.save(out)
+        for f in earlier:
+            f.unlink(missing_ok=True)
+        obj.save(out, **how)
     except OSError as e:
         reason = e.strerror or str(e)
         where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
@@ -637,6 +690,7 @@ def _warn_empty(result: Any, name: bool = False) -> None:
 
 def _cmd_run(ns: argparse.Namespace) -> int:
     from .api import core_config, resolve_settings, simulate
+    from .result import Result
 
     given = _given(ns)
     if ns.layer is not None:
@@ -645,16 +699,18 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         given["label"] = ns.label
     s = resolve_settings(ns.config, given)
     cfg = core_config(s)
+    fmt = _plot_format(ns, ns.out)
+    earlier = _check_out(ns.out, Result.output_names(), ns.force) if ns.out else []
     result = simulate(cfg, s["label"] or s["layer"], progress=_show_progress())
     if ns.out:
-        _save(result, ns.out)
+        _save(result, ns.out, earlier, plot_format=fmt)
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
         _print_summary(result)
     _warn_empty(result)
     if ns.out:
-        _info(f"saved report.json, config.json, latency_cdf.parquet, series.parquet and waf_series.parquet in {ns.out}")
+        _info(f"saved {_saved(ns.out, Result.output_names())} in {ns.out}")
     return 0
 
 
@@ -744,6 +800,7 @@ def _print_usage_table(comparison: Any) -> None:
 
 def _cmd_compare(ns: argparse.Namespace) -> int:
     from .api import compare
+    from .result import Comparison
 
     configs: list[Any] = list(ns.config or [])
     names = [n.strip() for arg in ns.layer or [] for n in arg.split(",") if n.strip()]
@@ -753,8 +810,10 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
     if ns.usage is not None and ns.prefill is not None:
         raise ConfigError("configuration error: give either --usage or --prefill, not both")
     out = Path(ns.out) if ns.out else _default_compare_dir()
+    fmt = _plot_format(ns, out)
+    earlier = _check_out(out, Comparison.output_names(), ns.force)
     comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
-    _save(comparison, out)
+    _save(comparison, out, earlier, plot_format=fmt)
     if ns.json:
         rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -772,12 +831,7 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
         _warn_empty(r, name=True)
     if folded:
         _info(f"note: {folded} of {len(comparison.results)} runs folded trace LBAs into their usage level's filled range")
-    plots = "latency_cdf.png, headline.png, disparity.png, waf_series.png"
-    if comparison.cmr() is not None:
-        plots += ", disparity_vs_cmr.png"
-    if ns.usage is not None:
-        plots += ", by_usage.png, by_usage.csv"
-    _info(f"saved summary.csv, {plots} and one folder per run in {out}")
+    _info(f"saved {_saved(out, Comparison.output_names())}, and one folder per run, in {out}")
     return 0
 
 
@@ -880,6 +934,8 @@ def _print_analysis(analysis: Any) -> None:
 
 def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .api import analyze
+    from .plots import ANALYSIS_PLOTS
+    from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
         k: getattr(ns, k) for k in ("trace", "format", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
@@ -888,9 +944,12 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
         kwargs["start"] = ns.start
     if ns.fold is not None:
         kwargs["fold"] = ns.fold
+    fmt = _plot_format(ns, ns.out)
+    if ns.out:
+        check_output_folder(ns.out)
     analysis = analyze(hottest=ns.hottest, interval=ns.interval, **kwargs)
     if ns.out:
-        _save(analysis, ns.out)
+        _save(analysis, ns.out, plot_format=fmt)
     if ns.json:
         sys.stdout.write(analysis.to_json() + "\n")
     else:
@@ -900,9 +959,8 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     elif analysis.track_writes == 0:
         _info("warning: the trace selection holds no writes")
     if ns.out:
-        _info(
-            f"saved hottest_cdf.png, hottest_neighbours.png, track_frequency.png and track_counts.parquet in {ns.out}"
-        )
+        names = [*(f"{p}.{fmt}" for p in ANALYSIS_PLOTS), "track_counts.parquet"]
+        _info(f"saved {_saved(ns.out, names)} in {ns.out}")
     return 0
 
 
@@ -1008,9 +1066,14 @@ def _cmd_init_config(ns: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     path = Path(ns.file)
+    if path.is_dir():
+        raise OSError(f"cannot write configuration '{path}': it is a folder")
     if path.exists() and not ns.force:
         raise ConfigError(f"configuration error: '{path}' exists; use --force to overwrite it")
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise OSError(f"cannot write configuration '{path}': {_why(e, path)}") from None
     _info(f"wrote {path}; run it with: stlsim run --config {path}")
     return 0
 
@@ -1099,26 +1162,64 @@ def _cmd_report(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _why(e: OSError, path: Path) -> str:
+    """Why writing the file ``path`` failed, in words (no errno)."""
+    parent = path.parent
+    if not parent.exists():
+        return f"its folder '{parent}' does not exist"
+    if not parent.is_dir():
+        return f"'{parent}' is not a folder"
+    return (e.strerror or str(e)).lower()
+
+
 def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror and e.filename is not None:
+        # "[Errno 13] Permission denied: 'x'" -> "x: permission denied"
+        where = f"{e.filename}" + (f" -> {e.filename2}" if e.filename2 is not None else "")
+        return f"{where}: {e.strerror.lower()}"
     text = str(e) or type(e).__name__
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _command_parser(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser that parsed ``ns``: ``stlsim run``, ``stlsim synth uniform`` ..."""
+    p = parser
+    while True:
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(ns, sub.dest, None) if sub is not None else None
+        if sub is None or name not in sub.choices:
+            return p
+        p = sub.choices[name]
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse the command line; arguments no option takes are an error that
+    points at the subcommand's help (argparse would point at ``stlsim --help``)."""
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    if extra:
+        _command_parser(parser, ns).error(f"unrecognized arguments: {' '.join(extra)}")
+    return ns
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``stlsim`` command; returns the exit status."""
     try:
-        ns = build_parser().parse_args(argv)
-        return int(ns.func(ns))
+        ns = _parse(argv)
+        status = int(ns.func(ns))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (e.g. `stlsim layers | head`): stop quietly.
+        # The reader went away (e.g. `stlsim run | head -1`): stop quietly. Point
+        # stdout at /dev/null so the interpreter's final flush cannot fail again.
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:
             pass
-        return 1
+        return EXIT_BROKEN_PIPE
     except (StlsimError, OSError) as e:
         sys.stderr.write(f"stlsim: error: {_one_line(e)}\n")
         return EXIT_ERROR

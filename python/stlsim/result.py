@@ -14,14 +14,25 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Comparison", "Result", "safe_label"]
+__all__ = ["Comparison", "Result", "check_labels", "check_output_folder", "safe_label"]
 
 LATENCY_CLASSES = ("all", "read", "write")
+
+#: The files :meth:`Result.save` writes.
+RUN_FILES = (
+    "report.json",
+    "config.json",
+    "latency_cdf.parquet",
+    "series.parquet",
+    "waf_series.parquet",
+    "waf_counts.json",
+    "provenance.json",
+)
 
 # Series columns with their dtypes (requests is an integer count).
 _SERIES_INT = ("requests",)
@@ -39,10 +50,81 @@ def _nan(v: Any) -> Any:
     return math.nan if v is None else v
 
 
+def check_output_folder(directory: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that results can be saved in ``directory``:
+    it is a folder that can be written, or one that can be created (its
+    nearest existing ancestor is a writable folder). Nothing is created.
+
+    Raises:
+        OSError: ``cannot save results in 'DIR': why`` (one line).
+    """
+    import tempfile
+
+    d = Path(directory)
+
+    def fail(why: str) -> NoReturn:
+        raise OSError(f"cannot save results in '{d}': {why}")
+
+    if d.is_symlink() and not d.exists():
+        fail("it is a broken symbolic link")
+    if d.exists() and not d.is_dir():
+        fail("it is a file, not a folder")
+    base = d
+    while not base.exists() and base.parent != base:
+        base = base.parent
+    if not base.is_dir():
+        fail(f"'{base}' is not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        fail(f"no permission to write in '{base}'")
+    try:
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as e:
+        fail(f"'{base}' cannot be written ({(e.strerror or str(e)).lower()})")
+    return d
+
+
 def safe_label(label: str) -> str:
     """A label usable as a folder name."""
     s = re.sub(r"[^A-Za-z0-9._+-]+", "_", label).strip("._")
     return s or "run"
+
+
+def check_labels(labels: Sequence[str], sources: Sequence[str] | None = None) -> None:
+    """Refuse labels a comparison cannot save each in a folder of its own:
+    two whose folder names (:func:`safe_label`) coincide, also
+    case-insensitively as on macOS and Windows (``a/b`` and ``a_b``); one
+    without an ASCII letter or digit (its folder name would be made up); one
+    whose folder would be a file of the comparison itself (``summary.csv``).
+    ``sources`` (one per label, e.g. the configuration file) are named in
+    the message.
+
+    Raises:
+        ConfigError: naming the label(s) and their folder (one line).
+    """
+    from .errors import ConfigError
+
+    def named(i: int) -> str:
+        where = f" ({sources[i]})" if sources is not None and sources[i] else ""
+        return f"{labels[i]!r}{where}"
+
+    reserved = {n.casefold() for n in Comparison.output_names()}
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        folder = safe_label(label)
+        if not re.search(r"[A-Za-z0-9]", label):
+            raise ConfigError(f"configuration error: label {named(i)} has no ASCII letter or digit to name its folder")
+        key = folder.casefold()
+        if key in reserved:
+            raise ConfigError(
+                f"configuration error: label {named(i)} would be saved in '{folder}', a file of the comparison itself"
+            )
+        if key in seen:
+            raise ConfigError(
+                f"configuration error: labels {named(seen[key])} and {named(i)} would both be saved in folder "
+                f"'{folder}'; give them distinct labels"
+            )
+        seen[key] = i
 
 
 class Result:
@@ -205,11 +287,24 @@ class Result:
         df["write_bytes"] = df["write_sectors"].astype("int64") * sb
         return df
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction)
-        and series.parquet into ``directory`` (created). Returns the folder."""
+    @staticmethod
+    def output_names() -> list[str]:
+        """The names of the files :meth:`save` may write in its folder (the
+        plots in every format)."""
+        from .plots import PLOT_FORMATS, RUN_PLOTS
+
+        return [*RUN_FILES, *(f"{p}.{ext}" for p in RUN_PLOTS for ext in PLOT_FORMATS)]
+
+    def save(self, directory: str | os.PathLike[str], plot_format: str | None = None) -> Path:
+        """Write report.json, config.json, latency_cdf.parquet (class, latency_ms, fraction),
+        series.parquet, waf_series.parquet, waf_counts.json and provenance.json
+        into ``directory`` (created); with ``plot_format`` (png, pdf or svg)
+        also the plots of :meth:`plot`. Returns the folder."""
         import pandas as pd
 
+        from .plots import check_plot_format
+
+        fmt = None if plot_format is None else check_plot_format(plot_format)
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         (d / "report.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
@@ -225,7 +320,32 @@ class Result:
         # The cumulative WAF counters as the core gave them, for load().
         (d / "waf_counts.json").write_text(json.dumps(self._waf) + "\n", encoding="utf-8")
         (d / "provenance.json").write_text(json.dumps(self.provenance(), indent=2) + "\n", encoding="utf-8")
+        if fmt is not None:
+            self.plot(d, fmt)
         return d
+
+    def plot(self, directory: str | os.PathLike[str], plot_format: str = "png") -> list[Path]:
+        """Write this run's plots into ``directory`` (created) as png, pdf or svg:
+        latency_cdf (CDF of all requests, reads and writes, with the tail as a
+        log-log CCDF beside it), tail_latency (mean, p50 ... max per class,
+        values on the bars), series (mean latency per interval and the
+        issue-time disparity over the run), waf_series (WAF per window) and,
+        for a layer with a persistent cache, cache_utilisation. Returns the
+        files written."""
+        from . import plots
+
+        fmt = plots.check_plot_format(plot_format)
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        written = [
+            plots.run_latency_cdf(self, d / f"latency_cdf.{fmt}"),
+            plots.run_tail_latency(self, d / f"tail_latency.{fmt}"),
+            plots.run_series(self, d / f"series.{fmt}"),
+            plots.waf_series([self], d / f"waf_series.{fmt}"),
+        ]
+        if "cache_span_tracks" in self.series().columns:
+            written.append(plots.cache_utilisation([self], d / f"cache_utilisation.{fmt}"))
+        return written
 
     def provenance(self) -> dict[str, Any]:
         """What it takes to reproduce the run: stlsim's version and git commit
@@ -381,33 +501,46 @@ class Comparison:
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
         return pd.concat(parts, ignore_index=True)[cols]
 
-    def save(self, directory: str | os.PathLike[str]) -> Path:
+    @staticmethod
+    def output_names() -> list[str]:
+        """The names of the files :meth:`save` may write in its folder (besides
+        one folder per run): summary.csv, by_usage.csv and every plot in every
+        format."""
+        from .plots import COMPARISON_PLOTS, PLOT_FORMATS
+
+        return ["summary.csv", "by_usage.csv", *(f"{p}.{ext}" for p in COMPARISON_PLOTS for ext in PLOT_FORMATS)]
+
+    def save(self, directory: str | os.PathLike[str], plot_format: str = "png") -> Path:
         """Write summary.csv, each run's files under ``<label>/``, and the plots
-        latency_cdf.png, headline.png, tail_latency.png (p90/p99/p99.9/max,
-        paper 003 Figures 2 and 6), disparity.png, waf_series.png and, with
-        a ``cmr`` run, disparity_vs_cmr.png; runs of a layer with a
-        persistent cache add cache_utilisation.png (paper 003 Figure 3); a
-        usage sweep adds by_usage.csv and by_usage.png (paper 002 Figure 3).
-        Returns the folder."""
+        (``plot_format``: png, pdf or svg) latency_cdf (with the tail as a
+        log-log CCDF beside it), headline, tail_latency (p90/p99/p99.9/max,
+        paper 003 Figures 2 and 6), disparity, waf_series and, with a
+        ``cmr`` run, disparity_vs_cmr; runs of a layer with a persistent
+        cache add cache_utilisation (paper 003 Figure 3); a usage sweep adds
+        by_usage.csv and by_usage (paper 002 Figure 3). Labels that would
+        share a folder are refused before anything is written
+        (:func:`check_labels`). Returns the folder."""
         from . import plots
 
+        fmt = plots.check_plot_format(plot_format)
+        check_labels([r.label for r in self.results])
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         self.table().to_csv(d / "summary.csv", index=False)
         for r in self.results:
             r.save(d / safe_label(r.label))
-        plots.latency_cdf(self.results, d / "latency_cdf.png")
-        plots.headline(self.results, d / "headline.png")
-        plots.tail_latency(self.results, d / "tail_latency.png")
+        plots.latency_cdf(self.results, d / f"latency_cdf.{fmt}")
+        plots.headline(self.results, d / f"headline.{fmt}")
+        plots.tail_latency(self.results, d / f"tail_latency.{fmt}")
         if any("cache_span_tracks" in r.series().columns for r in self.results):
-            plots.cache_utilisation(self.results, d / "cache_utilisation.png")
-        plots.disparity(self.results, d / "disparity.png")
-        plots.waf_series(self.results, d / "waf_series.png")
+            plots.cache_utilisation(self.results, d / f"cache_utilisation.{fmt}")
+        plots.disparity(self.results, d / f"disparity.{fmt}")
+        plots.waf_series(self.results, d / f"waf_series.{fmt}")
         if self.cmr() is not None:
-            plots.disparity_vs_cmr(self, d / "disparity_vs_cmr.png")
+            plots.disparity_vs_cmr(self, d / f"disparity_vs_cmr.{fmt}")
         if any(r.usage is not None for r in self.results):
             self.by_usage().to_csv(d / "by_usage.csv", index=False)
-            plots.by_usage(self, d / "by_usage.png")
+            plots.by_usage(self, d / f"by_usage.{fmt}")
         return d
 
     @classmethod
