@@ -1048,3 +1048,5 @@ mod tests;
 mod prefill_tests;
 #[cfg(test)]
 mod stage_tests;
+#[cfg(test)]
+mod extremes_tests;

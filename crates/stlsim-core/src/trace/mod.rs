@@ -133,7 +133,8 @@ pub struct GenericCsv {
     pub read_values: Vec<String>,
     /// Values of the op column meaning write (compared case-insensitively).
     pub write_values: Vec<String>,
-    /// Field delimiter.
+    /// Field delimiter: one ASCII character other than a line end or `"`.
+    #[serde(deserialize_with = "generic_csv::deserialize_delimiter")]
     pub delimiter: char,
     /// Skip the first line.
     pub header: bool,
