@@ -268,3 +268,50 @@ def test_extreme_values_give_one_line_errors_or_sane_runs(layer: str, drive_keys
     else:
         assert r.report["host"]["requests"] == 60
         assert math.isfinite(r.summary["mean_ms"]) and r.summary["mean_ms"] >= 0
+
+
+# --------------------------------------------------------------------------
+# Findings 6, 7, 8: trace readers
+# --------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_zstd_with_a_wrong_checksum_is_one_line_naming_the_file(cli, one_line_error, tmp_path: Path) -> None:
+    good = (DATA / "wdev_3.csv.zst").read_bytes()
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # the frame's content checksum
+    f = tmp_path / "badsum.csv.zst"
+    f.write_bytes(bytes(bad))
+    line = one_line_error(cli("run", "--trace", str(f), "--drive", "cmr"))
+    assert str(f) in line and "zstd frame 1 fails its checksum" in line, line
+    # Damaged data: one line, no decoder debug structures.
+    bad = bytearray(good)
+    bad[len(good) // 2] ^= 0x55
+    f.write_bytes(bytes(bad))
+    line = one_line_error(cli("run", "--trace", str(f), "--drive", "cmr"))
+    assert str(f) in line and "zstd" in line and "{" not in line and "Error(" not in line, line
+    f.write_bytes(good[: len(good) // 2])
+    with pytest.raises(stlsim.errors.TraceIOError, match=r"badsum\.csv\.zst.*ends inside frame 1 \(truncated file\?\)"):
+        stlsim.run(trace=f, drive="cmr")
+
+
+def test_a_giant_line_in_a_small_gz_is_file_and_line(cli, one_line_error, tmp_path: Path) -> None:
+    import gzip
+
+    f = tmp_path / "giant.csv.gz"
+    with gzip.open(f, "wb", compresslevel=1) as z:
+        z.write(b"128166481075232275,rsrch,1,Write,281358336,45056,94872\n")
+        z.write(b"," * (8 << 20))  # 8 million delimiters on line 2
+        z.write(b"\n")
+    assert f.stat().st_size < 100_000
+    line = one_line_error(cli("run", "--trace", str(f), "--format", "msr", "--drive", "cmr"))
+    assert line == f"stlsim: error: {f}:2: line longer than 1 MiB (1048576 bytes): not a trace in this format, or a damaged file"
+
+
+def test_an_offset_near_2_64_reports_an_overflow(cli, one_line_error, tmp_path: Path) -> None:
+    f = tmp_path / "near.csv"
+    f.write_text(f"128166481075232275,h,0,Write,4096,4096,0\n128166481075232276,h,0,Write,{2**64 - 100},4096,0\n")
+    line = one_line_error(cli("run", "--trace", str(f), "--format", "msr", "--drive", "cmr", "--fold"))
+    assert f"{f}:2: offset {2**64 - 100} plus length 4096 overflows" in line, line
+    assert "larger than" not in line and "beyond" not in line
