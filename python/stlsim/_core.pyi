@@ -37,6 +37,17 @@ def layers_json() -> str:
 def check_drive(drive_json: str) -> str:
     """Validate a drive description (JSON); returns derived figures as JSON."""
 
+def default_drive_json() -> str:
+    """stlsim's built-in drive defaults (every key of a drive description) as JSON."""
+
+def drive_ranges_json() -> str:
+    """The plausible range of every drive key: JSON {"real": [[key, lowest, highest, unit]],
+    "int": [[key, lowest, highest]]}."""
+
+def check_trace_csv(csv_json: str) -> None:
+    """Validate a generic CSV column layout (JSON, the keys of ``[trace.csv]``);
+    raises ConfigError naming the key at fault."""
+
 def track_writes_json(trace_json: str, drive_json: str, fold: bool = False) -> str:
     """Every write of a trace (a TraceSpec as JSON) mapped onto the home tracks of a
     drive (JSON), as JSON columns request, time_s, logical_track, physical_track,

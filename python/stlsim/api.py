@@ -28,6 +28,7 @@ from .config import (
     check_settings,
     default_trace,
     load_drive,
+    load_drive_noting,
     load_run_config,
 )
 from .errors import ConfigError
@@ -92,9 +93,16 @@ def _trace_source(trace: Any, drive: Mapping[str, Any]) -> tuple[str, dict[str, 
     return os.path.expanduser(os.fspath(trace)), None
 
 
+#: Key of a core configuration holding warnings the front end adds to the
+#: run's report (not passed to the core).
+NOTES = "front_end_warnings"
+
+
 def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-ready run configuration the core takes, from run settings."""
-    drive = load_drive(s["drive"])
+    """The JSON-ready run configuration the core takes, from run settings
+    (plus, under :data:`NOTES`, warnings for the report, e.g. the drive keys
+    a drive without a preset took from the built-in defaults)."""
+    drive, notes = load_drive_noting(s["drive"])
     path, synth = _trace_source(s["trace"], drive)
     spec: dict[str, Any] = {
         "path": path,
@@ -108,7 +116,7 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
-    return {
+    cfg: dict[str, Any] = {
         "trace": spec,
         "drive": drive,
         "layer": {"name": s["layer"], "params": dict(s["params"] or {})},
@@ -127,11 +135,14 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         "crash_after": list(s["crash_after"] or []),
         "crash_at_ops": list(s["crash_at_ops"] or []),
     }
+    if notes:
+        cfg[NOTES] = notes
+    return cfg
 
 
 def _open(cfg: Mapping[str, Any]) -> _core.Simulation:
     try:
-        return _core.Simulation(json.dumps(cfg))
+        return _core.Simulation(json.dumps({k: v for k, v in cfg.items() if k != NOTES}))
     except ConfigError as e:
         raise ConfigError(f"configuration error: {_core_message(e)}") from None
 
@@ -186,6 +197,7 @@ def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Resu
         if bar is not None:
             bar.stop()
     report = json.loads(sim.report_json())
+    report["warnings"] = list(cfg.get(NOTES, [])) + list(report.get("warnings") or [])
     cdfs = {c: sim.cdf(c) for c in LATENCY_CLASSES}
     series = json.loads(sim.series_json())
     waf = json.loads(sim.waf_series_json())

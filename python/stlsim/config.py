@@ -36,7 +36,9 @@ __all__ = [
     "drives",
     "init_config_text",
     "layers",
+    "drive_defaults_taken",
     "load_drive",
+    "load_drive_noting",
     "load_run_config",
     "parse_param",
     "parse_params",
@@ -132,6 +134,10 @@ _SECTION_KEYS = {
 
 _SERDE_POSITION = re.compile(r" at line \d+ column \d+$")
 
+#: Integers the core takes are 64-bit: JSON would hand it 2^64 and above as
+#: a float, which a layer parameter once saturated to 2^64-1.
+_INT_MIN, _INT_END = -(1 << 63), 1 << 64
+
 
 def _core_message(e: Exception) -> str:
     """The message of a core ConfigError without its prefix and JSON position."""
@@ -147,6 +153,27 @@ def _core_message(e: Exception) -> str:
 def default_trace() -> Path:
     """Path of the bundled trace (``cloudPhysicsIO.vscsi``, 113,872 requests)."""
     return Path(str(resources.files("stlsim").joinpath("data", "cloudPhysicsIO.vscsi")))
+
+
+def check_numbers(value: Any, where: str, path: str) -> None:
+    """Reject the numbers JSON cannot carry to the core faithfully: integers
+    outside 64 bits (2^64 would become a float) and NaN or infinities (JSON
+    has no literal for them). The ConfigError names ``where`` (a file, or ""),
+    and the key as a dotted ``path`` (``layout.group_tracks``)."""
+    prefix = f"{where}: " if where else ""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            check_numbers(v, where, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_numbers(v, where, f"{path}[{i}]")
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if not _INT_MIN <= value < _INT_END:
+            raise ConfigError(f"configuration error: {prefix}{path} = {value} does not fit in 64 bits (at most 2^64-1)")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"configuration error: {prefix}{path} must be a finite number, got {value}")
 
 
 def _read_toml(path: Path | Any, what: str) -> dict[str, Any]:
@@ -200,6 +227,53 @@ def check_drive(drive: Mapping[str, Any]) -> dict[str, Any]:
     return figures
 
 
+# The keys that shape a simulation, by layout kind where they belong to one.
+# A drive without a preset that leaves one out gets stlsim's built-in
+# default for it, and the run says so (see drive_defaults_taken).
+_SHAPING_KEYS = (
+    "sector_bytes", "rpm", "write_cache_mib", "interface_mb_s", "rotation",
+    "seek.model", "layout.kind",
+)  # fmt: skip
+_SHAPING_BY_MODEL = {"sqrt": ("seek.min_ms", "seek.max_ms"), "table": ("seek.table",)}
+_SHAPING_BY_KIND = {
+    "smr": ("layout.band_tracks", "layout.head_width_tracks", "layout.direction"),
+    "imr": ("layout.top_ratio", "layout.group_tracks", "layout.order"),
+    "zoned": ("layout.zone_tracks",),
+    "wave": ("layout.region_tracks", "layout.kappa_tracks"),
+}
+
+
+def _builtin_drive() -> dict[str, Any]:
+    """stlsim's built-in drive defaults (the core's)."""
+    builtin: dict[str, Any] = json.loads(_core.default_drive_json())
+    return builtin
+
+
+def _get(d: Mapping[str, Any], key: str) -> Any:
+    table, _, leaf = key.rpartition(".")
+    sub = d.get(table, {}) if table else d
+    return sub.get(leaf) if isinstance(sub, Mapping) else None
+
+
+def drive_defaults_taken(d: Mapping[str, Any]) -> list[str]:
+    """For a drive description without a preset: the keys that shape the
+    simulation but are not given, each as ``key = built-in value`` (empty
+    when the description is complete). The size (``track_bytes`` or
+    ``[[zones]]``, ``tracks`` or ``capacity_gib``) counts as given when
+    either of its pair is."""
+    builtin = _builtin_drive()
+    keys = list(_SHAPING_KEYS)
+    if "zones" not in d or not d.get("zones"):
+        keys.append("track_bytes")
+    if "tracks" not in d and "capacity_gib" not in d:
+        keys.append("capacity_gib")
+    model = _get(d, "seek.model") or builtin["seek"]["model"]
+    keys += _SHAPING_BY_MODEL.get(model, ())
+    kind = _get(d, "layout.kind") or builtin["layout"]["kind"]
+    keys += _SHAPING_BY_KIND.get(kind, ())
+    return [f"{k} = {_toml_value(_get(builtin, k))}" for k in keys if _get(d, k) is None]
+
+
 def load_drive(
     drive: str | os.PathLike[str] | Mapping[str, Any],
     overrides: Mapping[str, Any] | None = None,
@@ -213,7 +287,22 @@ def load_drive(
     is loaded and the other keys override it. ``overrides`` are laid on top
     (tables such as ``seek`` and ``layout`` merge key by key). Relative paths
     resolve against ``base_dir`` (default: the working directory).
+
+    A file or dict without a preset takes stlsim's built-in default for each
+    key it leaves out; :func:`load_drive_noting` also says which.
     """
+    return load_drive_noting(drive, overrides, base_dir=base_dir)[0]
+
+
+def load_drive_noting(
+    drive: str | os.PathLike[str] | Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    base_dir: Path | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """:func:`load_drive`, and the warnings a run should carry: for a drive
+    without a preset that leaves out keys shaping the simulation, one
+    sentence naming them and the built-in values they took."""
     source: str
     if isinstance(drive, Mapping):
         d = copy.deepcopy(dict(drive))
@@ -244,18 +333,30 @@ def load_drive(
     else:
         raise ConfigError(f"configuration error: drive must be a preset name, a path or a dict, not {type(drive).__name__}")
 
+    notes: list[str] = []
     if "preset" in d:
         preset = d.pop("preset")
         if not isinstance(preset, str):
             raise ConfigError(f"configuration error: {source}: 'preset' must be a preset name or a path")
-        d = deep_merge(load_drive(preset, base_dir=where), d)
+        base, notes = load_drive_noting(preset, base_dir=where)
+        d = deep_merge(base, d)
+    elif source.startswith("drive preset"):
+        pass  # a shipped preset is complete (tests/test_config.py checks it)
+    else:
+        taken = drive_defaults_taken(deep_merge(d, overrides or {}))
+        if taken:
+            notes = [
+                f"{source} gives no preset and leaves out {len(taken)} key(s) shaping the simulation, "
+                f"which took stlsim's built-in defaults: {', '.join(taken)}"
+            ]
     if overrides:
         d = deep_merge(d, overrides)
+    check_numbers(d, source, "")
     try:
         check_drive(d)
     except ConfigError as e:
         raise ConfigError(f"configuration error: {source}: {_core_message(e)}") from None
-    return d
+    return d, notes
 
 
 # --------------------------------------------------------------------------
@@ -295,7 +396,8 @@ def parse_params(items: list[str] | None) -> dict[str, str]:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    """An int (not a bool) the core's 64-bit integers can hold."""
+    return isinstance(v, int) and not isinstance(v, bool) and _INT_MIN <= v < _INT_END
 
 
 def _bad(where: str, key: str, want: str, v: Any) -> ConfigError:
@@ -398,8 +500,21 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         elif key in ("params", "csv"):
             if not isinstance(v, Mapping):
                 raise _bad(where, name, "a table", v)
+            check_numbers(v, where, name)
             out[key] = dict(v)
+            if key == "csv":
+                _check_csv(out[key], where, name)
     return out
+
+
+def _check_csv(csv: Mapping[str, Any], where: str, name: str) -> None:
+    """Validate a generic CSV layout in the core; errors name the file and key."""
+    try:
+        _core.check_trace_csv(json.dumps(csv))
+    except ConfigError as e:
+        msg = _core_message(e).removeprefix("invalid csv layout: ").removeprefix("csv ")
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(f"configuration error: {prefix}{name}.{msg}") from None
 
 
 def _settings_from_tree(tree: Mapping[str, Any], where: str, base_dir: Path | None) -> dict[str, Any]:

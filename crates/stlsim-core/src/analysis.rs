@@ -45,7 +45,7 @@ pub fn track_writes(trace: &TraceSpec, drive: &DriveConfig, fold: bool) -> SimRe
         }
         let t0 = *base.get_or_insert(rec.time.0);
         let mut lba = rec.offset.0 / sb;
-        let n = (rec.offset.0 + rec.len.0).div_ceil(sb) - lba;
+        let n = crate::trace::request_end(&rec, &trace.path)?.div_ceil(sb) - lba;
         if lba + n > cap {
             if !fold || n > cap {
                 return Err(SimError::TraceFormat {

@@ -36,8 +36,16 @@ fn raise(py: Python<'_>, e: SimError) -> PyErr {
     made.unwrap_or_else(|_| pyo3::exceptions::PyRuntimeError::new_err(msg))
 }
 
-fn json_err(py: Python<'_>, what: &str, e: serde_json::Error) -> PyErr {
-    raise(py, SimError::Config(format!("{what}: {e}")))
+/// Deserialise JSON from the Python front; a value serde refuses becomes a
+/// configuration error naming its key (`what: layout.group_tracks: ...`).
+fn from_json<T: serde::de::DeserializeOwned>(py: Python<'_>, what: &str, text: &str) -> PyResult<T> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let msg = if path.is_empty() || path == "." { format!("{what}: {inner}") } else { format!("{what}: {path}: {inner}") };
+        raise(py, SimError::Config(msg))
+    })
 }
 
 /// One simulation run, stepped from Python so a progress bar can follow it.
@@ -58,8 +66,7 @@ impl Simulation {
     /// Validate a JSON run configuration and open the trace.
     #[new]
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
-        let cfg: stlsim_core::RunConfig =
-            serde_json::from_str(config_json).map_err(|e| json_err(py, "invalid run configuration", e))?;
+        let cfg: stlsim_core::RunConfig = from_json(py, "invalid run configuration", config_json)?;
         let inner = py.allow_threads(|| stlsim_core::Simulation::new(cfg)).map_err(|e| raise(py, e))?;
         Ok(Simulation { inner: std::sync::Mutex::new(inner) })
     }
@@ -176,7 +183,7 @@ struct DriveCheck {
 /// Validate a drive description (JSON); returns derived figures as JSON.
 #[pyfunction]
 fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
-    let d: DriveConfig = serde_json::from_str(drive_json).map_err(|e| json_err(py, "invalid drive description", e))?;
+    let d: DriveConfig = from_json(py, "invalid drive description", drive_json)?;
     if let Some(p) = d.prefill {
         p.validate().map_err(|e| raise(py, SimError::Config(e)))?;
     }
@@ -200,14 +207,36 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&c).expect("drive check serialises"))
 }
 
+/// The drive description every key of which is stlsim's built-in default
+/// (what a drive file without a preset gets for the keys it leaves out), as JSON.
+#[pyfunction]
+fn default_drive_json() -> String {
+    serde_json::to_string(&DriveConfig::default()).expect("drive serialises")
+}
+
+/// The plausible range of every drive key, as JSON `{"real": [[key, lowest,
+/// highest, unit], ...], "int": [[key, lowest, highest], ...]}` (docs/drive-model.md lists them).
+#[pyfunction]
+fn drive_ranges_json() -> String {
+    use stlsim_core::geometry::config::{INT_RANGES, REAL_RANGES};
+    serde_json::json!({"real": REAL_RANGES, "int": INT_RANGES}).to_string()
+}
+
+/// Validate the column layout of a generic CSV trace (JSON, the keys of
+/// `[trace.csv]`); a bad key is a `ConfigError` naming it.
+#[pyfunction]
+fn check_trace_csv(py: Python<'_>, csv_json: &str) -> PyResult<()> {
+    let c: stlsim_core::trace::GenericCsv = from_json(py, "invalid csv layout", csv_json)?;
+    c.validate().map_err(|e| raise(py, e))
+}
+
 /// Every write of a trace mapped onto the home tracks of a drive, as JSON
 /// columns (request, time_s, logical_track, physical_track, sectors).
 #[pyfunction]
 #[pyo3(signature = (trace_json, drive_json, fold = false))]
 fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: bool) -> PyResult<String> {
-    let t: stlsim_core::trace::TraceSpec =
-        serde_json::from_str(trace_json).map_err(|e| json_err(py, "invalid trace description", e))?;
-    let d: DriveConfig = serde_json::from_str(drive_json).map_err(|e| json_err(py, "invalid drive description", e))?;
+    let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
+    let d: DriveConfig = from_json(py, "invalid drive description", drive_json)?;
     let cols = py.allow_threads(|| stlsim_core::analysis::track_writes(&t, &d, fold)).map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&cols).expect("columns serialise"))
 }
@@ -222,8 +251,7 @@ struct SynthCheck {
 }
 
 fn synth_spec(py: Python<'_>, spec_json: &str) -> PyResult<stlsim_core::trace::SynthSpec> {
-    let s: stlsim_core::trace::SynthSpec =
-        serde_json::from_str(spec_json).map_err(|e| json_err(py, "invalid synthetic trace", e))?;
+    let s: stlsim_core::trace::SynthSpec = from_json(py, "invalid synthetic trace", spec_json)?;
     s.validate().map_err(|e| raise(py, e))?;
     Ok(s)
 }
@@ -264,6 +292,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(check_trace_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(default_drive_json, m)?)?;
+    m.add_function(wrap_pyfunction!(drive_ranges_json, m)?)?;
     m.add_function(wrap_pyfunction!(synth_check, m)?)?;
     m.add_function(wrap_pyfunction!(write_synth_msr, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

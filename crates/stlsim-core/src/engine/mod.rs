@@ -454,12 +454,9 @@ impl Simulation {
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
         let sb = self.sector_bytes;
         let lba = rec.offset.0 / sb;
+        // Readers check this too; a reader of the caller's own may not.
         let Some(end) = rec.offset.0.checked_add(rec.len.0) else {
-            // An end past 2^64 bytes would wrap round to a short request.
-            return Err(SimError::TraceFormat {
-                at: crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line },
-                msg: format!("request of {} bytes at byte offset {} ends past 2^64 bytes (overflow)", rec.len.0, rec.offset.0),
-            });
+            return Err(crate::trace::request_end(rec, &self.cfg.trace.path).unwrap_err());
         };
         let n = end.div_ceil(sb) - lba;
         if lba + n <= self.host_cap && !self.cfg.replay.fold_to_prefill {
@@ -1048,3 +1045,5 @@ mod tests;
 mod prefill_tests;
 #[cfg(test)]
 mod stage_tests;
+#[cfg(test)]
+mod extremes_tests;

@@ -356,7 +356,12 @@ fn crash_points_between_physical_operations_are_survived_by_cmr() {
 
 // ---- every registered layer, on real traces, verified ----
 
-fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
+/// [`drive_for_layer`] with a capacity of `gib` GiB.
+pub(super) fn drive_for_layer_sized(e: &LayerEntry, gib: f64) -> DriveConfig {
+    DriveConfig { capacity_gib: Some(gib), ..drive_for_layer(e) }
+}
+
+pub(super) fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     let mut d = DriveConfig {
         name: "imr-paper".into(),
         sector_bytes: 4096,

@@ -41,6 +41,10 @@ impl BandMap {
 
     /// Parse `text` for bands of `n` tracks; empty text is the conventional map.
     pub fn parse(text: &str, n: u64) -> SimResult<BandMap> {
+        let (lo, hi) = super::config::int_range("layout.band_tracks");
+        if !(lo..=hi).contains(&n) {
+            return config_err(format!("layout.band_tracks = {n} is outside the range {lo} to {hi}"));
+        }
         let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         if t.is_empty() {
             return Ok(BandMap::sequential(n));

@@ -2,9 +2,90 @@
 //! files). Deserialised with unknown keys rejected, then validated and turned
 //! into a [`Geometry`](super::Geometry) and [`MechanicsConfig`](crate::mechanics::MechanicsConfig).
 
+use crate::error::{config_err, SimResult};
 use crate::medium::prefill::PrefillSpec;
 use crate::side_device::SideConfig;
 use serde::{Deserialize, Serialize};
+
+/// The most physical tracks a drive may have. The home map is computed
+/// from the zone table and the layout (its memory does not grow with the
+/// track count); the bound keeps track numbers within `u32` arrays of the
+/// layers and derivations from a capacity within about a second.
+pub const MAX_TRACKS: u64 = 200_000_000;
+
+/// The most sectors on one track (a 4 GiB track of 4 KiB sectors).
+pub const MAX_SECTORS_PER_TRACK: u32 = 1 << 20;
+
+/// The plausible range of each real-valued drive key: `(key, lowest,
+/// highest, unit)`, inclusive. Generous on purpose (a 1990s SCSI disk and
+/// a future 30,000 RPM drive both fit); a value outside is a typo or a unit
+/// mistake, and would otherwise overflow the nanosecond clock or divide by
+/// almost nothing. `docs/drive-model.md` lists the same table.
+pub const REAL_RANGES: &[(&str, f64, f64, &str)] = &[
+    ("rpm", 1_000.0, 30_000.0, "revolutions per minute"),
+    // Up to 10^9 MB/s: above about 10^5 the link time is negligible, and the
+    // tests use 10^9 to switch it off.
+    ("interface_mb_s", 1.0, 1e9, "MB/s"),
+    ("write_cache_mib", 0.0, 65_536.0, "MiB"),
+    ("capacity_gib", 1e-6, 1_048_576.0, "GiB"),
+    ("seek.min_ms", 0.0, 100.0, "ms"),
+    ("seek.max_ms", 0.0, 1_000.0, "ms"),
+    ("seek.table", 0.0, 1_000.0, "ms"),
+    ("layout.top_ratio", 0.1, 1.0, "of a bottom track"),
+    ("layout.cache_mib", 1e-6, 1_048_576.0, "MiB"),
+    ("mib", 1e-6, 1_048_576.0, "MiB"),
+    ("read_latency_us", 0.0, 1e6, "us"),
+    ("write_latency_us", 0.0, 1e6, "us"),
+    ("read_mb_s", 1.0, 1e6, "MB/s"),
+    ("write_mb_s", 1.0, 1e6, "MB/s"),
+];
+
+/// The plausible range of each integer layout key: `(key, lowest, highest)`,
+/// inclusive (the track count and track sizes have their own limits,
+/// [`MAX_TRACKS`] and [`MAX_SECTORS_PER_TRACK`]). Layout units are repeated patterns of a few to a few thousand
+/// tracks on real drives; the bounds keep every product and sum of them far
+/// from overflow.
+pub const INT_RANGES: &[(&str, u64, u64)] = &[
+    ("layout.band_tracks", 1, 100_000),
+    ("layout.head_width_tracks", 1, 1_000),
+    ("layout.random_access_tracks", 0, MAX_TRACKS),
+    ("layout.cache_tracks", 0, MAX_TRACKS),
+    ("layout.group_tracks", 1, 100_000),
+    ("layout.zone_tracks", 1, 1_000_000),
+    ("layout.conventional_zones", 0, MAX_TRACKS),
+    ("layout.region_tracks", 1, 100_000),
+    ("layout.kappa_tracks", 1, 1_000),
+];
+
+fn real_range(key: &str) -> (f64, f64, &'static str) {
+    let r = REAL_RANGES.iter().find(|r| r.0 == key).expect("a listed key");
+    (r.1, r.2, r.3)
+}
+
+/// The `(lowest, highest)` of an [`INT_RANGES`] key (`layout.region_tracks` ...),
+/// for layer parameters that set that key.
+pub fn int_range(key: &str) -> (u64, u64) {
+    let r = INT_RANGES.iter().find(|r| r.0 == key).expect("a listed key");
+    (r.1, r.2)
+}
+
+/// `key = v` within its [`REAL_RANGES`] entry, else a one-line error naming it
+/// (`shown` is the name the user wrote, e.g. `memory.mib`).
+fn check_real(key: &str, shown: &str, v: f64) -> SimResult<()> {
+    let (lo, hi, unit) = real_range(key);
+    if !(v >= lo && v <= hi) {
+        return config_err(format!("{shown} = {v} is outside the plausible range {lo} to {hi} ({unit})"));
+    }
+    Ok(())
+}
+
+fn check_int(key: &str, v: u64) -> SimResult<()> {
+    let (lo, hi) = int_range(key);
+    if !(lo..=hi).contains(&v) {
+        return config_err(format!("{key} = {v} is outside the range {lo} to {hi}"));
+    }
+    Ok(())
+}
 
 /// One zone of a zoned-bit-recording drive: tracks from `first_track` on
 /// (until the next zone) hold `sectors_per_track` sectors. For IMR this is the
@@ -168,5 +249,57 @@ impl Default for DriveConfig {
             memory: None,
             ssd: None,
         }
+    }
+}
+
+impl DriveConfig {
+    /// Check every physical quantity against its plausible range
+    /// ([`REAL_RANGES`], [`INT_RANGES`]); the first one outside is a one-line
+    /// error naming its key. Combinations (a track count that is not a whole
+    /// number of layout units ...) are checked when the geometry is built.
+    pub fn check_ranges(&self) -> SimResult<()> {
+        check_real("rpm", "rpm", self.rpm)?;
+        check_real("interface_mb_s", "interface_mb_s", self.interface_mb_s)?;
+        check_real("write_cache_mib", "write_cache_mib", self.write_cache_mib)?;
+        if let Some(gib) = self.capacity_gib {
+            check_real("capacity_gib", "capacity_gib", gib)?;
+        }
+        let s = &self.seek;
+        check_real("seek.min_ms", "seek.min_ms", s.min_ms)?;
+        check_real("seek.max_ms", "seek.max_ms", s.max_ms)?;
+        for &(_, ms) in &s.table {
+            check_real("seek.table", "a seek.table time", ms)?;
+        }
+        let l = &self.layout;
+        check_real("layout.top_ratio", "layout.top_ratio", l.top_ratio)?;
+        if let Some(mib) = l.cache_mib {
+            check_real("layout.cache_mib", "layout.cache_mib", mib)?;
+        }
+        for (key, v) in [
+            ("layout.band_tracks", l.band_tracks),
+            ("layout.head_width_tracks", l.head_width_tracks),
+            ("layout.random_access_tracks", l.random_access_tracks),
+            ("layout.cache_tracks", l.cache_tracks),
+            ("layout.group_tracks", l.group_tracks),
+            ("layout.zone_tracks", l.zone_tracks),
+            ("layout.conventional_zones", l.conventional_zones),
+            ("layout.region_tracks", l.region_tracks),
+            ("layout.kappa_tracks", l.kappa_tracks),
+        ] {
+            check_int(key, v)?;
+        }
+        for (what, side) in [("memory", &self.memory), ("ssd", &self.ssd)] {
+            let Some(c) = side else { continue };
+            for (k, v) in [
+                ("mib", c.mib),
+                ("read_latency_us", c.read_latency_us),
+                ("write_latency_us", c.write_latency_us),
+                ("read_mb_s", c.read_mb_s),
+                ("write_mb_s", c.write_mb_s),
+            ] {
+                check_real(k, &format!("{what}.{k}"), v)?;
+            }
+        }
+        Ok(())
     }
 }

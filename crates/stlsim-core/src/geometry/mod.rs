@@ -16,7 +16,7 @@ pub mod segment_map;
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 pub use band_map::BandMap;
-pub use config::{DriveConfig, LayoutConfig, SeekConfig, ZoneSpec};
+pub use config::{DriveConfig, LayoutConfig, SeekConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS};
 
 /// IMR LBA order within a group of N bottom and N top tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,13 +104,6 @@ pub enum TrackKind {
 }
 
 const NO_LT: u32 = u32::MAX;
-
-/// The most physical tracks a drive may have: the home map costs 16 bytes a
-/// track, so this bounds it at 3.2 GB (a 20 TB drive of 1.5 MB tracks has 13 M).
-pub const MAX_TRACKS: u64 = 200_000_000;
-
-/// The most sectors on one track (a 4 GiB track of 4 KiB sectors).
-pub const MAX_SECTORS_PER_TRACK: u32 = 1 << 20;
 
 /// The validated geometry of a drive.
 #[derive(Clone, Debug)]
@@ -323,6 +316,7 @@ fn tracks_for_capacity(layout: Layout, zones: &[ZoneSpec], want: u64) -> Option<
 impl Geometry {
     /// Build and validate the geometry a drive description asks for.
     pub fn from_config(c: &DriveConfig) -> SimResult<Geometry> {
+        c.check_ranges()?;
         if c.sector_bytes != 512 && c.sector_bytes != 4096 {
             return config_err(format!("sector_bytes {} must be 512 or 4096", c.sector_bytes));
         }

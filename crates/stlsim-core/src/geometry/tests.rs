@@ -126,9 +126,42 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.track_bytes = 4096 << 30).contains("sectors per track"));
     assert!(bad(&|d| {
         d.tracks = None;
-        d.capacity_gib = Some(1e15);
+        d.capacity_gib = Some(1e6);
     })
     .contains("needs more than"));
+}
+
+#[test]
+fn implausible_physical_quantities_are_one_line_errors_naming_the_key() {
+    let bad = |f: &dyn Fn(&mut DriveConfig)| {
+        let mut d = DriveConfig { tracks: Some(100), ..Default::default() };
+        f(&mut d);
+        let e = Geometry::from_config(&d).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        e
+    };
+    for (rpm, shown) in [(1e12, "1000000000000"), (1e-300, "0.000"), (f64::NAN, "NaN"), (999.0, "999"), (30_001.0, "30001")] {
+        let e = bad(&|d| d.rpm = rpm);
+        assert!(e.contains("rpm = ") && e.contains(shown) && e.contains("1000 to 30000"), "{e}");
+    }
+    assert!(bad(&|d| d.interface_mb_s = 1e-9).contains("interface_mb_s = 0.000000001 is outside"));
+    assert!(bad(&|d| d.seek.max_ms = 1e17).contains("seek.max_ms = 100000000000000000 is outside"));
+    assert!(bad(&|d| d.seek.min_ms = -1.0).contains("seek.min_ms"));
+    assert!(bad(&|d| d.write_cache_mib = f64::INFINITY).contains("write_cache_mib = inf"));
+    assert!(bad(&|d| {
+        d.tracks = None;
+        d.capacity_gib = Some(1e15);
+    })
+    .contains("capacity_gib = 1000000000000000 is outside"));
+    assert!(bad(&|d| d.layout.group_tracks = 1 << 63).contains("layout.group_tracks = 9223372036854775808 is outside"));
+    assert!(bad(&|d| d.layout.band_tracks = u64::MAX).contains("layout.band_tracks"));
+    assert!(bad(&|d| d.layout.top_ratio = 0.01).contains("layout.top_ratio"));
+    assert!(bad(&|d| d.ssd = Some(crate::side_device::SideConfig::intel_x25m(f64::NAN))).contains("ssd.mib = NaN"));
+    // The edges themselves are accepted.
+    for rpm in [1000.0, 30_000.0] {
+        let d = DriveConfig { tracks: Some(100), rpm, ..Default::default() };
+        assert!(Geometry::from_config(&d).is_ok());
+    }
 }
 
 /// The paper-002 drive in miniature: bands of 4, W = 2, 3 bands.

@@ -45,6 +45,13 @@ pub struct Params {
     values: BTreeMap<String, Value>,
 }
 
+/// The largest value of an integer parameter, 2^40 (about 1.1 x 10^12). No
+/// count, size or interval of a layer comes near it, and under it a layer's
+/// products of two parameters (a block size times a track size ...) cannot
+/// overflow 64 bits, so an absurd value is a one-line error here rather than
+/// a wrapped number or an overflow panic deep in a layer.
+pub const MAX_INT_PARAM: u64 = 1 << 40;
+
 fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
     let as_text = |v: &Value| match v {
         Value::String(s) => Some(s.trim().to_string()),
@@ -52,18 +59,17 @@ fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
     };
     match spec.kind {
         ParamKind::Int => {
-            if let Some(u) = v.as_u64() {
-                return Ok(Value::from(u));
-            }
-            if let Some(f) = v.as_f64() {
-                if f >= 0.0 && f.fract() == 0.0 {
-                    return Ok(Value::from(f as u64));
-                }
-            }
-            as_text(v)
-                .and_then(|s| s.replace('_', "").parse::<u64>().ok())
-                .map(Value::from)
-                .ok_or_else(|| "a non-negative integer".to_string())
+            let want = || format!("a non-negative integer up to 2^40 ({MAX_INT_PARAM})");
+            let u = if let Some(u) = v.as_u64() {
+                Some(u)
+            } else if let Some(f) = v.as_f64() {
+                // 2^64 and above arrive from JSON as floats; `as u64` would
+                // saturate them to 2^64-1, so only whole numbers in range convert.
+                (f >= 0.0 && f.fract() == 0.0 && f <= MAX_INT_PARAM as f64).then_some(f as u64)
+            } else {
+                as_text(v).and_then(|s| s.replace('_', "").parse::<u64>().ok())
+            };
+            u.filter(|&u| u <= MAX_INT_PARAM).map(Value::from).ok_or_else(want)
         }
         ParamKind::Float => v
             .as_f64()
@@ -178,6 +184,18 @@ mod tests {
         assert!(e.to_string().contains("no parameter 'cache_trax'"), "{e}");
         let e = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(-3))])).unwrap_err();
         assert!(e.to_string().contains("non-negative integer"), "{e}");
+        // 2^64 and above arrive from JSON as floats: rejected, not saturated to 2^64-1.
+        for big in [Value::from(18446744073709551616.0f64), Value::from(1e300), Value::from("18446744073709551616")] {
+            let e = Params::resolve("x", SPECS, &user(&[("cache_tracks", big.clone())])).unwrap_err();
+            assert!(e.to_string().contains("parameter 'cache_tracks' of layer 'x' must be a non-negative integer up to 2^40"), "{big}: {e}");
+        }
+        for over in [Value::from(u64::MAX), Value::from(MAX_INT_PARAM + 1), Value::from(format!("{}", MAX_INT_PARAM + 1))] {
+            assert!(Params::resolve("x", SPECS, &user(&[("cache_tracks", over)])).is_err());
+        }
+        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(MAX_INT_PARAM))])).unwrap();
+        assert_eq!(p.u64("cache_tracks"), MAX_INT_PARAM);
+        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(1_000_000.0))])).unwrap();
+        assert_eq!(p.u64("cache_tracks"), 1_000_000);
         let e = Params::resolve("x", SPECS, &user(&[("where", Value::from("inner"))])).unwrap_err();
         assert!(e.to_string().contains("one of outer, spread"), "{e}");
     }

@@ -19,6 +19,9 @@ use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
 
+/// The most distinct FILEs (devices) a log may name; their names are kept.
+pub const MAX_FILES: usize = 4096;
+
 /// The header line of a version-2 log.
 pub const HEADER_V2: &str = "fio version 2 iolog";
 
@@ -74,6 +77,9 @@ impl RawTraceReader for FioIologReader {
             let line = s.line();
             let dev = match self.files.iter().position(|f| *f == name) {
                 Some(i) => i,
+                None if self.files.len() >= MAX_FILES => {
+                    return Err(s.err(format!("more than {MAX_FILES} distinct files: each is a device, and no drive has that many")));
+                }
                 None => {
                     self.files.push(name);
                     self.files.len() - 1

@@ -23,6 +23,72 @@ pub fn time_unit_nanos(unit: TimeUnit) -> u64 {
     }
 }
 
+fn norm_values(v: &[String]) -> Vec<Vec<u8>> {
+    v.iter().map(|s| s.trim().to_ascii_lowercase().into_bytes()).collect()
+}
+
+/// The most columns a layout may name (a column beyond it would make every
+/// line hold that many fields; text lines are bounded, see [`super::open::text`]).
+pub const MAX_CSV_COLUMN: usize = 4096;
+
+impl GenericCsv {
+    fn columns(&self) -> [(&'static str, usize); 4] {
+        [("time_col", self.time_col), ("op_col", self.op_col), ("offset_col", self.offset_col), ("size_col", self.size_col)]
+    }
+
+    /// Check the layout; a one-line `Config` error naming the key at fault
+    /// (`csv delimiter ...`, `csv op_col ...`).
+    pub fn validate(&self) -> SimResult<()> {
+        if !delimiter_usable(self.delimiter) {
+            return Err(SimError::Config(format!(
+                "csv delimiter {:?} is not usable: use a single ASCII character other than a newline or quote",
+                self.delimiter
+            )));
+        }
+        if self.offset_unit_bytes == 0 || self.size_unit_bytes == 0 {
+            return Err(SimError::Config("csv offset_unit_bytes and size_unit_bytes must be at least 1".into()));
+        }
+        let cols = self.columns();
+        for (i, (a, ca)) in cols.iter().enumerate() {
+            if *ca > MAX_CSV_COLUMN {
+                return Err(SimError::Config(format!("csv {a} = {ca} is beyond column {MAX_CSV_COLUMN}")));
+            }
+            for (b, cb) in &cols[i + 1..] {
+                if ca == cb {
+                    return Err(SimError::Config(format!("csv {a} and {b} are both column {ca}")));
+                }
+            }
+        }
+        let (read_values, write_values) = (norm_values(&self.read_values), norm_values(&self.write_values));
+        if let Some(both) = read_values.iter().find(|v| write_values.contains(v)) {
+            return Err(SimError::Config(format!(
+                "csv read_values and write_values both list '{}'",
+                String::from_utf8_lossy(both)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `c` can separate fields: one ASCII byte, not a line end or the quote.
+pub fn delimiter_usable(c: char) -> bool {
+    c.is_ascii() && c != '\n' && c != '\r' && c != '"'
+}
+
+/// Deserialise a delimiter from text, so that `";;"` or `""` is an error
+/// naming the rule rather than serde's "expected a character".
+pub(crate) fn deserialize_delimiter<'de, D: serde::Deserializer<'de>>(d: D) -> Result<char, D::Error> {
+    use serde::de::Error;
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    let mut chars = s.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if delimiter_usable(c) => Ok(c),
+        _ => Err(D::Error::custom(format!(
+            "{s:?} is not a usable delimiter: use a single ASCII character other than a newline or quote"
+        ))),
+    }
+}
+
 /// Reader of generic CSV traces.
 pub struct GenericCsvReader {
     src: CsvLines,
@@ -38,44 +104,10 @@ impl GenericCsvReader {
     /// A reader over decompressed text laid out by `cfg`; `file` labels error
     /// messages. A `Config` error if the layout is unusable.
     pub fn new(input: Box<dyn Read + Send>, file: &str, cfg: &GenericCsv) -> SimResult<Self> {
-        if !cfg.delimiter.is_ascii() || cfg.delimiter == '\n' || cfg.delimiter == '\r' || cfg.delimiter == '"' {
-            return Err(SimError::Config(format!(
-                "csv delimiter {:?} is not usable: use a single ASCII character other than a newline or quote",
-                cfg.delimiter
-            )));
-        }
-        if cfg.offset_unit_bytes == 0 || cfg.size_unit_bytes == 0 {
-            return Err(SimError::Config(
-                "csv offset_unit_bytes and size_unit_bytes must be at least 1".into(),
-            ));
-        }
-        let cols = [
-            ("time_col", cfg.time_col),
-            ("op_col", cfg.op_col),
-            ("offset_col", cfg.offset_col),
-            ("size_col", cfg.size_col),
-        ];
-        for (i, (a, ca)) in cols.iter().enumerate() {
-            for (b, cb) in &cols[i + 1..] {
-                if ca == cb {
-                    return Err(SimError::Config(format!("csv {a} and {b} are both column {ca}")));
-                }
-            }
-        }
-        let norm = |v: &[String]| {
-            v.iter()
-                .map(|s| s.trim().to_ascii_lowercase().into_bytes())
-                .collect::<Vec<_>>()
-        };
-        let read_values = norm(&cfg.read_values);
-        let write_values = norm(&cfg.write_values);
-        if let Some(both) = read_values.iter().find(|v| write_values.contains(v)) {
-            return Err(SimError::Config(format!(
-                "csv op value '{}' is listed as both read and write",
-                String::from_utf8_lossy(both)
-            )));
-        }
-        let min_fields = cols.iter().map(|(_, c)| *c).max().unwrap_or(0).saturating_add(1);
+        cfg.validate()?;
+        let read_values = norm_values(&cfg.read_values);
+        let write_values = norm_values(&cfg.write_values);
+        let min_fields = cfg.columns().iter().map(|(_, c)| *c).max().unwrap_or(0).saturating_add(1);
         Ok(GenericCsvReader {
             src: CsvLines::new(input, file, cfg.delimiter as u8),
             time_scale: time_unit_nanos(cfg.time_unit),

@@ -45,6 +45,20 @@ pub struct TraceRecord {
     pub line: u64,
 }
 
+/// The end (offset + length, in bytes) of a request, or a format error
+/// naming `file` and the record's line when it would pass 2^64 bytes (a
+/// wrapped end would make a short request of a huge one).
+#[inline]
+pub fn request_end(rec: &TraceRecord, file: &str) -> SimResult<u64> {
+    rec.offset.0.checked_add(rec.len.0).ok_or_else(|| SimError::TraceFormat {
+        at: crate::error::Location { file: file.to_string(), line: rec.line },
+        msg: format!(
+            "offset {} plus length {} overflows: the request would end past 2^64 bytes",
+            rec.offset.0, rec.len.0
+        ),
+    })
+}
+
 /// The trace formats stlsim reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -133,7 +147,8 @@ pub struct GenericCsv {
     pub read_values: Vec<String>,
     /// Values of the op column meaning write (compared case-insensitively).
     pub write_values: Vec<String>,
-    /// Field delimiter.
+    /// Field delimiter: one ASCII character other than a line end or `"`.
+    #[serde(deserialize_with = "generic_csv::deserialize_delimiter")]
     pub delimiter: char,
     /// Skip the first line.
     pub header: bool,

@@ -135,6 +135,7 @@ fn build(
     ) -> Box<dyn TraceReader> {
         Box::new(SpecReader {
             inner,
+            file: spec.path.clone(),
             disk: spec.disk,
             to_skip: spec.start,
             limit: spec.limit,
@@ -194,7 +195,8 @@ pub fn sniff_line(line: &str) -> Option<Format> {
 /// Read the first non-blank line, classify it, and hand back a stream that
 /// still starts at the beginning.
 fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<dyn Read + Send>)> {
-    const MAX_PREFIX: usize = 1 << 20;
+    // Blank lines may precede the first line; a line itself is bounded.
+    const MAX_PREFIX: usize = 4 << 20;
     let mut prefix: Vec<u8> = Vec::with_capacity(8192);
     let mut chunk = [0u8; 8192];
     let first_line = loop {
@@ -212,6 +214,14 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
         }
         if let Some((s, e)) = found {
             break Some(String::from_utf8_lossy(&prefix[s..e]).into_owned());
+        }
+        if (prefix.len() - start) as u64 > text::MAX_LINE_BYTES {
+            // No trace format has such lines.
+            let line = memchr::memchr_iter(b'\n', &prefix[..start]).count() as u64 + 1;
+            return Err(SimError::TraceFormat {
+                at: crate::error::Location { file: path.to_string(), line },
+                msg: text::too_long_msg(),
+            });
         }
         if prefix.len() >= MAX_PREFIX {
             break Some(String::from_utf8_lossy(&prefix[start..]).into_owned());
@@ -250,6 +260,8 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
 /// Applies disk selection, `start` and `limit`, and reports progress.
 struct SpecReader<R> {
     inner: R,
+    /// The trace's path, for messages.
+    file: String,
     disk: Option<u64>,
     to_skip: u64,
     limit: Option<u64>,
@@ -275,6 +287,9 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
                 self.done = true;
                 return Ok(None);
             };
+            // Every format's records: an end past 2^64 bytes is an error here,
+            // before anything sizes or folds the request.
+            crate::trace::request_end(&rec, &self.file)?;
             if let Some(want) = self.disk {
                 if disk != Some(want) {
                     continue;
@@ -385,11 +400,16 @@ impl<R: Read> Read for CountingReader<R> {
 }
 
 /// A zstd decoder over all frames of a stream (concatenated frames are
-/// decoded in turn, skippable frames are skipped).
+/// decoded in turn, skippable frames are skipped). A frame that carries a
+/// content checksum is verified when it ends, so a corrupt file is an error
+/// rather than silently different requests. Errors are one short sentence
+/// (the opener prefixes the file name), not the decoder's debug structures.
 struct ZstdReader<R: BufRead> {
     source: R,
     decoder: ruzstd::decoding::FrameDecoder,
     in_frame: bool,
+    /// 1-based number of the current (or last) frame, for messages.
+    frame: u64,
 }
 
 impl<R: BufRead> ZstdReader<R> {
@@ -398,6 +418,41 @@ impl<R: BufRead> ZstdReader<R> {
             source,
             decoder: ruzstd::decoding::FrameDecoder::new(),
             in_frame: false,
+            frame: 0,
+        }
+    }
+
+    /// A decoding failure as one line: truncation, a stream that is not
+    /// zstd, or corrupt data in frame N.
+    fn corrupt(&self, e: impl std::fmt::Display) -> io::Error {
+        let text = e.to_string();
+        let msg = if text.contains("UnexpectedEof") || text.contains("failed to fill") {
+            format!("the zstd data ends inside frame {} (truncated file?)", self.frame)
+        } else if text.contains("BadMagicNumber") {
+            if self.frame <= 1 {
+                "not zstd data (bad magic number)".to_string()
+            } else {
+                format!("garbage after zstd frame {} (bad magic number)", self.frame - 1)
+            }
+        } else {
+            format!("corrupt zstd data: frame {} does not decode", self.frame)
+        };
+        io::Error::new(io::ErrorKind::InvalidData, msg)
+    }
+
+    /// At the end of a frame: its content checksum, if it has one, must match.
+    fn verify_checksum(&self) -> io::Result<()> {
+        let Some(stored) = self.decoder.get_checksum_from_data() else { return Ok(()) };
+        match self.decoder.get_calculated_checksum() {
+            Some(computed) if computed == stored => Ok(()),
+            computed => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "zstd frame {} fails its checksum (stored {stored:#010x}, computed {:#010x}): the file is corrupt",
+                    self.frame,
+                    computed.unwrap_or(0)
+                ),
+            )),
         }
     }
 }
@@ -414,14 +469,16 @@ impl<R: BufRead> Read for ZstdReader<R> {
                 let dec = &mut self.decoder;
                 while dec.can_collect() < buf.len() && !dec.is_finished() {
                     let need = buf.len() - dec.can_collect();
-                    dec.decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(need))
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}")))?;
+                    if let Err(e) = dec.decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(need)) {
+                        return Err(self.corrupt(e));
+                    }
                 }
                 let n = dec.read(buf)?;
                 if n > 0 {
                     return Ok(n);
                 }
                 if dec.is_finished() && dec.can_collect() == 0 {
+                    self.verify_checksum()?;
                     self.in_frame = false;
                 } else {
                     continue;
@@ -431,6 +488,7 @@ impl<R: BufRead> Read for ZstdReader<R> {
             if self.source.fill_buf()?.is_empty() {
                 return Ok(0);
             }
+            self.frame += 1;
             match self.decoder.reset(&mut self.source) {
                 Ok(()) => self.in_frame = true,
                 Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
@@ -438,11 +496,11 @@ impl<R: BufRead> Read for ZstdReader<R> {
                     if skipped < u64::from(length) {
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
-                            "zstd: truncated skippable frame",
+                            format!("the zstd data ends inside skippable frame {} (truncated file?)", self.frame),
                         ));
                     }
                 }
-                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}"))),
+                Err(e) => return Err(self.corrupt(e)),
             }
         }
     }
@@ -455,17 +513,41 @@ pub(crate) mod text {
     use crate::error::{Location, SimError, SimResult};
     use std::io::Read;
 
+    /// The longest line a text trace may have. Real trace lines are well
+    /// under 200 bytes; without a bound, one giant line (a 600 MB line in a
+    /// small `.gz`, 100 million delimiters) would be held whole in memory.
+    pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
+    /// The most fields a line may have (a generic CSV names columns up to
+    /// [`crate::trace::generic_csv::MAX_CSV_COLUMN`]).
+    pub const MAX_FIELDS: usize = 1 << 16;
+
+    /// "line longer than ..." for a line over [`MAX_LINE_BYTES`].
+    pub(crate) fn too_long_msg() -> String {
+        format!("line longer than 1 MiB ({MAX_LINE_BYTES} bytes): not a trace in this format, or a damaged file")
+    }
+
     /// Tracks how many bytes the csv reader pulled and the last of them, so
-    /// that a record's own line can be told from the blank lines before it.
+    /// that a record's own line can be told from the blank lines before it;
+    /// and the length of the line being read, refusing one over [`MAX_LINE_BYTES`].
     pub(crate) struct Tracked {
         inner: Box<dyn Read + Send>,
         total: u64,
         last: u8,
         eof: bool,
+        /// Line ends seen so far.
+        newlines: u64,
+        /// Bytes since the last line end.
+        run: u64,
+        /// The 1-based line found too long, once it is.
+        too_long: Option<u64>,
     }
 
     impl Read for Tracked {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.too_long.is_some() {
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, too_long_msg()));
+            }
             let n = self.inner.read(buf)?;
             if n == 0 {
                 if !buf.is_empty() {
@@ -474,6 +556,20 @@ pub(crate) mod text {
             } else {
                 self.total += n as u64;
                 self.last = buf[n - 1];
+                let mut from = 0;
+                for nl in memchr::memchr_iter(b'\n', &buf[..n]) {
+                    if self.run + (nl - from) as u64 > MAX_LINE_BYTES {
+                        break;
+                    }
+                    self.newlines += 1;
+                    self.run = 0;
+                    from = nl + 1;
+                }
+                self.run += (n - from) as u64;
+                if self.run > MAX_LINE_BYTES {
+                    self.too_long = Some(self.newlines + 1);
+                    return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, too_long_msg()));
+                }
             }
             Ok(n)
         }
@@ -503,6 +599,9 @@ pub(crate) mod text {
                     total: 0,
                     last: 0,
                     eof: false,
+                    newlines: 0,
+                    run: 0,
+                    too_long: None,
                 });
             CsvLines {
                 rdr,
@@ -519,10 +618,14 @@ pub(crate) mod text {
                     Ok(true) => {}
                     Ok(false) => return Ok(false),
                     Err(e) => {
+                        if let Some(line) = self.rdr.get_ref().too_long {
+                            self.line = line;
+                            return Err(self.err(too_long_msg()));
+                        }
                         return Err(SimError::Io(format!(
                             "error reading trace '{}' after line {}: {e}",
                             self.file, self.line
-                        )))
+                        )));
                     }
                 }
                 // The reader's position is now after the record's terminator,
@@ -537,6 +640,12 @@ pub(crate) mod text {
                 } else {
                     pos.line().saturating_sub(1)
                 };
+                if self.rec.len() > MAX_FIELDS {
+                    return Err(self.err(format!(
+                        "line has {} fields, more than {MAX_FIELDS}: not a trace in this format, or a damaged file",
+                        self.rec.len()
+                    )));
+                }
                 let blank = self.rec.is_empty() || (self.rec.len() == 1 && trim(&self.rec[0]).is_empty());
                 if !blank {
                     return Ok(true);
@@ -594,11 +703,12 @@ pub(crate) mod text {
         pub(crate) fn u64_field(&self, i: usize, name: &str) -> SimResult<u64> {
             let f = self.field(i);
             parse_u64(f).ok_or_else(|| {
-                self.err(format!(
-                    "{name} (field {}) is not a non-negative integer: '{}'",
-                    i + 1,
-                    show(f)
-                ))
+                let digits = f.strip_prefix(b"+").unwrap_or(f);
+                if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+                    self.err(format!("{name} (field {}) overflows 64 bits: '{}'", i + 1, show(f)))
+                } else {
+                    self.err(format!("{name} (field {}) is not a non-negative integer: '{}'", i + 1, show(f)))
+                }
             })
         }
 
@@ -606,11 +716,22 @@ pub(crate) mod text {
         pub(crate) fn scaled_field(&self, i: usize, scale: u64, name: &str) -> SimResult<u64> {
             let f = self.field(i);
             parse_scaled(f, scale).ok_or_else(|| {
-                self.err(format!(
-                    "{name} (field {}) is not a valid non-negative number: '{}'",
-                    i + 1,
-                    show(f)
-                ))
+                // A well-formed non-negative number that is too large once scaled.
+                let number = std::str::from_utf8(f).ok().and_then(|s| s.parse::<f64>().ok());
+                let digits = f.strip_prefix(b"+").unwrap_or(f);
+                let well_formed = digits.iter().all(|c| c.is_ascii_digit() || b".eE+".contains(c));
+                match number {
+                    Some(v) if v >= 0.0 && well_formed && !digits.is_empty() => self.err(format!(
+                        "{name} (field {}) overflows: '{}' x {scale} is past 2^64",
+                        i + 1,
+                        show(f)
+                    )),
+                    _ => self.err(format!(
+                        "{name} (field {}) is not a valid non-negative number: '{}'",
+                        i + 1,
+                        show(f)
+                    )),
+                }
             })
         }
     }
@@ -926,6 +1047,138 @@ mod tests {
                 SimError::Io(m) => assert!(m.contains(&p), "{m}"),
                 e => panic!("{name}: {e:?}"),
             }
+        }
+    }
+
+    /// A zstd file whose frame checksum is wrong, or whose data is damaged or
+    /// cut short, is one line naming the file; the fixture is intact.
+    #[test]
+    fn corrupt_zstd_is_one_line_naming_the_file() {
+        let good = std::fs::read(data("wdev_3.csv.zst")).unwrap();
+        // The fixture's frame carries a content checksum (flag bit 2 of the descriptor).
+        assert_eq!(good[..4], [0x28, 0xb5, 0x2f, 0xfd]);
+        assert_ne!(good[4] & 0x04, 0);
+        let n = good.len();
+        let flip = |i: usize, x: u8| {
+            let mut b = good.clone();
+            b[i] ^= x;
+            b
+        };
+        let cases: [(&str, Vec<u8>, &str); 5] = [
+            ("sum.csv.zst", flip(n - 1, 0xff), "zstd frame 1 fails its checksum (stored 0x"),
+            ("mid.csv.zst", flip(n / 2, 0x55), "frame 1"),
+            ("cut.csv.zst", good[..n / 2].to_vec(), "the zstd data ends inside frame 1 (truncated file?)"),
+            ("junk.csv.zst", b"hello, this is not zstd at all\n".to_vec(), "not zstd data (bad magic number)"),
+            ("tail.csv.zst", [&good[..], b"garbage!"].concat(), "garbage after zstd frame 1 (bad magic number)"),
+        ];
+        for (name, bytes, needle) in cases {
+            let p = write_temp("zstd-corrupt", name, &bytes);
+            match read_err(&spec(&p)) {
+                SimError::Io(m) => {
+                    assert!(m.contains(&p) && m.contains(needle), "{name}: {m}");
+                    assert!(!m.contains('\n') && !m.contains('{') && !m.contains("Error("), "{name}: {m}");
+                }
+                e => panic!("{name}: {e:?}"),
+            }
+        }
+        // Frames written by the project's own encoder verify too.
+        let text = std::fs::read(data("wdev_3.csv")).unwrap();
+        let zst = ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let p = write_temp("zstd-own", "own.csv.zst", &zst);
+        assert_eq!(read_all(&spec(&p)).unwrap(), read_all(&spec(&data("wdev_3.csv"))).unwrap());
+    }
+
+    /// A giant line (plain, inside a small .gz, a run of delimiters) is an
+    /// error naming the file and line in every text format, as is a line of
+    /// too many fields; the reader never holds more than a bounded line.
+    #[test]
+    fn giant_lines_and_field_counts_are_bounded_in_every_text_reader() {
+        use super::text::{MAX_FIELDS, MAX_LINE_BYTES};
+        let firsts: [(Format, &str); 6] = [
+            (Format::Msr, "128166481075232275,rsrch,1,Write,281358336,45056,94872\n"),
+            (Format::Spc, "0,303567,3584,w,0.000000\n"),
+            (Format::CloudphysicsCsv, "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"),
+            (Format::Csv, "0.5,r,8,8\n"),
+            (Format::FioIolog, "fio version 2 iolog\n/dev/sda add\n"),
+            (Format::Msr, "\n\n"),
+        ];
+        let giant_letters = vec![b'a'; MAX_LINE_BYTES as usize + 10];
+        let giant_commas = vec![b','; 3 * MAX_LINE_BYTES as usize];
+        for (i, (format, first)) in firsts.iter().enumerate() {
+            let line = first.matches('\n').count() as u64 + 1;
+            for (what, giant) in [("letters", &giant_letters), ("commas", &giant_commas)] {
+                let mut text = first.as_bytes().to_vec();
+                text.extend_from_slice(giant);
+                text.extend_from_slice(b"\n0,r,0,1\n");
+                for gz in [false, true] {
+                    let name = format!("giant{i}-{what}.txt{}", if gz { ".gz" } else { "" });
+                    let bytes = if gz {
+                        use std::io::Write;
+                        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                        enc.write_all(&text).unwrap();
+                        enc.finish().unwrap()
+                    } else {
+                        text.clone()
+                    };
+                    let p = write_temp("giant", &name, &bytes);
+                    let mut s = spec(&p);
+                    s.format = Some(*format);
+                    let msg = format_error_at(&s, line);
+                    assert!(msg.starts_with("line longer than 1 MiB (1048576 bytes)"), "{name}: {msg}");
+                }
+            }
+        }
+        // Format guessing stops at the first giant line too (after blank lines).
+        let mut text = b"\n\n".to_vec();
+        text.extend_from_slice(&giant_letters);
+        let p = write_temp("giant", "guess.csv", &text);
+        assert!(format_error_at(&spec(&p), 3).starts_with("line longer than 1 MiB"));
+        // A line just within the bound is read (and found malformed, not too long).
+        let mut text = b"0.5,r,8,8\n".to_vec();
+        text.extend(std::iter::repeat(b'x').take(MAX_LINE_BYTES as usize - 1));
+        text.extend_from_slice(b"\n");
+        let p = write_temp("giant", "edge.txt", &text);
+        let mut s = spec(&p);
+        s.format = Some(Format::Csv);
+        assert!(!format_error_at(&s, 2).contains("longer"));
+        // Many short fields on a short line.
+        let mut text = b"0.5,r,8,8\n0,r,0,1".to_vec();
+        text.extend(std::iter::repeat(b',').take(MAX_FIELDS + 5));
+        text.extend_from_slice(b"\n");
+        let p = write_temp("giant", "fields.txt", &text);
+        s.path = p;
+        let msg = format_error_at(&s, 2);
+        assert!(msg.contains(&format!("line has {} fields, more than {MAX_FIELDS}", MAX_FIELDS + 9)), "{msg}");
+    }
+
+    /// An offset near 2^64 is an overflow in every text format, never "beyond
+    /// the drive": a field past 64 bits (or past it once scaled to bytes),
+    /// and a request whose end passes 2^64 bytes.
+    #[test]
+    fn offsets_near_2_64_overflow_in_every_text_reader() {
+        let max = u64::MAX;
+        let near = max - 100;
+        let csv_bytes = GenericCsv { offset_unit_bytes: 1, size_unit_bytes: 1, ..GenericCsv::default() };
+        let cases: Vec<(Format, GenericCsv, String, &str)> = vec![
+            (Format::Msr, GenericCsv::default(), format!("1,h,0,Write,{near},4096,0\n"), "offset"),
+            (Format::Msr, GenericCsv::default(), "1,h,0,Write,18446744073709551616,512,0\n".into(), "Offset (field 5) overflows 64 bits"),
+            (Format::Spc, GenericCsv::default(), format!("0,{},4096,w,0.0\n", max / 512), "offset"),
+            (Format::Spc, GenericCsv::default(), format!("0,{},512,w,0.0\n", max / 256), "LBA (field 2) is too large"),
+            (Format::CloudphysicsCsv, GenericCsv::default(), format!("version,time,op,size,lbn\n1,1,2a,4096,{}\n", max / 512), "offset"),
+            (Format::Csv, csv_bytes.clone(), format!("0,w,{near},4096\n"), "offset"),
+            (Format::Csv, GenericCsv::default(), format!("0,w,{},8\n", max / 256), "offset (field 3) overflows"),
+            (Format::Csv, csv_bytes, "0,w,1e30,8\n".into(), "offset (field 3) overflows"),
+            (Format::FioIolog, GenericCsv::default(), format!("fio version 2 iolog\n/dev/a write {near} 4096\n"), "offset"),
+        ];
+        for (format, csv, text, needle) in cases {
+            let p = write_temp("near-2-64", "t.txt", text.as_bytes());
+            let mut s = spec(&p);
+            s.format = Some(format);
+            s.csv = csv;
+            let line = text.matches('\n').count() as u64;
+            let msg = format_error_at(&s, line);
+            assert!(msg.contains("overflow"), "{format:?} {text}: {msg}");
+            assert!(msg.contains(needle) && !msg.contains("larger than") && !msg.contains("beyond"), "{format:?}: {msg}");
         }
     }
 

@@ -368,6 +368,7 @@ impl TraceReader for SynthReader {
         while self.next < self.end {
             let rec = self.generate();
             if rec.line > self.start {
+                crate::trace::request_end(&rec, "synthetic trace")?;
                 return Ok(Some(rec));
             }
         }

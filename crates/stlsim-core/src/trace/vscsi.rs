@@ -415,6 +415,22 @@ mod tests {
         assert!(read_bytes(bytes).0.is_err());
     }
 
+    /// The largest LBN that converts to bytes, with a length past the end
+    /// of 2^64 bytes, is an overflow error through the opener.
+    #[test]
+    fn a_request_ending_past_2_64_bytes_overflows() {
+        let mut bytes = v1(0x2a, 4096, 1, 1);
+        bytes.extend(v1(0x2a, 4096, u64::MAX / 512, 2));
+        let p = write_temp("vscsi-end", "end.vscsi", &bytes);
+        match crate::trace::open::test_util::read_err(&spec(&p)) {
+            SimError::TraceFormat { at, msg } => {
+                assert_eq!(at.line, 2);
+                assert!(msg.starts_with(&format!("offset {} plus length 4096 overflows", u64::MAX / 512 * 512)), "{msg}");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
     /// Byte-at-a-time input still parses (refill across record boundaries).
     #[test]
     fn tiny_reads() {

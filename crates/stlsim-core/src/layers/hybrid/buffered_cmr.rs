@@ -22,6 +22,9 @@ use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, Param
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 
+/// The longest segment (blocks), as long as the longest wave region a drive may have.
+const MAX_SEGMENT_BLOCKS: u64 = 100_000;
+
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     super::shape_devices(p, d, false)
 }
@@ -34,8 +37,12 @@ pub static ENTRY: LayerEntry = LayerEntry {
     layout: LayoutNeed::AsConventionalShaped(shape),
     params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
-        if p.u64("segment_blocks") == 0 {
-            return Err(crate::error::SimError::Config("segment_blocks must be at least 1".into()));
+        // Each segment the policies track holds two slot arrays of this length.
+        let spb = p.u64("segment_blocks");
+        if !(1..=MAX_SEGMENT_BLOCKS).contains(&spb) {
+            return Err(crate::error::SimError::Config(format!(
+                "segment_blocks = {spb} must be between 1 and {MAX_SEGMENT_BLOCKS}"
+            )));
         }
         let backend = Home { b: p.u64("block_sectors").max(1), spb: p.u64("segment_blocks") as u32, blocks_written: 0, writes: 0 };
         Ok(Box::new(HybridLayer::new("buffered-cmr", p, g, false, Box::new(backend))?))

@@ -60,8 +60,13 @@ const PARAMS: [ParamSpec; 7] = [
 ];
 
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
-    if p.u64("region_tracks") > 0 {
-        d.layout.region_tracks = p.u64("region_tracks");
+    let s = p.u64("region_tracks");
+    if s > 0 {
+        let (lo, hi) = crate::geometry::config::int_range("layout.region_tracks");
+        if !(lo..=hi).contains(&s) {
+            return Err(SimError::Config(format!("region_tracks = {s} must be between {lo} and {hi}")));
+        }
+        d.layout.region_tracks = s;
     }
     super::shape_devices(p, d, true)
 }

@@ -77,6 +77,10 @@ const PARAMS: [ParamSpec; 8] = [
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     let tracks = Geometry::from_config(d)?.tracks();
     let s = if p.u64("region_tracks") > 0 { p.u64("region_tracks") } else { d.layout.region_tracks };
+    let (lo, hi) = crate::geometry::config::int_range("layout.region_tracks");
+    if !(lo..=hi).contains(&s) {
+        return Err(SimError::Config(format!("region_tracks = {s} must be between {lo} and {hi}")));
+    }
     let k = d.layout.kappa_tracks;
     let unit = s + 2 * k;
     if tracks < unit {

@@ -320,7 +320,7 @@ impl ImrDtm {
         if interval == 0 {
             return config_err("interval_writes must be at least 1");
         }
-        let res = Reserved::new(g, p.choice("backup_location"), bt + 3)?;
+        let res = Reserved::new(g, p.choice("backup_location"), bt.saturating_add(3))?;
         let backup_tops = res.tops[..bt as usize].to_vec();
         let store_tracks = [
             res.tops[bt as usize],

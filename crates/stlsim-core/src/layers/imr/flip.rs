@@ -352,7 +352,7 @@ impl ImrFlip {
         if interval_writes == 0 {
             return config_err("interval_writes must be at least 1");
         }
-        let res = Reserved::new(g, p.choice("backup_location"), n + 3)?;
+        let res = Reserved::new(g, p.choice("backup_location"), n.saturating_add(3))?;
         let n = n as usize;
         let backup_tracks = res.tops[..n].to_vec();
         let room: u64 = backup_tracks

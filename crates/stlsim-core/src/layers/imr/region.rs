@@ -33,7 +33,7 @@ impl Reserved {
     /// `inner`) to hold `tops_needed` usable top tracks.
     pub fn new(geom: &Geometry, location: &str, tops_needed: u64) -> SimResult<Reserved> {
         let (group, groups) = Reserved::groups_on(geom)?;
-        let g = (tops_needed + 1).div_ceil(group).max(1);
+        let g = tops_needed.saturating_add(1).div_ceil(group).max(1);
         if g >= groups {
             return config_err(format!(
                 "the drive has {groups} LBA groups; reserving {g} for the layer's own tracks leaves none for data"

@@ -536,9 +536,9 @@ fn bad_parameters_are_configuration_errors() {
         &[("backup_tracks", "0")],
         &[("cache_tracks", "1990")],
         &[("cache_tracks", "100000")],
-        &[("cache_tracks", "18446744073709551615")],
-        &[("backup_tracks", "18446744073709551615")],
-        &[("cache_location", "spread"), ("cache_groups", "18446744073709551615")],
+        &[("cache_tracks", "1099511627776")],
+        &[("backup_tracks", "1099511627776")],
+        &[("cache_location", "spread"), ("cache_groups", "1099511627776")],
     ] {
         match (ENTRY.build)(&params(kv), &g) {
             Err(crate::error::SimError::Config(msg)) => println!("{kv:?}: {msg}"),

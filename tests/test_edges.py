@@ -1,0 +1,317 @@
+"""Edges of the input space: extreme numbers in drives, layer parameters and
+trace layouts are one-line errors naming the key (and the file), never a
+panic or a traceback; a drive without a preset says which defaults it took."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import stlsim
+from stlsim import _core
+from stlsim.config import drive_defaults_taken, load_drive, load_drive_noting
+from stlsim.errors import ConfigError, StlsimError
+
+TINY = {"preset": "imr-paper", "capacity_gib": 1.0, "name": "tiny", "prefill": 0.0}
+
+
+def _one_line(e: BaseException) -> str:
+    msg = str(e)
+    assert "\n" not in msg and msg, repr(msg)
+    return msg
+
+
+# --------------------------------------------------------------------------
+# Finding 1: panics and clamped integers through the Python API and the CLI
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("drive", "needle"),
+    [
+        ({"preset": "imr-paper", "layout": {"group_tracks": 2**63}}, "layout.group_tracks = 9223372036854775808"),
+        ({"preset": "swd-paper", "layout": {"band_tracks": 2**64 - 1}}, "layout.band_tracks = 18446744073709551615"),
+        ({"preset": "dmsmr-small", "layout": {"band_tracks": 2**64 - 1}}, "layout.band_tracks"),
+        ({"preset": "imr-paper", "tracks": 2**64}, "tracks = 18446744073709551616 does not fit in 64 bits"),
+        ({"preset": "imr-paper", "layout": {"group_tracks": -1}}, "layout.group_tracks"),
+        ({"preset": "imr-paper", "seek": {"min_ms": "fast"}}, "seek.min_ms"),
+        ({"preset": "cmr", "zones": [{"first_track": 0, "sectors_per_track": 2**40}]}, "zones[0].sectors_per_track"),
+    ],
+)
+def test_huge_geometry_through_the_api_is_a_config_error(drive: dict[str, Any], needle: str) -> None:
+    for call in (lambda: stlsim.run(drive=drive, limit=10), lambda: stlsim.analyze(drive=drive, limit=10)):
+        with pytest.raises(ConfigError) as e:
+            call()
+        assert needle in _one_line(e.value)
+
+
+@pytest.mark.parametrize("value", [2**64, 2**70, -(2**64)])
+def test_integers_beyond_64_bits_are_rejected_not_clamped(value: int) -> None:
+    with pytest.raises(ConfigError, match=rf"params\.backup_tracks = {value} does not fit in 64 bits"):
+        stlsim.run(layer="imr-rmw", params={"backup_tracks": value}, limit=10)
+    with pytest.raises(ConfigError, match="limit"):
+        stlsim.run(limit=value)
+
+
+def test_a_float_parameter_beyond_64_bits_is_rejected_by_the_core() -> None:
+    # 1e300 reaches the core (it is a finite JSON number); 2^64-1 used to come back.
+    with pytest.raises(ConfigError, match=r"backup_tracks' of layer 'imr-dtm' must be a non-negative integer up to 2\^40"):
+        stlsim.run(layer="imr-dtm", params={"backup_tracks": 1e300}, limit=10)
+
+
+@pytest.mark.parametrize("layer", ["imr-dtm", "imr-flip", "imr-rmw", "imr-cache"])
+def test_cli_backup_tracks_near_2_64_is_one_line(cli, one_line_error, layer: str) -> None:
+    line = one_line_error(cli("run", "--layer", layer, "--param", "backup_tracks=18446744073709551613", "--limit", "10"))
+    assert "backup_tracks" in line and layer in line, line
+
+
+# --------------------------------------------------------------------------
+# Finding 3: physical plausibility
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("override", "needle"),
+    [
+        ({"seek": {"max_ms": 1e17}}, "seek.max_ms = 100000000000000000 is outside the plausible range 0 to 1000 (ms)"),
+        ({"rpm": 1e12}, "rpm = 1000000000000 is outside the plausible range 1000 to 30000"),
+        ({"rpm": 1e-300}, "rpm = 0.0"),
+        ({"interface_mb_s": 1e-9}, "interface_mb_s = 0.000000001 is outside the plausible range 1 to 1000000000"),
+        ({"rpm": math.nan}, "rpm must be a finite number, got nan"),
+        ({"rpm": math.inf}, "rpm must be a finite number, got inf"),
+        ({"write_cache_mib": -1.0}, "write_cache_mib = -1 is outside"),
+        ({"layout": {"top_ratio": 0.01}}, "layout.top_ratio = 0.01 is outside"),
+        ({"capacity_gib": 1e9}, "capacity_gib = 1000000000 is outside"),
+    ],
+)
+def test_implausible_drive_values_name_the_key(override: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        load_drive("imr-paper", override)
+    assert needle in _one_line(e.value)
+
+
+def test_every_preset_lies_within_the_documented_ranges() -> None:
+    for d in stlsim.drives():
+        load_drive(d["name"])  # raises if any value is outside its range
+
+
+def _fmt(v: float) -> str:
+    """A bound as docs/drive-model.md writes it: 10^k for large or tiny powers of ten, else with commas."""
+    if v == 0:
+        return "0"
+    exp = math.log10(abs(v))
+    if (abs(v) >= 1e6 or abs(v) < 1e-3) and exp == round(exp):
+        return f"10^{round(exp)}"
+    return f"{int(v):,}" if v == int(v) else f"{v:g}"
+
+
+def test_the_documented_ranges_match_the_core() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "drive-model.md").read_text(encoding="utf-8")
+    ranges = json.loads(_core.drive_ranges_json())
+    assert len(ranges["real"]) >= 14 and len(ranges["int"]) >= 9
+    for key, lo, hi, *_ in ranges["real"] + ranges["int"]:
+        assert f"| `{key}` | {_fmt(lo)} | {_fmt(hi)} |" in doc, key
+    for v, ok in [(999.0, False), (1000.0, True), (30000.0, True), (30001.0, False)]:
+        if ok:
+            load_drive("imr-paper", {"rpm": v})
+        else:
+            with pytest.raises(ConfigError, match="rpm"):
+                load_drive("imr-paper", {"rpm": v})
+
+
+# --------------------------------------------------------------------------
+# Finding 9: error texts name the file and the key
+# --------------------------------------------------------------------------
+
+
+def test_nan_in_a_drive_file_names_the_file_and_key(cli, one_line_error, tmp_path: Path) -> None:
+    f = tmp_path / "nanrpm.toml"
+    f.write_text('preset = "imr-paper"\nrpm = nan\n')
+    line = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
+    assert "nanrpm.toml" in line and "rpm must be a finite number, got nan" in line, line
+    f.write_text('preset = "imr-paper"\n[seek]\nmax_ms = inf\n')
+    line = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
+    assert "nanrpm.toml" in line and "seek.max_ms must be a finite number, got inf" in line, line
+
+
+@pytest.mark.parametrize(
+    ("csv", "needle"),
+    [
+        ('delimiter = ";;"', 'trace.csv.delimiter: ";;" is not a usable delimiter'),
+        ('delimiter = ""', 'trace.csv.delimiter: "" is not a usable delimiter'),
+        ('delimiter = "é"', 'trace.csv.delimiter: "é" is not a usable delimiter'),
+        ('delimiter = "\\n"', "trace.csv.delimiter"),
+        ("delimiter = 7", "trace.csv.delimiter: invalid type"),
+        ("time_col = -1", "trace.csv.time_col: invalid value: integer `-1`"),
+        ("op_col = 0", "trace.csv.time_col and op_col are both column 0"),
+        ("size_unit_bytes = 0", "size_unit_bytes must be at least 1"),
+        ('time_unit = "fortnight"', "trace.csv.time_unit: unknown variant `fortnight`"),
+        ("offset_col = 18446744073709551616", "trace.csv.offset_col = 18446744073709551616 does not fit in 64 bits"),
+        ("offset_col = 100000", "trace.csv.offset_col = 100000 is beyond column 4096"),
+        ("colour = 1", "trace.csv.colour"),
+    ],
+)
+def test_bad_csv_layout_names_the_file_and_key(cli, one_line_error, tmp_path: Path, csv: str, needle: str) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,w,0,8\n")
+    conf = tmp_path / "layout.toml"
+    conf.write_text(f'[trace]\npath = "t.csv"\nformat = "csv"\n[trace.csv]\n{csv}\n', encoding="utf-8")
+    line = one_line_error(cli("run", "--config", str(conf)))
+    assert "layout.toml" in line and needle in line, line
+
+
+def test_bad_csv_layout_through_the_api_names_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        stlsim.run(trace=tmp_path / "t.csv", format="csv", csv={"delimiter": ";;"})
+    assert _one_line(e.value).startswith('configuration error: csv.delimiter: ";;" is not a usable delimiter')
+
+
+# --------------------------------------------------------------------------
+# Finding 4: a drive file without a preset says which defaults it took
+# --------------------------------------------------------------------------
+
+
+def test_a_drive_without_a_preset_names_the_defaults_it_took(tmp_path: Path) -> None:
+    f = tmp_path / "bare.toml"
+    f.write_text("rpm = 5400.0\ncapacity_gib = 1.0\n[layout]\nkind = \"imr\"\ngroup_tracks = 4\n")
+    d, notes = load_drive_noting(f)
+    assert len(notes) == 1
+    note = notes[0]
+    assert note.startswith(f"drive file '{f}' gives no preset and leaves out")
+    for taken in ("sector_bytes = 4096", "interface_mb_s = 600.0", "seek.min_ms = 2.0", "seek.max_ms = 20.0",
+                  "track_bytes = 2097152", "layout.top_ratio = 1.0", 'layout.order = "zigzag"'):  # fmt: skip
+        assert taken in note, taken
+    for given_key in ("rpm", "capacity_gib", "layout.kind", "layout.group_tracks", "tracks"):
+        assert f"{given_key} =" not in note, given_key
+    r = stlsim.run(drive=f, limit=200, fold=True)
+    assert r.report["warnings"][0] == note
+    assert r.report["drive"]["name"] == "bare"
+
+
+def test_a_complete_drive_or_a_preset_takes_no_defaults(tmp_path: Path) -> None:
+    full = {
+        "sector_bytes": 4096, "rpm": 7200.0, "track_bytes": 2097152, "capacity_gib": 1.0, "write_cache_mib": 0.0,
+        "interface_mb_s": 600.0, "rotation": "average", "seek": {"model": "sqrt", "min_ms": 1.0, "max_ms": 9.0},
+        "layout": {"kind": "cmr"},
+    }  # fmt: skip
+    assert drive_defaults_taken(full) == []
+    assert load_drive_noting(full)[1] == []
+    assert load_drive_noting(TINY)[1] == []
+    for d in stlsim.drives():
+        assert load_drive_noting(d["name"])[1] == [], d["name"]
+    r = stlsim.run(drive=full, limit=100, fold=True)
+    assert not any("built-in defaults" in w for w in r.report["warnings"])
+    # A zone table stands for track_bytes, tracks for capacity_gib, a table seek for min/max.
+    zoned = {**full, "zones": [{"first_track": 0, "sectors_per_track": 512}], "seek": {"model": "table", "table": [[1, 1.0]]}}
+    del zoned["track_bytes"]
+    assert drive_defaults_taken(zoned) == []
+
+
+def test_cli_prints_the_defaults_warning(cli, tmp_path: Path) -> None:
+    f = tmp_path / "bare.toml"
+    f.write_text("rpm = 5400.0\ncapacity_gib = 1.0\n")
+    p = cli("run", "--drive", str(f), "--limit", "100", "--fold", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "gives no preset and leaves out" in p.stderr and "seek.max_ms = 20.0" in p.stderr
+
+
+# --------------------------------------------------------------------------
+# Finding 2: a property test through the public API
+# --------------------------------------------------------------------------
+
+_EXTREME_INTS = [0, 1, 2, 3, 2**31, 2**32, 2**40, 2**40 + 1, 2**63, 2**64 - 1, 2**64, -1]
+_EXTREME_FLOATS = [0.0, 1.0, -1.0, 1e-300, 5e-324, 1e17, 1e300, math.inf, -math.inf, math.nan]
+_DRIVE_KEYS: list[tuple[str, ...]] = [
+    ("sector_bytes",), ("rpm",), ("track_bytes",), ("tracks",), ("capacity_gib",), ("write_cache_mib",),
+    ("interface_mb_s",), ("seek", "min_ms"), ("seek", "max_ms"), ("layout", "top_ratio"), ("layout", "group_tracks"),
+    ("prefill",),
+]  # fmt: skip
+_LAYER_PARAMS = {
+    lay["name"]: [p["name"] for p in lay["params"] if p["kind"] in ("int", "float")] for lay in stlsim.layers()
+}
+_IMR_LAYERS = sorted(n for n in _LAYER_PARAMS if n.startswith("imr-")) + ["cmr"]
+
+
+def _extreme() -> st.SearchStrategy[Any]:
+    return st.one_of(st.sampled_from(_EXTREME_INTS), st.sampled_from(_EXTREME_FLOATS), st.integers(), st.floats())
+
+
+def _set(d: dict[str, Any], path: tuple[str, ...], v: Any) -> None:
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = v
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    layer=st.sampled_from(_IMR_LAYERS),
+    drive_keys=st.lists(st.tuples(st.sampled_from(_DRIVE_KEYS), _extreme()), max_size=3),
+    params=st.lists(st.tuples(st.integers(0, 20), _extreme()), max_size=3),
+)
+def test_extreme_values_give_one_line_errors_or_sane_runs(layer: str, drive_keys: list[Any], params: list[Any]) -> None:
+    drive: dict[str, Any] = {**TINY, "layout": {}, "seek": {}}
+    for path, v in drive_keys:
+        _set(drive, path, v)
+    names = _LAYER_PARAMS[layer]
+    chosen = {names[i % len(names)]: v for i, v in params} if names else {}
+    try:
+        r = stlsim.run(drive=drive, layer=layer, params=chosen, limit=60, verify=True, fold=True)
+    except StlsimError as e:
+        _one_line(e)
+        assert isinstance(e, ConfigError), repr(e)
+    else:
+        assert r.report["host"]["requests"] == 60
+        assert math.isfinite(r.summary["mean_ms"]) and r.summary["mean_ms"] >= 0
+
+
+# --------------------------------------------------------------------------
+# Findings 6, 7, 8: trace readers
+# --------------------------------------------------------------------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_zstd_with_a_wrong_checksum_is_one_line_naming_the_file(cli, one_line_error, tmp_path: Path) -> None:
+    good = (DATA / "wdev_3.csv.zst").read_bytes()
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # the frame's content checksum
+    f = tmp_path / "badsum.csv.zst"
+    f.write_bytes(bytes(bad))
+    line = one_line_error(cli("run", "--trace", str(f), "--drive", "cmr"))
+    assert str(f) in line and "zstd frame 1 fails its checksum" in line, line
+    # Damaged data: one line, no decoder debug structures.
+    bad = bytearray(good)
+    bad[len(good) // 2] ^= 0x55
+    f.write_bytes(bytes(bad))
+    line = one_line_error(cli("run", "--trace", str(f), "--drive", "cmr"))
+    assert str(f) in line and "zstd" in line and "{" not in line and "Error(" not in line, line
+    f.write_bytes(good[: len(good) // 2])
+    with pytest.raises(stlsim.errors.TraceIOError, match=r"badsum\.csv\.zst.*ends inside frame 1 \(truncated file\?\)"):
+        stlsim.run(trace=f, drive="cmr")
+
+
+def test_a_giant_line_in_a_small_gz_is_file_and_line(cli, one_line_error, tmp_path: Path) -> None:
+    import gzip
+
+    f = tmp_path / "giant.csv.gz"
+    with gzip.open(f, "wb", compresslevel=1) as z:
+        z.write(b"128166481075232275,rsrch,1,Write,281358336,45056,94872\n")
+        z.write(b"," * (8 << 20))  # 8 million delimiters on line 2
+        z.write(b"\n")
+    assert f.stat().st_size < 100_000
+    line = one_line_error(cli("run", "--trace", str(f), "--format", "msr", "--drive", "cmr"))
+    assert line == f"stlsim: error: {f}:2: line longer than 1 MiB (1048576 bytes): not a trace in this format, or a damaged file"
+
+
+def test_an_offset_near_2_64_reports_an_overflow(cli, one_line_error, tmp_path: Path) -> None:
+    f = tmp_path / "near.csv"
+    f.write_text(f"128166481075232275,h,0,Write,4096,4096,0\n128166481075232276,h,0,Write,{2**64 - 100},4096,0\n")
+    line = one_line_error(cli("run", "--trace", str(f), "--format", "msr", "--drive", "cmr", "--fold"))
+    assert f"{f}:2: offset {2**64 - 100} plus length 4096 overflows" in line, line
+    assert "larger than" not in line and "beyond" not in line
