@@ -111,6 +111,7 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         "start": s["start"],
         "limit": s["limit"],
         "repeat": s["repeat"],
+        "event": s["event"],
     }
     if synth is not None:
         spec["synth"] = synth
@@ -233,6 +234,7 @@ def run(
     label: str | None = None,
     csv: Mapping[str, Any] | None = None,
     plot_format: str | None = None,
+    event: str | None = None,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -250,8 +252,12 @@ def run(
         write_cache: force the drive's write cache on or off (None: the drive's own).
         fold: fold offsets beyond the drive's capacity back into it.
         verify: carry data and check every read and the final footprint.
-        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv, fio); None guesses.
-        disk: keep only this MSR disk number / SPC ASU.
+        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv, fio,
+            blkparse, disksim, mqsim, disksim-validate); None guesses.
+        disk: keep only this disk: MSR disk number, SPC ASU, fio file, DiskSim
+            or MQSim device, blkparse device (MAJ << 20 | MIN).
+        event: blkparse only: the event that stands for a request, Q
+            (queued, default), D (issued) or C (completed).
         start, limit: skip ``start`` requests, then replay at most ``limit``.
         series_every: requests per point of :meth:`Result.series`.
         prefill: how full the drive is when the run starts: a fraction of the
@@ -411,6 +417,7 @@ def analyze(
     limit: int | None = None,
     fold: bool = False,
     csv: Mapping[str, Any] | None = None,
+    event: str | None = None,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -449,7 +456,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -457,7 +464,14 @@ def analyze(
     s = resolve_settings(None, given)
     drive_cfg = load_drive(s["drive"])
     path, synth = _trace_source(s["trace"], drive_cfg)
-    spec: dict[str, Any] = {"path": path, "format": s["format"], "disk": s["disk"], "start": s["start"], "limit": s["limit"]}
+    spec: dict[str, Any] = {
+        "path": path,
+        "format": s["format"],
+        "disk": s["disk"],
+        "start": s["start"],
+        "limit": s["limit"],
+        "event": s["event"],
+    }
     if synth is not None:
         spec["synth"] = synth
     if s["csv"]:

@@ -110,8 +110,13 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None
         help="trace file (.gz/.zst ok), or a synthetic trace generated on the fly, e.g. "
         "synth:sequential,usage=0.75,seed=1 (see 'stlsim synth'); default: the bundled CloudPhysics trace",
     )
-    t.add_argument("--format", metavar="F", help="msr, spc, vscsi, cloudphysics-csv, csv, fio or auto (default: guess)")
-    t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this MSR disk number / SPC ASU")
+    t.add_argument(
+        "--format",
+        metavar="F",
+        help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate or auto (default: guess)",
+    )
+    t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
+    t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this disk (MSR disk number, SPC ASU, fio file, device)")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
     if repeat:
@@ -407,6 +412,7 @@ def _add_synth(sub: Any) -> None:
 _SETTING_OPTIONS = (
     "trace",
     "format",
+    "event",
     "disk",
     "start",
     "limit",
@@ -938,7 +944,7 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
-        k: getattr(ns, k) for k in ("trace", "format", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
+        k: getattr(ns, k) for k in ("trace", "format", "event", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
     }
     if ns.start is not None:
         kwargs["start"] = ns.start

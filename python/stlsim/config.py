@@ -50,8 +50,8 @@ DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
 MODES = ("queue", "flat-out", "scaled")
 #: Trace formats the core knows (None: guess from the file name and first line).
-FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv", "fio")
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio"}
+FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv", "fio", "blkparse", "disksim", "mqsim", "disksim-validate")
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate"}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -63,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "start": 0,
     "limit": None,
     "csv": None,
+    "event": None,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -90,6 +91,7 @@ _TOML_NAME = {
     "start": "trace.start",
     "limit": "trace.limit",
     "csv": "trace.csv",
+    "event": "trace.event",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -117,6 +119,7 @@ _SECTION_KEYS = {
         "limit": "limit",
         "repeat": "repeat",
         "csv": "csv",
+        "event": "event",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -483,6 +486,10 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
                 raise _bad(where, name, "one of " + ", ".join(MODES), v)
         elif key == "format":
             out[key] = normalize_format(v, where, name)
+        elif key == "event":
+            if not isinstance(v, str) or v.upper() not in ("Q", "D", "C"):
+                raise _bad(where, name, "a blkparse event: Q (queued), D (issued) or C (completed)", v)
+            out[key] = v.upper()
         elif key in ("layer", "label"):
             if not isinstance(v, str) or (key == "layer" and not v):
                 raise _bad(where, name, "a name", v)
@@ -572,7 +579,7 @@ def load_run_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[
     The layout (see ``stlsim init-config``)::
 
         label = "..."            verify = false       crash_after = [..]  crash_at_ops = [..]
-        [trace]   path, format, disk, start, limit, [trace.csv]
+        [trace]   path, format, disk, start, limit, event, [trace.csv]
         [drive]   preset = "imr-paper" plus any drive key to override
         [layer]   name, [layer.params]
         [replay]  mode, queue_depth, scale, write_cache, fold, series_every
@@ -702,9 +709,10 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate"),
         _line("start", 0, "requests to skip before replaying"),
-        _line("disk", 0, "keep only this MSR disk number / SPC ASU (absent: all)", commented=True),
+        _line("disk", 0, "keep only this disk: MSR disk number, SPC ASU, fio file, device (absent: all)", commented=True),
+        _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         _line("repeat", 1, "replay the selection this many times back to back (shifted in time)"),
         "",

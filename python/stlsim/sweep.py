@@ -61,6 +61,7 @@ REPLAY_KEYS = frozenset(
         "fold",
         "verify",
         "format",
+        "event",
         "disk",
         "start",
         "limit",

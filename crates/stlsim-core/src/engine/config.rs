@@ -32,6 +32,17 @@ pub enum Mode {
     Scaled,
 }
 
+impl Mode {
+    /// The mode's name as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Queue => "queue",
+            Mode::FlatOut => "flat-out",
+            Mode::Scaled => "scaled",
+        }
+    }
+}
+
 /// Replay settings.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -73,6 +73,9 @@ pub(crate) struct Irregular {
     pub(crate) folded_to_prefill: u64,
     /// Non-empty records the trace holds (when a first pass counted them).
     pub(crate) trace_requests: Option<u64>,
+    /// Whether any two records' timestamps differ (a fio version-2 iolog has
+    /// none: every request at time 0).
+    pub(crate) timed: bool,
 }
 
 /// Host-side counts of a run.
@@ -515,6 +518,7 @@ impl Simulation {
 
     fn issue_time(&mut self, rec: &TraceRecord) -> (Nanos, Nanos) {
         let base = *self.base_trace.get_or_insert(rec.time.0);
+        self.irregular.timed |= rec.time.0 != base;
         if rec.time.0 < self.prev_trace.max(base) {
             // Went backwards: replayed as if at the latest time seen.
             self.irregular.clamped += 1;

@@ -303,6 +303,12 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
             x.folded_to_prefill
         ));
     }
+    if !x.timed && i.host.requests > 1 && i.cfg.replay.mode != Mode::FlatOut {
+        w.push(format!(
+            "the trace carries no times (every request at one instant, as in a fio version-2 iolog): {} mode issued the requests as fast as the queue allowed",
+            i.cfg.replay.mode.name()
+        ));
+    }
     if i.host.empty_skipped > 0 {
         w.push(format!("{} zero-length trace record(s) were skipped", i.host.empty_skipped));
     }
@@ -368,12 +374,7 @@ pub fn build(i: Inputs) -> Report {
         layer: i.entry.name.to_string(),
         params: i.params.values().clone(),
         trace: i.cfg.trace.path.clone(),
-        mode: match i.cfg.replay.mode {
-            Mode::Queue => "queue",
-            Mode::FlatOut => "flat-out",
-            Mode::Scaled => "scaled",
-        }
-        .into(),
+        mode: i.cfg.replay.mode.name().into(),
         queue_depth: match i.cfg.replay.mode {
             Mode::Queue => i.cfg.replay.queue_depth,
             Mode::FlatOut => 1,

@@ -1,16 +1,20 @@
-//! fio I/O logs, version 2 (`write_iolog` / `read_iolog` of the fio
-//! benchmark): a first line `fio version 2 iolog`, then one action per line,
-//! space-separated: `FILE add|open|close` for files, and
-//! `FILE read|write OFFSET LENGTH` for I/O (OFFSET and LENGTH in bytes).
-//! `sync`, `datasync`, `trim` and `wait` actions are skipped.
+//! fio I/O logs, versions 2 and 3 (`write_iolog` / `read_iolog` of the fio
+//! benchmark): a header line `fio version 2 iolog` or `fio version 3 iolog`,
+//! then one action per line, fields separated by spaces:
+//!
+//! * version 2: `FILE add|open|close` for files, `FILE read|write OFFSET LENGTH`
+//!   for I/O;
+//! * version 3: the same, each line prefixed by a TIMESTAMP in microseconds
+//!   since the start of the run (fio's `log_io_u` writes `utime_since_now`).
+//!
+//! OFFSET and LENGTH are bytes. `sync`, `datasync`, `trim` and `wait`
+//! actions are skipped.
 //!
 //! * Version 2 records no time: every request is at time 0, so queue mode
 //!   issues them as fast as its queue allows and flat-out mode one after
-//!   another (a rate-limited replay belongs to the trace-ingestion work).
+//!   another; the engine notes in the report that the trace has no times.
 //! * Each distinct FILE is a device (numbered 0, 1 ... in order of first
 //!   appearance) for disk selection.
-//! * Version 3 (timestamps) is recognised and refused with a clear error
-//!   until it is read.
 
 use crate::error::SimResult;
 use crate::trace::open::text::{show, CsvLines};
@@ -19,23 +23,26 @@ use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
 
-/// The most distinct FILEs (devices) a log may name; their names are kept.
-pub const MAX_FILES: usize = 4096;
-
 /// The header line of a version-2 log.
 pub const HEADER_V2: &str = "fio version 2 iolog";
+/// The header line of a version-3 log.
+pub const HEADER_V3: &str = "fio version 3 iolog";
 
-/// Reader of fio version-2 I/O logs.
+/// The most distinct files (devices) one log may name.
+const MAX_FILES: usize = 1 << 16;
+
+/// Reader of fio version-2 and version-3 I/O logs.
 pub struct FioIologReader {
     src: CsvLines,
     files: Vec<Vec<u8>>,
-    header_seen: bool,
+    /// 2 or 3 once the header is read; 0 before.
+    version: u8,
 }
 
 impl FioIologReader {
     /// A reader over decompressed iolog text; `file` labels error messages.
     pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
-        FioIologReader { src: CsvLines::new(input, file, b' '), files: vec![], header_seen: false }
+        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0 }
     }
 }
 
@@ -46,46 +53,59 @@ impl RawTraceReader for FioIologReader {
             if !s.advance()? {
                 return Ok(None);
             }
-            if !self.header_seen {
-                let line: Vec<&[u8]> = (0..s.len()).map(|i| s.field(i)).collect();
-                let text = line.iter().map(|f| show(f)).collect::<Vec<_>>().join(" ");
-                if text == HEADER_V2 {
-                    self.header_seen = true;
-                    continue;
-                }
-                if text.starts_with("fio version") {
-                    return Err(s.err(format!("'{text}': only fio iolog version 2 is read so far")));
-                }
-                return Err(s.err(format!("expected the header '{HEADER_V2}', found '{text}'")));
+            if self.version == 0 {
+                let text = (0..s.len()).map(|i| show(s.field(i))).collect::<Vec<_>>().join(" ");
+                self.version = match text.as_str() {
+                    HEADER_V2 => 2,
+                    HEADER_V3 => 3,
+                    t if t.starts_with("fio version") => {
+                        return Err(s.err(format!("'{t}': fio iolog versions 2 and 3 are read, not this one")))
+                    }
+                    t => return Err(s.err(format!("expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{t}'"))),
+                };
+                continue;
             }
-            let name = s.field(0).to_vec();
-            let action = s.field(1);
+            // Version 3 shifts every field by its timestamp.
+            let at = usize::from(self.version == 3);
+            let time = if at == 1 {
+                let us = s.u64_field(0, "TIMESTAMP (us)")?;
+                Nanos(us.checked_mul(1_000).ok_or_else(|| s.err(format!("TIMESTAMP (field 1) overflows: {us} us")))?)
+            } else {
+                Nanos(0)
+            };
+            let action = s.field(at + 1);
             let op = match action {
                 b"read" => Op::Read,
                 b"write" => Op::Write,
                 b"add" | b"open" | b"close" | b"sync" | b"datasync" | b"trim" | b"wait" => continue,
                 other => {
                     return Err(s.err(format!(
-                        "action (field 2) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
+                        "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
+                        at + 2,
                         show(other)
                     )))
                 }
             };
-            s.expect_fields(4, "FILE ACTION OFFSET LENGTH")?;
-            let offset = s.u64_field(2, "OFFSET")?;
-            let len = s.u64_field(3, "LENGTH")?;
+            if self.version == 3 {
+                s.expect_fields(5, "TIMESTAMP FILE ACTION OFFSET LENGTH")?;
+            } else {
+                s.expect_fields(4, "FILE ACTION OFFSET LENGTH")?;
+            }
+            let offset = s.u64_field(at + 2, "OFFSET")?;
+            let len = s.u64_field(at + 3, "LENGTH")?;
             let line = s.line();
-            let dev = match self.files.iter().position(|f| *f == name) {
+            let name = s.field(at);
+            let dev = match self.files.iter().position(|f| f.as_slice() == name) {
                 Some(i) => i,
                 None if self.files.len() >= MAX_FILES => {
                     return Err(s.err(format!("more than {MAX_FILES} distinct files: each is a device, and no drive has that many")));
                 }
                 None => {
-                    self.files.push(name);
+                    self.files.push(name.to_vec());
                     self.files.len() - 1
                 }
             };
-            let rec = TraceRecord { time: Nanos(0), op, offset: Bytes(offset), len: Bytes(len), line };
+            let rec = TraceRecord { time, op, offset: Bytes(offset), len: Bytes(len), line };
             return Ok(Some((rec, Some(dev as u64))));
         }
     }
@@ -118,9 +138,28 @@ mod tests {
     fn bad_headers_versions_and_actions_name_the_line() {
         let e = read_all("/dev/sda write 0 4096\n").unwrap_err();
         assert!(e.to_string().contains("t.log:1"), "{e}");
-        let e = read_all("fio version 3 iolog\n").unwrap_err();
-        assert!(e.to_string().contains("version 2"), "{e}");
+        let e = read_all("fio version 4 iolog\n").unwrap_err();
+        assert!(e.to_string().contains("versions 2 and 3"), "{e}");
         let e = read_all("fio version 2 iolog\n/dev/sda erase 0 1\n").unwrap_err();
         assert!(e.to_string().contains("t.log:2") && e.to_string().contains("erase"), "{e}");
+    }
+
+    #[test]
+    fn version_3_carries_microsecond_timestamps_and_runs_of_spaces() {
+        let text = "fio version 3 iolog\n2 Nvme1n1 add\n872 Nvme1n1 open\n878  Nvme1n1\twrite 0 16384\n\
+                    888 Nvme1n1 read 16384 4096\n891 /dev/sdb write 8192 512\n10001677 Nvme1n1 close\n";
+        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log");
+        let mut v = vec![];
+        while let Some(x) = r.next_raw().unwrap() {
+            v.push(x);
+        }
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1), (Nanos(878_000), Op::Write, Bytes(0), Bytes(16384), Some(0)));
+        assert_eq!((v[1].0.time, v[1].0.op, v[1].0.line), (Nanos(888_000), Op::Read, 5));
+        assert_eq!((v[2].0.time, v[2].1), (Nanos(891_000), Some(1)));
+        let e = read_all("fio version 3 iolog\n5 f write 0\n").unwrap_err();
+        assert!(e.to_string().contains("t.log:2") && e.to_string().contains("expected 5 fields"), "{e}");
+        let e = read_all("fio version 3 iolog\nx f write 0 1\n").unwrap_err();
+        assert!(e.to_string().contains("TIMESTAMP"), "{e}");
     }
 }

@@ -9,6 +9,8 @@ use crate::error::{SimError, SimResult};
 use crate::units::{Bytes, Nanos};
 use serde::Deserialize;
 
+pub mod blkparse;
+pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
 pub mod msr;
@@ -73,8 +75,17 @@ pub enum Format {
     CloudphysicsCsv,
     /// Any CSV with configurable columns and units ([`GenericCsv`]).
     Csv,
-    /// fio I/O log, version 2.
+    /// fio I/O log, version 2 or 3.
+    #[serde(rename = "fio", alias = "fio-iolog")]
     FioIolog,
+    /// blkparse's default text output.
+    Blkparse,
+    /// DiskSim ASCII traces (milliseconds, hexadecimal flags).
+    Disksim,
+    /// MQSim traces (nanoseconds, type 1 read / 0 write).
+    Mqsim,
+    /// DiskSim `validate` traces (measured response and think times).
+    DisksimValidate,
 }
 
 impl Format {
@@ -87,8 +98,12 @@ impl Format {
             "cloudphysics-csv" | "cp-csv" => Ok(Format::CloudphysicsCsv),
             "csv" => Ok(Format::Csv),
             "fio" | "fio-iolog" => Ok(Format::FioIolog),
+            "blkparse" | "blktrace" => Ok(Format::Blkparse),
+            "disksim" | "disksim-ascii" => Ok(Format::Disksim),
+            "mqsim" => Ok(Format::Mqsim),
+            "disksim-validate" | "validate" => Ok(Format::DisksimValidate),
             other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio)"
+                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate)"
             ))),
         }
     }
@@ -192,6 +207,9 @@ pub struct TraceSpec {
     /// in time to start one mean inter-arrival gap after the previous one
     /// ends; LBAs unchanged). 1: once.
     pub repeat: u64,
+    /// blkparse only: the event that stands for a host request, `Q`
+    /// (queued, the default), `D` (issued) or `C` (completed).
+    pub event: Option<String>,
     /// Generate a synthetic trace instead of reading a file (`path` is then
     /// only its name in reports and messages; `start`, `limit` and `repeat`
     /// apply as to a file, `disk` and `format` must be unset).
@@ -208,6 +226,7 @@ impl Default for TraceSpec {
             limit: None,
             csv: GenericCsv::default(),
             repeat: 1,
+            event: None,
             synth: None,
         }
     }

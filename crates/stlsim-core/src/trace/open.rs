@@ -8,6 +8,8 @@
 
 use crate::error::{SimError, SimResult};
 use crate::trace::{
+    blkparse::{BlkparseReader, Event},
+    disksim::{DisksimAsciiReader, DisksimValidateReader, Flavour},
     cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
     synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, GenericCsv, TraceReader, TraceRecord, TraceSpec,
 };
@@ -87,7 +89,7 @@ pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<B
 
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
 pub fn format_has_disks(format: Format) -> bool {
-    matches!(format, Format::Msr | Format::Spc | Format::FioIolog)
+    matches!(format, Format::Msr | Format::Spc | Format::FioIolog | Format::Blkparse | Format::Disksim | Format::Mqsim)
 }
 
 /// The reader of `format` over a decompressed stream, without the spec
@@ -105,6 +107,10 @@ pub fn raw_reader(
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
         Format::Csv => Box::new(GenericCsvReader::new(input, file, csv)?),
+        Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::Queued)),
+        Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
+        Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
+        Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file)),
     })
 }
 
@@ -118,6 +124,13 @@ fn build(
         Some(f) => (f, input),
         None => sniff(input, &spec.path)?,
     };
+    if spec.event.is_some() && format != Format::Blkparse {
+        return Err(SimError::Config(format!(
+            "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
     if spec.disk.is_some() && !format_has_disks(format) {
         return Err(SimError::Config(format!(
             "trace option 'disk' selects an MSR disk number or an SPC ASU, but trace '{}' is in format {} which has no disks",
@@ -155,6 +168,13 @@ fn build(
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
         Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv)?, spec, p, f),
+        Format::Blkparse => {
+            let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
+            wrap(BlkparseReader::new(input, file, event), spec, p, f)
+        }
+        Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim), spec, p, f),
+        Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
+        Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file), spec, p, f),
     })
 }
 
@@ -167,6 +187,10 @@ pub fn format_name(format: Format) -> &'static str {
         Format::CloudphysicsCsv => "cloudphysics-csv",
         Format::Csv => "csv",
         Format::FioIolog => "fio",
+        Format::Blkparse => "blkparse",
+        Format::Disksim => "disksim",
+        Format::Mqsim => "mqsim",
+        Format::DisksimValidate => "disksim-validate",
     }
 }
 
@@ -179,8 +203,22 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         .filter(|c| !c.is_whitespace())
         .collect::<String>()
         .to_ascii_lowercase();
+    let words: Vec<&str> = line.split_ascii_whitespace().collect();
+    let number = |w: &str| !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit() || c == b'.');
+    let device = |w: &str| w.split_once(',').is_some_and(|(a, b)| number(a) && number(b) && !a.contains('.'));
     if line.starts_with("fio version") && line.ends_with("iolog") {
         Some(Format::FioIolog)
+    } else if words.len() >= 7 && device(words[0]) && number(words[3]) && words[5].len() <= 2 {
+        Some(Format::Blkparse)
+    } else if words.len() == 6
+        && (words[0] == "R" || words[0] == "W")
+        && (words[1].eq_ignore_ascii_case("hit") || words[1].eq_ignore_ascii_case("miss"))
+    {
+        Some(Format::DisksimValidate)
+    } else if words.len() == 5 && fields.len() == 1 && words[..4].iter().all(|w| number(w)) && words[0].contains('.') {
+        Some(Format::Disksim)
+    } else if words.len() == 5 && fields.len() == 1 && words[..4].iter().all(|w| number(w)) && (words[4] == "0" || words[4] == "1") {
+        Some(Format::Mqsim)
     } else if fields.len() == 7 && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write")) {
         Some(Format::Msr)
     } else if compact.starts_with("version,time,op,size,lbn") {
@@ -577,14 +615,41 @@ pub(crate) mod text {
 
     /// A CSV stream over one reused record. Lines end with `\n` (a `\r`
     /// before it is trimmed with the last field); blank lines are skipped.
+    /// In whitespace mode ([`CsvLines::words`]) fields are separated by runs
+    /// of spaces and tabs instead of one delimiter.
     pub(crate) struct CsvLines {
         rdr: csv::Reader<Tracked>,
         rec: csv::ByteRecord,
         file: String,
         line: u64,
+        /// Whitespace mode: the indices of the record's non-empty fields.
+        words: Option<Vec<usize>>,
+    }
+
+    /// Turns tabs into spaces, so that one space delimiter splits both.
+    struct TabsToSpaces(Box<dyn Read + Send>);
+
+    impl Read for TabsToSpaces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.read(buf)?;
+            for b in &mut buf[..n] {
+                if *b == b'\t' {
+                    *b = b' ';
+                }
+            }
+            Ok(n)
+        }
     }
 
     impl CsvLines {
+        /// Fields separated by runs of spaces and tabs (blkparse, DiskSim,
+        /// MQSim, fio logs), leading and trailing ones ignored.
+        pub(crate) fn words(input: Box<dyn Read + Send>, file: &str) -> Self {
+            let mut s = CsvLines::new(Box::new(TabsToSpaces(input)), file, b' ');
+            s.words = Some(Vec::with_capacity(16));
+            s
+        }
+
         pub(crate) fn new(input: Box<dyn Read + Send>, file: &str, delimiter: u8) -> Self {
             let rdr = csv::ReaderBuilder::new()
                 .has_headers(false)
@@ -608,6 +673,7 @@ pub(crate) mod text {
                 rec: csv::ByteRecord::new(),
                 file: file.to_string(),
                 line: 0,
+                words: None,
             }
         }
 
@@ -646,6 +712,14 @@ pub(crate) mod text {
                         self.rec.len()
                     )));
                 }
+                if let Some(words) = &mut self.words {
+                    words.clear();
+                    words.extend((0..self.rec.len()).filter(|&i| !trim(&self.rec[i]).is_empty()));
+                    if !words.is_empty() {
+                        return Ok(true);
+                    }
+                    continue;
+                }
                 let blank = self.rec.is_empty() || (self.rec.len() == 1 && trim(&self.rec[0]).is_empty());
                 if !blank {
                     return Ok(true);
@@ -660,12 +734,22 @@ pub(crate) mod text {
 
         /// Number of fields of the current record.
         pub(crate) fn len(&self) -> usize {
-            self.rec.len()
+            match &self.words {
+                Some(w) => w.len(),
+                None => self.rec.len(),
+            }
         }
 
         /// Field `i` (0-based) of the current record, trimmed of whitespace
         /// and of one pair of surrounding double quotes; empty if absent.
         pub(crate) fn field(&self, i: usize) -> &[u8] {
+            let i = match &self.words {
+                Some(w) => match w.get(i) {
+                    Some(&j) => j,
+                    None => return &[],
+                },
+                None => i,
+            };
             match self.rec.get(i) {
                 Some(f) => {
                     let t = trim(f);
@@ -692,10 +776,10 @@ pub(crate) mod text {
 
         /// Error unless the record has exactly `n` fields.
         pub(crate) fn expect_fields(&self, n: usize, layout: &str) -> SimResult<()> {
-            if self.rec.len() == n {
+            if self.len() == n {
                 Ok(())
             } else {
-                Err(self.err(format!("expected {n} fields ({layout}), found {}", self.rec.len())))
+                Err(self.err(format!("expected {n} fields ({layout}), found {}", self.len())))
             }
         }
 
@@ -975,6 +1059,21 @@ mod tests {
         assert_eq!(sniff_line(" 1 , 2 , 3 , r , 0.5 "), Some(Format::Spc));
         assert_eq!(sniff_line("Version, Time,op,size,lbn"), Some(Format::CloudphysicsCsv));
         assert_eq!(sniff_line("a,b,c"), None);
+        // Whitespace-separated formats.
+        assert_eq!(sniff_line("  8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]"), Some(Format::Blkparse));
+        assert_eq!(sniff_line("R Hit 265552 2 14901.000000 4757.708232"), Some(Format::DisksimValidate));
+        assert_eq!(sniff_line("W Miss\t4583176   4    663.00000  45422.00000"), Some(Format::DisksimValidate));
+        assert_eq!(sniff_line("12.5 0 1000 8 1"), Some(Format::Disksim));
+        assert_eq!(sniff_line("11413000 0 657728 16 1"), Some(Format::Mqsim));
+        assert_eq!(sniff_line("11413000 0 657728 16 7"), None); // integer time, flags not 0/1: ask
+        for (name, want, n) in [
+            ("blktrace.txt.gz", Format::Blkparse, 15_524),
+            ("wsrch-small.trace.gz", Format::Mqsim, 24_783),
+            ("disksim/hp_c3323a.trace", Format::DisksimValidate, 9_074),
+        ] {
+            let got = read_all(&spec(&data(name))).unwrap();
+            assert_eq!(got.len(), n, "{name} read as {want:?}");
+        }
         // Leading blank lines are passed over.
         let (f, _) = sniff(Box::new(&b"\n\r\n  \n1,2,3,R,0.1\n"[..]), "x").unwrap();
         assert_eq!(f, Format::Spc);

@@ -1,0 +1,94 @@
+"""Trace formats read natively (issue 12): blkparse text, fio iologs v2 and
+v3, DiskSim ASCII and validate traces, MQSim traces; detection from the
+first line; the blkparse event choice; and their one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import stlsim
+from stlsim.errors import ConfigError, TraceFormatError
+
+
+@pytest.mark.parametrize(
+    ("name", "requests", "reads"),
+    [
+        ("blktrace.txt.gz", 15_524, 80),  # every Q event of the real capture (80 R, 15,444 W)
+        ("wsrch-small.trace.gz", 24_783, None),  # MQSim's own excerpt
+        ("disksim/hp_c3323a.trace", 9_074, None),  # DiskSim's HP C3323A validation trace
+        ("iolog_8G.log.gz", 17_395, 0),  # fio version 2
+    ],
+)
+def test_each_real_sample_is_detected_and_replayed_whole(data: Path, name: str, requests: int, reads: int | None) -> None:
+    r = stlsim.run(trace=str(data / name), drive="cmr", layer="cmr", mode="flat-out", fold=True)
+    assert r.summary["requests"] == requests
+    if reads is not None:
+        assert r.summary["reads"] == reads
+
+
+def test_a_format_named_explicitly_reads_the_same(data: Path) -> None:
+    auto = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000)
+    named = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000, format="mqsim")
+    assert auto.report == named.report
+
+
+def test_blkparse_event_chooses_the_requests(data: Path) -> None:
+    t = str(data / "blktrace.txt.gz")
+    issued = stlsim.run(trace=t, drive="cmr", fold=True, event="D")
+    assert issued.summary["requests"] == 170  # D events of reads and writes in the capture
+    completed = stlsim.run(trace=t, drive="cmr", fold=True, event="c")
+    assert completed.summary["requests"] == 170  # one more C event carries no size and is skipped
+    assert any("zero-length" in w for w in completed.report["warnings"])
+    # The capture holds one device, 8,16 (dev_t 8 << 20 | 16).
+    one = stlsim.run(trace=t, drive="cmr", fold=True, disk=8 << 20 | 16, limit=100)
+    assert one.summary["requests"] == 100
+    with pytest.raises(ConfigError, match="blkparse event"):
+        stlsim.run(trace=t, drive="cmr", event="X")
+    with pytest.raises(ConfigError, match="'event' chooses a blkparse event"):
+        stlsim.run(trace=str(data / "wdev_3.csv"), drive="cmr", event="Q")
+
+
+def test_fio_v2_says_its_requests_carry_no_times_and_v3_replays_its_microseconds(tmp_path: Path, data: Path) -> None:
+    v2 = stlsim.run(trace=str(data / "iolog_8G.log.gz"), drive="cmr", limit=500)
+    assert any("carries no times" in w for w in v2.report["warnings"])
+    log = tmp_path / "job.log"
+    log.write_text("fio version 3 iolog\n0 /dev/sdb add\n1 /dev/sdb open\n1000 /dev/sdb write 0 4096\n" "501000 /dev/sdb read 4096 4096\n502000 /dev/sdb close\n")
+    v3 = stlsim.run(trace=str(log), drive="cmr", mode="scaled")
+    assert v3.summary["requests"] == 2 and not any("carries no times" in w for w in v3.report["warnings"])
+    assert v3.summary["simulated_s"] == pytest.approx(0.5, abs=0.05)  # the read comes 500 ms after the write
+
+
+@pytest.mark.parametrize(
+    ("text", "fmt", "needle"),
+    [
+        ("  8,16 0 1 0.5 1 Q W 10 + 8 [x]\n  8,16 0 2 0.6 1 Q W 10 8\n", "blkparse", ":2: "),
+        ("1.5 0 10 8 1\n1.6 0 10 8 zz\n", "disksim", "FLAGS"),
+        ("100 0 10 8 1\n200 0 10 8 5\n", "mqsim", "TYPE"),
+        ("R Hit 1 1 1.0 1.0\nX Hit 1 1 1.0 1.0\n", "disksim-validate", "expected R or W"),
+        ("fio version 3 iolog\n5 f write 0\n", "fio", "expected 5 fields"),
+    ],
+)
+def test_a_malformed_record_is_one_line_naming_file_and_line(tmp_path: Path, text: str, fmt: str, needle: str) -> None:
+    t = tmp_path / "bad.trace"
+    t.write_text(text)
+    with pytest.raises(TraceFormatError, match=needle):
+        stlsim.run(trace=str(t), drive="cmr", format=fmt)
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "run", "--trace", str(t), "--format", fmt, "--drive", "cmr"], capture_output=True, text=True
+    )
+    assert p.returncode != 0 and "bad.trace:" in p.stderr and needle.strip(": ") in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_the_cli_takes_event_and_the_new_format_names(data: Path) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "run", "--trace", str(data / "blktrace.txt.gz"), "--format", "blktrace",
+         "--event", "D", "--drive", "cmr", "--fold", "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert '"requests": 170' in p.stdout
