@@ -92,3 +92,55 @@ def test_the_cli_takes_event_and_the_new_format_names(data: Path) -> None:
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     assert '"requests": 170' in p.stdout
+
+
+def test_a_one_line_csv_layout_reads_like_the_table(tmp_path: Path, data: Path) -> None:
+    from stlsim.config import parse_csv_layout
+
+    # MSR read as a generic CSV, laid out in one line: the same run as the MSR reader.
+    msr = stlsim.run(trace=str(data / "wdev_3.csv"), drive="cmr")
+    line = "time=1,time-unit=filetime,op=4,offset=5,offset-unit=bytes,size=6,size-unit=bytes,device=3,delim=,"
+    generic = stlsim.run(trace=str(data / "wdev_3.csv"), drive="cmr", format="csv", csv=line)
+    assert generic.report["latency"] == msr.report["latency"] and generic.summary["waf"] == msr.summary["waf"]
+    assert parse_csv_layout("time=2,op=1,read=R|r,write=W,delim=tab,header") == {
+        "time_col": 1, "op_col": 0, "read_values": ["R", "r"], "write_values": ["W"], "delimiter": "\t", "header": True,
+    }  # fmt: skip
+    assert parse_csv_layout("offset=3,offset-unit=4k,delim=ws") == {"offset_col": 2, "offset_unit_bytes": 4096, "whitespace": True}
+    for bad, needle in [("time=0", "column number from 1"), ("colour=3", "unknown key 'colour'"), ("delim=;;", "not one character"),
+                        ("time-unit=weeks", "time-unit 'weeks'"), ("size-unit=-1", "size-unit")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=needle):
+            parse_csv_layout(bad)
+    # On the command line, with a device column selecting one disk.
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "run", "--trace", str(data / "wdev_3.csv"), "--format", "csv", "--csv", line,
+         "--disk", "3", "--drive", "cmr", "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert '"requests": 682' in p.stdout
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "run", "--trace", str(data / "wdev_3.csv"), "--format", "csv", "--csv", "time=1,bogus=2"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode != 0 and "unknown key 'bogus'" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_published_layouts_and_skipping_unknown_operations(tmp_path: Path) -> None:
+    vdi = tmp_path / "vdi.csv"
+    vdi.write_text("Timestamp,Response,IOType,LUN,Offset,Size\n1.0,0.1,W,3,0,4096\n1.5,0.1,,3,0,512\n2.0,0.1,R,1,4096,4096\n")
+    with pytest.raises(TraceFormatError, match=r"vdi\.csv:3: .*--skip-unknown"):
+        stlsim.run(trace=str(vdi), drive="cmr")  # detected from its header
+    r = stlsim.run(trace=str(vdi), drive="cmr", skip_unknown=True)
+    assert r.summary["requests"] == 2
+    assert any("1 trace record(s) whose operation was neither" in w for w in r.report["warnings"])
+    assert stlsim.run(trace=str(vdi), drive="cmr", skip_unknown=True, disk=1).summary["requests"] == 1
+    ali = tmp_path / "ali.csv"
+    ali.write_text("419,W,8111259648,4096,1577808000000171\n419,R,0,512,1577808000500171\n")
+    r = stlsim.run(trace=str(ali), drive="cmr", mode="scaled")
+    assert (r.summary["requests"], r.summary["reads"]) == (2, 1)
+    assert r.summary["simulated_s"] == pytest.approx(0.5, abs=0.05)  # microsecond timestamps
+    cbs = tmp_path / "cbs.csv"
+    cbs.write_text("1538323200,12058624,8,1,1283\n1538323201,7990312,16,0,1283\n")
+    with pytest.raises(ConfigError, match="--format"):
+        stlsim.run(trace=str(cbs), drive="cmr")  # all numbers: not guessed
+    assert stlsim.run(trace=str(cbs), drive="cmr", format="tencent").summary["reads"] == 1

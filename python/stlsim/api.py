@@ -112,6 +112,7 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         "limit": s["limit"],
         "repeat": s["repeat"],
         "event": s["event"],
+        "skip_unknown": s["skip_unknown"],
     }
     if synth is not None:
         spec["synth"] = synth
@@ -232,9 +233,10 @@ def run(
     progress: bool = False,
     out: str | os.PathLike[str] | None = None,
     label: str | None = None,
-    csv: Mapping[str, Any] | None = None,
+    csv: Mapping[str, Any] | str | None = None,
     plot_format: str | None = None,
     event: str | None = None,
+    skip_unknown: bool = False,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -258,6 +260,11 @@ def run(
             or MQSim device, blkparse device (MAJ << 20 | MIN).
         event: blkparse only: the event that stands for a request, Q
             (queued, default), D (issued) or C (completed).
+        skip_unknown: skip records whose operation is neither a read nor a
+            write (counted in the report's warnings) instead of failing.
+        csv: the generic CSV layout (``format="csv"``): a dict of the
+            ``[trace.csv]`` keys, or its one-line form
+            ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
         start, limit: skip ``start`` requests, then replay at most ``limit``.
         series_every: requests per point of :meth:`Result.series`.
         prefill: how full the drive is when the run starts: a fraction of the
@@ -416,8 +423,9 @@ def analyze(
     start: int = 0,
     limit: int | None = None,
     fold: bool = False,
-    csv: Mapping[str, Any] | None = None,
+    csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
+    skip_unknown: bool = False,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -456,7 +464,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -471,6 +479,7 @@ def analyze(
         "start": s["start"],
         "limit": s["limit"],
         "event": s["event"],
+        "skip_unknown": s["skip_unknown"],
     }
     if synth is not None:
         spec["synth"] = synth

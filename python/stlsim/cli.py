@@ -116,6 +116,17 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None
         help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate or auto (default: guess)",
     )
     t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
+    t.add_argument(
+        "--csv",
+        metavar="LAYOUT",
+        help="column layout of a --format csv trace, e.g. 'time=1,op=4,offset=5,size=6,header,delim=,' (see docs/traces.md)",
+    )
+    t.add_argument(
+        "--skip-unknown",
+        action="store_const",
+        const=True,
+        help="skip (and count) records whose operation is neither a read nor a write instead of failing",
+    )
     t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this disk (MSR disk number, SPC ASU, fio file, device)")
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
@@ -413,6 +424,8 @@ _SETTING_OPTIONS = (
     "trace",
     "format",
     "event",
+    "csv",
+    "skip_unknown",
     "disk",
     "start",
     "limit",
@@ -944,7 +957,7 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
-        k: getattr(ns, k) for k in ("trace", "format", "event", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
+        k: getattr(ns, k) for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
     }
     if ns.start is not None:
         kwargs["start"] = ns.start

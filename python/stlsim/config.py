@@ -50,8 +50,23 @@ DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
 MODES = ("queue", "flat-out", "scaled")
 #: Trace formats the core knows (None: guess from the file name and first line).
-FORMATS = ("msr", "spc", "vscsi", "cloudphysics-csv", "csv", "fio", "blkparse", "disksim", "mqsim", "disksim-validate")
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate"}
+FORMATS = (
+    "msr",
+    "spc",
+    "vscsi",
+    "cloudphysics-csv",
+    "csv",
+    "fio",
+    "blkparse",
+    "disksim",
+    "mqsim",
+    "disksim-validate",
+    "systor17",
+    "alibaba",
+    "tencent",
+    "fiu",
+)
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent"}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -64,6 +79,7 @@ DEFAULTS: dict[str, Any] = {
     "limit": None,
     "csv": None,
     "event": None,
+    "skip_unknown": False,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -92,6 +108,7 @@ _TOML_NAME = {
     "limit": "trace.limit",
     "csv": "trace.csv",
     "event": "trace.event",
+    "skip_unknown": "trace.skip_unknown",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -120,6 +137,7 @@ _SECTION_KEYS = {
         "repeat": "repeat",
         "csv": "csv",
         "event": "event",
+        "skip_unknown": "skip_unknown",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -424,6 +442,81 @@ def parse_prefill(v: Any, where: str = "", key: str = "prefill") -> float | str:
     return float(v)
 
 
+#: Units a ``--csv`` layout may name for offsets and sizes, in bytes.
+_CSV_BYTE_UNITS = {"byte": 1, "bytes": 1, "b": 1, "sector": 512, "sectors": 512, "block": 512, "blocks": 512, "4k": 4096}
+_CSV_COLUMNS = {"time": "time_col", "op": "op_col", "offset": "offset_col", "size": "size_col", "device": "device_col"}
+
+
+def parse_csv_layout(text: str, where: str = "", key: str = "csv") -> dict[str, Any]:
+    """A generic CSV layout from its one-line form, as libCacheSim takes it::
+
+        time=1,op=4,offset=5,size=6,header,delim=,
+        time=1,time-unit=us,op=2,read=R,write=W,offset=3,offset-unit=bytes,size=4,size-unit=bytes,device=5,delim=tab
+
+    Columns are 1-based (as ``cut`` and libCacheSim count them). Keys:
+    ``time``, ``op``, ``offset``, ``size``, ``device`` (columns);
+    ``time-unit`` (s, ms, us, ns, filetime); ``offset-unit``, ``size-unit``
+    (bytes per unit: a number, or byte, sector, block, 4k); ``read``,
+    ``write`` (op values, ``|``-separated); ``delim`` (one character, or
+    tab, space, comma, semicolon, ws for runs of whitespace); ``header``
+    (skip the first line). Unnamed keys keep the generic CSV's defaults.
+    """
+    prefix = f"{where}: " if where else ""
+
+    def bad(msg: str) -> ConfigError:
+        return ConfigError(f"configuration error: {prefix}{key} layout '{text}': {msg}")
+
+    out: dict[str, Any] = {}
+    tokens = [t.strip() for t in text.split(",")]
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if not tok:
+            continue
+        name, eq, value = tok.partition("=")
+        name = name.strip().lower().replace("_", "-")
+        value = value.strip()
+        if name == "header" and not eq:
+            out["header"] = True
+        elif name in ("delim", "delimiter"):
+            if value == "" and i < len(tokens) and tokens[i] == "":
+                value = ","  # "delim=," split on its own comma
+                i += 1
+            named = {"tab": "\t", "space": " ", "comma": ",", "semicolon": ";", "pipe": "|"}
+            if value.lower() in ("ws", "whitespace"):
+                out["whitespace"] = True
+            elif value.lower() in named:
+                out["delimiter"] = named[value.lower()]
+            elif len(value) == 1:
+                out["delimiter"] = value
+            else:
+                raise bad(f"delim '{value}' is not one character (or tab, space, comma, semicolon, pipe, ws)")
+        elif name in _CSV_COLUMNS:
+            if not value.isdigit() or int(value) < 1:
+                raise bad(f"{name} must be a column number from 1, not '{value}'")
+            out[_CSV_COLUMNS[name]] = int(value) - 1
+        elif name == "time-unit":
+            if value.lower() not in ("s", "ms", "us", "ns", "filetime"):
+                raise bad(f"time-unit '{value}' is not s, ms, us, ns or filetime")
+            out["time_unit"] = value.lower()
+        elif name in ("offset-unit", "size-unit"):
+            n = _CSV_BYTE_UNITS.get(value.lower()) or (int(value) if value.isdigit() and int(value) > 0 else None)
+            if n is None:
+                raise bad(f"{name} '{value}' is not a positive number of bytes (or byte, sector, block, 4k)")
+            out[name.replace("-unit", "_unit_bytes")] = n
+        elif name in ("read", "write"):
+            if not value:
+                raise bad(f"{name} needs the op values that mean it, e.g. {name}={name[0].upper()}")
+            out[f"{name}_values"] = [v for v in value.split("|") if v]
+        else:
+            raise bad(
+                f"unknown key '{name}' (known: time, op, offset, size, device, time-unit, offset-unit, "
+                "size-unit, read, write, delim, header)"
+            )
+    return out
+
+
 def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> str | None:
     """A trace format name as the core expects it (aliases resolved, ``auto`` -> None)."""
     if fmt is None:
@@ -455,7 +548,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         if v is None:
             if key in (
                 "drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify",
-                "fold_to_prefill", "waf_every", "repeat",
+                "fold_to_prefill", "waf_every", "repeat", "skip_unknown",
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
@@ -471,7 +564,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
                 raise _bad(where, name, "a positive number", v)
             out[key] = float(v)
-        elif key in ("fold", "verify", "write_cache", "fold_to_prefill"):
+        elif key in ("fold", "verify", "write_cache", "fold_to_prefill", "skip_unknown"):
             if not isinstance(v, bool):
                 raise _bad(where, name, "true or false", v)
         elif key in ("crash_after", "crash_at_ops"):
@@ -505,6 +598,8 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if not isinstance(v, (str, os.PathLike, Mapping)):
                 raise _bad(where, name, "a preset name, a path or a table", v)
         elif key in ("params", "csv"):
+            if key == "csv" and isinstance(v, str):
+                v = parse_csv_layout(v, where, name)
             if not isinstance(v, Mapping):
                 raise _bad(where, name, "a table", v)
             check_numbers(v, where, name)
@@ -709,10 +804,11 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu"),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, "keep only this disk: MSR disk number, SPC ASU, fio file, device (absent: all)", commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
+        _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         _line("repeat", 1, "replay the selection this many times back to back (shifted in time)"),
         "",
@@ -728,6 +824,8 @@ def init_config_text() -> str:
         _line("write_values", ["w", "write"], "op values meaning write (any case)"),
         _line("delimiter", ",", "field separator"),
         _line("header", False, "skip the first line"),
+        _line("device_col", 4, "column of the device (disk, LUN, volume) number, for disk (absent: none)", commented=True),
+        _line("whitespace", False, "fields separated by runs of spaces and tabs (delimiter unused)"),
         "",
         "[drive]",
         _line("preset", DEFAULT_DRIVE, "a preset (`stlsim drives`) or the path of a drive TOML file"),

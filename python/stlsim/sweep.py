@@ -62,6 +62,8 @@ REPLAY_KEYS = frozenset(
         "verify",
         "format",
         "event",
+        "csv",
+        "skip_unknown",
         "disk",
         "start",
         "limit",

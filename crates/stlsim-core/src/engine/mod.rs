@@ -73,6 +73,8 @@ pub(crate) struct Irregular {
     pub(crate) folded_to_prefill: u64,
     /// Non-empty records the trace holds (when a first pass counted them).
     pub(crate) trace_requests: Option<u64>,
+    /// Records the reader skipped for an operation neither read nor write.
+    pub(crate) unknown_skipped: u64,
     /// Whether any two records' timestamps differ (a fio version-2 iolog has
     /// none: every request at time 0).
     pub(crate) timed: bool,
@@ -427,6 +429,7 @@ impl Simulation {
                 self.crash()?;
             }
             let Some(rec) = self.reader.next_record()? else {
+                self.irregular.unknown_skipped = self.reader.skipped_unknown();
                 self.finish()?;
                 return Ok(true);
             };

@@ -309,6 +309,12 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
             i.cfg.replay.mode.name()
         ));
     }
+    if x.unknown_skipped > 0 {
+        w.push(format!(
+            "{} trace record(s) whose operation was neither a read nor a write were skipped (skip_unknown)",
+            x.unknown_skipped
+        ));
+    }
     if i.host.empty_skipped > 0 {
         w.push(format!("{} zero-length trace record(s) were skipped", i.host.empty_skipped));
     }

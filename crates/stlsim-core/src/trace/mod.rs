@@ -75,6 +75,15 @@ pub enum Format {
     CloudphysicsCsv,
     /// Any CSV with configurable columns and units ([`GenericCsv`]).
     Csv,
+    /// SYSTOR '17 VDI traces (a [`GenericCsv`] layout, [`Format::layout`]).
+    #[serde(rename = "systor17")]
+    Systor17,
+    /// Alibaba Cloud block traces (2020).
+    Alibaba,
+    /// Tencent CBS block traces (2018).
+    Tencent,
+    /// FIU traces (iodedup, srcmap).
+    Fiu,
     /// fio I/O log, version 2 or 3.
     #[serde(rename = "fio", alias = "fio-iolog")]
     FioIolog,
@@ -89,6 +98,96 @@ pub enum Format {
 }
 
 impl Format {
+    /// The column layout of a format that is a fixed [`GenericCsv`] layout
+    /// (the published layouts of public trace collections); `None` for
+    /// formats with their own reader.
+    ///
+    /// * `systor17`: SYSTOR '17 VDI traces (SNIA IOTTA 4964), header
+    ///   `Timestamp,Response,IOType,LUN,Offset,Size`: seconds, `R`/`W`
+    ///   (some lines have none: see `skip_unknown`), LUN, bytes, bytes.
+    /// * `alibaba`: Alibaba Cloud block traces (alibaba/block-traces),
+    ///   `device_id,opcode,offset,length,timestamp`: `R`/`W`, bytes, bytes,
+    ///   microseconds.
+    /// * `tencent`: Tencent CBS traces (SNIA IOTTA 27917),
+    ///   `Timestamp,Offset,Size,IOType,VolumeID`: seconds, 512-byte sectors,
+    ///   sectors, `0` read / `1` write, volume.
+    /// * `fiu`: FIU iodedup / srcmap traces (SNIA IOTTA 390/391),
+    ///   whitespace-separated `TS PID PROCESS LBA SIZE OP MAJOR MINOR MD5`:
+    ///   nanoseconds, 512-byte blocks, blocks, `R`/`W`; the device is MINOR.
+    pub fn layout(self) -> Option<GenericCsv> {
+        let base = GenericCsv::default();
+        let rw = |r: &str, w: &str| (vec![r.to_string()], vec![w.to_string()]);
+        Some(match self {
+            Format::Systor17 => {
+                let (read_values, write_values) = rw("R", "W");
+                GenericCsv {
+                    time_col: 0,
+                    time_unit: TimeUnit::S,
+                    op_col: 2,
+                    device_col: Some(3),
+                    offset_col: 4,
+                    offset_unit_bytes: 1,
+                    size_col: 5,
+                    size_unit_bytes: 1,
+                    read_values,
+                    write_values,
+                    header: true,
+                    ..base
+                }
+            }
+            Format::Alibaba => {
+                let (read_values, write_values) = rw("R", "W");
+                GenericCsv {
+                    device_col: Some(0),
+                    op_col: 1,
+                    offset_col: 2,
+                    offset_unit_bytes: 1,
+                    size_col: 3,
+                    size_unit_bytes: 1,
+                    time_col: 4,
+                    time_unit: TimeUnit::Us,
+                    read_values,
+                    write_values,
+                    ..base
+                }
+            }
+            Format::Tencent => {
+                let (read_values, write_values) = rw("0", "1");
+                GenericCsv {
+                    time_col: 0,
+                    time_unit: TimeUnit::S,
+                    offset_col: 1,
+                    offset_unit_bytes: 512,
+                    size_col: 2,
+                    size_unit_bytes: 512,
+                    op_col: 3,
+                    device_col: Some(4),
+                    read_values,
+                    write_values,
+                    ..base
+                }
+            }
+            Format::Fiu => {
+                let (read_values, write_values) = rw("R", "W");
+                GenericCsv {
+                    time_col: 0,
+                    time_unit: TimeUnit::Ns,
+                    offset_col: 3,
+                    offset_unit_bytes: 512,
+                    size_col: 4,
+                    size_unit_bytes: 512,
+                    op_col: 5,
+                    device_col: Some(7),
+                    read_values,
+                    write_values,
+                    whitespace: true,
+                    ..base
+                }
+            }
+            _ => return None,
+        })
+    }
+
     /// Parse a user-given format name.
     pub fn parse(s: &str) -> SimResult<Format> {
         match s {
@@ -102,8 +201,12 @@ impl Format {
             "disksim" | "disksim-ascii" => Ok(Format::Disksim),
             "mqsim" => Ok(Format::Mqsim),
             "disksim-validate" | "validate" => Ok(Format::DisksimValidate),
+            "systor17" | "systor" => Ok(Format::Systor17),
+            "alibaba" => Ok(Format::Alibaba),
+            "tencent" | "tencent-cbs" => Ok(Format::Tencent),
+            "fiu" => Ok(Format::Fiu),
             other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate)"
+                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu)"
             ))),
         }
     }
@@ -167,6 +270,11 @@ pub struct GenericCsv {
     pub delimiter: char,
     /// Skip the first line.
     pub header: bool,
+    /// Column holding the device (disk, LUN, volume) number, if any, for
+    /// disk selection.
+    pub device_col: Option<usize>,
+    /// Fields are separated by runs of spaces and tabs (`delimiter` unused).
+    pub whitespace: bool,
 }
 
 impl Default for GenericCsv {
@@ -183,6 +291,8 @@ impl Default for GenericCsv {
             write_values: vec!["w".into(), "write".into()],
             delimiter: ',',
             header: false,
+            device_col: None,
+            whitespace: false,
         }
     }
 }
@@ -207,6 +317,9 @@ pub struct TraceSpec {
     /// in time to start one mean inter-arrival gap after the previous one
     /// ends; LBAs unchanged). 1: once.
     pub repeat: u64,
+    /// Skip records whose operation is neither a read nor a write (counted
+    /// in the report) instead of stopping at the first with an error.
+    pub skip_unknown: bool,
     /// blkparse only: the event that stands for a host request, `Q`
     /// (queued, the default), `D` (issued) or `C` (completed).
     pub event: Option<String>,
@@ -226,6 +339,7 @@ impl Default for TraceSpec {
             limit: None,
             csv: GenericCsv::default(),
             repeat: 1,
+            skip_unknown: false,
             event: None,
             synth: None,
         }
@@ -242,6 +356,11 @@ pub trait TraceReader: Send {
     /// be read again (a first pass: footprint prefill, trace length).
     fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
         None
+    }
+    /// Records skipped so far because their operation was neither a read
+    /// nor a write (with [`TraceSpec::skip_unknown`]).
+    fn skipped_unknown(&self) -> u64 {
+        0
     }
 }
 

@@ -23,6 +23,10 @@ pub trait RawTraceReader: Send {
     /// The next record and, for formats with several volumes in one file, its
     /// disk number (MSR `DiskNumber`) or ASU (SPC); `None` at the end.
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>>;
+    /// Records skipped so far for an operation neither read nor write.
+    fn skipped_unknown(&self) -> u64 {
+        0
+    }
 }
 
 /// Open the trace `spec.path`: decompress `.gz` / `.zst` on the fly, pick the
@@ -90,6 +94,7 @@ pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<B
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
 pub fn format_has_disks(format: Format) -> bool {
     matches!(format, Format::Msr | Format::Spc | Format::FioIolog | Format::Blkparse | Format::Disksim | Format::Mqsim)
+        || format.layout().is_some_and(|l| l.device_col.is_some())
 }
 
 /// The reader of `format` over a decompressed stream, without the spec
@@ -106,7 +111,10 @@ pub fn raw_reader(
         Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file)),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
-        Format::Csv => Box::new(GenericCsvReader::new(input, file, csv)?),
+        Format::Csv => Box::new(GenericCsvReader::new(input, file, csv, false)?),
+        Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
+            Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), false)?)
+        }
         Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::Queued)),
         Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
         Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
@@ -131,9 +139,11 @@ fn build(
             format_name(format)
         )));
     }
-    if spec.disk.is_some() && !format_has_disks(format) {
+    let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
+    if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
+        let hint = if format == Format::Csv { " (name its device column: device_col)" } else { "" };
         return Err(SimError::Config(format!(
-            "trace option 'disk' selects an MSR disk number or an SPC ASU, but trace '{}' is in format {} which has no disks",
+            "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none{hint}",
             spec.path,
             format_name(format)
         )));
@@ -167,7 +177,11 @@ fn build(
         Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file), spec, p, f),
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
-        Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv)?, spec, p, f),
+        Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?, spec, p, f),
+        Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
+            let layout = format.layout().unwrap_or_default();
+            wrap(GenericCsvReader::new(input, file, &layout, spec.skip_unknown)?, spec, p, f)
+        }
         Format::Blkparse => {
             let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
             wrap(BlkparseReader::new(input, file, event), spec, p, f)
@@ -191,6 +205,10 @@ pub fn format_name(format: Format) -> &'static str {
         Format::Disksim => "disksim",
         Format::Mqsim => "mqsim",
         Format::DisksimValidate => "disksim-validate",
+        Format::Systor17 => "systor17",
+        Format::Alibaba => "alibaba",
+        Format::Tencent => "tencent",
+        Format::Fiu => "fiu",
     }
 }
 
@@ -223,6 +241,15 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         Some(Format::Msr)
     } else if compact.starts_with("version,time,op,size,lbn") {
         Some(Format::CloudphysicsCsv)
+    } else if compact.starts_with("timestamp,response,iotype,lun,offset,size") {
+        Some(Format::Systor17)
+    } else if fields.len() == 5
+        && (fields[1] == "R" || fields[1] == "W")
+        && [0, 2, 3, 4].iter().all(|&i| number(fields[i]) && !fields[i].contains('.'))
+    {
+        Some(Format::Alibaba)
+    } else if words.len() == 9 && fields.len() == 1 && number(words[0]) && (words[5] == "R" || words[5] == "W") {
+        Some(Format::Fiu)
     } else if fields.len() == 5 && (fields[3].eq_ignore_ascii_case("r") || fields[3].eq_ignore_ascii_case("w")) {
         Some(Format::Spc)
     } else {
@@ -360,6 +387,10 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
     fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
         self.again.as_ref().map(open_once)
     }
+
+    fn skipped_unknown(&self) -> u64 {
+        self.inner.skipped_unknown()
+    }
 }
 
 /// Replays the selection of a trace `repeat` times: each pass is read from
@@ -377,12 +408,14 @@ struct RepeatReader {
     base: u64,
     /// The largest shifted time emitted so far.
     end: u64,
+    /// Unknown-operation records skipped by the finished passes.
+    skipped_before: u64,
 }
 
 impl RepeatReader {
     fn new(spec: TraceSpec) -> SimResult<RepeatReader> {
         let inner = open_once(&TraceSpec { repeat: 1, ..spec.clone() })?;
-        Ok(RepeatReader { spec, inner, pass: 0, first: None, last: 0, count: 0, base: 0, end: 0 })
+        Ok(RepeatReader { spec, inner, pass: 0, first: None, last: 0, count: 0, base: 0, end: 0, skipped_before: 0 })
     }
 }
 
@@ -410,6 +443,7 @@ impl TraceReader for RepeatReader {
             let span = self.last - self.first.unwrap_or(0);
             let gap = if self.count > 1 { (span / (self.count - 1)).max(1) } else { 1_000_000 };
             self.base = self.end + gap;
+            self.skipped_before += self.inner.skipped_unknown();
             self.inner = open_once(&TraceSpec { repeat: 1, ..self.spec.clone() })?;
         }
     }
@@ -420,6 +454,10 @@ impl TraceReader for RepeatReader {
 
     fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
         Some(RepeatReader::new(self.spec.clone()).map(|r| Box::new(r) as Box<dyn TraceReader>))
+    }
+
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped_before + self.inner.skipped_unknown()
     }
 }
 
@@ -1066,6 +1104,10 @@ mod tests {
         assert_eq!(sniff_line("12.5 0 1000 8 1"), Some(Format::Disksim));
         assert_eq!(sniff_line("11413000 0 657728 16 1"), Some(Format::Mqsim));
         assert_eq!(sniff_line("11413000 0 657728 16 7"), None); // integer time, flags not 0/1: ask
+        assert_eq!(sniff_line("Timestamp,Response,IOType,LUN,Offset,Size"), Some(Format::Systor17));
+        assert_eq!(sniff_line("419,W,8111259648,4096,1577808000000171"), Some(Format::Alibaba));
+        assert_eq!(sniff_line("89967404324372 4485 syslogd 32632 8 W 8 0 ff0fcb9f"), Some(Format::Fiu));
+        assert_eq!(sniff_line("1538323200,12058624,8,1,1283"), None); // Tencent: all numbers, ask
         for (name, want, n) in [
             ("blktrace.txt.gz", Format::Blkparse, 15_524),
             ("wsrch-small.trace.gz", Format::Mqsim, 24_783),
