@@ -9,6 +9,7 @@ use crate::error::{SimError, SimResult};
 use crate::units::{Bytes, Nanos};
 use serde::Deserialize;
 
+pub mod binary;
 pub mod blkparse;
 pub mod disksim;
 pub mod fio_iolog;
@@ -84,6 +85,9 @@ pub enum Format {
     Tencent,
     /// FIU traces (iodedup, srcmap).
     Fiu,
+    /// stlsim's binary form (`.stlt`, written by `stlsim convert`).
+    #[serde(rename = "stlt", alias = "binary")]
+    Binary,
     /// fio I/O log, version 2 or 3.
     #[serde(rename = "fio", alias = "fio-iolog")]
     FioIolog,
@@ -205,8 +209,9 @@ impl Format {
             "alibaba" => Ok(Format::Alibaba),
             "tencent" | "tencent-cbs" => Ok(Format::Tencent),
             "fiu" => Ok(Format::Fiu),
+            "stlt" | "binary" => Ok(Format::Binary),
             other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu)"
+                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, stlt)"
             ))),
         }
     }
@@ -216,6 +221,8 @@ impl Format {
         let p = path.trim_end_matches(".gz").trim_end_matches(".zst").to_ascii_lowercase();
         if p.ends_with(".vscsi") {
             Some(Format::Vscsi)
+        } else if p.ends_with(".stlt") {
+            Some(Format::Binary)
         } else if p.ends_with(".csv") {
             // MSR files are .csv too; the opener sniffs the first line to tell them apart.
             None

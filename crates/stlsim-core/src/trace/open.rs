@@ -8,10 +8,11 @@
 
 use crate::error::{SimError, SimResult};
 use crate::trace::{
+    binary::BinaryReader,
     blkparse::{BlkparseReader, Event},
     disksim::{DisksimAsciiReader, DisksimValidateReader, Flavour},
     cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
-    synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, GenericCsv, TraceReader, TraceRecord, TraceSpec,
+    synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, TraceReader, TraceRecord, TraceSpec,
 };
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -45,7 +46,13 @@ fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
     if let Some(synth) = &spec.synth {
         return open_synth(spec, synth);
     }
-    let path = &spec.path;
+    let (decoded, consumed, size) = open_input(&spec.path)?;
+    build(decoded, spec, Some((consumed, size)), true)
+}
+
+/// The file at `path`, decompressed by its extension (`.gz`, `.zst`), with a
+/// count of the (compressed) bytes read so far and the file's size.
+fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u64)> {
     let file = File::open(path).map_err(|e| SimError::Io(format!("cannot open trace '{path}': {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let consumed = Arc::new(AtomicU64::new(0));
@@ -62,9 +69,21 @@ fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
     } else if lower.ends_with(".zst") {
         Box::new(ZstdReader::new(BufReader::with_capacity(1 << 16, counted)))
     } else {
-        Box::new(counted)
+        Box::new(BufReader::with_capacity(1 << 16, counted))
     };
-    build(decoded, spec, Some((consumed, size)), true)
+    Ok((decoded, consumed, size))
+}
+
+/// The format reader of a trace file (decompressed, its format named or
+/// detected) without the selection options, and the format: for tools that
+/// need each record's disk (`stlsim convert`, `stlsim trace-info`).
+pub fn open_raw(spec: &TraceSpec) -> SimResult<(Format, Box<dyn RawTraceReader>)> {
+    if spec.synth.is_some() {
+        return Err(SimError::Config(format!("'{}' is a synthetic trace, not a file", spec.path)));
+    }
+    let (decoded, _, _) = open_input(&spec.path)?;
+    let (format, input) = detect(decoded, spec)?;
+    Ok((format, raw_reader(input, format, spec)?))
 }
 
 /// The generator of a synthetic trace, with `start` and `limit` applied.
@@ -93,41 +112,35 @@ pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<B
 
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
 pub fn format_has_disks(format: Format) -> bool {
-    matches!(format, Format::Msr | Format::Spc | Format::FioIolog | Format::Blkparse | Format::Disksim | Format::Mqsim)
+    matches!(format, Format::Msr | Format::Spc | Format::FioIolog | Format::Blkparse | Format::Disksim | Format::Mqsim | Format::Binary)
         || format.layout().is_some_and(|l| l.device_col.is_some())
 }
 
-/// The reader of `format` over a decompressed stream, without the spec
-/// options; `file` labels error messages, `csv` is the generic CSV layout.
-pub fn raw_reader(
-    input: Box<dyn Read + Send>,
-    format: Format,
-    file: &str,
-    csv: &GenericCsv,
-) -> SimResult<Box<dyn RawTraceReader>> {
+/// The reader of `format` over a decompressed stream, without the spec's
+/// selection options (its `csv`, `event` and `skip_unknown` apply).
+pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec) -> SimResult<Box<dyn RawTraceReader>> {
+    let file = spec.path.as_str();
     Ok(match format {
         Format::Msr => Box::new(MsrReader::new(input, file)),
         Format::Spc => Box::new(SpcReader::new(input, file)),
         Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file)),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
-        Format::Csv => Box::new(GenericCsvReader::new(input, file, csv, false)?),
+        Format::Csv => Box::new(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?),
         Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
-            Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), false)?)
+            Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), spec.skip_unknown)?)
         }
-        Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::Queued)),
+        Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::parse(spec.event.as_deref().unwrap_or("Q"))?)),
         Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
         Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
         Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file)),
+        Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
 }
 
-fn build(
-    input: Box<dyn Read + Send>,
-    spec: &TraceSpec,
-    progress: Option<(Arc<AtomicU64>, u64)>,
-    from_file: bool,
-) -> SimResult<Box<dyn TraceReader>> {
+/// The format (named, else guessed from the name, else sniffed) and the
+/// stream still at its start; errors for options the format does not take.
+fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, Box<dyn Read + Send>)> {
     let (format, input) = match spec.format.or_else(|| Format::guess(&spec.path)) {
         Some(f) => (f, input),
         None => sniff(input, &spec.path)?,
@@ -139,6 +152,16 @@ fn build(
             format_name(format)
         )));
     }
+    Ok((format, input))
+}
+
+fn build(
+    input: Box<dyn Read + Send>,
+    spec: &TraceSpec,
+    progress: Option<(Arc<AtomicU64>, u64)>,
+    from_file: bool,
+) -> SimResult<Box<dyn TraceReader>> {
+    let (format, input) = detect(input, spec)?;
     let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
     if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
         let hint = if format == Format::Csv { " (name its device column: device_col)" } else { "" };
@@ -189,6 +212,7 @@ fn build(
         Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim), spec, p, f),
         Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
         Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file), spec, p, f),
+        Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
     })
 }
 
@@ -209,6 +233,7 @@ pub fn format_name(format: Format) -> &'static str {
         Format::Alibaba => "alibaba",
         Format::Tencent => "tencent",
         Format::Fiu => "fiu",
+        Format::Binary => "stlt",
     }
 }
 
@@ -296,6 +321,10 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(SimError::Io(format!("error reading trace '{path}': {e}"))),
         };
+        if prefix.len() < 8 && prefix.len() + n >= 8 && chunk[..8 - prefix.len()] == crate::trace::binary::MAGIC[prefix.len()..] && prefix[..] == crate::trace::binary::MAGIC[..prefix.len()] {
+            prefix.extend_from_slice(&chunk[..n]);
+            return Ok((Format::Binary, Box::new(io::Cursor::new(prefix).chain(input))));
+        }
         if n == 0 {
             let rest = &prefix[start..];
             if rest.iter().all(u8::is_ascii_whitespace) {
