@@ -167,6 +167,8 @@ struct Run {
 pub(super) struct HomeOrder {
     layout: Layout,
     zones: Vec<ZoneSpec>,
+    /// IMR: each zone's top-track size (the rule rounds a float; sizes are asked on every operation).
+    tops: Vec<u32>,
     /// First physical track of unit 0 (after the SMR zone and cache).
     first: u64,
     /// Tracks per unit.
@@ -215,6 +217,7 @@ impl HomeOrder {
         let mut h = HomeOrder {
             layout,
             zones: zones.to_vec(),
+            tops: zones.iter().map(|z| size_rule(layout, z.sectors_per_track, 1)).collect(),
             first,
             unit,
             units,
@@ -248,20 +251,29 @@ impl HomeOrder {
         h
     }
 
-    /// The zone's sectors a track at track `t`.
+    /// The zone of track `t`.
     #[inline]
-    fn base(&self, t: u64) -> u32 {
+    fn zone(&self, t: u64) -> usize {
         let z = &self.zones;
         if z.len() == 1 {
-            return z[0].sectors_per_track;
+            0
+        } else {
+            z.partition_point(|z| z.first_track <= t).max(1) - 1
         }
-        z[z.partition_point(|z| z.first_track <= t).max(1) - 1].sectors_per_track
     }
 
-    /// Sectors on physical track `t` (0 for guards).
+    /// Sectors on physical track `t` (0 for guards): [`size_rule`], with the
+    /// common layouts' answers taken without it.
     #[inline]
     pub(super) fn size(&self, t: u64) -> u32 {
-        size_rule(self.layout, self.base(t), t)
+        let zi = self.zone(t);
+        let base = self.zones[zi].sectors_per_track;
+        match self.layout {
+            Layout::Cmr | Layout::Zoned { .. } => base,
+            Layout::Imr { .. } if t % 2 == 1 => self.tops[zi],
+            Layout::Imr { .. } => base,
+            _ => size_rule(self.layout, base, t),
+        }
     }
 
     fn make_runs(&self) -> Vec<Run> {

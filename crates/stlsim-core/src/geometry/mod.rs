@@ -466,14 +466,20 @@ impl Geometry {
         }
     }
     /// First LBA of a logical track.
+    #[inline]
     pub fn logical_track_start(&self, lt: u64) -> Lba {
-        Lba(self.home.start(lt))
+        match self.uniform_lt {
+            Some(n) => Lba(lt * n),
+            None => Lba(self.home.start(lt)),
+        }
     }
     /// The physical track holding a logical track.
+    #[inline]
     pub fn logical_track_phys(&self, lt: u64) -> Track {
         Track(self.home.phys(lt))
     }
     /// The logical track a physical track holds, if it holds data.
+    #[inline]
     pub fn phys_logical_track(&self, t: Track) -> Option<u64> {
         if t.0 >= self.tracks {
             return None;
@@ -484,12 +490,12 @@ impl Geometry {
     /// Home location of an LBA in the layout's static map.
     pub fn home(&self, lba: Lba) -> PhysAddr {
         let lt = self.logical_track_of(lba);
-        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.home.start(lt)) as u32 }
+        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.logical_track_start(lt).0) as u32 }
     }
 
     /// The LBA whose home is a physical sector, if any.
     pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
-        self.phys_logical_track(at.track).map(|lt| Lba(self.home.start(lt) + at.sector as u64))
+        self.phys_logical_track(at.track).map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
     }
 
     /// Split `n` sectors from `lba` into per-track home extents
@@ -500,7 +506,7 @@ impl Geometry {
         let end = lba.0 + n.0;
         while cur < end {
             let lt = self.logical_track_of(Lba(cur));
-            let (start, track) = (self.home.start(lt), self.logical_track_phys(lt));
+            let (start, track) = (self.logical_track_start(lt).0, self.logical_track_phys(lt));
             // A logical track's sectors are its physical track's.
             let lt_end = start + self.sectors_in(track) as u64;
             let take = (end.min(lt_end) - cur) as u32;
