@@ -89,7 +89,9 @@ pub struct MetaRecord {
 pub struct Medium {
     meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
     tracked: bool,
-    tracks: Vec<Option<Box<[Token]>>>,
+    /// Rows of tokens of the tracks written or damaged, by track: memory
+    /// follows what the run wrote, not the drive's capacity.
+    tracks: rustc_hash::FxHashMap<u64, Box<[Token]>>,
     zones: ZoneTable,
     prefill: Prefill,
     /// Tracks read, written or damaged (tracked media only): what a final scan must cover.
@@ -108,7 +110,7 @@ impl Medium {
         Medium {
             meta: Default::default(),
             tracked,
-            tracks: if tracked { vec![None; geom.tracks() as usize] } else { vec![] },
+            tracks: Default::default(),
             zones,
             prefill: Prefill::none(),
             touched: if tracked { TrackBits::new(geom.tracks()) } else { TrackBits::default() },
@@ -161,8 +163,8 @@ impl Medium {
 
     /// Heap bytes of the contents, metadata and bookkeeping (not the geometry).
     pub fn heap_bytes(&self) -> u64 {
-        let rows: u64 = self.tracks.iter().flatten().map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64).sum();
-        rows + (self.tracks.capacity() * std::mem::size_of::<Option<Box<[Token]>>>()) as u64
+        let rows: u64 = self.tracks.values().map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64).sum();
+        rows + (self.tracks.capacity() * std::mem::size_of::<(u64, Box<[Token]>)>()) as u64
             + self.prefill.heap_bytes()
             + self.touched.heap_bytes()
             + self.zones.heap_bytes()
@@ -171,7 +173,7 @@ impl Medium {
     /// The row of track `t`, made on first use (from the prefill, else empty).
     fn row(&mut self, geom: &Geometry, t: Track) -> &mut [Token] {
         let prefill = &self.prefill;
-        self.tracks[t.0 as usize].get_or_insert_with(|| {
+        self.tracks.entry(t.0).or_insert_with(|| {
             let spt = geom.sectors_in(t);
             if prefill.track(t) {
                 let mut v = Vec::with_capacity(spt as usize);
@@ -229,7 +231,7 @@ impl Medium {
             self.meta.remove(&t.0);
             self.prefill.clear_track(t);
             if self.tracked {
-                self.tracks[t.0 as usize] = None;
+                self.tracks.remove(&t.0);
                 self.touched.set(t);
             }
         }
@@ -291,7 +293,7 @@ impl Medium {
         }
         for nb in geom.damaged_by_write(at.track) {
             let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
-            if self.tracks[nb.0 as usize].is_none() && !self.prefill.track(nb) {
+            if !self.tracks.contains_key(&nb.0) && !self.prefill.track(nb) {
                 continue; // nothing there to damage
             }
             self.touched.set(nb);
@@ -321,7 +323,7 @@ impl Medium {
         if !self.tracked {
             return;
         }
-        match &self.tracks[at.track.0 as usize] {
+        match self.tracks.get(&at.track.0) {
             Some(row) => out.extend_from_slice(&row[at.sector as usize..(at.sector + count) as usize]),
             None if self.prefill.track(at.track) => self.prefill.tokens(geom, at, count, out),
             None => out.extend(std::iter::repeat_n(Token::EMPTY, count as usize)),
@@ -330,7 +332,7 @@ impl Medium {
 
     /// Peek at one sector without timing (tests and diagnostics).
     pub fn peek(&self, geom: &Geometry, at: PhysAddr) -> Token {
-        match self.tracks.get(at.track.0 as usize).and_then(|r| r.as_ref()) {
+        match self.tracks.get(&at.track.0) {
             Some(r) => r[at.sector as usize],
             None => self.prefill.token(geom, at),
         }
@@ -338,7 +340,7 @@ impl Medium {
 
     /// Whether any sector of a track has been written or holds prefilled data (tracked media only).
     pub fn track_written(&self, t: Track) -> bool {
-        self.tracks.get(t.0 as usize).map(|r| r.is_some()).unwrap_or(false) || self.prefill.track(t)
+        self.tracks.contains_key(&t.0) || self.prefill.track(t)
     }
 }
 

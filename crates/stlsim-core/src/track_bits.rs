@@ -1,65 +1,164 @@
-//! A set of physical tracks as a bitmap: one bit a track, so a 20 TB drive
-//! of 13 million tracks costs 1.6 MB. Used for the prefilled tracks of the
+//! A set of physical tracks as a bitmap grown lazily: the tracks are cut
+//! into leaves of [`LEAF`] tracks, a leaf is stored only once a track in it
+//! is set, and a leaf whose tracks are all set is one marker. So a set costs
+//! memory where it holds *some* tracks, not for the drive's capacity: a
+//! 100-million-track drive costs 2.4 KB of leaf slots a million tracks
+//! (16 bytes a leaf), plus 512 bytes for each partly set leaf; a full
+//! prefill costs no leaves at all. Used for the prefilled tracks of the
 //! medium, the tracks a verified run touched, and the layers' "written"
 //! knowledge.
 
 use crate::units::Track;
 
-/// A bitmap of physical tracks. An empty bitmap (`TrackBits::default()`)
+/// Tracks a leaf.
+pub const LEAF: u64 = 4096;
+const WORDS: usize = (LEAF / 64) as usize;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Leaf {
+    /// No track set.
+    Clear,
+    /// Every track (of the set's range) set.
+    Full,
+    /// Some tracks set.
+    Bits(Box<[u64; WORDS]>),
+}
+
+/// A set of physical tracks. An empty set (`TrackBits::default()`)
 /// answers `false` for every track without allocating.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TrackBits(Vec<u64>);
+pub struct TrackBits {
+    leaves: Vec<Leaf>,
+    /// Tracks covered: `[0, n)`.
+    n: u64,
+}
 
 impl TrackBits {
     /// All clear, for `n` tracks.
     pub fn new(n: u64) -> TrackBits {
-        TrackBits(vec![0; n.div_ceil(64) as usize])
+        TrackBits { leaves: vec![Leaf::Clear; n.div_ceil(LEAF) as usize], n }
     }
-    /// Whether track `t` is set (tracks beyond the bitmap are clear).
+
+    /// Tracks of leaf `i` within the range (the last leaf may be partial).
+    fn leaf_len(&self, i: usize) -> u64 {
+        (self.n - i as u64 * LEAF).min(LEAF)
+    }
+
+    /// Whether track `t` is set (tracks beyond the set are clear).
     #[inline]
     pub fn get(&self, t: Track) -> bool {
-        self.0.get((t.0 / 64) as usize).is_some_and(|w| w >> (t.0 % 64) & 1 == 1)
-    }
-    /// Set track `t` (which must lie within the bitmap).
-    #[inline]
-    pub fn set(&mut self, t: Track) {
-        self.0[(t.0 / 64) as usize] |= 1 << (t.0 % 64);
-    }
-    /// Clear track `t` (no effect beyond the bitmap).
-    pub fn clear(&mut self, t: Track) {
-        if let Some(w) = self.0.get_mut((t.0 / 64) as usize) {
-            *w &= !(1 << (t.0 % 64));
+        match self.leaves.get((t.0 / LEAF) as usize) {
+            None | Some(Leaf::Clear) => false,
+            Some(Leaf::Full) => true,
+            Some(Leaf::Bits(w)) => {
+                let b = t.0 % LEAF;
+                w[(b / 64) as usize] >> (b % 64) & 1 == 1
+            }
         }
     }
+
+    /// Set track `t` (which must lie within the set's range).
+    #[inline]
+    pub fn set(&mut self, t: Track) {
+        assert!(t.0 < self.n, "track {} beyond a set of {} tracks", t.0, self.n);
+        let i = (t.0 / LEAF) as usize;
+        let b = t.0 % LEAF;
+        let full = match &mut self.leaves[i] {
+            Leaf::Full => return,
+            leaf @ Leaf::Clear => {
+                let mut w = Box::new([0u64; WORDS]);
+                w[(b / 64) as usize] |= 1 << (b % 64);
+                *leaf = Leaf::Bits(w);
+                false
+            }
+            Leaf::Bits(w) => {
+                let word = &mut w[(b / 64) as usize];
+                *word |= 1 << (b % 64);
+                // A word just filled may have filled the leaf.
+                *word == u64::MAX
+            }
+        };
+        if full && self.leaf_count(i) == self.leaf_len(i) {
+            self.leaves[i] = Leaf::Full;
+        }
+    }
+
+    /// Clear track `t` (no effect beyond the set's range).
+    pub fn clear(&mut self, t: Track) {
+        let i = (t.0 / LEAF) as usize;
+        if i >= self.leaves.len() || t.0 >= self.n {
+            return;
+        }
+        let b = t.0 % LEAF;
+        if self.leaves[i] == Leaf::Full {
+            let mut w = Box::new([0u64; WORDS]);
+            for k in 0..self.leaf_len(i) {
+                w[(k / 64) as usize] |= 1 << (k % 64);
+            }
+            self.leaves[i] = Leaf::Bits(w);
+        }
+        if let Leaf::Bits(w) = &mut self.leaves[i] {
+            w[(b / 64) as usize] &= !(1 << (b % 64));
+            if w.iter().all(|&x| x == 0) {
+                self.leaves[i] = Leaf::Clear;
+            }
+        }
+    }
+
     /// Set every track.
     pub fn set_all(&mut self) {
-        self.0.fill(u64::MAX);
+        self.leaves.fill(Leaf::Full);
     }
+
     /// Whether no track is set.
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|&w| w == 0)
+        self.leaves.iter().all(|l| *l == Leaf::Clear)
     }
+
+    fn leaf_count(&self, i: usize) -> u64 {
+        match &self.leaves[i] {
+            Leaf::Clear => 0,
+            Leaf::Full => self.leaf_len(i),
+            Leaf::Bits(w) => w.iter().map(|x| x.count_ones() as u64).sum(),
+        }
+    }
+
     /// Number of tracks set.
     pub fn count(&self) -> u64 {
-        self.0.iter().map(|w| w.count_ones() as u64).sum()
+        (0..self.leaves.len()).map(|i| self.leaf_count(i)).sum()
     }
+
     /// The tracks set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = Track> + '_ {
-        self.0.iter().enumerate().flat_map(|(i, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                if w == 0 {
-                    return None;
-                }
-                let b = w.trailing_zeros() as u64;
-                w &= w - 1;
-                Some(Track(i as u64 * 64 + b))
-            })
+        self.leaves.iter().enumerate().flat_map(move |(i, leaf)| {
+            let base = i as u64 * LEAF;
+            let (words, full): (Option<&[u64; WORDS]>, u64) = match leaf {
+                Leaf::Clear => (None, 0),
+                Leaf::Full => (None, self.leaf_len(i)),
+                Leaf::Bits(w) => (Some(w), 0),
+            };
+            let full_run = (0..full).map(move |k| Track(base + k));
+            let bits = words.into_iter().flat_map(move |w| {
+                w.iter().enumerate().flat_map(move |(j, &word)| {
+                    let mut word = word;
+                    std::iter::from_fn(move || {
+                        if word == 0 {
+                            return None;
+                        }
+                        let b = word.trailing_zeros() as u64;
+                        word &= word - 1;
+                        Some(Track(base + j as u64 * 64 + b))
+                    })
+                })
+            });
+            full_run.chain(bits)
         })
     }
+
     /// Heap bytes used.
     pub fn heap_bytes(&self) -> u64 {
-        (self.0.capacity() * 8) as u64
+        let bits = self.leaves.iter().filter(|l| matches!(l, Leaf::Bits(_))).count() * WORDS * 8;
+        (self.leaves.capacity() * std::mem::size_of::<Leaf>() + bits) as u64
     }
 }
 
@@ -80,5 +179,66 @@ mod tests {
         assert_eq!(b.count(), 3);
         assert!(!TrackBits::default().get(Track(0)));
         assert!(TrackBits::new(10).is_empty());
+    }
+
+    /// Against a plain vector of booleans, across leaves, full leaves and a
+    /// partial last leaf.
+    #[test]
+    fn matches_a_plain_bitmap() {
+        let n = 3 * LEAF + 100;
+        let mut b = TrackBits::new(n);
+        let mut v = vec![false; n as usize];
+        let mut x: u64 = 12345;
+        for step in 0..40_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Fill leaf 1 and the partial last leaf completely, scatter elsewhere.
+            let t = match step % 4 {
+                0 => LEAF + step / 4 % LEAF,
+                1 => 3 * LEAF + step % 100,
+                _ => x % n,
+            };
+            if step % 7 == 0 && step > 20_000 {
+                b.clear(Track(t));
+                v[t as usize] = false;
+            } else {
+                b.set(Track(t));
+                v[t as usize] = true;
+            }
+        }
+        let want: Vec<Track> = (0..n).filter(|&t| v[t as usize]).map(Track).collect();
+        assert_eq!(b.iter().collect::<Vec<_>>(), want);
+        assert_eq!(b.count(), want.len() as u64);
+        for t in 0..n {
+            assert_eq!(b.get(Track(t)), v[t as usize], "{t}");
+        }
+        // set_all covers exactly the range; clearing a track of a full leaf works.
+        b.set_all();
+        assert_eq!(b.count(), n);
+        assert_eq!(b.iter().count() as u64, n);
+        b.clear(Track(n - 1));
+        assert!(!b.get(Track(n - 1)) && b.get(Track(n - 2)));
+        assert_eq!(b.count(), n - 1);
+    }
+
+    /// Memory follows the tracks set: a huge set with a few tracks, or with
+    /// all of them, costs kilobytes.
+    #[test]
+    fn a_huge_set_costs_its_leaf_slots_only() {
+        let n = 100_000_000;
+        let mut b = TrackBits::new(n);
+        for t in [0, 5, 50_000_000, n - 1] {
+            b.set(Track(t));
+        }
+        assert!(b.heap_bytes() < 500_000, "{}", b.heap_bytes());
+        let mut full = TrackBits::new(n);
+        for t in 0..3 * LEAF {
+            full.set(Track(t));
+        }
+        // Filled leaves collapse to markers.
+        assert_eq!(full.heap_bytes(), TrackBits::new(n).heap_bytes());
+        full.set_all();
+        assert_eq!(full.count(), n);
     }
 }

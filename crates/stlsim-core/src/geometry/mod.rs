@@ -3,14 +3,16 @@
 //! bands with guard tracks, IMR bottom/top tracks, host-managed zones) and
 //! the layout's *home* map from host LBAs to physical sectors.
 //!
-//! The home map is held as a table of logical tracks (the LBA-ordered
-//! sequence of data tracks) so that every layout and LBA order shares one
-//! lookup. Lookups divide when all logical tracks are equal and binary-search
-//! otherwise. Memory is 16 bytes per physical track (a 1 TiB drive of 2 MiB
-//! tracks: 8 MiB).
+//! The home map runs over *logical tracks* (the LBA-ordered sequence of
+//! data tracks), so that every layout and LBA order shares one lookup. It is
+//! computed, not tabled ([`home`]): layouts repeat a unit of tracks and zones
+//! of equal tracks, so its memory is proportional to the zone table and the
+//! unit, not to the drive's track count (a 200,000 GiB drive costs what a
+//! 1 GiB one does). Lookups divide when all logical tracks are equal.
 
 pub mod band_map;
 pub mod config;
+mod home;
 pub mod segment_map;
 
 use crate::error::{config_err, SimResult};
@@ -103,19 +105,17 @@ pub enum TrackKind {
     Cache,
 }
 
-const NO_LT: u32 = u32::MAX;
-
 /// The validated geometry of a drive.
 #[derive(Clone, Debug)]
 pub struct Geometry {
     sector_bytes: u32,
     layout: Layout,
-    spt: Vec<u32>,
-    lt_phys: Vec<u32>,
-    lt_start: Vec<u64>,
-    phys_lt: Vec<u32>,
+    tracks: u64,
+    home: home::HomeOrder,
     uniform_lt: Option<u64>,
     capacity: u64,
+    max_spt: u32,
+    max_home_spt: u32,
     /// SMR: the bands' LBA-to-track mapping.
     band_map: Option<BandMap>,
 }
@@ -234,60 +234,10 @@ fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl 
         while z + 1 < zones.len() && zones[z + 1].first_track <= t {
             z += 1;
         }
-        let base = zones[z].sectors_per_track;
-        let s = match layout {
-            Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
-            Layout::Smr { width, up, random_access, .. } if t < random_access => {
-                // One usable track per head width; its overlap falls on the guards after it.
-                let off = t % width;
-                if (up && off == 0) || (!up && off == width - 1) {
-                    base
-                } else {
-                    0
-                }
-            }
-            Layout::Smr { width, up, cache, .. } if t < layout.bands_start() => {
-                // The persistent cache: one shingled run of `cache` tracks and its guards.
-                let off = t - layout.cache_unit().map(|c| c.0).unwrap_or(t);
-                let guard = if up { off >= cache } else { off < width - 1 };
-                if guard {
-                    0
-                } else {
-                    base
-                }
-            }
-            Layout::Smr { band, width, up, .. } => {
-                let off = (t - layout.bands_start()) % (band + width - 1);
-                let guard = if up { off >= band } else { off < width - 1 };
-                if guard {
-                    0
-                } else {
-                    base
-                }
-            }
-            Layout::Wave { region, kappa } => {
-                let off = t % (2 * region + kappa);
-                if off >= region && off < region + kappa {
-                    0
-                } else {
-                    base
-                }
-            }
-            _ => base,
-        };
-        if !f(t, s) {
+        if !f(t, home::size_rule(layout, zones[z].sectors_per_track, t)) {
             return;
         }
     }
-}
-
-fn track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64) -> Vec<u32> {
-    let mut spt = Vec::with_capacity(tracks as usize);
-    for_track_sizes(layout, zones, tracks, |_, s| {
-        spt.push(s);
-        true
-    });
-    spt
 }
 
 /// The fewest tracks (the layout's extra tracks plus whole units) whose
@@ -441,58 +391,19 @@ impl Geometry {
         tracks: u64,
         band_map: Option<BandMap>,
     ) -> SimResult<Geometry> {
-        let spt = track_sizes(layout, zones, tracks);
-        // The logical track order: which physical track holds the n-th run of LBAs.
-        let mut lt_phys: Vec<u32> = Vec::with_capacity(tracks as usize);
-        match layout {
-            Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend((0..tracks).map(|t| t as u32)),
-            Layout::Wave { .. } => lt_phys.extend((0..tracks).filter(|&t| spt[t as usize] > 0).map(|t| t as u32)),
-            Layout::Smr { band, width, up, .. } => {
-                let u = band + width - 1;
-                let first = layout.bands_start();
-                let bands = (tracks - first) / u;
-                // Position p (1-based, in shingling order) of band b.
-                let phys = |b: u64, p: u32| {
-                    let base = first + b * u;
-                    (if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 }) as u32
-                };
-                let map = band_map.clone().unwrap_or_else(|| BandMap::sequential(band));
-                for g in map.groups() {
-                    for b in 0..bands {
-                        lt_phys.extend(g.iter().map(|&p| phys(b, p)));
-                    }
-                }
-            }
-            Layout::Imr { group, order, .. } => {
-                let u = 2 * group;
-                for g in 0..tracks / u {
-                    let base = g * u;
-                    match order {
-                        ImrOrder::Ascending => lt_phys.extend((0..u).map(|i| (base + i) as u32)),
-                        ImrOrder::ZigZag => {
-                            lt_phys.extend((0..group).map(|i| (base + 2 * i) as u32));
-                            lt_phys.extend((0..group).map(|i| (base + 2 * i + 1) as u32));
-                        }
-                        ImrOrder::Serpentine => {
-                            lt_phys.extend((0..group).map(|i| (base + 2 * i) as u32));
-                            lt_phys.extend((0..group).rev().map(|i| (base + 2 * i + 1) as u32));
-                        }
-                    }
-                }
-            }
-        }
-        let mut phys_lt = vec![NO_LT; tracks as usize];
-        let mut lt_start = Vec::with_capacity(lt_phys.len() + 1);
-        let mut acc = 0u64;
-        for (i, &p) in lt_phys.iter().enumerate() {
-            phys_lt[p as usize] = i as u32;
-            lt_start.push(acc);
-            acc += spt[p as usize] as u64;
-        }
-        lt_start.push(acc);
-        let first = lt_phys.first().map(|&p| spt[p as usize]).unwrap_or(0);
-        let uniform_lt = if lt_phys.iter().all(|&p| spt[p as usize] == first) { Some(first as u64) } else { None };
-        Ok(Geometry { sector_bytes, layout, spt, lt_phys, lt_start, phys_lt, uniform_lt, capacity: acc, band_map })
+        let home = home::HomeOrder::new(layout, zones, tracks, band_map.as_ref().map(|m| m.groups()));
+        let (max_home_spt, max_spt) = home.max_sizes(tracks);
+        Ok(Geometry {
+            sector_bytes,
+            layout,
+            tracks,
+            uniform_lt: home.uniform,
+            capacity: home.capacity(),
+            max_spt,
+            max_home_spt,
+            home,
+            band_map,
+        })
     }
 
     /// Bytes per sector.
@@ -505,23 +416,25 @@ impl Geometry {
     }
     /// Number of physical tracks.
     pub fn tracks(&self) -> u64 {
-        self.spt.len() as u64
+        self.tracks
     }
     /// Host-visible capacity in sectors (every data track's sectors).
     pub fn capacity(&self) -> Sectors {
         Sectors(self.capacity)
     }
     /// Sectors on a physical track (0 for SMR guard tracks).
+    #[inline]
     pub fn sectors_in(&self, t: Track) -> u32 {
-        self.spt[t.0 as usize]
+        debug_assert!(t.0 < self.tracks, "track {} of {}", t.0, self.tracks);
+        self.home.size(t.0)
     }
     /// The largest number of sectors on any track.
     pub fn max_sectors_per_track(&self) -> u32 {
-        self.spt.iter().copied().max().unwrap_or(0)
+        self.max_spt
     }
     /// The largest number of sectors on a track holding host data.
     pub fn max_home_sectors_per_track(&self) -> u32 {
-        self.lt_phys.iter().map(|&p| self.spt[p as usize]).max().unwrap_or(0)
+        self.max_home_spt
     }
     /// What a physical track is for.
     pub fn kind(&self, t: Track) -> TrackKind {
@@ -533,7 +446,7 @@ impl Geometry {
                     TrackKind::Top
                 }
             }
-            Layout::Smr { .. } | Layout::Wave { .. } if self.spt[t.0 as usize] == 0 => TrackKind::Guard,
+            Layout::Smr { .. } | Layout::Wave { .. } if self.sectors_in(t) == 0 => TrackKind::Guard,
             Layout::Smr { random_access, .. } if t.0 < random_access => TrackKind::RandomAccess,
             Layout::Smr { .. } if t.0 < self.layout.bands_start() => TrackKind::Cache,
             _ => TrackKind::Data,
@@ -542,41 +455,47 @@ impl Geometry {
 
     /// Number of logical tracks (data tracks in LBA order).
     pub fn logical_tracks(&self) -> u64 {
-        self.lt_phys.len() as u64
+        self.home.logical_tracks()
     }
     /// The logical track holding `lba`.
     #[inline]
     pub fn logical_track_of(&self, lba: Lba) -> u64 {
         match self.uniform_lt {
             Some(n) => lba.0 / n,
-            None => (self.lt_start.partition_point(|&s| s <= lba.0) - 1) as u64,
+            None => self.home.logical_of(lba.0),
         }
     }
     /// First LBA of a logical track.
+    #[inline]
     pub fn logical_track_start(&self, lt: u64) -> Lba {
-        Lba(self.lt_start[lt as usize])
+        match self.uniform_lt {
+            Some(n) => Lba(lt * n),
+            None => Lba(self.home.start(lt)),
+        }
     }
     /// The physical track holding a logical track.
+    #[inline]
     pub fn logical_track_phys(&self, lt: u64) -> Track {
-        Track(self.lt_phys[lt as usize] as u64)
+        Track(self.home.phys(lt))
     }
     /// The logical track a physical track holds, if it holds data.
+    #[inline]
     pub fn phys_logical_track(&self, t: Track) -> Option<u64> {
-        match self.phys_lt[t.0 as usize] {
-            NO_LT => None,
-            lt => Some(lt as u64),
+        if t.0 >= self.tracks {
+            return None;
         }
+        self.home.logical(t.0)
     }
 
     /// Home location of an LBA in the layout's static map.
     pub fn home(&self, lba: Lba) -> PhysAddr {
         let lt = self.logical_track_of(lba);
-        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.lt_start[lt as usize]) as u32 }
+        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.logical_track_start(lt).0) as u32 }
     }
 
     /// The LBA whose home is a physical sector, if any.
     pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
-        self.phys_logical_track(at.track).map(|lt| Lba(self.lt_start[lt as usize] + at.sector as u64))
+        self.phys_logical_track(at.track).map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
     }
 
     /// Split `n` sectors from `lba` into per-track home extents
@@ -587,12 +506,11 @@ impl Geometry {
         let end = lba.0 + n.0;
         while cur < end {
             let lt = self.logical_track_of(Lba(cur));
-            let lt_end = self.lt_start[lt as usize + 1];
+            let (start, track) = (self.logical_track_start(lt).0, self.logical_track_phys(lt));
+            // A logical track's sectors are its physical track's.
+            let lt_end = start + self.sectors_in(track) as u64;
             let take = (end.min(lt_end) - cur) as u32;
-            let at = PhysAddr {
-                track: self.logical_track_phys(lt),
-                sector: (cur - self.lt_start[lt as usize]) as u32,
-            };
+            let at = PhysAddr { track, sector: (cur - start) as u32 };
             f(at, take, Lba(cur));
             cur += take as u64;
         }
@@ -690,7 +608,7 @@ impl Geometry {
     pub fn band_position(&self, t: Track) -> Option<(u64, u32)> {
         let Layout::Smr { band, width, up, .. } = self.layout else { return None };
         let first = self.layout.bands_start();
-        if t.0 < first || self.spt[t.0 as usize] == 0 {
+        if t.0 < first || self.sectors_in(t) == 0 {
             return None;
         }
         let u = band + width - 1;
@@ -712,7 +630,7 @@ impl Geometry {
     pub fn random_access_tracks(&self) -> Vec<Track> {
         match self.layout {
             Layout::Smr { random_access, .. } => {
-                (0..random_access).map(Track).filter(|&t| self.spt[t.0 as usize] > 0).collect()
+                (0..random_access).map(Track).filter(|&t| self.sectors_in(t) > 0).collect()
             }
             _ => vec![],
         }
@@ -743,6 +661,12 @@ impl Geometry {
         debug_assert!(i < region);
         let base = (r / 2) * (2 * region + kappa);
         Track(if r % 2 == 0 { base + i } else { base + region + kappa + i })
+    }
+
+    /// Heap bytes of the home map: proportional to the zone table and the
+    /// layout's unit, not to the track count.
+    pub fn home_heap_bytes(&self) -> u64 {
+        self.home.heap_bytes()
     }
 
     /// Host-managed zones: sectors per zone (`None` for other layouts).

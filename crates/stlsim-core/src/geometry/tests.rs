@@ -298,3 +298,168 @@ fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
     d.tracks = Some(5);
     assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("beyond the last track"));
 }
+
+/// The per-track tables the geometry used to hold (sizes, logical track
+/// order, first LBA of each logical track), built the way it built them:
+/// the reference the computed home order must match exactly.
+fn reference_tables(g: &Geometry) -> (Vec<u32>, Vec<u64>, Vec<u64>) {
+    let (layout, tracks) = (g.layout(), g.tracks());
+    let spt: Vec<u32> = (0..tracks).map(|t| g.sectors_in(Track(t))).collect();
+    let mut lt_phys: Vec<u64> = vec![];
+    match layout {
+        Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend(0..tracks),
+        Layout::Wave { .. } => lt_phys.extend((0..tracks).filter(|&t| spt[t as usize] > 0)),
+        Layout::Smr { band, width, up, .. } => {
+            let u = band + width - 1;
+            let first = layout.bands_start();
+            let bands = (tracks - first) / u;
+            let phys = |b: u64, p: u32| {
+                if up {
+                    first + b * u + p as u64 - 1
+                } else {
+                    first + b * u + width - 1 + band - p as u64
+                }
+            };
+            let map = g.band_map().cloned().unwrap_or_else(|| BandMap::sequential(band));
+            for grp in map.groups() {
+                for b in 0..bands {
+                    lt_phys.extend(grp.iter().map(|&p| phys(b, p)));
+                }
+            }
+        }
+        Layout::Imr { group, order, .. } => {
+            let u = 2 * group;
+            for gi in 0..tracks / u {
+                let base = gi * u;
+                match order {
+                    ImrOrder::Ascending => lt_phys.extend((0..u).map(|i| base + i)),
+                    ImrOrder::ZigZag => {
+                        lt_phys.extend((0..group).map(|i| base + 2 * i));
+                        lt_phys.extend((0..group).map(|i| base + 2 * i + 1));
+                    }
+                    ImrOrder::Serpentine => {
+                        lt_phys.extend((0..group).map(|i| base + 2 * i));
+                        lt_phys.extend((0..group).rev().map(|i| base + 2 * i + 1));
+                    }
+                }
+            }
+        }
+    }
+    let mut lt_start = vec![];
+    let mut acc = 0;
+    for &p in &lt_phys {
+        lt_start.push(acc);
+        acc += spt[p as usize] as u64;
+    }
+    lt_start.push(acc);
+    (spt, lt_phys, lt_start)
+}
+
+/// Every lookup of the computed home order against the tables.
+fn assert_matches_tables(g: &Geometry, what: &str) {
+    let (spt, lt_phys, lt_start) = reference_tables(g);
+    let mut sizes = vec![];
+    assert_eq!(g.max_sectors_per_track(), spt.iter().copied().max().unwrap_or(0), "{what}: max spt");
+    let home_max = lt_phys.iter().map(|&p| spt[p as usize]).max().unwrap_or(0);
+    assert_eq!(g.max_home_sectors_per_track(), home_max, "{what}: max home spt");
+    assert_eq!(g.logical_tracks(), lt_phys.len() as u64, "{what}: logical tracks");
+    assert_eq!(g.capacity().0, *lt_start.last().unwrap(), "{what}: capacity");
+    let mut phys_lt = vec![None; spt.len()];
+    for (lt, &p) in lt_phys.iter().enumerate() {
+        phys_lt[p as usize] = Some(lt as u64);
+        assert_eq!(g.logical_track_phys(lt as u64).0, p, "{what}: phys of lt {lt}");
+        assert_eq!(g.logical_track_start(lt as u64).0, lt_start[lt], "{what}: start of lt {lt}");
+        let (s, e) = (lt_start[lt], lt_start[lt + 1]);
+        for lba in [s, (s + e) / 2, e - 1] {
+            assert_eq!(g.logical_track_of(Lba(lba)), lt as u64, "{what}: lt of lba {lba}");
+        }
+        sizes.push(spt[p as usize]);
+    }
+    assert_eq!(g.logical_track_start(lt_phys.len() as u64).0, *lt_start.last().unwrap(), "{what}: end");
+    for (t, want) in phys_lt.iter().enumerate() {
+        assert_eq!(g.phys_logical_track(Track(t as u64)), *want, "{what}: lt of track {t}");
+    }
+    let uniform = sizes.first().filter(|&&f| sizes.iter().all(|&s| s == f)).map(|&f| f as u64);
+    assert_eq!(g.uniform_lt, uniform, "{what}: uniform");
+}
+
+/// Drives of every layout, order, mapping and zone table, with zones that
+/// do and do not straddle units.
+fn home_order_cases() -> Vec<(String, DriveConfig)> {
+    let zones = |v: &[(u64, u32)]| v.iter().map(|&(f, s)| ZoneSpec { first_track: f, sectors_per_track: s }).collect::<Vec<_>>();
+    let mut out = vec![];
+    for z in [zones(&[(0, 10)]), zones(&[(0, 12), (40, 9), (97, 5), (150, 7)])] {
+        let zoned_table = z.len() > 1;
+        let mut cmr = drive("cmr", 200, 10);
+        cmr.zones = z.clone();
+        out.push((format!("cmr zones={zoned_table}"), cmr));
+        for (order, ratio, group) in [("zigzag", 1.0, 4), ("zigzag", 0.7, 4), ("serpentine", 0.9, 3), ("ascending", 0.5, 2)] {
+            let mut d = drive("imr", 240, 10);
+            d.layout.order = order.into();
+            d.layout.top_ratio = ratio;
+            d.layout.group_tracks = group;
+            // IMR zones start on group boundaries.
+            d.zones = z.iter().map(|s| ZoneSpec { first_track: s.first_track / (2 * group) * (2 * group), ..*s }).collect();
+            d.zones.dedup_by_key(|s| s.first_track);
+            out.push((format!("imr {order} {ratio} N={group} zones={zoned_table}"), d));
+        }
+        for (mapping, up, ra, cache) in
+            [("", true, 0, 0), ("R(4123)", true, 6, 0), ("14R(23)", false, 4, 7), ("124R(3)", true, 2, 5), ("1234", false, 0, 9)]
+        {
+            let mut d = drive("smr", 0, 10);
+            d.layout.band_tracks = 4;
+            d.layout.head_width_tracks = 2 + u64::from(!up);
+            d.layout.direction = if up { "up" } else { "down" }.into();
+            d.layout.mapping = mapping.into();
+            d.layout.random_access_tracks = ra * d.layout.head_width_tracks / 2;
+            d.layout.random_access_tracks -= d.layout.random_access_tracks % d.layout.head_width_tracks;
+            d.layout.cache_tracks = cache;
+            let unit = d.layout.band_tracks + d.layout.head_width_tracks - 1;
+            let extra = d.layout.random_access_tracks + if cache > 0 { cache + d.layout.head_width_tracks - 1 } else { 0 };
+            d.tracks = Some(extra + 40 * unit);
+            d.zones = z.clone();
+            out.push((format!("smr '{mapping}' up={up} ra={ra} cache={cache} zones={zoned_table}"), d));
+        }
+        let mut w = drive("wave", 0, 10);
+        w.layout.region_tracks = 5;
+        w.layout.kappa_tracks = 3;
+        w.tracks = Some(13 * 15);
+        w.zones = z.clone();
+        out.push((format!("wave zones={zoned_table}"), w));
+        if !zoned_table {
+            let mut d = drive("zoned", 256, 10);
+            d.layout.zone_tracks = 16;
+            d.layout.conventional_zones = 2;
+            out.push(("zoned".into(), d));
+        }
+    }
+    out
+}
+
+#[test]
+fn home_order_matches_the_per_track_tables() {
+    for (what, d) in home_order_cases() {
+        let g = Geometry::from_config(&d).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_matches_tables(&g, &what);
+    }
+    // The presets' shapes at full size, on their own zone tables.
+    let mut d = DriveConfig { capacity_gib: Some(64.0), tracks: None, ..drive("imr", 0, 0) };
+    d.track_bytes = 2 << 20;
+    d.layout.group_tracks = 8;
+    assert_matches_tables(&Geometry::from_config(&d).unwrap(), "imr 64 GiB");
+}
+
+/// A drive of 200,000 GiB is as cheap as a small one: the geometry holds
+/// no table per track (it took 2 GB).
+#[test]
+fn a_huge_drive_costs_no_memory_per_track() {
+    let d = DriveConfig { capacity_gib: Some(200_000.0), tracks: None, ..drive("imr", 0, 512) };
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.tracks(), 102_400_000);
+    let bytes = std::mem::size_of_val(&g) as u64 + g.home_heap_bytes();
+    assert!(bytes < 4096, "{bytes} bytes");
+    // Lookups at the far end work.
+    let last = g.capacity().0 - 1;
+    let at = g.home(Lba(last));
+    assert_eq!(g.home_lba(at), Some(Lba(last)));
+}

@@ -135,7 +135,11 @@ pub struct Logs {
     slots: u32,
     guard: u32,
     host: u32,
-    logs: Vec<Option<Log>>,
+    /// Number of regions (bands).
+    regions: u64,
+    /// The logs of the regions written so far (absent: a fresh log): they
+    /// follow what the run wrote, not the drive's capacity.
+    logs: rustc_hash::FxHashMap<u64, Log>,
     seq: u64,
     appended: u64,
     immigrated: u64,
@@ -177,7 +181,8 @@ impl Logs {
             slots,
             guard,
             host,
-            logs: vec![None; g.bands() as usize],
+            regions: g.bands(),
+            logs: Default::default(),
             seq: 1,
             appended: 0,
             immigrated: 0,
@@ -196,10 +201,11 @@ impl Logs {
     }
 
     fn log(&mut self, r: u64) -> &mut Log {
-        if self.logs[r as usize].is_none() {
-            self.logs[r as usize] = Some(self.fresh());
+        if !self.logs.contains_key(&r) {
+            let fresh = self.fresh();
+            self.logs.insert(r, fresh);
         }
-        self.logs[r as usize].as_mut().unwrap()
+        self.logs.get_mut(&r).expect("inserted above")
     }
 
     /// The pieces (one per track) of sectors `[off, off + n)` of slot `slot` of region `r`.
@@ -352,7 +358,7 @@ impl Backend for Logs {
     fn recover(&mut self, dev: &mut Device) -> SimResult<u64> {
         let mut max_seq = 0;
         let band_tracks = self.band as u32;
-        for r in 0..self.logs.len() as u64 {
+        for r in 0..self.regions {
             // (slot, seq) -> sectors covered, and the S-block.
             let mut cover: std::collections::HashMap<(u32, u64), (u64, u32)> = Default::default();
             let mut any = false;
@@ -371,7 +377,7 @@ impl Backend for Logs {
                 }
             }
             if !any {
-                self.logs[r as usize] = None;
+                self.logs.remove(&r);
                 continue;
             }
             // Recovery reads the region's log to find its records.
@@ -410,20 +416,20 @@ impl Backend for Logs {
             log.head = head;
             log.tail = tail;
             log.free = free;
-            self.logs[r as usize] = Some(log);
+            self.logs.insert(r, log);
         }
         self.seq = max_seq + 1;
         Ok(max_seq)
     }
 
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
-        Sectors(self.logs.len() as u64 * self.host as u64 * self.slot_sectors)
+        Sectors(self.regions * self.host as u64 * self.slot_sectors)
     }
 
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         let region = self.slots_span();
         let used = self.host as u64 * self.slot_sectors;
-        (0..self.logs.len() as u64).map(|r| (Lba(r * region + used), Sectors(region - used))).collect()
+        (0..self.regions).map(|r| (Lba(r * region + used), Sectors(region - used))).collect()
     }
 
     fn supports_prefill(&self) -> bool {

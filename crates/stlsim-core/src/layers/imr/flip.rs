@@ -283,8 +283,9 @@ pub struct ImrFlip {
     interval_writes: u64,
     threshold: u64,
     max_flips: u64,
-    /// State code per bottom track (index T/2).
-    state: Vec<u8>,
+    /// State code of each flipped bottom track (absent: state 0, not
+    /// flipped): flips are few, so the map follows them, not the capacity.
+    state: FxHashMap<u64, u8>,
     flipped_now: u64,
     counts: FxHashMap<u64, Count>,
     writes_in_interval: u64,
@@ -376,7 +377,7 @@ impl ImrFlip {
             interval_writes,
             threshold: p.u64("flip_threshold"),
             max_flips: p.u64("max_flips"),
-            state: vec![0; g.tracks().div_ceil(2) as usize],
+            state: FxHashMap::default(),
             flipped_now: 0,
             counts: FxHashMap::default(),
             writes_in_interval: 0,
@@ -416,7 +417,7 @@ impl ImrFlip {
 
     /// The state of bottom track `b`.
     pub fn state(&self, b: Track) -> Option<Flipped> {
-        Flipped::from_code(self.state[(b.0 / 2) as usize] as u64)
+        Flipped::from_code(self.state.get(&b.0).copied().unwrap_or(0) as u64)
     }
 
     /// The bottom track a top track is flipped with, and its state.
@@ -666,13 +667,12 @@ impl ImrFlip {
     /// The flip in progress has committed: apply it to the in-memory map.
     fn complete(&mut self) {
         let Some((f, overdue)) = self.current.take() else { return };
-        let slot = &mut self.state[(f.bottom.0 / 2) as usize];
         if f.back {
-            *slot = 0;
+            self.state.remove(&f.bottom.0);
             self.flipped_now -= 1;
             self.counters.flip_backs += 1;
         } else {
-            *slot = f.state.code() as u8;
+            self.state.insert(f.bottom.0, f.state.code() as u8);
             self.flipped_now += 1;
             self.counters.flips += 1;
         }
@@ -814,7 +814,7 @@ impl Layer for ImrFlip {
         store.recover(dev)?;
         let committed = store.seq();
         self.rmw.backup.recover(dev, committed)?;
-        self.state.fill(0);
+        self.state.clear();
         self.flipped_now = 0;
         let ntracks = dev.geometry().tracks();
         for (&k, &v) in &store.map {
@@ -823,7 +823,7 @@ impl Layer for ImrFlip {
                     "flip map entry {k} -> {v} is not a bottom track's state"
                 )));
             }
-            self.state[(k / 2) as usize] = v as u8;
+            self.state.insert(k, v as u8);
             self.flipped_now += 1;
         }
         self.rmw.written.set_all();

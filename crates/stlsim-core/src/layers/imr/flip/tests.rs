@@ -30,7 +30,7 @@ use super::super::rmw::tests::{crash_sweep, paper_drive, rsrch_drive, rsrch_head
 const OUTER: &[(&str, &str)] = &[("backup_location", "outer"), ("skip_empty", "false")];
 
 fn set_state(l: &mut ImrFlip, b: u64, f: Flipped) {
-    l.state[(b / 2) as usize] = f.code() as u8;
+    l.state.insert(b, f.code() as u8);
     l.flipped_now += 1;
 }
 
