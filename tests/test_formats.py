@@ -144,3 +144,76 @@ def test_published_layouts_and_skipping_unknown_operations(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match="--format"):
         stlsim.run(trace=str(cbs), drive="cmr")  # all numbers: not guessed
     assert stlsim.run(trace=str(cbs), drive="cmr", format="tencent").summary["reads"] == 1
+
+
+ROUND_TRIP = [
+    ("wdev_3.csv", {}),
+    ("wdev_3.csv.zst", {}),
+    ("cloudPhysicsIO.vscsi", {"limit": 20_000}),
+    ("cloudPhysicsIO.csv", {"limit": 5_000}),
+    ("iolog_8G.log.gz", {"limit": 5_000}),
+    ("blktrace.txt.gz", {}),
+    ("wsrch-small.trace.gz", {"disk": 1}),
+    ("disksim/hp_c3323a.trace", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "selection"), ROUND_TRIP)
+def test_every_format_round_trips_through_convert_with_identical_results(tmp_path: Path, data: Path, name: str, selection: dict) -> None:
+    src = data / name
+    out = tmp_path / "t.stlt"
+    done = stlsim.convert(str(src), out, **selection)
+    assert done["records"] > 0 and out.stat().st_size == done["bytes"]
+    # The header says where the file came from.
+    import hashlib
+
+    assert done["source"]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert done["source"]["size_bytes"] == src.stat().st_size and done["stlsim_version"] == stlsim.__version__
+    kw = {"drive": "imr-paper", "layer": "imr-rmw", "fold": True}
+    text = stlsim.run(trace=str(src), **kw, **selection)
+    binary = stlsim.run(trace=str(out), **kw)  # detected by its name and magic
+    assert binary.report == {**text.report, "trace": binary.report["trace"]}
+    info = stlsim.trace_info(str(out))
+    assert info["format"] == "stlt" and info["requests"] == done["records"] == text.summary["requests"] + text.report["host"].get("empty_skipped", 0)
+    assert info["header"]["source"]["path"] == str(src.resolve())
+
+
+def test_a_binary_trace_keeps_devices_source_lines_and_is_detected_without_its_extension(tmp_path: Path, data: Path) -> None:
+    out = tmp_path / "mq.bin"
+    stlsim.convert(str(data / "wsrch-small.trace.gz"), out)
+    assert stlsim.trace_info(str(out), format="stlt")["devices"] == stlsim.trace_info(str(data / "wsrch-small.trace.gz"))["devices"]
+    assert stlsim.run(trace=str(out), drive="cmr", fold=True, disk=3).summary["requests"] == 8  # device 3 holds 8
+    # An error about a converted request names its line in the source file.
+    blk = tmp_path / "blk.stlt"
+    stlsim.convert(str(data / "blktrace.txt.gz"), blk)
+    with pytest.raises(TraceFormatError, match="beyond the drive's capacity") as text_error:
+        stlsim.run(trace=str(data / "blktrace.txt.gz"), drive="imr-paper")  # a 1.2 TiB span on a 1 TiB drive
+    line = str(text_error.value).split(":")[1]
+    with pytest.raises(TraceFormatError, match=rf"blk\.stlt:{line}: .*beyond the drive's capacity"):
+        stlsim.run(trace=str(blk), drive="imr-paper")
+
+
+def test_convert_refuses_to_overwrite_and_damage_is_one_line(tmp_path: Path, data: Path) -> None:
+    out = tmp_path / "w.stlt"
+    stlsim.convert(str(data / "wdev_3.csv"), out)
+    p = subprocess.run([sys.executable, "-m", "stlsim", "convert", str(data / "wdev_3.csv"), str(out)], capture_output=True, text=True)
+    assert p.returncode != 0 and "exists (use --force" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = subprocess.run([sys.executable, "-m", "stlsim", "convert", str(data / "wdev_3.csv"), str(out), "--force"], capture_output=True, text=True)
+    assert p.returncode == 0 and "682 requests" in p.stderr
+    data_bytes = out.read_bytes()
+    cut = tmp_path / "cut.stlt"
+    cut.write_bytes(data_bytes[: len(data_bytes) // 2])
+    p = subprocess.run([sys.executable, "-m", "stlsim", "run", "--trace", str(cut), "--drive", "cmr"], capture_output=True, text=True)
+    assert p.returncode != 0 and "cut.stlt" in p.stderr and "truncated" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_trace_info_prints_the_figures_a_user_checks_first(data: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "stlsim", "trace-info", str(data / "wdev_3.csv")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    for needle in ("format", "msr", "requests", "682", "reads", "11 (1.6 %)", "writes", "671", "duration", "address span",
+                   "write footprint on imr-paper", "request sizes"):  # fmt: skip
+        assert needle in p.stdout, needle
+    info = stlsim.trace_info(str(data / "wdev_3.csv"), drive="cmr")
+    assert (info["requests"], info["reads"], info["writes"]) == (682, 11, 671)
+    assert sum(c for _, c in info["sizes"]) == 682 and info["write_tracks"] > 0 and info["drive"] == "cmr"

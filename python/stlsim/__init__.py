@@ -19,7 +19,7 @@ the ``stlsim`` command, DataFrames, files and plots.
 
 from ._core import __version__
 from .analysis import Analysis
-from .api import analyze, compare, run
+from .api import analyze, compare, convert, run, trace_info
 from .config import default_trace, drives, init_config_text, layers, load_drive, load_run_config
 from .errors import (
     ConfigError,
@@ -50,6 +50,7 @@ __all__ = [
     "__version__",
     "analyze",
     "compare",
+    "convert",
     "default_trace",
     "drives",
     "init_config_text",
@@ -59,4 +60,5 @@ __all__ = [
     "run",
     "sweep",
     "synth_trace",
+    "trace_info",
 ]

@@ -31,7 +31,7 @@ from .config import (
     load_drive_noting,
     load_run_config,
 )
-from .errors import ConfigError
+from .errors import ConfigError, TraceIOError
 from .plots import check_plot_format
 from .result import LATENCY_CLASSES, Comparison, Result, check_labels, check_output_folder
 from .synth import SynthTrace, as_synth
@@ -93,6 +93,27 @@ def _trace_source(trace: Any, drive: Mapping[str, Any]) -> tuple[str, dict[str, 
     return os.path.expanduser(os.fspath(trace)), None
 
 
+def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any]:
+    """The core's trace description from run settings (``drive`` resolves a
+    synthetic trace's ``usage``)."""
+    path, synth = _trace_source(s["trace"], drive)
+    spec: dict[str, Any] = {
+        "path": path,
+        "format": s["format"],
+        "disk": s["disk"],
+        "start": s["start"],
+        "limit": s["limit"],
+        "repeat": s.get("repeat", 1),
+        "event": s["event"],
+        "skip_unknown": s["skip_unknown"],
+    }
+    if synth is not None:
+        spec["synth"] = synth
+    if s["csv"]:
+        spec["csv"] = dict(s["csv"])
+    return spec
+
+
 #: Key of a core configuration holding warnings the front end adds to the
 #: run's report (not passed to the core).
 NOTES = "front_end_warnings"
@@ -103,21 +124,7 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
     (plus, under :data:`NOTES`, warnings for the report, e.g. the drive keys
     a drive without a preset took from the built-in defaults)."""
     drive, notes = load_drive_noting(s["drive"])
-    path, synth = _trace_source(s["trace"], drive)
-    spec: dict[str, Any] = {
-        "path": path,
-        "format": s["format"],
-        "disk": s["disk"],
-        "start": s["start"],
-        "limit": s["limit"],
-        "repeat": s["repeat"],
-        "event": s["event"],
-        "skip_unknown": s["skip_unknown"],
-    }
-    if synth is not None:
-        spec["synth"] = synth
-    if s["csv"]:
-        spec["csv"] = dict(s["csv"])
+    spec = _trace_spec(s, drive)
     cfg: dict[str, Any] = {
         "trace": spec,
         "drive": drive,
@@ -471,20 +478,7 @@ def analyze(
         given["csv"] = csv
     s = resolve_settings(None, given)
     drive_cfg = load_drive(s["drive"])
-    path, synth = _trace_source(s["trace"], drive_cfg)
-    spec: dict[str, Any] = {
-        "path": path,
-        "format": s["format"],
-        "disk": s["disk"],
-        "start": s["start"],
-        "limit": s["limit"],
-        "event": s["event"],
-        "skip_unknown": s["skip_unknown"],
-    }
-    if synth is not None:
-        spec["synth"] = synth
-    if s["csv"]:
-        spec["csv"] = dict(s["csv"])
+    spec = _trace_spec(s, drive_cfg)
     fmt = check_plot_format(plot_format)
     if out is not None:
         check_output_folder(out)
@@ -505,3 +499,105 @@ def analyze(
     if out is not None:
         analysis.save(out, plot_format=fmt)
     return analysis
+
+
+def convert(
+    trace: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    disk: int | None = None,
+    start: int = 0,
+    limit: int | None = None,
+    csv: Mapping[str, Any] | str | None = None,
+    event: str | None = None,
+    skip_unknown: bool = False,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Convert a trace into stlsim's binary form (``.stlt``), which every
+    command reads directly and much faster than text.
+
+    The selection (``disk``, ``start``, ``limit``) is applied; each record
+    keeps its disk and its source line (errors about it name the original
+    line). The file's header records where it came from: the source's path,
+    size and SHA-256, its format, the selection, and the stlsim version.
+    Returns that header plus ``records`` and ``bytes`` written.
+
+    Raises:
+        ConfigError (an existing ``out`` without ``force``, a bad option),
+        TraceFormatError, TraceIOError.
+    """
+    import hashlib
+
+    from ._core import __version__
+
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    given["trace"] = trace
+    if csv is not None:
+        given["csv"] = csv
+    s = resolve_settings(None, given)
+    spec = _trace_spec(s, {})
+    if "synth" in spec:
+        raise ConfigError("configuration error: convert reads a trace file; write a synthetic trace with `stlsim synth`")
+    src, dst = Path(spec["path"]), Path(out)
+    if dst.exists() and not force:
+        raise ConfigError(f"configuration error: '{dst}' exists (use --force to overwrite it)")
+    if src.resolve() == dst.resolve():
+        raise ConfigError(f"configuration error: '{dst}' is the trace being converted")
+    check_output_folder(dst.parent if str(dst.parent) else ".")
+    h = hashlib.sha256()
+    try:
+        with src.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        size = src.stat().st_size
+    except OSError as e:
+        raise TraceIOError(f"cannot open trace '{src}': {e.strerror or e}") from None
+    header = {
+        "stlsim_version": __version__,
+        "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
+        "selection": {k: spec[k] for k in ("disk", "start", "limit", "event", "skip_unknown") if spec.get(k) not in (None, 0, False)},
+    }
+    if "csv" in spec:
+        header["csv"] = spec["csv"]
+    done = json.loads(_core.convert_trace(json.dumps(spec), os.fspath(dst), json.dumps(header)))
+    return {**header, **done}
+
+
+def trace_info(
+    trace: str | os.PathLike[str] | None = None,
+    drive: str | os.PathLike[str] | Mapping[str, Any] | None = DEFAULT_DRIVE,
+    *,
+    format: str | None = None,
+    disk: int | None = None,
+    start: int = 0,
+    limit: int | None = None,
+    csv: Mapping[str, Any] | str | None = None,
+    event: str | None = None,
+    skip_unknown: bool = False,
+) -> dict[str, Any]:
+    """What a trace holds, read once without simulating: the detected
+    ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
+    ``sizes`` (requests by size, powers of two), the address span
+    (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
+    with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
+    ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    if trace is not None:
+        given["trace"] = trace
+    if csv is not None:
+        given["csv"] = csv
+    if drive is not None:
+        given["drive"] = drive
+    s = resolve_settings(None, given)
+    drive_cfg = load_drive(s["drive"]) if drive is not None else {}
+    spec = _trace_spec(s, drive_cfg)
+    info = json.loads(_core.trace_info_json(json.dumps(spec), json.dumps(drive_cfg) if drive is not None else ""))
+    first, last = info.get("first_ns"), info.get("last_ns")
+    info["duration_s"] = (last - first) / 1e9 if first is not None and last is not None else 0.0
+    info["drive"] = drive_cfg.get("name") if drive is not None else None
+    info["path"] = spec["path"]
+    if info["format"] == "stlt":
+        info["header"] = json.loads(_core.binary_trace_header(spec["path"]))
+    return info

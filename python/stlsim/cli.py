@@ -102,18 +102,22 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
-def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False) -> None:
+def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positional: bool = False) -> None:
     t = p.add_argument_group("trace")
-    t.add_argument(
-        "--trace",
-        metavar="FILE|synth:...",
-        help="trace file (.gz/.zst ok), or a synthetic trace generated on the fly, e.g. "
-        "synth:sequential,usage=0.75,seed=1 (see 'stlsim synth'); default: the bundled CloudPhysics trace",
-    )
+    if positional:
+        t.add_argument("trace", metavar="TRACE", help="trace file (.gz/.zst ok)")
+    else:
+        t.add_argument(
+            "--trace",
+            metavar="FILE|synth:...",
+            help="trace file (.gz/.zst ok), or a synthetic trace generated on the fly, e.g. "
+            "synth:sequential,usage=0.75,seed=1 (see 'stlsim synth'); default: the bundled CloudPhysics trace",
+        )
     t.add_argument(
         "--format",
         metavar="F",
-        help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate or auto (default: guess)",
+        help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, "
+        "systor17, alibaba, tencent, fiu, stlt or auto (default: guess; see docs/traces.md)",
     )
     t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
     t.add_argument(
@@ -365,6 +369,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("dir", metavar="DIR", help="a folder written by run --out, compare --out or sweep --out")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser(
+        "convert",
+        help="convert a trace into stlsim's binary form (.stlt), read much faster than text",
+        description="Convert TRACE (any format stlsim reads, with its selection applied) into OUT, "
+        "stlsim's binary trace form: every command reads it directly. Its header records the source's "
+        "path, size, SHA-256, format and the selection.",
+    )
+    _add_trace_options(p, positional=True)
+    p.add_argument("out", metavar="OUT", help="the binary trace to write (by convention .stlt)")
+    p.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser(
+        "trace-info",
+        help="what a trace holds: requests, read/write mix, sizes, span, duration, footprint in tracks",
+        description="Read TRACE once, without simulating, and print its detected format, requests, "
+        "read/write mix, request sizes, address span, duration, devices, and the tracks of --drive its writes touch.",
+    )
+    _add_trace_options(p, positional=True)
+    p.add_argument("--drive", metavar="NAME|FILE", help="drive whose tracks the write footprint counts (default: imr-paper)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=_cmd_trace_info)
 
     _add_synth(sub)
     return parser
@@ -1170,6 +1198,71 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
     print(view.to_string(index=False))
     failed = int(rows["error"].notna().sum()) if "error" in rows.columns else 0
     _info(f"{len(rows)} cells in {out}/rows ({failed} failed)")
+    return 0
+
+
+def _trace_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
+    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown")
+    return {k: getattr(ns, k) for k in keys if getattr(ns, k, None) is not None}
+
+
+def _cmd_convert(ns: argparse.Namespace) -> int:
+    from .api import convert
+
+    done = convert(ns.trace, ns.out, force=ns.force, **_trace_kwargs(ns))
+    if ns.json:
+        sys.stdout.write(json.dumps(done, indent=2) + "\n")
+    else:
+        _info(f"wrote {ns.out}: {done['records']:,} requests from {ns.trace} ({done['format']}), {done['bytes']:,} bytes")
+    return 0
+
+
+def _size_text(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _cmd_trace_info(ns: argparse.Namespace) -> int:
+    from .api import trace_info
+
+    from .config import DEFAULT_DRIVE
+
+    info = trace_info(ns.trace, ns.drive or DEFAULT_DRIVE, **_trace_kwargs(ns))
+    if ns.json:
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        return 0
+    n = info["requests"]
+    pct = (lambda k: f"{100 * info[k] / n:.1f} %") if n else (lambda k: "-")
+    lines = [
+        ("trace", info["path"]),
+        ("format", info["format"]),
+        ("requests", f"{n:,}"),
+        ("reads", f"{info['reads']:,} ({pct('reads')}), {_size_text(info['read_bytes'])}"),
+        ("writes", f"{info['writes']:,} ({pct('writes')}), {_size_text(info['write_bytes'])}"),
+        ("zero-length", f"{info['empty']:,}"),
+        ("duration", f"{info['duration_s']:,.3f} s"),
+    ]
+    if info["first_byte"] is not None:
+        span = info["end_byte"] - info["first_byte"]
+        lines.append(("address span", f"bytes {info['first_byte']:,} to {info['end_byte']:,} ({_size_text(span)})"))
+    if info.get("write_tracks") is not None:
+        beyond = f"; {info['writes_beyond']:,} writes beyond its capacity" if info["writes_beyond"] else ""
+        lines.append((f"write footprint on {info['drive']}", f"{info['write_tracks']:,} tracks{beyond}"))
+    if info["devices"]:
+        devs = ", ".join(f"{d}: {c:,}" for d, c in list(info["devices"].items())[:12])
+        more = " ..." if len(info["devices"]) > 12 or info["devices_truncated"] else ""
+        lines.append((f"devices ({len(info['devices'])}{'+' if info['devices_truncated'] else ''})", devs + more))
+    sizes = ", ".join(f"<= {_size_text(b)}: {c:,}" for b, c in info["sizes"][:10])
+    lines.append(("request sizes", sizes + (" ..." if len(info["sizes"]) > 10 else "")))
+    if info.get("header"):
+        src = info["header"].get("source", {})
+        lines.append(("converted from", f"{src.get('path')} (sha256 {str(src.get('sha256'))[:16]}..., {info['header'].get('format')})"))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k:<{width}}  {v}")
     return 0
 
 

@@ -65,8 +65,9 @@ FORMATS = (
     "alibaba",
     "tencent",
     "fiu",
+    "stlt",
 )
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent"}
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent", "binary": "stlt"}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -804,7 +805,7 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, stlt"),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, "keep only this disk: MSR disk number, SPC ASU, fio file, device (absent: all)", commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),

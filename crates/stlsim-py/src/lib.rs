@@ -241,6 +241,38 @@ fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: b
     Ok(serde_json::to_string(&cols).expect("columns serialise"))
 }
 
+/// Convert a trace (JSON spec) into stlsim's binary form at `out`; `header_json`
+/// (a JSON object, the caller's provenance) is stored in its header. Returns
+/// the records, format and bytes written, as JSON.
+#[pyfunction]
+fn convert_trace(py: Python<'_>, trace_json: &str, out: &str, header_json: &str) -> PyResult<String> {
+    let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
+    let header: serde_json::Value = from_json(py, "invalid header", header_json)?;
+    let path = std::path::PathBuf::from(out);
+    let done = py.allow_threads(|| stlsim_core::trace::binary::convert(&t, &path, header)).map_err(|e| raise(py, e))?;
+    Ok(serde_json::to_string(&done).expect("summary serialises"))
+}
+
+/// What a trace (JSON spec) holds, as JSON; with a drive (JSON, or empty),
+/// the tracks its writes touch.
+#[pyfunction]
+fn trace_info_json(py: Python<'_>, trace_json: &str, drive_json: &str) -> PyResult<String> {
+    let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
+    let d: Option<DriveConfig> =
+        if drive_json.is_empty() { None } else { Some(from_json(py, "invalid drive description", drive_json)?) };
+    let info = py.allow_threads(|| stlsim_core::trace::info::trace_info(&t, d.as_ref())).map_err(|e| raise(py, e))?;
+    Ok(serde_json::to_string(&info).expect("info serialises"))
+}
+
+/// The header (JSON text) of a binary trace.
+#[pyfunction]
+fn binary_trace_header(py: Python<'_>, path: &str) -> PyResult<String> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| raise(py, stlsim_core::error::SimError::Io(format!("cannot open trace '{path}': {e}"))))?;
+    let r = stlsim_core::trace::binary::BinaryReader::new(Box::new(std::io::BufReader::new(file)), path).map_err(|e| raise(py, e))?;
+    Ok(r.header().to_string())
+}
+
 #[derive(Serialize)]
 struct SynthCheck {
     spec: stlsim_core::trace::SynthSpec,
@@ -292,6 +324,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info_json, m)?)?;
+    m.add_function(wrap_pyfunction!(binary_trace_header, m)?)?;
     m.add_function(wrap_pyfunction!(check_trace_csv, m)?)?;
     m.add_function(wrap_pyfunction!(default_drive_json, m)?)?;
     m.add_function(wrap_pyfunction!(drive_ranges_json, m)?)?;

@@ -303,3 +303,51 @@ mod tests {
         assert!(read(bad).unwrap_err().to_string().contains("more than 65536"));
     }
 }
+
+/// What [`convert`] wrote.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Converted {
+    /// Records written.
+    pub records: u64,
+    /// The source's format (as detected or named).
+    pub format: &'static str,
+    /// Bytes of the output file.
+    pub bytes: u64,
+}
+
+/// Convert the trace `spec` names into a binary trace at `out`: its records
+/// after `disk`, `start` and `limit`, each with its disk and source line;
+/// `header` (a JSON object: the caller's provenance) gains the source's
+/// `format`. Written to a temporary file beside `out`, renamed when complete.
+pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: serde_json::Value) -> SimResult<Converted> {
+    use crate::trace::open::{format_name, open_selected};
+    if spec.repeat != 1 {
+        return Err(SimError::Config("convert writes the trace once: leave 'repeat' at 1 (replay the converted file with --repeat)".into()));
+    }
+    let (format, mut next) = open_selected(spec)?;
+    let mut header = header;
+    if let serde_json::Value::Object(m) = &mut header {
+        m.insert("format".into(), format_name(format).into());
+    }
+    let tmp = out.with_file_name(format!(".{}.tmp", out.file_name().and_then(|n| n.to_str()).unwrap_or("trace")));
+    let io_err = |e: std::io::Error| SimError::Io(format!("cannot write '{}': {e}", out.display()));
+    let file = std::fs::File::create(&tmp).map_err(io_err)?;
+    let result = (|| {
+        let mut w = BinaryWriter::new(std::io::BufWriter::with_capacity(1 << 20, file), &header.to_string()).map_err(io_err)?;
+        while let Some((rec, disk)) = next()? {
+            w.push(&rec, disk).map_err(io_err)?;
+        }
+        let (records, _) = w.finish().map_err(io_err)?;
+        Ok(records)
+    })();
+    let records = match result {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, out).map_err(io_err)?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(Converted { records, format: format_name(format), bytes })
+}

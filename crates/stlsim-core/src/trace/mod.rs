@@ -14,6 +14,7 @@ pub mod blkparse;
 pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
+pub mod info;
 pub mod msr;
 pub mod open;
 pub mod spc;

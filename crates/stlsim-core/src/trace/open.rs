@@ -74,6 +74,44 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
     Ok((decoded, consumed, size))
 }
 
+/// The records of a trace file after `disk`, `start` and `limit`, each with
+/// its disk, one call at a time (`None` at the end), and the format.
+#[allow(clippy::type_complexity)]
+pub fn open_selected(
+    spec: &TraceSpec,
+) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
+    let (format, mut raw) = open_raw(spec)?;
+    let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
+    if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
+        return Err(SimError::Config(format!(
+            "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    let (want, file) = (spec.disk, spec.path.clone());
+    let (mut skip, mut left) = (spec.start, spec.limit.unwrap_or(u64::MAX));
+    Ok((
+        format,
+        Box::new(move || {
+            while left > 0 {
+                let Some((rec, disk)) = raw.next_raw()? else { return Ok(None) };
+                crate::trace::request_end(&rec, &file)?;
+                if want.is_some() && disk != want {
+                    continue;
+                }
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                left -= 1;
+                return Ok(Some((rec, disk)));
+            }
+            Ok(None)
+        }),
+    ))
+}
+
 /// The format reader of a trace file (decompressed, its format named or
 /// detected) without the selection options, and the format: for tools that
 /// need each record's disk (`stlsim convert`, `stlsim trace-info`).
@@ -1095,6 +1133,7 @@ pub(crate) mod test_util {
 mod tests {
     use super::test_util::*;
     use super::*;
+    use crate::trace::GenericCsv;
     use crate::error::Location;
     use crate::trace::Op;
     use std::io::Write;

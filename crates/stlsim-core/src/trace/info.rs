@@ -1,0 +1,147 @@
+//! `stlsim trace-info`: what a trace holds, in one pass and without
+//! simulating: requests, read/write mix, request sizes, address span,
+//! duration, devices, and (given a drive) the tracks its writes touch.
+
+use crate::error::SimResult;
+use crate::geometry::{DriveConfig, Geometry};
+use crate::trace::open::open_selected;
+use crate::trace::{Op, TraceSpec};
+use crate::units::{Lba, Sectors};
+use std::collections::{BTreeMap, HashSet};
+
+/// The most distinct devices listed (a trace with more lists the first).
+const MAX_DEVICES: usize = 4096;
+
+/// A trace's figures.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TraceInfo {
+    /// The format read (detected or named).
+    pub format: String,
+    /// Requests (after `disk`, `start`, `limit`), zero-length ones included.
+    pub requests: u64,
+    /// Reads and writes among them.
+    pub reads: u64,
+    /// Writes among them.
+    pub writes: u64,
+    /// Zero-length requests (a replay skips them).
+    pub empty: u64,
+    /// Bytes read and written.
+    pub read_bytes: u128,
+    /// Bytes written.
+    pub write_bytes: u128,
+    /// Requests by size: the smallest power of two of bytes at least as large
+    /// (`4096`: 2,049 to 4,096 bytes), as (bytes, requests).
+    pub sizes: Vec<(u64, u64)>,
+    /// Lowest byte offset and highest end of any request.
+    pub first_byte: Option<u64>,
+    /// Highest end (exclusive) of any request.
+    pub end_byte: Option<u64>,
+    /// First and last timestamps, ns as recorded.
+    pub first_ns: Option<u64>,
+    /// Last timestamp, ns.
+    pub last_ns: Option<u64>,
+    /// Requests per device, for formats with devices (at most 4,096 listed).
+    pub devices: BTreeMap<u64, u64>,
+    /// Whether more devices than listed were seen.
+    pub devices_truncated: bool,
+    /// With a drive: distinct logical tracks the writes touch.
+    pub write_tracks: Option<u64>,
+    /// With a drive: writes lying beyond its capacity (not counted in tracks).
+    pub writes_beyond: Option<u64>,
+    /// Records skipped for an unknown operation (with `skip_unknown`).
+    pub unknown_skipped: u64,
+}
+
+/// Read `spec` once and sum up what it holds; `drive` (if given) maps the
+/// writes to its tracks.
+pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<TraceInfo> {
+    let geom = drive.map(Geometry::from_config).transpose()?;
+    let (format, mut next) = open_selected(spec)?;
+    let mut info = TraceInfo { format: crate::trace::open::format_name(format).to_string(), ..TraceInfo::default() };
+    let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut tracks: HashSet<u64> = HashSet::new();
+    let mut beyond = 0u64;
+    while let Some((rec, disk)) = next()? {
+        info.requests += 1;
+        let len = rec.len.0;
+        let end = rec.offset.0 + len; // checked by open_selected
+        match rec.op {
+            Op::Read => {
+                info.reads += 1;
+                info.read_bytes += u128::from(len);
+            }
+            Op::Write => {
+                info.writes += 1;
+                info.write_bytes += u128::from(len);
+            }
+        }
+        if len == 0 {
+            info.empty += 1;
+        }
+        *sizes.entry(len.max(1).next_power_of_two()).or_default() += 1;
+        info.first_byte = Some(info.first_byte.map_or(rec.offset.0, |b| b.min(rec.offset.0)));
+        info.end_byte = Some(info.end_byte.map_or(end, |b| b.max(end)));
+        info.first_ns = Some(info.first_ns.map_or(rec.time.0, |t| t.min(rec.time.0)));
+        info.last_ns = Some(info.last_ns.map_or(rec.time.0, |t| t.max(rec.time.0)));
+        if let Some(d) = disk {
+            if info.devices.len() < MAX_DEVICES || info.devices.contains_key(&d) {
+                *info.devices.entry(d).or_default() += 1;
+            } else {
+                info.devices_truncated = true;
+            }
+        }
+        if let (Some(g), Op::Write) = (&geom, rec.op) {
+            if len > 0 {
+                let sb = g.sector_bytes() as u64;
+                let lba = rec.offset.0 / sb;
+                let n = end.div_ceil(sb) - lba;
+                if lba + n > g.capacity().0 {
+                    beyond += 1;
+                } else {
+                    g.for_home_extents(Lba(lba), Sectors(n), |_, _, l| {
+                        tracks.insert(g.logical_track_of(l));
+                    });
+                }
+            }
+        }
+    }
+    info.sizes = sizes.into_iter().collect();
+    if geom.is_some() {
+        info.write_tracks = Some(tracks.len() as u64);
+        info.writes_beyond = Some(beyond);
+    }
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::open::test_util::*;
+
+    #[test]
+    fn sums_up_a_real_trace() {
+        let i = trace_info(&spec(&data("wdev_3.csv")), None).unwrap();
+        assert_eq!((i.format.as_str(), i.requests, i.reads, i.writes), ("msr", 682, 11, 671));
+        assert_eq!(i.sizes.iter().map(|s| s.1).sum::<u64>(), 682);
+        assert!(i.first_byte.unwrap() < i.end_byte.unwrap() && i.first_ns.unwrap() <= i.last_ns.unwrap());
+        assert_eq!(i.devices.values().sum::<u64>(), 682);
+        assert_eq!(i.write_tracks, None);
+    }
+
+    #[test]
+    fn counts_the_tracks_writes_touch() {
+        // 2,000 tracks of 100 sectors of 4 KiB: 800 MiB.
+        let drive = DriveConfig { sector_bytes: 4096, track_bytes: 100 * 4096, tracks: Some(2000), capacity_gib: None, ..DriveConfig::default() };
+        // Generic CSV: offsets and sizes in 512-byte units. Writes to sectors
+        // 0, 0, 1-2 (track 0), 100 (track 1); a read; a write past the end.
+        let text = "0,w,0,8\n1,w,0,8\n2,w,8,16\n3,w,800,8\n4,r,1600,8\n5,w,100000000,8\n";
+        let p = write_temp("info", "t.txt", text.as_bytes());
+        let mut s = spec(&p);
+        s.format = Some(crate::trace::Format::Csv);
+        let i = trace_info(&s, Some(&drive)).unwrap();
+        assert_eq!((i.requests, i.writes, i.reads), (6, 5, 1));
+        assert_eq!((i.write_tracks, i.writes_beyond), (Some(2), Some(1)));
+        assert_eq!(i.sizes, vec![(4096, 5), (8192, 1)]);
+        assert_eq!((i.first_ns, i.last_ns), (Some(0), Some(5_000_000_000)));
+    }
+}
