@@ -487,7 +487,7 @@ def analyze(
     except ConfigError as e:
         raise ConfigError(f"configuration error: {_core_message(e)}") from None
     analysis = Analysis(
-        path,
+        spec["path"],
         drive_cfg,
         json.loads(text),
         hottest=hottest,

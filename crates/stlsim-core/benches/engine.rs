@@ -326,24 +326,62 @@ fn bench_hybrid(c: &mut Criterion) {
     bench_layers(c, "engine-hybrid", &d, &["buffered-cmr", "sblock", "hwsr"], |cfg| cfg.replay.queue_depth = 1);
 }
 
-fn bench_vscsi(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi");
-    let bytes: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
+/// Reader throughput from memory (records per second), text and binary forms
+/// of the same requests where both exist.
+fn bench_readers(c: &mut Criterion) {
+    let data = |name: &str| -> &'static [u8] {
+        let path = format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+        Box::leak(std::fs::read(path).unwrap().into_boxed_slice())
+    };
+    let gunzip = |bytes: &[u8]| -> &'static [u8] {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out).unwrap();
+        Box::leak(out.into_boxed_slice())
+    };
+    let count = |bytes: &'static [u8], format: Format| -> u64 {
+        let spec = TraceSpec { path: "mem".into(), format: Some(format), ..Default::default() };
+        let mut r = open_reader(Box::new(bytes), &spec).unwrap();
+        let mut n = 0;
+        while r.next_record().unwrap().is_some() {
+            n += 1;
+        }
+        n
+    };
+    // The MSR text and its binary form (written here, as `stlsim convert` would).
+    let msr = data("rsrch_1.csv");
+    let binary: &'static [u8] = {
+        let spec = TraceSpec { path: "mem".into(), format: Some(Format::Msr), ..Default::default() };
+        let mut r = open_reader(Box::new(msr), &spec).unwrap();
+        let mut w = stlsim_core::trace::binary::BinaryWriter::new(Vec::new(), "{}").unwrap();
+        while let Some(rec) = r.next_record().unwrap() {
+            w.push(&rec, Some(1)).unwrap();
+        }
+        Box::leak(w.finish().unwrap().1.into_boxed_slice())
+    };
+    let inputs: [(&str, &'static [u8], Format); 5] = [
+        ("vscsi-parse", data("cloudPhysicsIO.vscsi"), Format::Vscsi),
+        ("msr-parse", msr, Format::Msr),
+        ("stlt-parse", binary, Format::Binary),
+        ("blkparse-parse", gunzip(data("blktrace.txt.gz")), Format::Blkparse),
+        ("mqsim-parse", gunzip(data("wsrch-small.trace.gz")), Format::Mqsim),
+    ];
     let mut g = c.benchmark_group("trace");
-    g.throughput(Throughput::Elements((bytes.len() / 32) as u64));
-    g.bench_function("vscsi-parse", |b| {
-        b.iter(|| {
-            let spec = TraceSpec { path: "mem.vscsi".into(), format: Some(Format::Vscsi), ..Default::default() };
-            let mut r = open_reader(Box::new(bytes), &spec).unwrap();
-            let mut n = 0u64;
-            while let Some(rec) = r.next_record().unwrap() {
-                n += rec.len.0;
-            }
-            n
-        })
-    });
+    for (name, bytes, format) in inputs {
+        g.throughput(Throughput::Elements(count(bytes, format)));
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let spec = TraceSpec { path: "mem".into(), format: Some(format), ..Default::default() };
+                let mut r = open_reader(Box::new(bytes), &spec).unwrap();
+                let mut n = 0u64;
+                while let Some(rec) = r.next_record().unwrap() {
+                    n += rec.len.0;
+                }
+                n
+            })
+        });
+    }
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_hybrid, bench_vscsi);
+criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_hybrid, bench_readers);
 criterion_main!(benches);
