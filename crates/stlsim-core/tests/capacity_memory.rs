@@ -4,8 +4,8 @@
 //! or not (it took 2 GB: the home map held 20 bytes a track). Measured with
 //! a counting global allocator (this test is its own process).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
 use stlsim_core::geometry::{DriveConfig, LayoutConfig};
 use stlsim_core::medium::prefill::PrefillSpec;
@@ -13,27 +13,6 @@ use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};
 use stlsim_core::Simulation;
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 /// Peak bytes allocated setting up and running 3,000 requests (spread over
 /// the first GiB) on a drive of `gib` GiB of 2 MiB tracks.
@@ -64,13 +43,12 @@ fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize 
             line: i + 1,
         })
         .collect();
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
-    s.run().unwrap();
-    assert_eq!(s.requests_done(), 3000);
-    drop(s);
-    PEAK.load(Ordering::Relaxed) - base
+    common::peak_during(|| {
+        let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
+        s.run().unwrap();
+        assert_eq!(s.requests_done(), 3000);
+    })
+    .0
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! prefilled to 100 % must add well under 100 MB. Measured with a counting
 //! global allocator (this test is its own process, so nothing else allocates).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
 use stlsim_core::geometry::{DriveConfig, LayoutConfig};
 use stlsim_core::medium::prefill::PrefillSpec;
@@ -11,27 +11,6 @@ use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};
 use stlsim_core::Simulation;
 
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
 
 /// Peak bytes allocated while setting up and running a few requests on a
 /// 20 TB IMR drive (1.5 MiB tracks) prefilled to `fraction`.
@@ -60,14 +39,13 @@ fn peak(fraction: f64, verify: bool) -> usize {
             line: i + 1,
         })
         .collect();
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
-    s.run().unwrap();
-    let r = s.report();
-    assert_eq!(r.prefill.tracks > 0, fraction > 0.0);
-    drop(s);
-    PEAK.load(Ordering::Relaxed) - base
+    common::peak_during(|| {
+        let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
+        s.run().unwrap();
+        let r = s.report();
+        assert_eq!(r.prefill.tracks > 0, fraction > 0.0);
+    })
+    .0
 }
 
 #[test]
