@@ -85,7 +85,7 @@ def test_user_errors_are_one_line(cli, one_line_error, data: Path, tmp_path: Pat
     assert "lambda" in e
     e = one_line_error(cli("run", "--drive", "exos-small", "--layer", "hm-fluid", "--param", "buffer_mib=100", "--trace", str(data / "wdev_3.csv"), "--fold"))
     assert "does not fit" in e
-    bad = tmp_path / "v3.log"
-    bad.write_text("fio version 3 iolog\n0 /dev/sda write 0 4096\n")
+    bad = tmp_path / "v4.log"
+    bad.write_text("fio version 4 iolog\n0 /dev/sda write 0 4096\n")
     e = one_line_error(cli("run", "--drive", "exos-x18z", "--layer", "hm-fluid", "--trace", str(bad)))
-    assert "v3.log:1" in e and "version 2" in e
+    assert "v4.log:1" in e and "versions 2 and 3" in e
