@@ -24,15 +24,15 @@ from stlsim.errors import ConfigError, TraceFormatError
     ],
 )
 def test_each_real_sample_is_detected_and_replayed_whole(data: Path, name: str, requests: int, reads: int | None) -> None:
-    r = stlsim.run(trace=str(data / name), drive="cmr", layer="cmr", mode="flat-out", fold=True)
+    r = stlsim.run(trace=str(data / name), drive="cmr", layer="cmr", mode="flat-out", fold=True, disk="all")
     assert r.summary["requests"] == requests
     if reads is not None:
         assert r.summary["reads"] == reads
 
 
 def test_a_format_named_explicitly_reads_the_same(data: Path) -> None:
-    auto = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000)
-    named = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000, format="mqsim")
+    auto = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000, disk="all")
+    named = stlsim.run(trace=str(data / "wsrch-small.trace.gz"), drive="cmr", fold=True, limit=2000, format="mqsim", disk="all")
     assert auto.report == named.report
 
 
@@ -130,7 +130,7 @@ def test_published_layouts_and_skipping_unknown_operations(tmp_path: Path) -> No
     vdi.write_text("Timestamp,Response,IOType,LUN,Offset,Size\n1.0,0.1,W,3,0,4096\n1.5,0.1,,3,0,512\n2.0,0.1,R,1,4096,4096\n")
     with pytest.raises(TraceFormatError, match=r"vdi\.csv:3: .*--skip-unknown"):
         stlsim.run(trace=str(vdi), drive="cmr")  # detected from its header
-    r = stlsim.run(trace=str(vdi), drive="cmr", skip_unknown=True)
+    r = stlsim.run(trace=str(vdi), drive="cmr", skip_unknown=True, disk="all")  # LUNs 3 and 1
     assert r.summary["requests"] == 2
     assert any("1 trace record(s) whose operation was neither" in w for w in r.report["warnings"])
     assert stlsim.run(trace=str(vdi), drive="cmr", skip_unknown=True, disk=1).summary["requests"] == 1
@@ -217,3 +217,19 @@ def test_trace_info_prints_the_figures_a_user_checks_first(data: Path) -> None:
     info = stlsim.trace_info(str(data / "wdev_3.csv"), drive="cmr")
     assert (info["requests"], info["reads"], info["writes"]) == (682, 11, 671)
     assert sum(c for _, c in info["sizes"]) == 682 and info["write_tracks"] > 0 and info["drive"] == "cmr"
+
+
+def test_a_trace_of_several_devices_needs_a_choice(data: Path) -> None:
+    t = str(data / "wsrch-small.trace.gz")  # MQSim's excerpt: devices 0 to 5
+    with pytest.raises(TraceFormatError, match=r"wsrch-small\.trace\.gz:2: .*more than one device \(0 and 1 so far\).*--device all"):
+        stlsim.run(trace=t, drive="cmr", fold=True)
+    merged = stlsim.run(trace=t, drive="cmr", fold=True, disk="all")
+    parts = [stlsim.run(trace=t, drive="cmr", fold=True, disk=d).summary["requests"] for d in range(6)]
+    assert sum(parts) == merged.summary["requests"] == 24_783
+    p = subprocess.run([sys.executable, "-m", "stlsim", "run", "--trace", t, "--drive", "cmr", "--fold", "--device", "all", "--json"],
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0 and '"requests": 24783' in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-m", "stlsim", "run", "--trace", t, "--drive", "cmr", "--fold"], capture_output=True, text=True)
+    assert p.returncode != 0 and "more than one device" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    with pytest.raises(ConfigError, match='non-negative integer or "all"'):
+        stlsim.run(trace=t, drive="cmr", disk="some")

@@ -100,7 +100,8 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
     spec: dict[str, Any] = {
         "path": path,
         "format": s["format"],
-        "disk": s["disk"],
+        "disk": None if s["disk"] == "all" else s["disk"],
+        "all_devices": s["disk"] == "all",
         "start": s["start"],
         "limit": s["limit"],
         "repeat": s.get("repeat", 1),
@@ -263,8 +264,10 @@ def run(
         verify: carry data and check every read and the final footprint.
         format: trace format (msr, spc, vscsi, cloudphysics-csv, csv, fio,
             blkparse, disksim, mqsim, disksim-validate); None guesses.
-        disk: keep only this disk: MSR disk number, SPC ASU, fio file, DiskSim
-            or MQSim device, blkparse device (MAJ << 20 | MIN).
+        disk: keep only this device: MSR disk number, SPC ASU, fio file,
+            DiskSim or MQSim device, blkparse device (MAJ << 20 | MIN), CSV
+            device column; ``"all"`` merges every device. Unset, a trace that
+            holds more than one device is an error.
         event: blkparse only: the event that stands for a request, Q
             (queued, default), D (issued) or C (completed).
         skip_unknown: skip records whose operation is neither a read nor a
@@ -557,7 +560,9 @@ def convert(
         "stlsim_version": __version__,
         "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
-        "selection": {k: spec[k] for k in ("disk", "start", "limit", "event", "skip_unknown") if spec.get(k) not in (None, 0, False)},
+        "selection": {
+            k: spec[k] for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown") if spec.get(k) not in (None, 0, False)
+        },
     }
     if "csv" in spec:
         header["csv"] = spec["csv"]

@@ -102,6 +102,12 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
+def _device(text: str) -> int | str:
+    if text.strip().lower() == "all":
+        return "all"
+    return _nonneg(text)
+
+
 def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positional: bool = False) -> None:
     t = p.add_argument_group("trace")
     if positional:
@@ -131,7 +137,15 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
         const=True,
         help="skip (and count) records whose operation is neither a read nor a write instead of failing",
     )
-    t.add_argument("--disk", type=_nonneg, metavar="N", help="keep only this disk (MSR disk number, SPC ASU, fio file, device)")
+    t.add_argument(
+        "--device",
+        "--disk",
+        dest="disk",
+        type=_device,
+        metavar="N|all",
+        help="keep only this device (MSR disk number, SPC ASU, fio file, DiskSim/MQSim/blkparse device, CSV device column); "
+        "'all' merges them; unset, a trace holding several is an error",
+    )
     t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
     if repeat:

@@ -553,9 +553,11 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
-        if key in ("disk", "start", "limit", "queue_depth"):
+        if key == "disk" and isinstance(v, str) and v.strip().lower() == "all":
+            out[key] = "all"
+        elif key in ("disk", "start", "limit", "queue_depth"):
             if not _is_int(v) or v < 0:
-                raise _bad(where, name, "a non-negative integer", v)
+                raise _bad(where, name, "a non-negative integer" + (' or "all"' if key == "disk" else ""), v)
         elif key in ("waf_every", "repeat", "series_every"):
             if not _is_int(v) or v < 1:
                 raise _bad(where, name, "a positive integer", v)
@@ -807,7 +809,7 @@ def init_config_text() -> str:
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
         _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, stlt"),
         _line("start", 0, "requests to skip before replaying"),
-        _line("disk", 0, "keep only this disk: MSR disk number, SPC ASU, fio file, device (absent: all)", commented=True),
+        _line("disk", 0, 'keep only this device: MSR disk number, SPC ASU, fio file, device; "all": merge them (absent: the only one)', commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),

@@ -392,7 +392,7 @@ mod tests {
         ];
         for (format, text, want) in cases {
             let p = write_temp("layouts", &format!("{format:?}.txt"), text.as_bytes());
-            let spec = TraceSpec { path: p.clone(), format: Some(format), ..TraceSpec::default() };
+            let spec = TraceSpec { path: p.clone(), format: Some(format), all_devices: true, ..TraceSpec::default() };
             let mut r = crate::trace::open_trace(&spec).unwrap();
             let mut got = vec![];
             while let Some(rec) = r.next_record().unwrap() {

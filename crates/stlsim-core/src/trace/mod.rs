@@ -325,6 +325,11 @@ pub struct TraceSpec {
     /// in time to start one mean inter-arrival gap after the previous one
     /// ends; LBAs unchanged). 1: once.
     pub repeat: u64,
+    /// Replay every device of a trace that holds several, merged into one
+    /// address space (`--device all`). Without it (and without `disk`), a
+    /// second device is an error: merging volumes silently mixes their
+    /// address spaces.
+    pub all_devices: bool,
     /// Skip records whose operation is neither a read nor a write (counted
     /// in the report) instead of stopping at the first with an error.
     pub skip_unknown: bool,
@@ -348,6 +353,7 @@ impl Default for TraceSpec {
             csv: GenericCsv::default(),
             repeat: 1,
             skip_unknown: false,
+            all_devices: false,
             event: None,
             synth: None,
         }

@@ -221,6 +221,8 @@ fn build(
             inner,
             file: spec.path.clone(),
             disk: spec.disk,
+            one_device: !spec.all_devices,
+            first_device: None,
             to_skip: spec.start,
             limit: spec.limit,
             emitted: 0,
@@ -395,6 +397,10 @@ struct SpecReader<R> {
     /// The trace's path, for messages.
     file: String,
     disk: Option<u64>,
+    /// Without `disk`: refuse a second device rather than merge it.
+    one_device: bool,
+    /// The device of the first record (when `disk` is unset).
+    first_device: Option<u64>,
     to_skip: u64,
     limit: Option<u64>,
     emitted: u64,
@@ -422,6 +428,20 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
             // Every format's records: an end past 2^64 bytes is an error here,
             // before anything sizes or folds the request.
             crate::trace::request_end(&rec, &self.file)?;
+            if let (None, true, Some(d)) = (self.disk, self.one_device, disk) {
+                match self.first_device {
+                    None => self.first_device = Some(d),
+                    Some(first) if first != d => {
+                        return Err(SimError::TraceFormat {
+                            at: crate::error::Location { file: self.file.clone(), line: rec.line },
+                            msg: format!(
+                                "the trace holds more than one device ({first} and {d} so far): choose one with --device N (disk=N), or merge them with --device all (disk=\"all\"); `stlsim trace-info` lists them"
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
             if let Some(want) = self.disk {
                 if disk != Some(want) {
                     continue;
@@ -1080,9 +1100,11 @@ pub(crate) mod test_util {
         d
     }
 
+    /// The whole file, every device merged (tests of the readers).
     pub(crate) fn spec(path: &str) -> TraceSpec {
         TraceSpec {
             path: path.to_string(),
+            all_devices: true,
             ..TraceSpec::default()
         }
     }
@@ -1403,6 +1425,10 @@ mod tests {
         let times = |s: &TraceSpec| read_all(s).unwrap().iter().map(|r| r.time.0 / 100).collect::<Vec<_>>();
         let mut s = spec(&p);
         assert_eq!(times(&s), vec![1, 2, 3, 4, 5, 6]);
+        // Without a choice, a second device is an error naming both and the line.
+        let one = TraceSpec { all_devices: false, ..s.clone() };
+        let e = read_err(&one).to_string();
+        assert!(e.contains("mixed.csv:2") && e.contains("0 and 1") && e.contains("--device all"), "{e}");
         s.disk = Some(0);
         assert_eq!(times(&s), vec![1, 3, 5, 6]);
         s.start = 1;
