@@ -462,37 +462,16 @@ def _add_synth(sub: Any) -> None:
 # Helpers
 # --------------------------------------------------------------------------
 
-_SETTING_OPTIONS = (
-    "trace",
-    "format",
-    "event",
-    "csv",
-    "skip_unknown",
-    "disk",
-    "start",
-    "limit",
-    "drive",
-    "mode",
-    "queue_depth",
-    "scale",
-    "write_cache",
-    "fold",
-    "verify",
-    "series_every",
-    "crash_after",
-    "crash_at_ops",
-    "prefill",
-    "fold_to_prefill",
-    "waf_every",
-    "repeat",
-)
 
 
 def _given(ns: argparse.Namespace) -> dict[str, Any]:
     """The run settings given on the command line (options not given are left out)."""
-    from .config import parse_params
+    from .config import DEFAULTS, parse_params
 
-    out = {k: getattr(ns, k) for k in _SETTING_OPTIONS if getattr(ns, k, None) is not None}
+    # Every run setting has its option of the same name, but the label, the
+    # layer and its parameters, which the commands read themselves.
+    names = [k for k in DEFAULTS if k not in ("label", "layer", "params")]
+    out = {k: getattr(ns, k) for k in names if getattr(ns, k, None) is not None}
     if ns.param:
         out["params"] = parse_params(ns.param)
     return out

@@ -99,6 +99,11 @@ DEFAULTS: dict[str, Any] = {
     "crash_at_ops": None,
 }
 
+#: The settings that say how a trace is read and replayed: every run setting
+#: but which trace, drive and layer, the layer's parameters and the label
+#: (the options a sweep plan may set per cell).
+REPLAY_SETTINGS = frozenset(DEFAULTS) - {"label", "trace", "drive", "layer", "params"}
+
 # Where each run setting lives in a run-configuration TOML file.
 _TOML_NAME = {
     "label": "label",

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .config import REPLAY_SETTINGS
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,30 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["Plan", "SweepResult", "load_plan", "read_rows", "sweep"]
 
 #: Replay options a plan may sweep or fix (keyword arguments of :func:`stlsim.run`).
-REPLAY_KEYS = frozenset(
-    {
-        "mode",
-        "queue_depth",
-        "scale",
-        "write_cache",
-        "fold",
-        "verify",
-        "format",
-        "event",
-        "csv",
-        "skip_unknown",
-        "disk",
-        "start",
-        "limit",
-        "series_every",
-        "prefill",
-        "fold_to_prefill",
-        "waf_every",
-        "repeat",
-        "crash_after",
-        "crash_at_ops",
-    }
-)
+REPLAY_KEYS = REPLAY_SETTINGS
 _SWEEP_KEYS = {"traces", "drives", "layers", "zip", "params", "replay", "fixed"}
 
 

@@ -81,14 +81,6 @@ pub fn open_selected(
     spec: &TraceSpec,
 ) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
     let (format, mut raw) = open_raw(spec)?;
-    let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
-    if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
-        return Err(SimError::Config(format!(
-            "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none",
-            spec.path,
-            format_name(format)
-        )));
-    }
     let (want, file) = (spec.disk, spec.path.clone());
     let (mut skip, mut left) = (spec.start, spec.limit.unwrap_or(u64::MAX));
     Ok((
@@ -177,7 +169,8 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
 }
 
 /// The format (named, else guessed from the name, else sniffed) and the
-/// stream still at its start; errors for options the format does not take.
+/// stream still at its start; errors for options the format does not take
+/// (`event` but for blkparse, `disk` for a format without devices).
 fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, Box<dyn Read + Send>)> {
     let (format, input) = match spec.format.or_else(|| Format::guess(&spec.path)) {
         Some(f) => (f, input),
@@ -186,6 +179,15 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     if spec.event.is_some() && format != Format::Blkparse {
         return Err(SimError::Config(format!(
             "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
+    if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
+        let hint = if format == Format::Csv { " (name its device column: device_col)" } else { "" };
+        return Err(SimError::Config(format!(
+            "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none{hint}",
             spec.path,
             format_name(format)
         )));
@@ -200,15 +202,6 @@ fn build(
     from_file: bool,
 ) -> SimResult<Box<dyn TraceReader>> {
     let (format, input) = detect(input, spec)?;
-    let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
-    if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
-        let hint = if format == Format::Csv { " (name its device column: device_col)" } else { "" };
-        return Err(SimError::Config(format!(
-            "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none{hint}",
-            spec.path,
-            format_name(format)
-        )));
-    }
     // One monomorphic wrapper per format, so the per-record call into the
     // format reader is static (and inlined).
     fn wrap<R: RawTraceReader + 'static>(
