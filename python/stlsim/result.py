@@ -37,6 +37,10 @@ RUN_FILES = (
 # Series columns with their dtypes (requests is an integer count).
 _SERIES_INT = ("requests",)
 
+# A trace's SHA-256 by (path, size, modification time): a sweep or a compare
+# replays one trace many times, and hashing a large one costs a second a GB.
+_TRACE_SHA256: dict[tuple[str, int, int], str] = {}
+
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
@@ -257,23 +261,25 @@ class Result:
         (``waf_cumulative``) and of the window without background moves
         (``waf_excluding_moves``). Windows that stored nothing are NaN.
         """
-        import numpy as np
         import pandas as pd
+
+        return pd.DataFrame(self._waf_columns())
+
+    def _waf_columns(self) -> dict[str, Any]:
+        """The columns of :meth:`waf_series` as numpy arrays."""
+        import numpy as np
 
         cols = ("host_writes", "layer_write_sectors", "media_write_sectors", "move_write_sectors")
         # The core's series starts with the run's start (all zeros); each later point closes a window.
-        full = pd.DataFrame({c: pd.Series(self._waf.get(c, []), dtype="int64") for c in cols})
-        windows = full.diff().iloc[1:]
-        df = full.iloc[1:].reset_index(drop=True)
-        stored = windows["layer_write_sectors"].to_numpy(dtype="float64")
-        media = windows["media_write_sectors"].to_numpy(dtype="float64")
-        moves = windows["move_write_sectors"].to_numpy(dtype="float64")
-        total = df["layer_write_sectors"].to_numpy(dtype="float64")
+        full = {c: np.asarray(self._waf.get(c, []), dtype="int64") for c in cols}
+        out: dict[str, Any] = {c: v[1:] for c, v in full.items()}
+        stored, media, moves = (np.diff(full[c]).astype("float64") for c in cols[1:])
+        total = out["layer_write_sectors"].astype("float64")
         with np.errstate(divide="ignore", invalid="ignore"):
-            df["waf"] = np.where(stored > 0, media / stored, np.nan)
-            df["waf_excluding_moves"] = np.where(stored > 0, (media - moves) / stored, np.nan)
-            df["waf_cumulative"] = np.where(total > 0, df["media_write_sectors"].to_numpy(dtype="float64") / total, np.nan)
-        return df
+            out["waf"] = np.where(stored > 0, media / stored, np.nan)
+            out["waf_excluding_moves"] = np.where(stored > 0, (media - moves) / stored, np.nan)
+            out["waf_cumulative"] = np.where(total > 0, out["media_write_sectors"].astype("float64") / total, np.nan)
+        return out
 
     def counters_by_cause(self) -> pd.DataFrame:
         """Physical work by cause: read/write ops, sectors and bytes, busy seconds, seeks."""
@@ -300,7 +306,8 @@ class Result:
         series.parquet, waf_series.parquet, waf_counts.json and provenance.json
         into ``directory`` (created); with ``plot_format`` (png, pdf or svg)
         also the plots of :meth:`plot`. Returns the folder."""
-        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         from .plots import check_plot_format
 
@@ -309,14 +316,23 @@ class Result:
         d.mkdir(parents=True, exist_ok=True)
         (d / "report.json").write_text(json.dumps(self.report, indent=2) + "\n", encoding="utf-8")
         (d / "config.json").write_text(json.dumps(self.config, indent=2) + "\n", encoding="utf-8")
-        parts = []
+        # Arrow tables straight from the core's lists: a sweep saves every
+        # cell, and going through pandas took longer than a short simulation.
+        classes, xs, ys = [], [], []
         for c in LATENCY_CLASSES:
-            df = self.latency_cdf(c)
-            df.insert(0, "class", pd.Series([c] * len(df), dtype="string"))
-            parts.append(df)
-        pd.concat(parts, ignore_index=True).to_parquet(d / "latency_cdf.parquet", index=False)
-        self.series().to_parquet(d / "series.parquet", index=False)
-        self.waf_series().to_parquet(d / "waf_series.parquet", index=False)
+            x, y = self._cdfs[c]
+            classes += [c] * len(x)
+            xs += x
+            ys += y
+        pq.write_table(
+            pa.table({"class": pa.array(classes, pa.string()), "latency_ms": pa.array(xs, pa.float64()), "fraction": pa.array(ys, pa.float64())}),
+            d / "latency_cdf.parquet",
+        )
+        pq.write_table(
+            pa.table({k: pa.array(v, pa.int64() if k in _SERIES_INT else pa.float64()) for k, v in self._series.items()}),
+            d / "series.parquet",
+        )
+        pq.write_table(pa.table(self._waf_columns()), d / "waf_series.parquet")
         # The cumulative WAF counters as the core gave them, for load().
         (d / "waf_counts.json").write_text(json.dumps(self._waf) + "\n", encoding="utf-8")
         (d / "provenance.json").write_text(json.dumps(self.provenance(), indent=2) + "\n", encoding="utf-8")
@@ -361,11 +377,16 @@ class Result:
         info: dict[str, Any] = {"path": trace}
         p = Path(trace)
         if trace and p.is_file():
-            h = hashlib.sha256()
-            with p.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-            info.update(size_bytes=p.stat().st_size, sha256=h.hexdigest())
+            st = p.stat()
+            key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+            digest = _TRACE_SHA256.get(key)
+            if digest is None:
+                h = hashlib.sha256()
+                with p.open("rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+                digest = _TRACE_SHA256[key] = h.hexdigest()
+            info.update(size_bytes=st.st_size, sha256=digest)
         return {
             "stlsim_version": _core.__version__,
             "git_commit": getattr(_core, "__commit__", "") or None,

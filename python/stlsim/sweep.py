@@ -37,7 +37,7 @@ import logging
 import os
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -232,12 +232,27 @@ def _write_row(out: Path, row: dict[str, Any]) -> None:
 
 def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row a sweep folder holds, one per cell."""
-    import pyarrow.parquet as pq
-
-    files = sorted((Path(out) / "rows").glob("*.parquet"))
     # One frame from every row's values (rows of different plans may have
     # different columns); far faster than a pandas read per file.
-    return pd.DataFrame([r for f in files for r in pq.read_table(f).to_pylist()])
+    return pd.DataFrame(_read_row_files(Path(out)))
+
+
+def _read_row_files(out: Path, skip: Iterable[str] = (), only: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The rows saved under ``out``, as dicts, but for those whose hash is in
+    ``skip`` and, with ``only``, for those whose hash is not in it."""
+    import pyarrow.parquet as pq
+
+    skip, keep = set(skip), None if only is None else set(only)
+    files = sorted((out / "rows").glob("*.parquet"))
+    return [r for f in files if f.stem not in skip and (keep is None or f.stem in keep) for r in pq.read_table(f).to_pylist()]
+
+
+def _trace_bytes(cell: Mapping[str, Any]) -> int:
+    """The size of a cell's trace file (0 if it is not a file): a cell's cost."""
+    try:
+        return os.stat(cell["trace"]).st_size
+    except (OSError, KeyError, TypeError):
+        return 0
 
 
 class SweepResult:
@@ -350,22 +365,30 @@ def sweep(
     if on_cell:
         on_cell(done, total)
 
+    fresh: dict[str, dict[str, Any]] = {}
+
     def finished(row: dict[str, Any]) -> None:
         nonlocal done
         done += 1
+        fresh[row["hash"]] = row
         if on_cell:
             on_cell(done, total)
 
     if todo:
+        # The longest cells first (by the size of their trace), so that no
+        # worker is left with a long cell while the others sit idle.
+        todo.sort(key=_trace_bytes, reverse=True)
         if engine == "ray":
             _run_on_ray(todo, str(outp), jobs, ray_address, finished)
         else:
             _run_on_pool(todo, str(outp), jobs, finished)
-    rows = read_rows(outp)
     order = {cell_hash(c): i for i, c in enumerate(cells)}
-    rows = rows[rows["hash"].isin(order)].copy()
-    rows["_order"] = rows["hash"].map(order)
-    return rows.sort_values("_order").drop(columns="_order").reset_index(drop=True)
+    # The rows just run are in memory (as written); only those of earlier
+    # runs of the plan are read back, since a read per file is a serial cost.
+    found = [*fresh.values(), *_read_row_files(outp, skip=fresh.keys(), only=order.keys())]
+    # Built in plan order, so that the columns come in the same order however
+    # the rows were found.
+    return pd.DataFrame(sorted(found, key=lambda r: order[r["hash"]]))
 
 
 def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
