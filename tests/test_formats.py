@@ -233,3 +233,59 @@ def test_a_trace_of_several_devices_needs_a_choice(data: Path) -> None:
     assert p.returncode != 0 and "more than one device" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     with pytest.raises(ConfigError, match='non-negative integer or "all"'):
         stlsim.run(trace=t, drive="cmr", disk="some")
+
+
+def _msr_frame(path: Path):  # the MSR file read independently of stlsim
+    import pandas as pd
+
+    df = pd.read_csv(path, header=None, names=["ticks", "host", "disk", "type", "offset", "size", "resp"])
+    df["t"] = (df["ticks"] - df["ticks"].iloc[0]) / 1e7  # 100 ns ticks, from the first record
+    return df
+
+
+def test_time_window_and_operation_filter_select_what_pandas_selects(data: Path, tmp_path: Path) -> None:
+    path = data / "rsrch_1.csv"
+    df = _msr_frame(path)
+    frm, to = 86_400.0, 3 * 86_400.0
+    want = df[(df["t"] >= frm) & (df["t"] < to)]
+    info = stlsim.trace_info(str(path), None, time_from_s=frm, time_to_s=to)
+    assert (info["requests"], info["reads"]) == (len(want), int((want["type"] == "Read").sum()))
+    assert 0 < info["reads"] < info["requests"]
+    # only= after the window; start/limit count what is left.
+    writes = want[want["type"] == "Write"]
+    r = stlsim.run(trace=str(path), drive="cmr", fold=True, time_from_s=frm, time_to_s=to, only="write", start=10, limit=50)
+    assert (r.summary["requests"], r.summary["reads"]) == (min(50, len(writes) - 10), 0)
+    assert stlsim.run(trace=str(path), drive="cmr", fold=True, only="reads").summary["requests"] == int((df["type"] == "Read").sum())
+    # The same selection from a configuration file, from the CLI and kept by convert.
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(f'[trace]\npath = "{path}"\nonly = "write"\ntime_from_s = {frm}\ntime_to_s = {to}\n')
+    assert stlsim.run(config=str(cfg), drive="cmr", fold=True).summary["requests"] == len(writes)
+    out = subprocess.run(
+        [sys.executable, "-m", "stlsim", "trace-info", str(path), "--time-from", str(frm), "--time-to", str(to), "--only", "write", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert '"requests": %d' % len(writes) in out.stdout
+    done = stlsim.convert(str(path), tmp_path / "w.stlt", time_from_s=frm, time_to_s=to, only="write")
+    assert done["records"] == len(writes) and done["selection"]["only"] == "write"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--time-from", "5", "--time-to", "5"], "time window is empty"),
+        (["--time-to", "-1"], "expected seconds"),
+        (["--time-from", "nan"], "expected seconds"),
+        (["--only", "trim"], "invalid choice"),
+    ],
+)
+def test_bad_filters_are_one_line_errors(data: Path, args: list[str], needle: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "stlsim", "trace-info", str(data / "rsrch_1.csv"), *args], capture_output=True, text=True)
+    assert p.returncode != 0 and needle in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_filters_do_not_apply_to_a_synthetic_trace() -> None:
+    with pytest.raises(ConfigError, match="'only'"):
+        stlsim.run(trace="synth:sequential,usage=0.001", drive="cmr", only="read")

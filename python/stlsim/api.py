@@ -107,12 +107,22 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
         "repeat": s.get("repeat", 1),
         "event": s["event"],
         "skip_unknown": s["skip_unknown"],
+        "only": s["only"],
+        "time_from_s": s["time_from_s"],
+        "time_to_s": s["time_to_s"],
     }
     if synth is not None:
         spec["synth"] = synth
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
     return spec
+
+
+def _selection(only: str | None, time_from_s: float | None, time_to_s: float | None) -> dict[str, Any]:
+    """The operation filter and time window among a function's keywords, as
+    settings (unset ones left out, so a configuration's values stand)."""
+    given = {"only": only, "time_from_s": time_from_s, "time_to_s": time_to_s}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 #: Key of a core configuration holding warnings the front end adds to the
@@ -245,6 +255,9 @@ def run(
     plot_format: str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    only: str | None = None,
+    time_from_s: float | None = None,
+    time_to_s: float | None = None,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -272,6 +285,11 @@ def run(
             (queued, default), D (issued) or C (completed).
         skip_unknown: skip records whose operation is neither a read nor a
             write (counted in the report's warnings) instead of failing.
+        only: ``"read"`` or ``"write"``: replay only those (None: both).
+        time_from_s, time_to_s: replay only the records from ``time_from_s``
+            up to (not including) ``time_to_s`` seconds after the trace's
+            first record (of the chosen device); applied after ``disk``,
+            before ``only``, ``start`` and ``limit`` (docs/traces.md).
         csv: the generic CSV layout (``format="csv"``): a dict of the
             ``[trace.csv]`` keys, or its one-line form
             ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
@@ -436,6 +454,9 @@ def analyze(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    only: str | None = None,
+    time_from_s: float | None = None,
+    time_to_s: float | None = None,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -474,7 +495,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -515,6 +536,9 @@ def convert(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    only: str | None = None,
+    time_from_s: float | None = None,
+    time_to_s: float | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
     """Convert a trace into stlsim's binary form (``.stlt``), which every
@@ -534,7 +558,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
     given["trace"] = trace
     if csv is not None:
         given["csv"] = csv
@@ -561,7 +585,9 @@ def convert(
         "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
         "selection": {
-            k: spec[k] for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown") if spec.get(k) not in (None, 0, False)
+            k: spec[k]
+            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s")
+            if spec.get(k) not in (None, 0, False)
         },
     }
     if "csv" in spec:
@@ -581,6 +607,9 @@ def trace_info(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    only: str | None = None,
+    time_from_s: float | None = None,
+    time_to_s: float | None = None,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
@@ -588,7 +617,7 @@ def trace_info(
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
     ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ from .errors import ConfigError, StlsimError
 
 __all__ = ["build_parser", "main"]
 
+#: The trace options that filter records: operation and time window.
+SELECTION_KEYS = ("only", "time_from_s", "time_to_s")
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 #: The reader of stdout went away (`stlsim run | head -1`): 128 + SIGPIPE, as
@@ -102,6 +105,16 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 1e9):
+        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 1e9, got {text!r}")
+    return v
+
+
 def _device(text: str) -> int | str:
     if text.strip().lower() == "all":
         return "all"
@@ -146,7 +159,22 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
         help="keep only this device (MSR disk number, SPC ASU, fio file, DiskSim/MQSim/blkparse device, CSV device column); "
         "'all' merges them; unset, a trace holding several is an error",
     )
-    t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first")
+    t.add_argument("--only", choices=("read", "write", "reads", "writes"), metavar="read|write", help="replay only reads or only writes")
+    t.add_argument(
+        "--time-from",
+        dest="time_from_s",
+        type=_seconds,
+        metavar="S",
+        help="leave out the requests before S seconds after the trace's first one (of the chosen device)",
+    )
+    t.add_argument(
+        "--time-to",
+        dest="time_to_s",
+        type=_seconds,
+        metavar="S",
+        help="leave out the requests from S seconds after the trace's first one on",
+    )
+    t.add_argument("--start", type=_nonneg, metavar="N", help="skip N requests first (after --device, --time-from/--time-to and --only)")
     t.add_argument("--limit", type=_nonneg, metavar="N", help="replay at most N requests")
     if repeat:
         t.add_argument(
@@ -978,7 +1006,9 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
-        k: getattr(ns, k) for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
+        k: getattr(ns, k)
+        for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks", *SELECTION_KEYS)
+        if getattr(ns, k) is not None
     }
     if ns.start is not None:
         kwargs["start"] = ns.start
@@ -1195,7 +1225,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
 
 
 def _trace_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
-    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown")
+    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown", *SELECTION_KEYS)
     return {k: getattr(ns, k) for k in keys if getattr(ns, k, None) is not None}
 
 

@@ -81,6 +81,9 @@ DEFAULTS: dict[str, Any] = {
     "csv": None,
     "event": None,
     "skip_unknown": False,
+    "only": None,
+    "time_from_s": None,
+    "time_to_s": None,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -115,6 +118,9 @@ _TOML_NAME = {
     "csv": "trace.csv",
     "event": "trace.event",
     "skip_unknown": "trace.skip_unknown",
+    "only": "trace.only",
+    "time_from_s": "trace.time_from_s",
+    "time_to_s": "trace.time_to_s",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -144,6 +150,9 @@ _SECTION_KEYS = {
         "csv": "csv",
         "event": "event",
         "skip_unknown": "skip_unknown",
+        "only": "only",
+        "time_from_s": "time_from_s",
+        "time_to_s": "time_to_s",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -587,6 +596,15 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
                 raise _bad(where, name, "one of " + ", ".join(MODES), v)
         elif key == "format":
             out[key] = normalize_format(v, where, name)
+        elif key == "only":
+            word = v.strip().lower().removesuffix("s") if isinstance(v, str) else None
+            if word not in ("read", "write"):
+                raise _bad(where, name, "read or write", v)
+            out[key] = word
+        elif key in ("time_from_s", "time_to_s"):
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0 <= v <= 1e9:
+                raise _bad(where, name, "seconds after the trace's first request, 0 to 1e9", v)
+            out[key] = float(v)
         elif key == "event":
             if not isinstance(v, str) or v.upper() not in ("Q", "D", "C"):
                 raise _bad(where, name, "a blkparse event: Q (queued), D (issued) or C (completed)", v)
@@ -818,6 +836,9 @@ def init_config_text() -> str:
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
+        _line("only", "write", "keep only reads or only writes (absent: both)", commented=True),
+        _line("time_from_s", 0.0, "leave out what comes before this many seconds after the first request (absent: nothing)", commented=True),
+        _line("time_to_s", 3600.0, "leave out what comes from this many seconds after the first request on (absent: nothing)", commented=True),
         _line("repeat", 1, "replay the selection this many times back to back (shifted in time)"),
         "",
         "[trace.csv]                    # column layout, used only with format = \"csv\"",

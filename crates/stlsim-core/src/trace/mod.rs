@@ -17,6 +17,7 @@ pub mod generic_csv;
 pub mod info;
 pub mod msr;
 pub mod open;
+pub mod selection;
 pub mod spc;
 pub mod synth;
 pub mod vscsi;
@@ -25,8 +26,9 @@ pub mod cloudphysics_csv;
 pub use open::open_trace;
 pub use synth::{SynthKind, SynthReader, SynthSpec};
 
-/// Direction of a host request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Direction of a host request (`"read"` / `"write"` in a configuration).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Op {
     /// A host read.
     Read,
@@ -336,6 +338,14 @@ pub struct TraceSpec {
     /// blkparse only: the event that stands for a host request, `Q`
     /// (queued, the default), `D` (issued) or `C` (completed).
     pub event: Option<String>,
+    /// Keep only reads or only writes (see [`selection`] for the order the
+    /// options apply in).
+    pub only: Option<Op>,
+    /// Leave out the records before this many seconds after the first
+    /// record (of the chosen device).
+    pub time_from_s: Option<f64>,
+    /// Leave out the records from this many seconds after the first record on.
+    pub time_to_s: Option<f64>,
     /// Generate a synthetic trace instead of reading a file (`path` is then
     /// only its name in reports and messages; `start`, `limit` and `repeat`
     /// apply as to a file, `disk` and `format` must be unset).
@@ -355,6 +365,9 @@ impl Default for TraceSpec {
             skip_unknown: false,
             all_devices: false,
             event: None,
+            only: None,
+            time_from_s: None,
+            time_to_s: None,
             synth: None,
         }
     }

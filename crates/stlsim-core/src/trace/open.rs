@@ -14,6 +14,7 @@ use crate::trace::{
     cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
     synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, TraceReader, TraceRecord, TraceSpec,
 };
+use crate::trace::selection::{Selection, Verdict};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,31 +75,30 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
     Ok((decoded, consumed, size))
 }
 
-/// The records of a trace file after `disk`, `start` and `limit`, each with
-/// its disk, one call at a time (`None` at the end), and the format.
+/// The records of a trace file after the selection options (device, time
+/// window, operation, `start`, `limit`: see [`Selection`]), each with its
+/// disk, one call at a time (`None` at the end), and the format.
 #[allow(clippy::type_complexity)]
 pub fn open_selected(
     spec: &TraceSpec,
 ) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
+    let mut sel = Selection::new(spec)?;
     let (format, mut raw) = open_raw(spec)?;
-    let (want, file) = (spec.disk, spec.path.clone());
-    let (mut skip, mut left) = (spec.start, spec.limit.unwrap_or(u64::MAX));
+    let file = spec.path.clone();
+    let mut done = false;
     Ok((
         format,
         Box::new(move || {
-            while left > 0 {
-                let Some((rec, disk)) = raw.next_raw()? else { return Ok(None) };
+            while !done && !sel.full() {
+                let Some((rec, disk)) = raw.next_raw()? else { break };
                 crate::trace::request_end(&rec, &file)?;
-                if want.is_some() && disk != want {
-                    continue;
+                match sel.judge(&rec, disk)? {
+                    Verdict::Keep => return Ok(Some((rec, disk))),
+                    Verdict::Skip => {}
+                    Verdict::Stop => done = true,
                 }
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
-                }
-                left -= 1;
-                return Ok(Some((rec, disk)));
             }
+            done = true;
             Ok(None)
         }),
     ))
@@ -124,8 +124,8 @@ fn open_synth(spec: &TraceSpec, synth: &SynthSpec) -> SimResult<Box<dyn TraceRea
             spec.path
         )))
     };
-    if spec.disk.is_some() {
-        return unset("disk");
+    if let Some(key) = Selection::synthetic_conflict(spec) {
+        return unset(key);
     }
     if spec.format.is_some() {
         return unset("format");
@@ -209,25 +209,20 @@ fn build(
         spec: &TraceSpec,
         progress: Option<(Arc<AtomicU64>, u64)>,
         from_file: bool,
-    ) -> Box<dyn TraceReader> {
-        Box::new(SpecReader {
+    ) -> SimResult<Box<dyn TraceReader>> {
+        Ok(Box::new(SpecReader {
             inner,
             file: spec.path.clone(),
-            disk: spec.disk,
-            one_device: !spec.all_devices,
-            first_device: None,
-            to_skip: spec.start,
-            limit: spec.limit,
-            emitted: 0,
+            sel: Selection::new(spec)?,
             done: false,
             progress,
             again: from_file.then(|| TraceSpec { repeat: 1, ..spec.clone() }),
-        })
+        }))
     }
     let file = spec.path.as_str();
     let p = progress;
     let f = from_file;
-    Ok(match format {
+    match format {
         Format::Msr => wrap(MsrReader::new(input, file), spec, p, f),
         Format::Spc => wrap(SpcReader::new(input, file), spec, p, f),
         Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file), spec, p, f),
@@ -246,7 +241,7 @@ fn build(
         Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
         Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file), spec, p, f),
         Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
-    })
+    }
 }
 
 /// The user-facing name of a format (as accepted by [`Format::parse`]).
@@ -384,19 +379,12 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
     }
 }
 
-/// Applies disk selection, `start` and `limit`, and reports progress.
+/// Applies the selection options (see [`Selection`]) and reports progress.
 struct SpecReader<R> {
     inner: R,
     /// The trace's path, for messages.
     file: String,
-    disk: Option<u64>,
-    /// Without `disk`: refuse a second device rather than merge it.
-    one_device: bool,
-    /// The device of the first record (when `disk` is unset).
-    first_device: Option<u64>,
-    to_skip: u64,
-    limit: Option<u64>,
-    emitted: u64,
+    sel: Selection,
     done: bool,
     progress: Option<(Arc<AtomicU64>, u64)>,
     /// The spec to open the file again with (readers of files only).
@@ -406,47 +394,21 @@ struct SpecReader<R> {
 impl<R: RawTraceReader> TraceReader for SpecReader<R> {
     #[inline]
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>> {
-        if self.done {
-            return Ok(None);
-        }
-        if self.limit.is_some_and(|l| self.emitted >= l) {
-            self.done = true;
-            return Ok(None);
-        }
-        loop {
-            let Some((rec, disk)) = self.inner.next_raw()? else {
-                self.done = true;
-                return Ok(None);
-            };
+        // A full request window stops before reading on: a malformed line
+        // past the selection is not the run's business.
+        while !self.done && !self.sel.full() {
+            let Some((rec, disk)) = self.inner.next_raw()? else { break };
             // Every format's records: an end past 2^64 bytes is an error here,
             // before anything sizes or folds the request.
             crate::trace::request_end(&rec, &self.file)?;
-            if let (None, true, Some(d)) = (self.disk, self.one_device, disk) {
-                match self.first_device {
-                    None => self.first_device = Some(d),
-                    Some(first) if first != d => {
-                        return Err(SimError::TraceFormat {
-                            at: crate::error::Location { file: self.file.clone(), line: rec.line },
-                            msg: format!(
-                                "the trace holds more than one device ({first} and {d} so far): choose one with --device N (disk=N), or merge them with --device all (disk=\"all\"); `stlsim trace-info` lists them"
-                            ),
-                        });
-                    }
-                    Some(_) => {}
-                }
+            match self.sel.judge(&rec, disk)? {
+                Verdict::Keep => return Ok(Some(rec)),
+                Verdict::Skip => {}
+                Verdict::Stop => break,
             }
-            if let Some(want) = self.disk {
-                if disk != Some(want) {
-                    continue;
-                }
-            }
-            if self.to_skip > 0 {
-                self.to_skip -= 1;
-                continue;
-            }
-            self.emitted += 1;
-            return Ok(Some(rec));
         }
+        self.done = true;
+        Ok(None)
     }
 
     fn progress(&self) -> f64 {
@@ -457,8 +419,8 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
             Some((consumed, size)) if *size > 0 => consumed.load(Ordering::Relaxed) as f64 / *size as f64,
             _ => 0.0,
         };
-        let by_limit = match self.limit {
-            Some(l) if l > 0 => self.emitted as f64 / l as f64,
+        let by_limit = match self.sel.limit() {
+            Some(l) if l > 0 => self.sel.emitted() as f64 / l as f64,
             _ => 0.0,
         };
         file.max(by_limit).clamp(0.0, 1.0)
@@ -1455,6 +1417,65 @@ mod tests {
         assert_eq!(r[0].line, 101);
         s.disk = Some(2);
         assert!(read_all(&s).unwrap().is_empty());
+    }
+
+    #[test]
+    fn time_window_and_operation_filter() {
+        // MSR ticks are 100 ns: 10^7 ticks a second. Device 0 starts at 5 s
+        // (absolute 5e7), device 1's earlier record must not move its origin.
+        let s = 10_000_000u64;
+        let text = format!(
+            "{a},h,1,Read,0,512,1\n{b},h,0,Read,0,512,1\n{c},h,0,Write,512,512,1\n{d},h,0,Read,1024,512,1\n\
+             {e},h,0,Write,1536,512,1\n{f},h,0,Write,2048,512,1\n{g},h,0,Read,4096,512,1\n",
+            a = 1,
+            b = 5 * s,
+            c = 6 * s,
+            d = 7 * s,
+            // Out of order by half a second: still inside the window [1 s, 3 s).
+            e = 8 * s,
+            f = 7 * s + s / 2,
+            g = 20 * s,
+        );
+        let p = write_temp("window", "w.csv", text.as_bytes());
+        let lines = |sp: &TraceSpec| read_all(sp).unwrap().iter().map(|r| r.line).collect::<Vec<_>>();
+        let base = TraceSpec { disk: Some(0), ..spec(&p) };
+        assert_eq!(lines(&base), vec![2, 3, 4, 5, 6, 7]);
+        let w = TraceSpec { time_from_s: Some(1.0), time_to_s: Some(3.0), ..base.clone() };
+        // [1 s, 3 s) from 5 s: lines 3 (1 s), 4 (2 s) and 6 (2.5 s); 5 is at 3 s (outside, half-open).
+        assert_eq!(lines(&w), vec![3, 4, 6]);
+        assert_eq!(lines(&TraceSpec { only: Some(Op::Write), ..w.clone() }), vec![3, 6]);
+        assert_eq!(lines(&TraceSpec { only: Some(Op::Read), ..base.clone() }), vec![2, 4, 7]);
+        // start and limit count what the window and the filter leave.
+        assert_eq!(lines(&TraceSpec { start: 1, limit: Some(1), ..w.clone() }), vec![4]);
+        assert_eq!(lines(&TraceSpec { time_from_s: Some(2.0), ..base.clone() }), vec![4, 5, 6, 7]);
+        assert_eq!(lines(&TraceSpec { time_to_s: Some(2.0), ..base.clone() }), vec![2, 3]);
+        // Reading stops a second past the window: a malformed line after that is never read.
+        let mut bad = text.clone();
+        bad.push_str("garbage\n");
+        let q = write_temp("window-bad", "bad.csv", bad.as_bytes());
+        let stop = TraceSpec { disk: Some(0), time_to_s: Some(3.0), ..spec(&q) };
+        assert_eq!(lines(&stop), vec![2, 3, 4, 6]);
+        assert!(read_all(&TraceSpec { disk: Some(0), ..spec(&q) }).is_err());
+        // The same selection through open_selected (convert, trace-info).
+        let (_, mut next) = open_selected(&TraceSpec { only: Some(Op::Write), ..w.clone() }).unwrap();
+        let mut got = vec![];
+        while let Some((r, d)) = next().unwrap() {
+            got.push((r.line, d));
+        }
+        assert_eq!(got, vec![(3, Some(0)), (6, Some(0))]);
+        // An empty or impossible window is a one-line configuration error.
+        for (from, to) in [(Some(3.0), Some(3.0)), (Some(-1.0), None), (None, Some(f64::NAN))] {
+            let e = open_trace(&TraceSpec { time_from_s: from, time_to_s: to, ..base.clone() }).err().unwrap();
+            assert!(matches!(e, SimError::Config(ref m) if m.contains("time_") && !m.contains('\n')), "{e}");
+        }
+        // A synthetic trace has its own mix and clock.
+        let synth = TraceSpec {
+            path: "synth".into(),
+            synth: Some(crate::trace::synth::SynthSpec::new(crate::trace::synth::SynthKind::Sequential)),
+            only: Some(Op::Read),
+            ..TraceSpec::default()
+        };
+        assert!(matches!(open_trace(&synth).err(), Some(SimError::Config(ref m)) if m.contains("'only'")));
     }
 
     #[test]
