@@ -58,7 +58,7 @@ pub struct Selection {
 fn seconds(key: &str, v: Option<f64>) -> SimResult<Option<Nanos>> {
     match v {
         None => Ok(None),
-        Some(s) if s.is_finite() && s >= 0.0 && s <= 1e9 => Ok(Some(Nanos((s * 1e9).round() as u64))),
+        Some(s) if (0.0..=1e9).contains(&s) => Ok(Some(Nanos((s * 1e9).round() as u64))),
         Some(s) => Err(SimError::Config(format!(
             "trace option '{key}' is {s}: expected seconds from the trace's first request, 0 to 1e9"
         ))),
