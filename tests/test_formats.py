@@ -155,6 +155,7 @@ ROUND_TRIP = [
     ("blktrace.txt.gz", {}),
     ("wsrch-small.trace.gz", {"disk": 1}),
     ("disksim/hp_c3323a.trace", {}),
+    ("thesios/data-00000-of-00001", {"file_extent_mib": 128}),
 ]
 
 
@@ -289,3 +290,23 @@ def test_bad_filters_are_one_line_errors(data: Path, args: list[str], needle: st
 def test_filters_do_not_apply_to_a_synthetic_trace() -> None:
     with pytest.raises(ConfigError, match="'only'"):
         stlsim.run(trace="synth:sequential,usage=0.001", drive="cmr", only="read")
+
+
+def test_a_thesios_shard_is_detected_and_its_files_placed_in_extents(data: Path) -> None:
+    import pandas as pd
+
+    path = data / "thesios" / "data-00000-of-00001"
+    df = pd.read_csv(path)
+    kept = df[(df["op_type"] == "WRITE") | (df["cache_hit"] != 1)]
+    info = stlsim.trace_info(str(path), None)
+    assert info["format"] == "thesios"
+    assert (info["requests"], info["reads"]) == (len(kept), int((kept["op_type"] == "READ").sum()))
+    files = list(dict.fromkeys(kept["filename"]))  # in order of first appearance
+    assert info["end_byte"] <= len(files) * (64 << 20)
+    # A smaller extent than a file's offsets is a one-line error naming the option.
+    p = subprocess.run(
+        [sys.executable, "-m", "stlsim", "trace-info", str(path), "--file-extent-mib", "1"], capture_output=True, text=True
+    )
+    assert p.returncode != 0 and "file_extent_mib" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    with pytest.raises(ConfigError, match="file_extent_mib"):
+        stlsim.trace_info(str(data / "rsrch_1.csv"), None, file_extent_mib=64)

@@ -110,6 +110,7 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
         "only": s["only"],
         "time_from_s": s["time_from_s"],
         "time_to_s": s["time_to_s"],
+        "file_extent_mib": s["file_extent_mib"],
     }
     if synth is not None:
         spec["synth"] = synth
@@ -118,10 +119,9 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
     return spec
 
 
-def _selection(only: str | None, time_from_s: float | None, time_to_s: float | None) -> dict[str, Any]:
-    """The operation filter and time window among a function's keywords, as
-    settings (unset ones left out, so a configuration's values stand)."""
-    given = {"only": only, "time_from_s": time_from_s, "time_to_s": time_to_s}
+def _unless_none(**given: Any) -> dict[str, Any]:
+    """The settings among ``given`` that are set (unset ones left out, so
+    that a configuration's values stand)."""
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -258,6 +258,7 @@ def run(
     only: str | None = None,
     time_from_s: float | None = None,
     time_to_s: float | None = None,
+    file_extent_mib: int | None = None,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -290,6 +291,8 @@ def run(
             up to (not including) ``time_to_s`` seconds after the trace's
             first record (of the chosen device); applied after ``disk``,
             before ``only``, ``start`` and ``limit`` (docs/traces.md).
+        file_extent_mib: Thesios traces only: MiB of addresses each traced
+            file is given (default 64; docs/traces.md).
         csv: the generic CSV layout (``format="csv"``): a dict of the
             ``[trace.csv]`` keys, or its one-line form
             ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
@@ -457,6 +460,7 @@ def analyze(
     only: str | None = None,
     time_from_s: float | None = None,
     time_to_s: float | None = None,
+    file_extent_mib: int | None = None,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -495,7 +499,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -539,6 +543,7 @@ def convert(
     only: str | None = None,
     time_from_s: float | None = None,
     time_to_s: float | None = None,
+    file_extent_mib: int | None = None,
     force: bool = False,
 ) -> dict[str, Any]:
     """Convert a trace into stlsim's binary form (``.stlt``), which every
@@ -558,7 +563,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
     given["trace"] = trace
     if csv is not None:
         given["csv"] = csv
@@ -586,7 +591,7 @@ def convert(
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
         "selection": {
             k: spec[k]
-            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s")
+            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s", "file_extent_mib")
             if spec.get(k) not in (None, 0, False)
         },
     }
@@ -610,6 +615,7 @@ def trace_info(
     only: str | None = None,
     time_from_s: float | None = None,
     time_to_s: float | None = None,
+    file_extent_mib: int | None = None,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
@@ -617,7 +623,7 @@ def trace_info(
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
     ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_selection(only, time_from_s, time_to_s)}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:

@@ -29,8 +29,9 @@ from .errors import ConfigError, StlsimError
 
 __all__ = ["build_parser", "main"]
 
-#: The trace options that filter records: operation and time window.
-SELECTION_KEYS = ("only", "time_from_s", "time_to_s")
+#: Trace options beyond the format's: the operation filter, the time window
+#: and the Thesios file extent.
+SELECTION_KEYS = ("only", "time_from_s", "time_to_s", "file_extent_mib")
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 #: The reader of stdout went away (`stlsim run | head -1`): 128 + SIGPIPE, as
@@ -136,9 +137,16 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
         "--format",
         metavar="F",
         help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, "
-        "systor17, alibaba, tencent, fiu, stlt or auto (default: guess; see docs/traces.md)",
+        "systor17, alibaba, tencent, fiu, thesios, stlt or auto (default: guess; see docs/traces.md)",
     )
     t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
+    t.add_argument(
+        "--file-extent-mib",
+        dest="file_extent_mib",
+        type=_positive,
+        metavar="MIB",
+        help="thesios: MiB of addresses each traced file is given (default 64)",
+    )
     t.add_argument(
         "--csv",
         metavar="LAYOUT",

@@ -65,9 +65,10 @@ FORMATS = (
     "alibaba",
     "tencent",
     "fiu",
+    "thesios",
     "stlt",
 )
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent", "binary": "stlt"}
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent", "google-thesios": "thesios", "binary": "stlt"}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -84,6 +85,7 @@ DEFAULTS: dict[str, Any] = {
     "only": None,
     "time_from_s": None,
     "time_to_s": None,
+    "file_extent_mib": None,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -121,6 +123,7 @@ _TOML_NAME = {
     "only": "trace.only",
     "time_from_s": "trace.time_from_s",
     "time_to_s": "trace.time_to_s",
+    "file_extent_mib": "trace.file_extent_mib",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -153,6 +156,7 @@ _SECTION_KEYS = {
         "only": "only",
         "time_from_s": "time_from_s",
         "time_to_s": "time_to_s",
+        "file_extent_mib": "file_extent_mib",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -601,6 +605,9 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if word not in ("read", "write"):
                 raise _bad(where, name, "read or write", v)
             out[key] = word
+        elif key == "file_extent_mib":
+            if not _is_int(v) or not 1 <= v <= 1 << 30:
+                raise _bad(where, name, "MiB of addresses per traced file, 1 to 2^30", v)
         elif key in ("time_from_s", "time_to_s"):
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0 <= v <= 1e9:
                 raise _bad(where, name, "seconds after the trace's first request, 0 to 1e9", v)
@@ -830,10 +837,11 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, stlt"),
+        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, thesios, stlt"),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, 'keep only this device: MSR disk number, SPC ASU, fio file, device; "all": merge them (absent: the only one)', commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
+        _line("file_extent_mib", 64, "thesios only: MiB of addresses each traced file is given (absent: 64)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         _line("only", "write", "keep only reads or only writes (absent: both)", commented=True),

@@ -20,6 +20,7 @@ pub mod open;
 pub mod selection;
 pub mod spc;
 pub mod synth;
+pub mod thesios;
 pub mod vscsi;
 pub mod cloudphysics_csv;
 
@@ -102,6 +103,8 @@ pub enum Format {
     Mqsim,
     /// DiskSim `validate` traces (measured response and think times).
     DisksimValidate,
+    /// Google's Thesios traces of one HDD per storage server (CSV with a header).
+    Thesios,
 }
 
 impl Format {
@@ -212,9 +215,10 @@ impl Format {
             "alibaba" => Ok(Format::Alibaba),
             "tencent" | "tencent-cbs" => Ok(Format::Tencent),
             "fiu" => Ok(Format::Fiu),
+            "thesios" => Ok(Format::Thesios),
             "stlt" | "binary" => Ok(Format::Binary),
             other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, stlt)"
+                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, thesios, stlt)"
             ))),
         }
     }
@@ -346,6 +350,9 @@ pub struct TraceSpec {
     pub time_from_s: Option<f64>,
     /// Leave out the records from this many seconds after the first record on.
     pub time_to_s: Option<f64>,
+    /// Thesios only: MiB of addresses each traced file is given (see
+    /// [`thesios`]); unset: [`thesios::DEFAULT_FILE_EXTENT_MIB`].
+    pub file_extent_mib: Option<u64>,
     /// Generate a synthetic trace instead of reading a file (`path` is then
     /// only its name in reports and messages; `start`, `limit` and `repeat`
     /// apply as to a file, `disk` and `format` must be unset).
@@ -368,6 +375,7 @@ impl Default for TraceSpec {
             only: None,
             time_from_s: None,
             time_to_s: None,
+            file_extent_mib: None,
             synth: None,
         }
     }

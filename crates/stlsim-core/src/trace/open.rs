@@ -12,7 +12,7 @@ use crate::trace::{
     blkparse::{BlkparseReader, Event},
     disksim::{DisksimAsciiReader, DisksimValidateReader, Flavour},
     cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
-    synth::{SynthReader, SynthSpec}, vscsi::VscsiReader, Format, TraceReader, TraceRecord, TraceSpec,
+    synth::{SynthReader, SynthSpec}, thesios::ThesiosReader, vscsi::VscsiReader, Format, TraceReader, TraceRecord, TraceSpec,
 };
 use crate::trace::selection::{Selection, Verdict};
 use std::fs::File;
@@ -164,6 +164,7 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
         Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
         Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
         Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file)),
+        Format::Thesios => Box::new(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?),
         Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
 }
@@ -179,6 +180,13 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     if spec.event.is_some() && format != Format::Blkparse {
         return Err(SimError::Config(format!(
             "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    if spec.file_extent_mib.is_some() && format != Format::Thesios {
+        return Err(SimError::Config(format!(
+            "trace option 'file_extent_mib' places the files of a Thesios trace, but trace '{}' is in format {}",
             spec.path,
             format_name(format)
         )));
@@ -240,6 +248,7 @@ fn build(
         Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim), spec, p, f),
         Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
         Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file), spec, p, f),
+        Format::Thesios => wrap(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?, spec, p, f),
         Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
     }
 }
@@ -261,6 +270,7 @@ pub fn format_name(format: Format) -> &'static str {
         Format::Alibaba => "alibaba",
         Format::Tencent => "tencent",
         Format::Fiu => "fiu",
+        Format::Thesios => "thesios",
         Format::Binary => "stlt",
     }
 }
@@ -292,6 +302,8 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         Some(Format::Mqsim)
     } else if fields.len() == 7 && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write")) {
         Some(Format::Msr)
+    } else if [",filename,", ",file_offset,", ",op_type,", ",start_time,"].iter().all(|c| format!(",{compact},").contains(c)) {
+        Some(Format::Thesios)
     } else if compact.starts_with("version,time,op,size,lbn") {
         Some(Format::CloudphysicsCsv)
     } else if compact.starts_with("timestamp,response,iotype,lun,offset,size") {

@@ -1,0 +1,240 @@
+//! Google's Thesios I/O traces of storage servers with one HDD each
+//! (google-research-datasets/thesios, README; ASPLOS '24): sharded CSV files
+//! with a header naming the columns. The columns read, found by name so that
+//! their order does not matter:
+//!
+//! * `start_time`: the request's arrival at the server, Unix seconds
+//!   (decimals kept to the nanosecond);
+//! * `op_type`: `READ` or `WRITE` (any case; anything else is an unknown
+//!   operation: an error, or skipped and counted with `skip_unknown`);
+//! * `filename` (hashed) and `file_offset` (bytes): where, in a file;
+//! * `request_io_size_bytes`, `disk_io_size_bytes`: bytes;
+//! * `cache_hit`: 1 when the server's buffer cache served the read.
+//!
+//! Choices where the dataset leaves the drive's view open, written down:
+//! * **Addresses.** The traces name a file and an offset in it, not a disk
+//!   address. Each file is given its own extent of `file_extent_mib` MiB
+//!   (trace option, default [`DEFAULT_FILE_EXTENT_MIB`]), in the order the
+//!   files first appear, and a request's address is its file's extent plus
+//!   `file_offset`. A request reaching past its extent is an error naming the
+//!   line and the option, never a silent overlap with the next file. The
+//!   files' real placement on the platter is unknown, so seek distances
+//!   between files are this layout's, not Google's.
+//! * **Buffer-cache hits** (`cache_hit = 1`) never reached the disk and are
+//!   left out (counted in [`ThesiosReader::cache_hits`]); the drive sees the
+//!   reads that missed and the writes.
+//! * **Sizes.** A read that missed is replayed with `disk_io_size_bytes`
+//!   (what the disk read) when that is positive, else with
+//!   `request_io_size_bytes`; a write with `request_io_size_bytes` (the
+//!   dataset records 0 disk bytes for writes).
+//! * One file holds one disk: there is no device column.
+
+use crate::error::{SimError, SimResult};
+use crate::trace::open::text::{show, trim, CsvLines};
+use crate::trace::open::RawTraceReader;
+use crate::trace::{Op, TraceRecord};
+use crate::units::{Bytes, Nanos};
+use std::collections::HashMap;
+use std::io::Read;
+
+/// MiB of address space each file gets when the trace option is unset.
+pub const DEFAULT_FILE_EXTENT_MIB: u64 = 64;
+
+/// At most this many distinct files in one trace: each costs a map entry, and
+/// a day's trace of one disk holds far fewer.
+const MAX_FILES: usize = 50_000_000;
+
+/// The columns this reader needs, by header name.
+const NEEDED: [&str; 6] = ["start_time", "op_type", "filename", "file_offset", "request_io_size_bytes", "disk_io_size_bytes"];
+
+/// Reader of Thesios CSV shards.
+pub struct ThesiosReader {
+    src: CsvLines,
+    /// Column index of each of [`NEEDED`], and of `cache_hit` if present.
+    cols: Option<([usize; 6], Option<usize>)>,
+    extent: u64,
+    files: HashMap<Box<[u8]>, u64>,
+    skip_unknown: bool,
+    skipped: u64,
+    cache_hits: u64,
+}
+
+impl ThesiosReader {
+    /// A reader over a decompressed shard; `file` labels error messages;
+    /// each traced file gets `extent_mib` MiB of addresses.
+    pub fn new(input: Box<dyn Read + Send>, file: &str, extent_mib: Option<u64>, skip_unknown: bool) -> SimResult<Self> {
+        let mib = extent_mib.unwrap_or(DEFAULT_FILE_EXTENT_MIB);
+        if !(1..=1 << 30).contains(&mib) {
+            return Err(SimError::Config(format!(
+                "trace option 'file_extent_mib' is {mib}: expected 1 to 2^30 MiB of addresses per traced file"
+            )));
+        }
+        Ok(ThesiosReader {
+            src: CsvLines::new(input, file, b','),
+            cols: None,
+            extent: mib << 20,
+            files: HashMap::new(),
+            skip_unknown,
+            skipped: 0,
+            cache_hits: 0,
+        })
+    }
+
+    /// Reads left out because the server's buffer cache served them.
+    pub fn cache_hits(&self) -> u64 {
+        self.cache_hits
+    }
+
+    /// The column indices from the header line (the current line).
+    fn header(&self) -> SimResult<([usize; 6], Option<usize>)> {
+        let s = &self.src;
+        let find = |name: &str| (0..s.len()).find(|&i| trim(s.field(i)).eq_ignore_ascii_case(name.as_bytes()));
+        let mut cols = [0; 6];
+        for (slot, name) in cols.iter_mut().zip(NEEDED) {
+            *slot = find(name).ok_or_else(|| {
+                s.err(format!(
+                    "a Thesios trace starts with a header naming its columns, and this one has no '{name}' (first field: '{}')",
+                    show(s.field(0))
+                ))
+            })?;
+        }
+        Ok((cols, find("cache_hit")))
+    }
+}
+
+impl RawTraceReader for ThesiosReader {
+    fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        loop {
+            if !self.src.advance()? {
+                return Ok(None);
+            }
+            let Some((c, hit_col)) = self.cols else {
+                self.cols = Some(self.header()?);
+                continue;
+            };
+            let s = &self.src;
+            let width = c.iter().copied().chain(hit_col).max().unwrap_or(0) + 1;
+            if s.len() < width {
+                return Err(s.err(format!("expected at least {width} fields (the header's columns), found {}", s.len())));
+            }
+            let time = s.scaled_field(c[0], 1_000_000_000, "start_time (Unix seconds)")?;
+            let opf = trim(s.field(c[1]));
+            let op = if opf.eq_ignore_ascii_case(b"read") {
+                Op::Read
+            } else if opf.eq_ignore_ascii_case(b"write") {
+                Op::Write
+            } else if self.skip_unknown {
+                self.skipped += 1;
+                continue;
+            } else {
+                return Err(s.err(format!(
+                    "op_type (field {}) is '{}', expected READ or WRITE (--skip-unknown skips and counts such records)",
+                    c[1] + 1,
+                    show(opf)
+                )));
+            };
+            if op == Op::Read && hit_col.is_some_and(|h| trim(s.field(h)) == b"1") {
+                self.cache_hits += 1;
+                continue;
+            }
+            let at = s.u64_field(c[3], "file_offset")?;
+            let request = s.u64_field(c[4], "request_io_size_bytes")?;
+            let len = match op {
+                Op::Read => match s.u64_field(c[5], "disk_io_size_bytes")? {
+                    0 => request,
+                    disk => disk,
+                },
+                Op::Write => request,
+            };
+            if at.checked_add(len).is_none_or(|end| end > self.extent) {
+                return Err(s.err(format!(
+                    "file_offset {at} plus {len} bytes passes the {} MiB each traced file is given: raise the trace option file_extent_mib (--file-extent-mib)",
+                    self.extent >> 20
+                )));
+            }
+            let name = s.field(c[2]);
+            let next = self.files.len() as u64;
+            let base = match self.files.get(name) {
+                Some(&b) => b,
+                None => {
+                    if self.files.len() >= MAX_FILES {
+                        return Err(s.err(format!("more than {MAX_FILES} distinct files in one trace")));
+                    }
+                    let b = next.checked_mul(self.extent).ok_or_else(|| {
+                        s.err(format!("file number {next} at {} MiB each passes 2^64 bytes: lower file_extent_mib", self.extent >> 20))
+                    })?;
+                    self.files.insert(name.into(), b);
+                    b
+                }
+            };
+            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(base + at), len: Bytes(len), line: s.line() };
+            return Ok(Some((rec, None)));
+        }
+    }
+
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::open::test_util::*;
+    use crate::trace::{Format, TraceSpec};
+
+    /// The README's columns, in its order, and a few requests.
+    const SAMPLE: &str = "filename,application,file_offset,c_time,io_zone,redundancy_type,op_type,service_class,from_flash_cache,cache_hit,request_io_size_bytes,response_io_size_bytes,disk_io_size_bytes,start_time,disk_time,simulated_disk_start_time,simulated_latency\n\
+        f1,bigtable,4096,1705300000,WARM,REPLICATED,READ,LATENCY_SENSITIVE,0,0,8192,8192,16384,1705312800.000001,0.004,1705312800.0001,0.005\n\
+        f2,spanner,0,1705300000,COLD,ERASURE_CODED,WRITE,THROUGHPUT_ORIENTED,0,-1,1048576,0,0,1705312800.5,0,0,0.002\n\
+        f1,bigtable,0,1705300000,WARM,REPLICATED,READ,OTHER,0,1,4096,4096,0,1705312801,0,0,0.0001\n\
+        f1,bigtable,65536,1705300000,WARM,REPLICATED,READ,OTHER,0,0,4096,4096,0,1705312802.25,0.003,1705312802.26,0.004\n";
+
+    fn read(text: &str, spec: TraceSpec) -> SimResult<Vec<TraceRecord>> {
+        let p = write_temp("thesios", "data-00000-of-00001", text.as_bytes());
+        read_all(&TraceSpec { path: p, format: Some(Format::Thesios), ..spec })
+    }
+
+    #[test]
+    fn files_get_extents_hits_are_left_out_and_sizes_follow_the_disk() {
+        let r = read(SAMPLE, TraceSpec::default()).unwrap();
+        let mib = 1 << 20;
+        let got: Vec<_> = r.iter().map(|r| (r.time.0, r.op, r.offset.0, r.len.0, r.line)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1_705_312_800_000_001_000, Op::Read, 4096, 16384, 2), // the disk read 16 KiB
+                (1_705_312_800_500_000_000, Op::Write, 64 * mib, 1_048_576, 3), // f2: the second extent
+                (1_705_312_802_250_000_000, Op::Read, 65536, 4096, 5), // line 4, a cache hit, is left out
+            ]
+        );
+        let r = read(SAMPLE, TraceSpec { file_extent_mib: Some(1), ..TraceSpec::default() }).unwrap();
+        assert_eq!(r[1].offset.0, mib);
+        // Found by name: another column order reads the same.
+        let swapped = SAMPLE.replace("filename,application,file_offset", "application,filename,file_offset").replace("f1,bigtable", "bigtable,f1").replace("f2,spanner", "spanner,f2");
+        assert_eq!(read(&swapped, TraceSpec::default()).unwrap(), read(SAMPLE, TraceSpec::default()).unwrap());
+        // Detected from the header.
+        let p = write_temp("thesios-sniff", "data-00000", SAMPLE.as_bytes());
+        assert_eq!(read_all(&spec(&p)).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_way_out() {
+        let e = read(&SAMPLE.replace("65536,", "67108864,"), TraceSpec::default()).unwrap_err().to_string();
+        assert!(e.contains(":5:") && e.contains("file_extent_mib"), "{e}");
+        let e = read(&SAMPLE.replace("WRITE", "TRIM"), TraceSpec::default()).unwrap_err().to_string();
+        assert!(e.contains(":3:") && e.contains("op_type") && e.contains("--skip-unknown"), "{e}");
+        let p = write_temp("thesios-skip", "d", SAMPLE.replace("WRITE", "TRIM").as_bytes());
+        let spec = TraceSpec { path: p, format: Some(Format::Thesios), skip_unknown: true, ..TraceSpec::default() };
+        let mut r = crate::trace::open::open_trace(&spec).unwrap();
+        let mut n = 0;
+        while r.next_record().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!((n, r.skipped_unknown()), (2, 1));
+        let e = read(&SAMPLE.replace("op_type", "kind"), TraceSpec::default()).unwrap_err().to_string();
+        assert!(e.contains(":1:") && e.contains("'op_type'"), "{e}");
+        let e = read(SAMPLE, TraceSpec { file_extent_mib: Some(0), ..TraceSpec::default() }).unwrap_err().to_string();
+        assert!(e.contains("file_extent_mib"), "{e}");
+    }
+}
