@@ -134,3 +134,12 @@ def test_the_page_renders_in_headless_chromium_with_every_image_loaded(folders: 
     assert total == len(_parse(out).images) and total > 0
     assert loaded == total
     assert dom.count("<table") == _parse(out).tables
+
+
+def test_comparison_plot_writes_the_plots_save_writes_and_nothing_else(folders: dict[str, Path], tmp_path: Path) -> None:
+    cmp = stlsim.Comparison.load(folders["compare"])
+    written = cmp.plot(tmp_path / "p", "svg")
+    assert written and all(p.suffix == ".svg" for p in written)
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == sorted(p.name for p in written)
+    saved = {p.stem for p in folders["compare"].glob("*.png")}
+    assert {p.stem for p in written} == saved

@@ -210,8 +210,8 @@ def _results_page(d: Path, kind: str, comparison: Comparison) -> str:
 
     parts.append("<h2>Plots</h2>")
     with tempfile.TemporaryDirectory(prefix="stlsim-report-") as tmp:
-        comparison.save(tmp)  # the same plots compare --out writes
-        pngs = sorted(Path(tmp).glob("*.png"), key=_plot_order)
+        # The plots compare --out writes, without its data files.
+        pngs = sorted(comparison.plot(tmp, "png"), key=_plot_order)
         parts.append(_figures(pngs) if pngs else "<p>No plots.</p>")
 
     parts.append("<h2>Warnings</h2>")
@@ -332,7 +332,7 @@ def _sweep_bars(rows: pd.DataFrame, axes: list[str], metric: str, path: Path) ->
     than the layer, a bar per layer, each bar labelled with its value."""
     import math
 
-    from .plots import _figure
+    from .plots import _bar_values, _figure
 
     if rows.empty or metric not in rows.columns:
         return None
@@ -356,7 +356,7 @@ def _sweep_bars(rows: pd.DataFrame, axes: list[str], metric: str, path: Path) ->
         vals = [sub.get(g, math.nan) for g in groups]
         bars = ax.bar(xs, vals, width=width, label=layer, color=f"C{i % 10}")
         if len(groups) * len(layers) <= 40:
-            ax.bar_label(bars, fmt="%.3g", fontsize=7, rotation=90, padding=2)
+            _bar_values(ax, bars, vals, rotate=True, size=7)
     ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} by cell")

@@ -550,6 +550,19 @@ class Comparison:
         self.table().to_csv(d / "summary.csv", index=False)
         for r in self.results:
             r.save(d / safe_label(r.label))
+        if any(r.usage is not None for r in self.results):
+            self.by_usage().to_csv(d / "by_usage.csv", index=False)
+        self.plot(d, fmt)
+        return d
+
+    def plot(self, directory: str | os.PathLike[str], plot_format: str = "png") -> list[Path]:
+        """Write only the plots :meth:`save` writes into ``directory``
+        (created), as png, pdf or svg. Returns the files written."""
+        from . import plots
+
+        fmt = plots.check_plot_format(plot_format)
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
         plots.latency_cdf(self.results, d / f"latency_cdf.{fmt}")
         plots.headline(self.results, d / f"headline.{fmt}")
         plots.tail_latency(self.results, d / f"tail_latency.{fmt}")
@@ -560,9 +573,8 @@ class Comparison:
         if self.cmr() is not None:
             plots.disparity_vs_cmr(self, d / f"disparity_vs_cmr.{fmt}")
         if any(r.usage is not None for r in self.results):
-            self.by_usage().to_csv(d / "by_usage.csv", index=False)
             plots.by_usage(self, d / f"by_usage.{fmt}")
-        return d
+        return sorted(p for p in d.iterdir() if p.suffix == f".{fmt}" and p.stem in plots.COMPARISON_PLOTS)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> Comparison:
