@@ -4,6 +4,7 @@ first line; the blkparse event choice; and their one-line errors."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,28 @@ def test_published_layouts_and_skipping_unknown_operations(tmp_path: Path) -> No
         stlsim.run(trace=str(cbs), drive="cmr")  # all numbers: not guessed
     assert stlsim.run(trace=str(cbs), drive="cmr", format="tencent").summary["reads"] == 1
 
+
+
+def test_skip_unknown_on_the_command_line_counts_an_msr_record_of_another_type(tmp_path: Path) -> None:
+    msr = tmp_path / "msr.csv"
+    msr.write_text(
+        "128166372003061629,h,0,Write,0,4096,1\n128166372013061629,h,0,Trim,8192,4096,1\n128166372023061629,h,0,Read,0,4096,1\n"
+    )
+    run = [sys.executable, "-m", "stlsim", "run", "--trace", str(msr), "--drive", "cmr", "--json"]
+    p = subprocess.run(run, capture_output=True, text=True)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "msr.csv:2: " in p.stderr and "'Trim'" in p.stderr and "--skip-unknown" in p.stderr
+    p = subprocess.run([*run, "--skip-unknown"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert (report["host"]["requests"], report["host"]["reads"]) == (2, 1)
+    assert any(w.startswith("1 trace record(s) whose operation was neither") for w in report["warnings"]), report["warnings"]
+    # The other text readers take the option too (an SPC opcode here).
+    spc = tmp_path / "f.spc"
+    spc.write_text("0,1,512,w,0.0\n0,2,512,x,0.1\n0,3,512,r,0.2,optional\n")
+    r = stlsim.run(trace=str(spc), drive="cmr", skip_unknown=True)
+    assert r.summary["requests"] == 2
+    assert any("1 trace record(s) whose operation was neither" in w for w in r.report["warnings"])
 
 ROUND_TRIP = [
     ("wdev_3.csv", {}),

@@ -9,6 +9,8 @@
 //! * **MQSim** (`mqsim`): `ARRIVAL_NS DEVICE LBA SECTORS TYPE`, the same
 //!   columns with the time in nanoseconds and TYPE `1` read, `0` write
 //!   (MQSim's ASCII trace reader); LBA and SECTORS in 512-byte sectors.
+//!   Another TYPE is an error, or with `skip_unknown` a record skipped and
+//!   counted (DiskSim's FLAGS have no such case: bit 0 decides).
 //! * **DiskSim validate** (`disksim-validate`): `R|W HIT|MISS BLKNO BCOUNT
 //!   SERVICE_US NEXT_US`, DiskSim's `iotrace_validate_get_ioreq_event`: the
 //!   request's measured response time on the real drive, then the think time
@@ -19,10 +21,13 @@
 //!   replay issues the requests when the real drive saw them. The measured
 //!   response times themselves are not carried by trace records yet (they
 //!   belong to `stlsim validate`, issue 13). HIT/MISS (the real drive's
-//!   cache outcome) is ignored.
+//!   cache outcome) is ignored. A first field other than `R` / `W` is an
+//!   error, or with `skip_unknown` a record skipped and counted (its
+//!   measured times still advance the arrival clock: the real drive served
+//!   it).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{parse_scaled, show, CsvLines};
+use crate::trace::open::text::{parse_scaled, show, CsvLines, SKIP_HINT};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -41,12 +46,16 @@ pub enum Flavour {
 pub struct DisksimAsciiReader {
     src: CsvLines,
     flavour: Flavour,
+    skip_unknown: bool,
+    skipped: u64,
 }
 
 impl DisksimAsciiReader {
     /// A reader over decompressed trace text; `file` labels error messages.
-    pub fn new(input: Box<dyn Read + Send>, file: &str, flavour: Flavour) -> Self {
-        DisksimAsciiReader { src: CsvLines::words(input, file), flavour }
+    /// With `skip_unknown`, an MQSim record whose TYPE is neither 0 nor 1 is
+    /// skipped and counted instead of being an error.
+    pub fn new(input: Box<dyn Read + Send>, file: &str, flavour: Flavour, skip_unknown: bool) -> Self {
+        DisksimAsciiReader { src: CsvLines::words(input, file), flavour, skip_unknown, skipped: 0 }
     }
 }
 
@@ -55,44 +64,55 @@ fn sectors_to_bytes(s: &CsvLines, v: u64, name: &str, field: usize) -> SimResult
 }
 
 impl RawTraceReader for DisksimAsciiReader {
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped
+    }
+
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
-        let s = &mut self.src;
-        if !s.advance()? {
-            return Ok(None);
+        loop {
+            let s = &mut self.src;
+            if !s.advance()? {
+                return Ok(None);
+            }
+            let (time, op) = match self.flavour {
+                Flavour::Disksim => {
+                    s.expect_fields(5, "TIME_MS DEVNO BLKNO BCOUNT FLAGS")?;
+                    let time = s.scaled_field(0, 1_000_000, "TIME (ms)")?;
+                    let f = s.field(4);
+                    let hex = f.strip_prefix(b"0x").or_else(|| f.strip_prefix(b"0X")).unwrap_or(f);
+                    let flags = std::str::from_utf8(hex)
+                        .ok()
+                        .and_then(|t| u64::from_str_radix(t, 16).ok())
+                        .ok_or_else(|| s.err(format!("FLAGS (field 5) is not a hexadecimal number: '{}'", show(f))))?;
+                    (time, if flags & 1 == 1 { Op::Read } else { Op::Write })
+                }
+                Flavour::Mqsim => {
+                    s.expect_fields(5, "ARRIVAL_NS DEVICE LBA SECTORS TYPE")?;
+                    let op = match s.field(4) {
+                        b"1" => Op::Read,
+                        b"0" => Op::Write,
+                        _ if self.skip_unknown => {
+                            self.skipped += 1;
+                            continue;
+                        }
+                        other => {
+                            return Err(s.err(format!(
+                                "TYPE (field 5) is '{}', expected 1 (read) or 0 (write) {SKIP_HINT}",
+                                show(other)
+                            )))
+                        }
+                    };
+                    (s.u64_field(0, "ARRIVAL (ns)")?, op)
+                }
+            };
+            let dev = s.u64_field(1, "DEVICE")?;
+            let blk = s.u64_field(2, "BLKNO")?;
+            let count = s.u64_field(3, "BCOUNT")?;
+            let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
+            let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
+            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+            return Ok(Some((rec, Some(dev))));
         }
-        let (layout, time, op) = match self.flavour {
-            Flavour::Disksim => {
-                let layout = "TIME_MS DEVNO BLKNO BCOUNT FLAGS";
-                s.expect_fields(5, layout)?;
-                let time = s.scaled_field(0, 1_000_000, "TIME (ms)")?;
-                let f = s.field(4);
-                let hex = f.strip_prefix(b"0x").or_else(|| f.strip_prefix(b"0X")).unwrap_or(f);
-                let flags = std::str::from_utf8(hex)
-                    .ok()
-                    .and_then(|t| u64::from_str_radix(t, 16).ok())
-                    .ok_or_else(|| s.err(format!("FLAGS (field 5) is not a hexadecimal number: '{}'", show(f))))?;
-                (layout, time, if flags & 1 == 1 { Op::Read } else { Op::Write })
-            }
-            Flavour::Mqsim => {
-                let layout = "ARRIVAL_NS DEVICE LBA SECTORS TYPE";
-                s.expect_fields(5, layout)?;
-                let time = s.u64_field(0, "ARRIVAL (ns)")?;
-                let op = match s.field(4) {
-                    b"1" => Op::Read,
-                    b"0" => Op::Write,
-                    other => return Err(s.err(format!("TYPE (field 5) is '{}', expected 1 (read) or 0 (write)", show(other)))),
-                };
-                (layout, time, op)
-            }
-        };
-        let _ = layout;
-        let dev = s.u64_field(1, "DEVICE")?;
-        let blk = s.u64_field(2, "BLKNO")?;
-        let count = s.u64_field(3, "BCOUNT")?;
-        let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
-        let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
-        let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
-        Ok(Some((rec, Some(dev))))
     }
 }
 
@@ -101,41 +121,58 @@ pub struct DisksimValidateReader {
     src: CsvLines,
     /// Arrival of the next request in the measured run, nanoseconds.
     next_arrival: u64,
+    skip_unknown: bool,
+    skipped: u64,
 }
 
 impl DisksimValidateReader {
     /// A reader over decompressed trace text; `file` labels error messages.
-    pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
-        DisksimValidateReader { src: CsvLines::words(input, file), next_arrival: 0 }
+    /// With `skip_unknown`, a record whose first field is neither R nor W is
+    /// skipped and counted instead of being an error.
+    pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
+        DisksimValidateReader { src: CsvLines::words(input, file), next_arrival: 0, skip_unknown, skipped: 0 }
     }
 }
 
 impl RawTraceReader for DisksimValidateReader {
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped
+    }
+
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
-        let s = &mut self.src;
-        if !s.advance()? {
-            return Ok(None);
+        loop {
+            let s = &mut self.src;
+            if !s.advance()? {
+                return Ok(None);
+            }
+            s.expect_fields(6, "R|W HIT|MISS BLKNO BCOUNT SERVICE_US NEXT_US")?;
+            let op = match s.field(0) {
+                b"R" => Some(Op::Read),
+                b"W" => Some(Op::Write),
+                _ if self.skip_unknown => None,
+                other => return Err(s.err(format!("field 1 is '{}', expected R or W {SKIP_HINT}", show(other)))),
+            };
+            let blk = s.u64_field(2, "BLKNO")?;
+            let count = s.u64_field(3, "BCOUNT")?;
+            let service = s.scaled_field(4, 1_000, "SERVICE (us)")?;
+            let next = parse_scaled(s.field(5), 1_000)
+                .ok_or_else(|| s.err(format!("NEXT (us) (field 6) is not a valid non-negative number: '{}'", show(s.field(5)))))?;
+            let time = self.next_arrival;
+            // A skipped record still took its time on the measured drive: the
+            // arrivals after it keep the measured run's clock.
+            self.next_arrival = time
+                .checked_add(service)
+                .and_then(|t| t.checked_add(next))
+                .ok_or_else(|| s.err("the arrival times overflow 2^64 ns"))?;
+            let Some(op) = op else {
+                self.skipped += 1;
+                continue;
+            };
+            let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
+            let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
+            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+            return Ok(Some((rec, None)));
         }
-        s.expect_fields(6, "R|W HIT|MISS BLKNO BCOUNT SERVICE_US NEXT_US")?;
-        let op = match s.field(0) {
-            b"R" => Op::Read,
-            b"W" => Op::Write,
-            other => return Err(s.err(format!("field 1 is '{}', expected R or W", show(other)))),
-        };
-        let blk = s.u64_field(2, "BLKNO")?;
-        let count = s.u64_field(3, "BCOUNT")?;
-        let service = s.scaled_field(4, 1_000, "SERVICE (us)")?;
-        let next = parse_scaled(s.field(5), 1_000)
-            .ok_or_else(|| s.err(format!("NEXT (us) (field 6) is not a valid non-negative number: '{}'", show(s.field(5)))))?;
-        let time = self.next_arrival;
-        self.next_arrival = time
-            .checked_add(service)
-            .and_then(|t| t.checked_add(next))
-            .ok_or_else(|| s.err("the arrival times overflow 2^64 ns"))?;
-        let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
-        let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
-        let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
-        Ok(Some((rec, None)))
     }
 }
 
@@ -158,22 +195,33 @@ mod tests {
 
     #[test]
     fn disksim_ascii_units_and_flags() {
-        let v = read(DisksimAsciiReader::new(input("0.5 0 100 8 1\n12.25\t3  200 16 0x0\n\n13 1 0 1 a\n"), "t.trace", Flavour::Disksim)).unwrap();
+        let v = read(DisksimAsciiReader::new(input("0.5 0 100 8 1\n12.25\t3  200 16 0x0\n\n13 1 0 1 a\n"), "t.trace", Flavour::Disksim, false)).unwrap();
         assert_eq!(v.len(), 3);
         assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1), (Nanos(500_000), Op::Read, Bytes(51_200), Bytes(4096), Some(0)));
         assert_eq!((v[1].0.time, v[1].0.op, v[1].1), (Nanos(12_250_000), Op::Write, Some(3)));
         assert_eq!((v[2].0.op, v[2].0.line), (Op::Write, 4)); // 0xa: bit 0 clear
-        let e = read(DisksimAsciiReader::new(input("1 0 1 1 zz\n"), "t.trace", Flavour::Disksim)).unwrap_err();
+        let e = read(DisksimAsciiReader::new(input("1 0 1 1 zz\n"), "t.trace", Flavour::Disksim, false)).unwrap_err();
         assert!(e.to_string().contains("t.trace:1") && e.to_string().contains("FLAGS"), "{e}");
     }
 
     #[test]
     fn mqsim_units_and_the_real_sample() {
-        let v = read(DisksimAsciiReader::new(input("11413000 0 657728 16 1\n11565000 1 31244784 64 0\n"), "t.trace", Flavour::Mqsim)).unwrap();
+        let v = read(DisksimAsciiReader::new(input("11413000 0 657728 16 1\n11565000 1 31244784 64 0\n"), "t.trace", Flavour::Mqsim, false)).unwrap();
         assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len), (Nanos(11_413_000), Op::Read, Bytes(657_728 * 512), Bytes(8192)));
         assert_eq!((v[1].0.op, v[1].1), (Op::Write, Some(1)));
-        let e = read(DisksimAsciiReader::new(input("1 0 1 1 2\n"), "t.trace", Flavour::Mqsim)).unwrap_err();
-        assert!(e.to_string().contains("TYPE"), "{e}");
+        let e = read(DisksimAsciiReader::new(input("1 0 1 1 2\n"), "t.trace", Flavour::Mqsim, false)).unwrap_err();
+        assert!(e.to_string().contains("TYPE") && e.to_string().contains("--skip-unknown"), "{e}");
+        // With skip_unknown: skipped and counted, the rest read.
+        let mut r = DisksimAsciiReader::new(input("1 0 1 1 2\n2 0 8 8 1\n3 0 9 1 x\n4 1 0 8 0\n"), "t.trace", Flavour::Mqsim, true);
+        let mut lines = vec![];
+        while let Some((rec, _)) = r.next_raw().unwrap() {
+            lines.push(rec.line);
+        }
+        assert_eq!((lines, r.skipped_unknown()), (vec![2, 4], 2));
+        // DiskSim's FLAGS have no unknown case: the option changes nothing.
+        let mut r = DisksimAsciiReader::new(input("0.5 0 1 1 2\n"), "t.trace", Flavour::Disksim, true);
+        assert_eq!(r.next_raw().unwrap().map(|x| x.0.op), Some(Op::Write));
+        assert_eq!(r.skipped_unknown(), 0);
         // tests/data/wsrch-small.trace.gz: MQSim's own excerpt, 24,783 requests.
         let mut sp = spec(&data("wsrch-small.trace.gz"));
         sp.format = Some(crate::trace::Format::Mqsim);
@@ -183,12 +231,22 @@ mod tests {
 
     #[test]
     fn validate_arrivals_follow_the_measured_run() {
-        let v = read(DisksimValidateReader::new(input("R Hit 265552 2 14901.0 4757.5\nW Miss    311664 30 12628.000000 17035.849408\n"), "v.trace")).unwrap();
+        let v = read(DisksimValidateReader::new(input("R Hit 265552 2 14901.0 4757.5\nW Miss    311664 30 12628.000000 17035.849408\n"), "v.trace", false)).unwrap();
         assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len), (Nanos(0), Op::Read, Bytes(265_552 * 512), Bytes(1024)));
         // Arrives 14.901 ms (response) + 4.7575 ms (think time) after the first.
         assert_eq!((v[1].0.time, v[1].0.op), (Nanos(19_658_500), Op::Write));
-        let e = read(DisksimValidateReader::new(input("X Hit 1 1 1 1\n"), "v.trace")).unwrap_err();
+        let e = read(DisksimValidateReader::new(input("X Hit 1 1 1 1\n"), "v.trace", false)).unwrap_err();
         assert!(e.to_string().contains("v.trace:1") && e.to_string().contains("expected R or W"), "{e}");
+        assert!(e.to_string().contains("--skip-unknown"), "{e}");
+        // With skip_unknown the record is skipped and counted, and the next
+        // arrives when it did in the measured run (after the skipped one's times).
+        let mut r = DisksimValidateReader::new(input("R Hit 1 2 1000 500\nX Miss 5 2 2000 250\nW Hit 9 2 10 0\n"), "v.trace", true);
+        let mut got = vec![];
+        while let Some((rec, _)) = r.next_raw().unwrap() {
+            got.push((rec.line, rec.time));
+        }
+        assert_eq!(got, vec![(1, Nanos(0)), (3, Nanos(3_750_000))]);
+        assert_eq!(r.skipped_unknown(), 1);
         // DiskSim's HP C3323A validation trace reads whole, sniffed from its first line.
         let recs = read_all(&spec(&data("disksim/hp_c3323a.trace"))).unwrap();
         assert_eq!(recs.len(), 9_074);

@@ -8,7 +8,8 @@
 //!   since the start of the run (fio's `log_io_u` writes `utime_since_now`).
 //!
 //! OFFSET and LENGTH are bytes. `sync`, `datasync`, `trim` and `wait`
-//! actions are skipped.
+//! actions are skipped. Any other action is an error, or with
+//! `skip_unknown` a line skipped and counted.
 //!
 //! * Version 2 records no time: every request is at time 0, so queue mode
 //!   issues them as fast as its queue allows and flat-out mode one after
@@ -17,7 +18,7 @@
 //!   appearance) for disk selection.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -37,16 +38,24 @@ pub struct FioIologReader {
     files: Vec<Vec<u8>>,
     /// 2 or 3 once the header is read; 0 before.
     version: u8,
+    skip_unknown: bool,
+    skipped: u64,
 }
 
 impl FioIologReader {
     /// A reader over decompressed iolog text; `file` labels error messages.
-    pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
-        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0 }
+    /// With `skip_unknown`, a line whose action is none of those fio writes
+    /// is skipped and counted instead of being an error.
+    pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
+        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0, skip_unknown, skipped: 0 }
     }
 }
 
 impl RawTraceReader for FioIologReader {
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped
+    }
+
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
@@ -78,9 +87,13 @@ impl RawTraceReader for FioIologReader {
                 b"read" => Op::Read,
                 b"write" => Op::Write,
                 b"add" | b"open" | b"close" | b"sync" | b"datasync" | b"trim" | b"wait" => continue,
+                _ if self.skip_unknown => {
+                    self.skipped += 1;
+                    continue;
+                }
                 other => {
                     return Err(s.err(format!(
-                        "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
+                        "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait {SKIP_HINT}",
                         at + 2,
                         show(other)
                     )))
@@ -116,7 +129,7 @@ mod tests {
     use super::*;
 
     fn read_all(text: &'static str) -> SimResult<Vec<TraceRecord>> {
-        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log");
+        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log", false);
         let mut v = vec![];
         while let Some((rec, _)) = r.next_raw()? {
             v.push(rec);
@@ -142,13 +155,37 @@ mod tests {
         assert!(e.to_string().contains("versions 2 and 3"), "{e}");
         let e = read_all("fio version 2 iolog\n/dev/sda erase 0 1\n").unwrap_err();
         assert!(e.to_string().contains("t.log:2") && e.to_string().contains("erase"), "{e}");
+        assert!(e.to_string().contains("--skip-unknown"), "{e}");
+    }
+
+    #[test]
+    fn skip_unknown_counts_lines_with_other_actions() {
+        // A v3 log with an action fio does not write, and a v2 one.
+        let text = "fio version 3 iolog\n1 f add\n2 f write 0 4096\n3 f erase 0 4096\n4 f trim 0 4096\n5 f read 0 512\n6 f zap\n";
+        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log", true);
+        let mut lines = vec![];
+        while let Some((rec, _)) = r.next_raw().unwrap() {
+            lines.push(rec.line);
+        }
+        assert_eq!(lines, vec![3, 6]);
+        // trim is a known action (skipped, not counted); erase and zap are not.
+        assert_eq!(r.skipped_unknown(), 2);
+        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log", false);
+        let e = loop {
+            match r.next_raw() {
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("no error"),
+                Err(e) => break e,
+            }
+        };
+        assert!(e.to_string().starts_with("t.log:4: ") && e.to_string().contains("--skip-unknown"), "{e}");
     }
 
     #[test]
     fn version_3_carries_microsecond_timestamps_and_runs_of_spaces() {
         let text = "fio version 3 iolog\n2 Nvme1n1 add\n872 Nvme1n1 open\n878  Nvme1n1\twrite 0 16384\n\
                     888 Nvme1n1 read 16384 4096\n891 /dev/sdb write 8192 512\n10001677 Nvme1n1 close\n";
-        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log");
+        let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log", false);
         let mut v = vec![];
         while let Some(x) = r.next_raw().unwrap() {
             v.push(x);

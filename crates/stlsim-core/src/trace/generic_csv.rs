@@ -6,7 +6,7 @@
 //! rounded.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{GenericCsv, Op, TimeUnit, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -194,7 +194,7 @@ impl GenericCsvReader {
                 return Ok(None);
             }
             return Err(s.err(format!(
-                "op (field {}) is '{}', which is neither a read value {:?} nor a write value {:?} (--skip-unknown skips such records)",
+                "op (field {}) is '{}', which is neither a read value {:?} nor a write value {:?} {SKIP_HINT}",
                 c.op_col + 1,
                 show(opv),
                 c.read_values,

@@ -4,12 +4,13 @@
 //! * `Timestamp`: Windows filetime, 100 ns ticks since 1601; kept absolute
 //!   (`ticks * 100` ns) since the engine only uses differences.
 //! * `Hostname`: ignored. `DiskNumber`: the volume, exposed for disk selection.
-//! * `Type`: `Read` or `Write`, any case.
+//! * `Type`: `Read` or `Write`, any case. Anything else is an error, or with
+//!   `skip_unknown` a record skipped and counted.
 //! * `Offset`, `Size`: bytes.
 //! * `ResponseTime`: ignored (must be present).
 
 use crate::error::SimResult;
-use crate::trace::open::text::CsvLines;
+use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -20,13 +21,19 @@ const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTim
 /// Reader of MSR Cambridge CSV traces.
 pub struct MsrReader {
     src: CsvLines,
+    skip_unknown: bool,
+    skipped: u64,
 }
 
 impl MsrReader {
     /// A reader over decompressed MSR CSV; `file` labels error messages.
-    pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
+    /// With `skip_unknown`, a record whose Type is neither Read nor Write is
+    /// skipped and counted instead of being an error.
+    pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
         MsrReader {
             src: CsvLines::new(input, file, b','),
+            skip_unknown,
+            skipped: 0,
         }
     }
 }
@@ -43,35 +50,43 @@ pub(crate) fn parse_rw_word(s: &[u8]) -> Option<Op> {
 }
 
 impl RawTraceReader for MsrReader {
+    fn skipped_unknown(&self) -> u64 {
+        self.skipped
+    }
+
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
-        let s = &mut self.src;
-        if !s.advance()? {
-            return Ok(None);
+        loop {
+            let s = &mut self.src;
+            if !s.advance()? {
+                return Ok(None);
+            }
+            s.expect_fields(7, LAYOUT)?;
+            let Some(op) = parse_rw_word(s.field(3)) else {
+                if self.skip_unknown {
+                    // The whole record is set aside: its other fields are not read.
+                    self.skipped += 1;
+                    continue;
+                }
+                return Err(s.err(format!("Type (field 4) is '{}', expected Read or Write {SKIP_HINT}", show(s.field(3)))));
+            };
+            let ticks = s.u64_field(0, "Timestamp")?;
+            let time = ticks.checked_mul(100).ok_or_else(|| {
+                s.err(format!(
+                    "Timestamp (field 1) is too large: {ticks} ticks of 100 ns overflow"
+                ))
+            })?;
+            let disk = s.u64_field(2, "DiskNumber")?;
+            let offset = s.u64_field(4, "Offset")?;
+            let len = s.u64_field(5, "Size")?;
+            let rec = TraceRecord {
+                time: Nanos(time),
+                op,
+                offset: Bytes(offset),
+                len: Bytes(len),
+                line: s.line(),
+            };
+            return Ok(Some((rec, Some(disk))));
         }
-        s.expect_fields(7, LAYOUT)?;
-        let ticks = s.u64_field(0, "Timestamp")?;
-        let time = ticks.checked_mul(100).ok_or_else(|| {
-            s.err(format!(
-                "Timestamp (field 1) is too large: {ticks} ticks of 100 ns overflow"
-            ))
-        })?;
-        let disk = s.u64_field(2, "DiskNumber")?;
-        let op = parse_rw_word(s.field(3)).ok_or_else(|| {
-            s.err(format!(
-                "Type (field 4) is '{}', expected Read or Write",
-                crate::trace::open::text::show(s.field(3))
-            ))
-        })?;
-        let offset = s.u64_field(4, "Offset")?;
-        let len = s.u64_field(5, "Size")?;
-        let rec = TraceRecord {
-            time: Nanos(time),
-            op,
-            offset: Bytes(offset),
-            len: Bytes(len),
-            line: s.line(),
-        };
-        Ok(Some((rec, Some(disk))))
     }
 }
 
@@ -312,7 +327,7 @@ mod tests {
     #[test]
     fn malformed_lines_name_file_line_field_and_value() {
         let (_, m) = bad_third_line("3,h,0,Wrote,0,512,1");
-        assert!(m.contains("Type") && m.contains("'Wrote'"), "{m}");
+        assert!(m.contains("Type") && m.contains("'Wrote'") && m.contains("--skip-unknown"), "{m}");
         let (_, m) = bad_third_line("3,h,0,Write,0,512");
         assert!(m.contains("expected 7 fields") && m.contains("found 6"), "{m}");
         let (_, m) = bad_third_line("3,h,0,Write,0x10,512,1");
@@ -336,5 +351,25 @@ mod tests {
             msg: m,
         };
         assert!(e.to_string().starts_with("f.csv:3: "));
+    }
+
+    #[test]
+    fn skip_unknown_counts_records_whose_type_is_neither_read_nor_write() {
+        use crate::trace::open_trace;
+        let text = "1,h,0,Write,0,512,1\n2,h,0,Flush,0,0,1\n3,h,0,Read,512,512,1\n4,h,0,,0,512,1\n";
+        let p = write_temp("msr-skip", "skip.csv", text.as_bytes());
+        let mut s = spec(&p);
+        s.format = Some(Format::Msr);
+        // Without the option: the first unknown Type stops the read at its line.
+        let m = format_error_at(&s, 2);
+        assert!(m.contains("'Flush'") && m.contains("--skip-unknown"), "{m}");
+        s.skip_unknown = true;
+        let mut r = open_trace(&s).unwrap();
+        let mut lines = vec![];
+        while let Some(rec) = r.next_record().unwrap() {
+            lines.push(rec.line);
+        }
+        assert_eq!(lines, vec![1, 3]);
+        assert_eq!(r.skipped_unknown(), 2);
     }
 }

@@ -70,9 +70,36 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
     } else if lower.ends_with(".zst") {
         Box::new(ZstdReader::new(BufReader::with_capacity(1 << 16, counted)))
     } else {
-        Box::new(BufReader::with_capacity(1 << 16, counted))
+        let mut plain = BufReader::with_capacity(1 << 16, counted);
+        // Checked by content too: a bzip2 file under another name would
+        // otherwise be read as text and fail at line 1 on binary garbage.
+        let head = plain.fill_buf().map_err(|e| SimError::Io(format!("error reading trace '{path}': {e}")))?;
+        if lower.ends_with(".bz2") || is_bzip2(head) {
+            return Err(bzip2_unsupported(path));
+        }
+        Box::new(plain)
     };
     Ok((decoded, consumed, size))
+}
+
+/// Whether `head` starts a bzip2 stream: `BZh`, the block-size digit, then
+/// the magic of a first block or of an empty stream's end.
+fn is_bzip2(head: &[u8]) -> bool {
+    const BLOCK: [u8; 6] = [0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
+    const END: [u8; 6] = [0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
+    head.len() >= 10
+        && head.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&head[3])
+        && (head[4..10] == BLOCK || head[4..10] == END)
+}
+
+/// The one-line refusal of a bzip2 file (the UMass Trace Repository serves
+/// its SPC traces as `.spc.bz2`): how to turn it into something readable.
+fn bzip2_unsupported(path: &str) -> SimError {
+    SimError::Io(format!(
+        "cannot read trace '{path}': it is bzip2-compressed, which stlsim does not decode; \
+         decompress it (bunzip2 -k FILE) or recompress it as .gz or .zst (bzip2 -dc FILE | gzip > FILE.gz)"
+    ))
 }
 
 /// The records of a trace file after the selection options (device, time
@@ -151,9 +178,9 @@ pub fn format_has_disks(format: Format) -> bool {
 pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec) -> SimResult<Box<dyn RawTraceReader>> {
     let file = spec.path.as_str();
     Ok(match format {
-        Format::Msr => Box::new(MsrReader::new(input, file)),
-        Format::Spc => Box::new(SpcReader::new(input, file)),
-        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file)),
+        Format::Msr => Box::new(MsrReader::new(input, file, spec.skip_unknown)),
+        Format::Spc => Box::new(SpcReader::new(input, file, spec.skip_unknown)),
+        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown)),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
         Format::Csv => Box::new(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?),
@@ -161,9 +188,9 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
             Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), spec.skip_unknown)?)
         }
         Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::parse(spec.event.as_deref().unwrap_or("Q"))?)),
-        Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
-        Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
-        Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file)),
+        Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown)),
+        Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown)),
+        Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file, spec.skip_unknown)),
         Format::Thesios => Box::new(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?),
         Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
@@ -231,9 +258,9 @@ fn build(
     let p = progress;
     let f = from_file;
     match format {
-        Format::Msr => wrap(MsrReader::new(input, file), spec, p, f),
-        Format::Spc => wrap(SpcReader::new(input, file), spec, p, f),
-        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file), spec, p, f),
+        Format::Msr => wrap(MsrReader::new(input, file, spec.skip_unknown), spec, p, f),
+        Format::Spc => wrap(SpcReader::new(input, file, spec.skip_unknown), spec, p, f),
+        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown), spec, p, f),
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
         Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?, spec, p, f),
@@ -245,9 +272,9 @@ fn build(
             let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
             wrap(BlkparseReader::new(input, file, event), spec, p, f)
         }
-        Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim), spec, p, f),
-        Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
-        Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file), spec, p, f),
+        Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown), spec, p, f),
+        Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown), spec, p, f),
+        Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file, spec.skip_unknown), spec, p, f),
         Format::Thesios => wrap(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?, spec, p, f),
         Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
     }
@@ -315,7 +342,11 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         Some(Format::Alibaba)
     } else if words.len() == 9 && fields.len() == 1 && number(words[0]) && (words[5] == "R" || words[5] == "W") {
         Some(Format::Fiu)
-    } else if fields.len() == 5 && (fields[3].eq_ignore_ascii_case("r") || fields[3].eq_ignore_ascii_case("w")) {
+    } else if fields.len() >= 5
+        && (fields[3].eq_ignore_ascii_case("r") || fields[3].eq_ignore_ascii_case("w"))
+        // Beyond five fields (SPC's optional ones), the numbers must be right too.
+        && (fields.len() == 5 || ([0, 1, 2].iter().all(|&i| number(fields[i]) && !fields[i].contains('.')) && number(fields[4])))
+    {
         Some(Format::Spc)
     } else {
         None
@@ -651,6 +682,9 @@ pub(crate) mod text {
     /// The most fields a line may have (a generic CSV names columns up to
     /// [`crate::trace::generic_csv::MAX_CSV_COLUMN`]).
     pub const MAX_FIELDS: usize = 1 << 16;
+
+    /// The end of every unknown-operation error: the way out of it.
+    pub(crate) const SKIP_HINT: &str = "(--skip-unknown skips such records)";
 
     /// "line longer than ..." for a line over [`MAX_LINE_BYTES`].
     pub(crate) fn too_long_msg() -> String {
