@@ -30,7 +30,7 @@
 //! * One file holds one disk: there is no device column.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, trim, CsvLines};
+use crate::trace::open::text::{show, trim, CsvLines, SKIP_HINT};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -128,7 +128,7 @@ impl RawTraceReader for ThesiosReader {
                 continue;
             } else {
                 return Err(s.err(format!(
-                    "op_type (field {}) is '{}', expected READ or WRITE (--skip-unknown skips and counts such records)",
+                    "op_type (field {}) is '{}', expected READ or WRITE {SKIP_HINT}",
                     c[1] + 1,
                     show(opf)
                 )));
