@@ -191,7 +191,11 @@ mod tests {
         f1,bigtable,65536,1705300000,WARM,REPLICATED,READ,OTHER,0,0,4096,4096,0,1705312802.25,0.003,1705312802.26,0.004\n";
 
     fn read(text: &str, spec: TraceSpec) -> SimResult<Vec<TraceRecord>> {
-        let p = write_temp("thesios", "data-00000-of-00001", text.as_bytes());
+        // A folder per content: the tests run in parallel and share names.
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let p = write_temp(&format!("thesios-{:x}", h.finish()), "data-00000-of-00001", text.as_bytes());
         read_all(&TraceSpec { path: p, format: Some(Format::Thesios), ..spec })
     }
 
