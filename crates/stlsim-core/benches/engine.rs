@@ -358,9 +358,11 @@ fn bench_readers(c: &mut Criterion) {
         }
         Box::leak(w.finish().unwrap().1.into_boxed_slice())
     };
-    let inputs: [(&str, &'static [u8], Format); 5] = [
+    let inputs: [(&str, &'static [u8], Format); 7] = [
         ("vscsi-parse", data("cloudPhysicsIO.vscsi"), Format::Vscsi),
         ("msr-parse", msr, Format::Msr),
+        ("cloudphysics-csv-parse", data("cloudPhysicsIO.csv"), Format::CloudphysicsCsv),
+        ("fio-parse", gunzip(data("iolog_8G.log.gz")), Format::FioIolog),
         ("stlt-parse", binary, Format::Binary),
         ("blkparse-parse", gunzip(data("blktrace.txt.gz")), Format::Blkparse),
         ("mqsim-parse", gunzip(data("wsrch-small.trace.gz")), Format::Mqsim),
