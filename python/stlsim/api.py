@@ -107,6 +107,7 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
         "repeat": s.get("repeat", 1),
         "event": s["event"],
         "skip_unknown": s["skip_unknown"],
+        "pair": s["pair_completions"],
     }
     if synth is not None:
         spec["synth"] = synth
@@ -245,6 +246,7 @@ def run(
     plot_format: str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    pair_completions: bool = False,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -272,6 +274,10 @@ def run(
             (queued, default), D (issued) or C (completed).
         skip_unknown: skip records whose operation is neither a read nor a
             write (counted in the report's warnings) instead of failing.
+        pair_completions: blkparse only: pair each request (the ``event``,
+            Q or D) with its completion, giving it the trace's measured
+            response time (see :func:`trace_info`; the replay does not use
+            it yet).
         csv: the generic CSV layout (``format="csv"``): a dict of the
             ``[trace.csv]`` keys, or its one-line form
             ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
@@ -436,6 +442,7 @@ def analyze(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    pair_completions: bool = False,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -474,7 +481,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -515,6 +522,7 @@ def convert(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    pair_completions: bool = False,
     force: bool = False,
 ) -> dict[str, Any]:
     """Convert a trace into stlsim's binary form (``.stlt``), which every
@@ -534,7 +542,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, "pair_completions": pair_completions}
     given["trace"] = trace
     if csv is not None:
         given["csv"] = csv
@@ -561,7 +569,7 @@ def convert(
         "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
         "selection": {
-            k: spec[k] for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown") if spec.get(k) not in (None, 0, False)
+            k: spec[k] for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "pair") if spec.get(k) not in (None, 0, False)
         },
     }
     if "csv" in spec:
@@ -581,14 +589,23 @@ def trace_info(
     csv: Mapping[str, Any] | str | None = None,
     event: str | None = None,
     skip_unknown: bool = False,
+    pair_completions: bool = False,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
     ``sizes`` (requests by size, powers of two), the address span
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
-    ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown}
+    ``writes_beyond`` its capacity. A binary trace adds its ``header``.
+
+    A trace that measured each request's response time (DiskSim validate,
+    MSR, blkparse with ``pair_completions``, a ``.stlt`` converted from one)
+    adds ``measured``: ``count`` (requests with one), ``mean_ms``,
+    ``p50_ms``, ``p90_ms``, ``p99_ms``, ``p999_ms``, ``max_ms``; else it is
+    None. ``measured_missing`` counts the requests without one (blkparse:
+    merged or never completed), ``unpaired_completions`` the blkparse
+    completions that matched no request."""
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:

@@ -127,6 +127,14 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
     )
     t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
     t.add_argument(
+        "--pair-completions",
+        "--pair",
+        dest="pair_completions",
+        action="store_const",
+        const=True,
+        help="blkparse: pair each request with its completion (C) for the trace's measured response time",
+    )
+    t.add_argument(
         "--csv",
         metavar="LAYOUT",
         help="column layout of a --format csv trace, e.g. 'time=1,op=4,offset=5,size=6,header,delim=,' (see docs/traces.md)",
@@ -978,7 +986,7 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
-        k: getattr(ns, k) for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
+        k: getattr(ns, k) for k in ("trace", "format", "event", "pair_completions", "csv", "skip_unknown", "disk", "limit", "drive", "tracks") if getattr(ns, k) is not None
     }
     if ns.start is not None:
         kwargs["start"] = ns.start
@@ -1195,7 +1203,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
 
 
 def _trace_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
-    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown")
+    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown", "pair_completions")
     return {k: getattr(ns, k) for k in keys if getattr(ns, k, None) is not None}
 
 
@@ -1248,6 +1256,14 @@ def _cmd_trace_info(ns: argparse.Namespace) -> int:
         devs = ", ".join(f"{d}: {c:,}" for d, c in list(info["devices"].items())[:12])
         more = " ..." if len(info["devices"]) > 12 or info["devices_truncated"] else ""
         lines.append((f"devices ({len(info['devices'])}{'+' if info['devices_truncated'] else ''})", devs + more))
+    m = info.get("measured")
+    if m:
+        missing = f"; {info['measured_missing']:,} without" if info["measured_missing"] else ""
+        lines.append(("measured response", f"{m['count']:,} requests{missing}: mean {m['mean_ms']:.3f} ms, p50 {m['p50_ms']:.3f} ms, p99 {m['p99_ms']:.3f} ms, max {m['max_ms']:.3f} ms"))
+    elif info.get("unpaired_completions") or (ns.pair_completions and n):
+        lines.append(("measured response", "none (no request was paired with a completion)"))
+    if info.get("unpaired_completions"):
+        lines.append(("unpaired completions", f"{info['unpaired_completions']:,} (their request is not in the trace, or was merged)"))
     sizes = ", ".join(f"<= {_size_text(b)}: {c:,}" for b, c in info["sizes"][:10])
     lines.append(("request sizes", sizes + (" ..." if len(info["sizes"]) > 10 else "")))
     if info.get("header"):

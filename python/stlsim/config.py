@@ -81,6 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "csv": None,
     "event": None,
     "skip_unknown": False,
+    "pair_completions": False,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -115,6 +116,7 @@ _TOML_NAME = {
     "csv": "trace.csv",
     "event": "trace.event",
     "skip_unknown": "trace.skip_unknown",
+    "pair_completions": "trace.pair_completions",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -144,6 +146,7 @@ _SECTION_KEYS = {
         "csv": "csv",
         "event": "event",
         "skip_unknown": "skip_unknown",
+        "pair_completions": "pair_completions",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -554,7 +557,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         if v is None:
             if key in (
                 "drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify",
-                "fold_to_prefill", "waf_every", "repeat", "skip_unknown",
+                "fold_to_prefill", "waf_every", "repeat", "skip_unknown", "pair_completions",
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
@@ -572,7 +575,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
                 raise _bad(where, name, "a positive number", v)
             out[key] = float(v)
-        elif key in ("fold", "verify", "write_cache", "fold_to_prefill", "skip_unknown"):
+        elif key in ("fold", "verify", "write_cache", "fold_to_prefill", "skip_unknown", "pair_completions"):
             if not isinstance(v, bool):
                 raise _bad(where, name, "true or false", v)
         elif key in ("crash_after", "crash_at_ops"):
@@ -682,7 +685,7 @@ def load_run_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[
     The layout (see ``stlsim init-config``)::
 
         label = "..."            verify = false       crash_after = [..]  crash_at_ops = [..]
-        [trace]   path, format, disk, start, limit, event, [trace.csv]
+        [trace]   path, format, disk, start, limit, event, pair_completions, [trace.csv]
         [drive]   preset = "imr-paper" plus any drive key to override
         [layer]   name, [layer.params]
         [replay]  mode, queue_depth, scale, write_cache, fold, series_every
@@ -817,6 +820,7 @@ def init_config_text() -> str:
         _line("disk", 0, 'keep only this device: MSR disk number, SPC ASU, fio file, device; "all": merge them (absent: the only one)', commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
+        _line("pair_completions", False, "blkparse only: pair each request with its completion (C) for its measured response time"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         _line("repeat", 1, "replay the selection this many times back to back (shifted in time)"),
         "",

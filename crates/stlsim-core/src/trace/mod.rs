@@ -336,6 +336,12 @@ pub struct TraceSpec {
     /// blkparse only: the event that stands for a host request, `Q`
     /// (queued, the default), `D` (issued) or `C` (completed).
     pub event: Option<String>,
+    /// blkparse only: pair each request event (`Q` or `D`, as `event`
+    /// chooses) with its completion (`C`) so that the request carries its
+    /// measured response time ([`TraceReader::measured`]); records still come
+    /// in request order. See [`blkparse`] for how requests are matched and
+    /// how long one is waited for.
+    pub pair: bool,
     /// Generate a synthetic trace instead of reading a file (`path` is then
     /// only its name in reports and messages; `start`, `limit` and `repeat`
     /// apply as to a file, `disk` and `format` must be unset).
@@ -355,6 +361,7 @@ impl Default for TraceSpec {
             skip_unknown: false,
             all_devices: false,
             event: None,
+            pair: false,
             synth: None,
         }
     }
@@ -375,6 +382,14 @@ pub trait TraceReader: Send {
     /// nor a write (with [`TraceSpec::skip_unknown`]).
     fn skipped_unknown(&self) -> u64 {
         0
+    }
+    /// The response time the trace measured for the record the last
+    /// `next_record` returned, if the trace has one for it (DiskSim
+    /// `validate`, MSR, blkparse with [`TraceSpec::pair`], a `.stlt`
+    /// converted from one of them). A method rather than a record field so
+    /// that records stay small and formats without the column cost nothing.
+    fn measured(&self) -> Option<Nanos> {
+        None
     }
 }
 

@@ -6,7 +6,10 @@
 //! * `Hostname`: ignored. `DiskNumber`: the volume, exposed for disk selection.
 //! * `Type`: `Read` or `Write`, any case.
 //! * `Offset`, `Size`: bytes.
-//! * `ResponseTime`: ignored (must be present).
+//! * `ResponseTime`: the measured response time in 100 ns ticks
+//!   ([`RawTraceReader::measured`]). `0` (or an empty field) means unknown:
+//!   no real request completes in under 100 ns, and stlsim's own MSR writer
+//!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
 use crate::trace::open::text::CsvLines;
@@ -20,6 +23,8 @@ const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTim
 /// Reader of MSR Cambridge CSV traces.
 pub struct MsrReader {
     src: CsvLines,
+    /// ResponseTime of the record last returned.
+    measured: Option<Nanos>,
 }
 
 impl MsrReader {
@@ -27,6 +32,7 @@ impl MsrReader {
     pub fn new(input: Box<dyn Read + Send>, file: &str) -> Self {
         MsrReader {
             src: CsvLines::new(input, file, b','),
+            measured: None,
         }
     }
 }
@@ -64,6 +70,8 @@ impl RawTraceReader for MsrReader {
         })?;
         let offset = s.u64_field(4, "Offset")?;
         let len = s.u64_field(5, "Size")?;
+        let response = if s.field(6).is_empty() { 0 } else { s.u64_field(6, "ResponseTime")? };
+        self.measured = response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
         let rec = TraceRecord {
             time: Nanos(time),
             op,
@@ -72,6 +80,10 @@ impl RawTraceReader for MsrReader {
             line: s.line(),
         };
         Ok(Some((rec, Some(disk))))
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.measured
     }
 }
 
@@ -336,5 +348,27 @@ mod tests {
             msg: m,
         };
         assert!(e.to_string().starts_with("f.csv:3: "));
+    }
+
+    #[test]
+    fn response_time_is_the_measured_response_and_zero_is_unknown() {
+        // rsrch_1.csv: 128166481075232275,rsrch,1,Write,281358336,45056,94872 (ticks of 100 ns)
+        let mut s = spec(&data("rsrch_1.csv"));
+        s.limit = Some(2);
+        let (_, mut sel) = crate::trace::open::open_selection(&s).unwrap();
+        sel.next_record().unwrap();
+        assert_eq!(sel.measured(), Some(Nanos(9_487_200)));
+        sel.next_record().unwrap();
+        assert_eq!(sel.measured(), Some(Nanos(9_443_000)));
+        let text = "1,h,0,Write,0,512,0\n2,h,0,Read,0,512,\n3,h,0,Read,0,512,7\n";
+        let p = write_temp("msr-measured", "m.csv", text.as_bytes());
+        let (_, mut sel) = crate::trace::open::open_selection(&spec(&p)).unwrap();
+        let mut got = vec![];
+        while sel.next_record().unwrap().is_some() {
+            got.push(sel.measured());
+        }
+        assert_eq!(got, vec![None, None, Some(Nanos(700))]);
+        let (_, m) = bad_third_line("3,h,0,Write,0,512,1.5");
+        assert!(m.contains("ResponseTime") && m.contains("'1.5'"), "{m}");
     }
 }

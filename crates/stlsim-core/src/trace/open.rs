@@ -7,6 +7,7 @@
 //! options and reports progress as the fraction of the (compressed) file read.
 
 use crate::error::{SimError, SimResult};
+use crate::units::Nanos;
 use crate::trace::{
     binary::BinaryReader,
     blkparse::{BlkparseReader, Event},
@@ -26,6 +27,18 @@ pub trait RawTraceReader: Send {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>>;
     /// Records skipped so far for an operation neither read nor write.
     fn skipped_unknown(&self) -> u64 {
+        0
+    }
+    /// The response time the trace measured for the record the last
+    /// `next_raw` returned (`None`: the format has no such column, or this
+    /// record has no value). See [`TraceReader::measured`].
+    fn measured(&self) -> Option<Nanos> {
+        None
+    }
+    /// blkparse with [`TraceSpec::pair`]: completions read so far that
+    /// matched no outstanding request (their request came before the capture
+    /// started, or was merged into another one).
+    fn unpaired_completions(&self) -> u64 {
         0
     }
 }
@@ -80,28 +93,64 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
 pub fn open_selected(
     spec: &TraceSpec,
 ) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
-    let (format, mut raw) = open_raw(spec)?;
-    let (want, file) = (spec.disk, spec.path.clone());
-    let (mut skip, mut left) = (spec.start, spec.limit.unwrap_or(u64::MAX));
-    Ok((
-        format,
-        Box::new(move || {
-            while left > 0 {
-                let Some((rec, disk)) = raw.next_raw()? else { return Ok(None) };
-                crate::trace::request_end(&rec, &file)?;
-                if want.is_some() && disk != want {
-                    continue;
-                }
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
-                }
-                left -= 1;
-                return Ok(Some((rec, disk)));
+    let (format, mut sel) = open_selection(spec)?;
+    Ok((format, Box::new(move || sel.next_record())))
+}
+
+/// [`open_selected`] as a value that also answers for the format reader
+/// ([`Selection::measured`]): for tools that keep or sum up more than the
+/// records (`stlsim convert`, `stlsim trace-info`).
+pub fn open_selection(spec: &TraceSpec) -> SimResult<(Format, Selection)> {
+    let (format, raw) = open_raw(spec)?;
+    let sel = Selection {
+        raw,
+        want: spec.disk,
+        file: spec.path.clone(),
+        skip: spec.start,
+        left: spec.limit.unwrap_or(u64::MAX),
+    };
+    Ok((format, sel))
+}
+
+/// The records of a trace file after `disk`, `start` and `limit`, with
+/// each record's disk ([`open_selection`]).
+pub struct Selection {
+    raw: Box<dyn RawTraceReader>,
+    want: Option<u64>,
+    file: String,
+    skip: u64,
+    left: u64,
+}
+
+impl Selection {
+    /// The next selected record and its disk; `None` at the end.
+    pub fn next_record(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        while self.left > 0 {
+            let Some((rec, disk)) = self.raw.next_raw()? else { return Ok(None) };
+            crate::trace::request_end(&rec, &self.file)?;
+            if self.want.is_some() && disk != self.want {
+                continue;
             }
-            Ok(None)
-        }),
-    ))
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            self.left -= 1;
+            return Ok(Some((rec, disk)));
+        }
+        Ok(None)
+    }
+
+    /// The measured response time of the record `next_record` last returned.
+    pub fn measured(&self) -> Option<Nanos> {
+        self.raw.measured()
+    }
+
+    /// Completions that matched no request (blkparse with pairing; the
+    /// whole file so far, before the selection).
+    pub fn unpaired_completions(&self) -> u64 {
+        self.raw.unpaired_completions()
+    }
 }
 
 /// The format reader of a trace file (decompressed, its format named or
@@ -160,12 +209,19 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
         Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
             Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), spec.skip_unknown)?)
         }
-        Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::parse(spec.event.as_deref().unwrap_or("Q"))?)),
+        Format::Blkparse => Box::new(blkparse_reader(input, spec)?),
         Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim)),
         Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim)),
         Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file)),
         Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
+}
+
+/// The blkparse reader `spec` asks for: its `event` (default `Q`), paired
+/// with completions when `spec.pair`.
+fn blkparse_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<BlkparseReader> {
+    let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
+    BlkparseReader::new(input, &spec.path, event).with_pairing(spec.pair)
 }
 
 /// The format (named, else guessed from the name, else sniffed) and the
@@ -179,6 +235,13 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     if spec.event.is_some() && format != Format::Blkparse {
         return Err(SimError::Config(format!(
             "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    if spec.pair && format != Format::Blkparse {
+        return Err(SimError::Config(format!(
+            "trace option 'pair' (--pair-completions) pairs blkparse requests with their completions, but trace '{}' is in format {}",
             spec.path,
             format_name(format)
         )));
@@ -239,8 +302,7 @@ fn build(
             wrap(GenericCsvReader::new(input, file, &layout, spec.skip_unknown)?, spec, p, f)
         }
         Format::Blkparse => {
-            let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
-            wrap(BlkparseReader::new(input, file, event), spec, p, f)
+            wrap(blkparse_reader(input, spec)?, spec, p, f)
         }
         Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim), spec, p, f),
         Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim), spec, p, f),
@@ -471,6 +533,10 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
     fn skipped_unknown(&self) -> u64 {
         self.inner.skipped_unknown()
     }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.inner.measured()
+    }
 }
 
 /// Replays the selection of a trace `repeat` times: each pass is read from
@@ -538,6 +604,10 @@ impl TraceReader for RepeatReader {
 
     fn skipped_unknown(&self) -> u64 {
         self.skipped_before + self.inner.skipped_unknown()
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.inner.measured()
     }
 }
 
