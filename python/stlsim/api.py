@@ -111,6 +111,7 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
         "time_from_s": s["time_from_s"],
         "time_to_s": s["time_to_s"],
         "file_extent_mib": s["file_extent_mib"],
+        "pair": s["pair_completions"],
     }
     if synth is not None:
         spec["synth"] = synth
@@ -259,6 +260,7 @@ def run(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    pair_completions: bool = False,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -293,6 +295,10 @@ def run(
             before ``only``, ``start`` and ``limit`` (docs/traces.md).
         file_extent_mib: Thesios traces only: MiB of addresses each traced
             file is given (default 64; docs/traces.md).
+        pair_completions: blkparse only: pair each request (the ``event``,
+            Q or D) with its completion, giving it the trace's measured
+            response time (see :func:`trace_info`; the replay does not use
+            it yet).
         csv: the generic CSV layout (``format="csv"``): a dict of the
             ``[trace.csv]`` keys, or its one-line form
             ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
@@ -461,6 +467,7 @@ def analyze(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    pair_completions: bool = False,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -499,7 +506,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -544,6 +551,7 @@ def convert(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    pair_completions: bool = False,
     force: bool = False,
 ) -> dict[str, Any]:
     """Convert a trace into stlsim's binary form (``.stlt``), which every
@@ -563,7 +571,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
     given["trace"] = trace
     if csv is not None:
         given["csv"] = csv
@@ -591,7 +599,7 @@ def convert(
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
         "selection": {
             k: spec[k]
-            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s", "file_extent_mib")
+            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s", "file_extent_mib", "pair")
             if spec.get(k) not in (None, 0, False)
         },
     }
@@ -616,6 +624,7 @@ def trace_info(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    pair_completions: bool = False,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
@@ -623,7 +632,7 @@ def trace_info(
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
     ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib)}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:

@@ -148,6 +148,14 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
         help="thesios: MiB of addresses each traced file is given (default 64)",
     )
     t.add_argument(
+        "--pair-completions",
+        "--pair",
+        dest="pair_completions",
+        action="store_const",
+        const=True,
+        help="blkparse: pair each request with its completion (C) for the trace's measured response time",
+    )
+    t.add_argument(
         "--csv",
         metavar="LAYOUT",
         help="column layout of a --format csv trace, e.g. 'time=1,op=4,offset=5,size=6,header,delim=,' (see docs/traces.md)",
@@ -1015,7 +1023,7 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
 
     kwargs: dict[str, Any] = {
         k: getattr(ns, k)
-        for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks", *SELECTION_KEYS)
+        for k in ("trace", "format", "event", "csv", "skip_unknown", "disk", "limit", "drive", "tracks", "pair_completions", *SELECTION_KEYS)
         if getattr(ns, k) is not None
     }
     if ns.start is not None:
@@ -1233,7 +1241,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
 
 
 def _trace_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
-    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown", *SELECTION_KEYS)
+    keys = ("format", "disk", "start", "limit", "csv", "event", "skip_unknown", "pair_completions", *SELECTION_KEYS)
     return {k: getattr(ns, k) for k in keys if getattr(ns, k, None) is not None}
 
 
@@ -1286,6 +1294,14 @@ def _cmd_trace_info(ns: argparse.Namespace) -> int:
         devs = ", ".join(f"{d}: {c:,}" for d, c in list(info["devices"].items())[:12])
         more = " ..." if len(info["devices"]) > 12 or info["devices_truncated"] else ""
         lines.append((f"devices ({len(info['devices'])}{'+' if info['devices_truncated'] else ''})", devs + more))
+    m = info.get("measured")
+    if m:
+        missing = f"; {info['measured_missing']:,} without" if info["measured_missing"] else ""
+        lines.append(("measured response", f"{m['count']:,} requests{missing}: mean {m['mean_ms']:.3f} ms, p50 {m['p50_ms']:.3f} ms, p99 {m['p99_ms']:.3f} ms, max {m['max_ms']:.3f} ms"))
+    elif info.get("unpaired_completions") or (ns.pair_completions and n):
+        lines.append(("measured response", "none (no request was paired with a completion)"))
+    if info.get("unpaired_completions"):
+        lines.append(("unpaired completions", f"{info['unpaired_completions']:,} (their request is not in the trace, or was merged)"))
     sizes = ", ".join(f"<= {_size_text(b)}: {c:,}" for b, c in info["sizes"][:10])
     lines.append(("request sizes", sizes + (" ..." if len(info["sizes"]) > 10 else "")))
     if info.get("header"):

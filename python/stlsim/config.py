@@ -86,6 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "time_from_s": None,
     "time_to_s": None,
     "file_extent_mib": None,
+    "pair_completions": False,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
     "params": None,
@@ -124,6 +125,7 @@ _TOML_NAME = {
     "time_from_s": "trace.time_from_s",
     "time_to_s": "trace.time_to_s",
     "file_extent_mib": "trace.file_extent_mib",
+    "pair_completions": "trace.pair_completions",
     "drive": "drive",
     "layer": "layer.name",
     "params": "layer.params",
@@ -157,6 +159,7 @@ _SECTION_KEYS = {
         "time_from_s": "time_from_s",
         "time_to_s": "time_to_s",
         "file_extent_mib": "file_extent_mib",
+        "pair_completions": "pair_completions",
     },
     "layer": {"name": "layer", "params": "params"},
     "replay": {
@@ -567,7 +570,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         if v is None:
             if key in (
                 "drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify",
-                "fold_to_prefill", "waf_every", "repeat", "skip_unknown",
+                "fold_to_prefill", "waf_every", "repeat", "skip_unknown", "pair_completions",
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
@@ -585,7 +588,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
                 raise _bad(where, name, "a positive number", v)
             out[key] = float(v)
-        elif key in ("fold", "verify", "write_cache", "fold_to_prefill", "skip_unknown"):
+        elif key in ("fold", "verify", "write_cache", "fold_to_prefill", "skip_unknown", "pair_completions"):
             if not isinstance(v, bool):
                 raise _bad(where, name, "true or false", v)
         elif key in ("crash_after", "crash_at_ops"):
@@ -707,7 +710,7 @@ def load_run_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[
     The layout (see ``stlsim init-config``)::
 
         label = "..."            verify = false       crash_after = [..]  crash_at_ops = [..]
-        [trace]   path, format, disk, start, limit, event, [trace.csv]
+        [trace]   path, format, disk, start, limit, event, pair_completions, [trace.csv]
         [drive]   preset = "imr-paper" plus any drive key to override
         [layer]   name, [layer.params]
         [replay]  mode, queue_depth, scale, write_cache, fold, series_every
@@ -843,6 +846,7 @@ def init_config_text() -> str:
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("file_extent_mib", 64, "thesios only: MiB of addresses each traced file is given (absent: 64)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
+        _line("pair_completions", False, "blkparse only: pair each request with its completion (C) for its measured response time"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),
         _line("only", "write", "keep only reads or only writes (absent: both)", commented=True),
         _line("time_from_s", 0.0, "leave out what comes before this many seconds after the first request (absent: nothing)", commented=True),

@@ -6,17 +6,28 @@
 //! ```text
 //! "STLSIMT1"                      8 bytes of magic
 //! u32 H, then H bytes of JSON     the header: the source's provenance
-//! blocks:                         u32 n (1 ..= 65,536 records), then the
-//!                                 columns of n records, each contiguous:
-//!   time    n x u64               nanoseconds, as the source gave them
-//!   offset  n x u64               bytes
-//!   len     n x u64               bytes
-//!   line    n x u64               the record's line (or record) in the source
-//!   device  n x u64               its disk / device, u64::MAX for none
-//!   op      n x u8                0 read, 1 write
+//! blocks:                         u32 n | M (n: 1 ..= 65,536 records; M:
+//!                                 bit 31, set when the block has the measured
+//!                                 column), then the columns of n records,
+//!                                 each contiguous:
+//!   time     n x u64              nanoseconds, as the source gave them
+//!   offset   n x u64              bytes
+//!   len      n x u64              bytes
+//!   line     n x u64              the record's line (or record) in the source
+//!   device   n x u64              its disk / device, u64::MAX for none
+//!   op       n x u8               0 read, 1 write
+//!   measured n x u64              only with M: the response time the source
+//!                                 measured, ns, u64::MAX for none
 //! u32 0                           end of the blocks
 //! u64 N                           the number of records, as a check
 //! ```
+//!
+//! The measured column ([`RawTraceReader::measured`]) came after the first
+//! files were written: a block carries it only when one of its records has a
+//! value, so a trace without measured responses is written exactly as before
+//! and every older file reads unchanged. (Readers older than the column
+//! refuse a block that has it as corrupt rather than misread it: the count
+//! with bit 31 set is over their block limit.)
 //!
 //! Columns, not rows, so that a block decodes with straight loads. Records
 //! keep their source line numbers: an error about a converted request (one
@@ -36,8 +47,14 @@ pub const MAGIC: &[u8; 8] = b"STLSIMT1";
 /// Records per block (the last block may be shorter).
 pub const BLOCK: usize = 1 << 16;
 
-/// Bytes per record in a block.
+/// Bytes per record in a block (without the measured column).
 const RECORD_BYTES: usize = 5 * 8 + 1;
+
+/// The bit of a block's record count that says it has the measured column.
+const MEASURED_FLAG: u32 = 1 << 31;
+
+/// The measured column's value for a record without one.
+const NO_MEASURE: u64 = u64::MAX;
 
 /// The largest header a reader accepts.
 const MAX_HEADER: u32 = 1 << 24;
@@ -51,6 +68,9 @@ pub struct BinaryWriter<W: Write> {
     line: Vec<u64>,
     device: Vec<u64>,
     op: Vec<u8>,
+    measured: Vec<u64>,
+    /// Whether a record of the current block has a measured response.
+    any_measured: bool,
     written: u64,
     bytes: Vec<u8>,
 }
@@ -73,6 +93,8 @@ impl<W: Write> BinaryWriter<W> {
             line: Vec::with_capacity(BLOCK),
             device: Vec::with_capacity(BLOCK),
             op: Vec::with_capacity(BLOCK),
+            measured: Vec::with_capacity(BLOCK),
+            any_measured: false,
             written: 0,
             bytes: Vec::with_capacity(BLOCK * RECORD_BYTES),
         })
@@ -80,6 +102,15 @@ impl<W: Write> BinaryWriter<W> {
 
     /// Append one record and its device.
     pub fn push(&mut self, rec: &TraceRecord, device: Option<u64>) -> std::io::Result<()> {
+        self.push_measured(rec, device, None)
+    }
+
+    /// Append one record, its device and its measured response time. A
+    /// measured response of `u64::MAX` ns (585 years) is stored as none.
+    pub fn push_measured(&mut self, rec: &TraceRecord, device: Option<u64>, measured: Option<Nanos>) -> std::io::Result<()> {
+        let m = measured.map_or(NO_MEASURE, |m| m.0);
+        self.any_measured |= m != NO_MEASURE;
+        self.measured.push(m);
         self.time.push(rec.time.0);
         self.offset.push(rec.offset.0);
         self.len.push(rec.len.0);
@@ -99,19 +130,26 @@ impl<W: Write> BinaryWriter<W> {
         }
         let b = &mut self.bytes;
         b.clear();
-        b.extend_from_slice(&(n as u32).to_le_bytes());
+        let flag = if self.any_measured { MEASURED_FLAG } else { 0 };
+        b.extend_from_slice(&(n as u32 | flag).to_le_bytes());
         for col in [&self.time, &self.offset, &self.len, &self.line, &self.device] {
             for v in col.iter() {
                 b.extend_from_slice(&v.to_le_bytes());
             }
         }
         b.extend_from_slice(&self.op);
+        if self.any_measured {
+            for v in &self.measured {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
         self.out.write_all(b)?;
         self.written += n as u64;
-        for col in [&mut self.time, &mut self.offset, &mut self.len, &mut self.line, &mut self.device] {
+        for col in [&mut self.time, &mut self.offset, &mut self.len, &mut self.line, &mut self.device, &mut self.measured] {
             col.clear();
         }
         self.op.clear();
+        self.any_measured = false;
         Ok(())
     }
 
@@ -134,6 +172,8 @@ pub struct BinaryReader {
     block: Vec<u8>,
     n: usize,
     next: usize,
+    /// The current block has the measured column.
+    has_measured: bool,
     blocks: u64,
     records: u64,
     done: bool,
@@ -166,7 +206,7 @@ impl BinaryReader {
         let mut h = vec![0u8; n as usize];
         read_exact_or(&mut *input, &mut h, file, "in its header")?;
         let header = String::from_utf8(h).map_err(|_| SimError::Io(format!("binary trace '{file}' is corrupt: its header is not UTF-8")))?;
-        Ok(BinaryReader { input, file: file.to_string(), header, block: Vec::new(), n: 0, next: 0, blocks: 0, records: 0, done: false })
+        Ok(BinaryReader { input, file: file.to_string(), header, block: Vec::new(), n: 0, next: 0, has_measured: false, blocks: 0, records: 0, done: false })
     }
 
     /// The header's JSON text (the source's provenance).
@@ -182,9 +222,11 @@ impl BinaryReader {
     fn load(&mut self) -> SimResult<bool> {
         let mut n = [0u8; 4];
         read_exact_or(&mut *self.input, &mut n, &self.file, "no end marker")?;
-        let n = u32::from_le_bytes(n) as usize;
+        let n = u32::from_le_bytes(n);
+        let has_measured = n & MEASURED_FLAG != 0;
+        let n = (n & !MEASURED_FLAG) as usize;
         self.blocks += 1;
-        if n == 0 {
+        if n == 0 && !has_measured {
             let mut total = [0u8; 8];
             read_exact_or(&mut *self.input, &mut total, &self.file, "no record count after the end marker")?;
             let total = u64::from_le_bytes(total);
@@ -193,17 +235,18 @@ impl BinaryReader {
             }
             return Ok(false);
         }
-        if n > BLOCK {
-            return Err(self.corrupt(format!("a block of {n} records, more than {BLOCK}")));
+        if n > BLOCK || n == 0 {
+            return Err(self.corrupt(format!("a block of {n} records, not 1 to {BLOCK}")));
         }
-        self.block.resize(n * RECORD_BYTES, 0);
+        self.block.resize(n * (RECORD_BYTES + if has_measured { 8 } else { 0 }), 0);
         let what = format!("inside block {}", self.blocks);
         read_exact_or(&mut *self.input, &mut self.block, &self.file, &what)?;
-        if let Some(bad) = self.block[5 * 8 * n..].iter().find(|&&o| o > 1) {
+        if let Some(bad) = self.block[5 * 8 * n..RECORD_BYTES * n].iter().find(|&&o| o > 1) {
             return Err(self.corrupt(format!("operation code {bad}")));
         }
         self.n = n;
         self.next = 0;
+        self.has_measured = has_measured;
         Ok(true)
     }
 
@@ -236,6 +279,17 @@ impl RawTraceReader for BinaryReader {
             line: self.word(3, i),
         };
         Ok(Some((rec, (device != u64::MAX).then_some(device))))
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        // Read on demand from the block (still the last record's): a replay
+        // that never asks pays nothing per record.
+        if !self.has_measured || self.next == 0 {
+            return None;
+        }
+        let at = RECORD_BYTES * self.n + 8 * (self.next - 1);
+        let m = self.block.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(NO_MEASURE, u64::from_le_bytes);
+        (m != NO_MEASURE).then_some(Nanos(m))
     }
 }
 
@@ -300,7 +354,59 @@ mod tests {
         assert!(read(bad).unwrap_err().to_string().contains("operation code 7"));
         let mut bad = good;
         bad[header_end..header_end + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(read(bad).unwrap_err().to_string().contains("more than 65536"));
+        assert!(read(bad).unwrap_err().to_string().contains("not 1 to 65536"));
+    }
+
+    #[test]
+    fn measured_responses_round_trip_and_blocks_without_them_are_written_as_before() {
+        let records = recs(BLOCK as u64 * 2 + 10);
+        // The first block has no measured values, the second some, the third all.
+        let measured = |i: usize| match i / BLOCK {
+            0 => None,
+            1 => i.is_multiple_of(3).then_some(Nanos(i as u64 * 7)),
+            _ => Some(Nanos(i as u64)),
+        };
+        let mut w = BinaryWriter::new(Vec::new(), "{}").unwrap();
+        for (i, (r, d)) in records.iter().enumerate() {
+            w.push_measured(r, *d, measured(i)).unwrap();
+        }
+        let (_, bytes) = w.finish().unwrap();
+        let size = bytes.len();
+        let mut r = BinaryReader::new(Box::new(std::io::Cursor::new(bytes)), "m.stlt").unwrap();
+        let mut i = 0;
+        while let Some(x) = r.next_raw().unwrap() {
+            assert_eq!((x, r.measured()), (records[i], measured(i)), "record {i}");
+            i += 1;
+        }
+        assert_eq!(i, records.len());
+        // Without measured values the file is byte for byte the first layout.
+        let plain = write(&records);
+        let mut w = BinaryWriter::new(Vec::new(), "{\"source\":\"x\"}").unwrap();
+        for (r, d) in &records {
+            w.push_measured(r, *d, None).unwrap();
+        }
+        assert_eq!(w.finish().unwrap().1, plain);
+        // Only the second and third blocks carry the column (and the header here is 12 bytes shorter).
+        assert_eq!(size, plain.len() - 12 + 8 * (BLOCK + 10));
+    }
+
+    #[test]
+    fn convert_keeps_the_measured_responses() {
+        use crate::trace::open::test_util::*;
+        let dir = temp_dir("binary-measured");
+        let out = dir.join("v.stlt");
+        let mut s = spec(&data("disksim/hp_c3323a.trace"));
+        s.limit = Some(100);
+        let done = convert(&s, &out, serde_json::json!({})).unwrap();
+        assert_eq!(done.records, 100);
+        let (_, mut src) = crate::trace::open::open_selection(&s).unwrap();
+        let (_, mut back) = crate::trace::open::open_selection(&spec(&out.to_string_lossy())).unwrap();
+        while let Some((rec, _)) = src.next_record().unwrap() {
+            let (again, _) = back.next_record().unwrap().unwrap();
+            assert_eq!((again, back.measured()), (rec, src.measured()));
+            assert!(back.measured().is_some());
+        }
+        assert!(back.next_record().unwrap().is_none());
     }
 }
 
@@ -320,11 +426,11 @@ pub struct Converted {
 /// `header` (a JSON object: the caller's provenance) gains the source's
 /// `format`. Written to a temporary file beside `out`, renamed when complete.
 pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: serde_json::Value) -> SimResult<Converted> {
-    use crate::trace::open::{format_name, open_selected};
+    use crate::trace::open::{format_name, open_selection};
     if spec.repeat != 1 {
         return Err(SimError::Config("convert writes the trace once: leave 'repeat' at 1 (replay the converted file with --repeat)".into()));
     }
-    let (format, mut next) = open_selected(spec)?;
+    let (format, mut sel) = open_selection(spec)?;
     let mut header = header;
     if let serde_json::Value::Object(m) = &mut header {
         m.insert("format".into(), format_name(format).into());
@@ -334,8 +440,8 @@ pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: se
     let file = std::fs::File::create(&tmp).map_err(io_err)?;
     let result = (|| {
         let mut w = BinaryWriter::new(std::io::BufWriter::with_capacity(1 << 20, file), &header.to_string()).map_err(io_err)?;
-        while let Some((rec, disk)) = next()? {
-            w.push(&rec, disk).map_err(io_err)?;
+        while let Some((rec, disk)) = sel.next_record()? {
+            w.push_measured(&rec, disk, sel.measured()).map_err(io_err)?;
         }
         let (records, _) = w.finish().map_err(io_err)?;
         Ok(records)

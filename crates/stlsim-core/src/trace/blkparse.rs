@@ -22,13 +22,47 @@
 //!   (8,16):`, `Total (8,16):`, `Throughput ...`) ends the events: it and
 //!   everything after it are ignored. Any other line that is not an event
 //!   is an error naming it.
+//!
+//! # Pairing completions ([`TraceSpec::pair`](crate::trace::TraceSpec::pair))
+//!
+//! With pairing, each request event (`Q` or `D`, as chosen; not `C`) is
+//! matched with the later `C` event of the same device, start sector and
+//! size (blkparse prints a completion as `SECTOR + SECTORS`, like its
+//! request), and the request's measured response time
+//! ([`RawTraceReader::measured`]) is the `C` time minus the request's time.
+//! Several outstanding requests with the same extent complete oldest first.
+//! Records still come out in request order: a request is held until it is
+//! settled, and the ones behind it wait with it. A request is settled when
+//!
+//! * its completion is read (measured response: `Some`);
+//! * with `Q`, an `M` (back merge) or `F` (front merge) event of its extent
+//!   follows: it joined an earlier request and gets no completion of its own
+//!   (`None`);
+//! * [`PAIR_WINDOW`] (500,000) later requests have been read without its
+//!   completion (`None`): this bounds the memory whatever the trace (a
+//!   capture without completions, say) to that many held requests;
+//! * the trace ends first (`None`).
+//!
+//! A completion that matches no held request (its request came before the
+//! capture started, or was merged) is counted
+//! ([`RawTraceReader::unpaired_completions`]) and otherwise ignored.
 
 use crate::error::{SimError, SimResult};
 use crate::trace::open::text::{show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
+use std::collections::VecDeque;
 use std::io::Read;
+
+/// With pairing, how many later requests a request waits for its completion
+/// before it is given up and returned without a measured response. The
+/// window bounds memory (held requests with their index: about 100 MB at
+/// most, measured), not patience: a request outstanding while half a million
+/// later ones are queued is unheard of (an NVMe drive at 100,000 IOPS would
+/// have stalled it for 5 s; a disk at 200 IOPS, for 40 minutes), so in
+/// practice only a capture without completions reaches it.
+pub const PAIR_WINDOW: u64 = 500_000;
 
 /// Which blkparse event stands for a host request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,36 +102,229 @@ pub fn device_number(major: u64, minor: u64) -> Option<u64> {
     (major < (1 << 12) && minor < (1 << 20)).then_some(major << 20 | minor)
 }
 
+/// What pairing settled so far ([`BlkparseReader::pair_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PairCounts {
+    /// Requests returned with a measured response time.
+    pub paired: u64,
+    /// Requests merged into an earlier one (`M`/`F` after a `Q`).
+    pub merged: u64,
+    /// Requests given up: no completion within [`PAIR_WINDOW`] later
+    /// requests or before the end of the trace.
+    pub unfinished: u64,
+    /// Completions that matched no held request.
+    pub unpaired_completions: u64,
+}
+
+/// An extent as blkparse prints it: device, start sector, sectors.
+type Extent = (u64, u64, u64);
+
+/// A request held until it is settled.
+struct Held {
+    rec: TraceRecord,
+    dev: u64,
+    measured: Option<Nanos>,
+    /// Still waiting for its completion (or a merge).
+    waiting: bool,
+    /// The next newer / older waiting request of the same extent (sequence numbers).
+    newer: Option<u64>,
+    older: Option<u64>,
+}
+
+impl Held {
+    fn extent(&self) -> Extent {
+        (self.dev, self.rec.offset.0 / 512, self.rec.len.0 / 512)
+    }
+}
+
+/// The requests held for their completions, in request order.
+struct Pairing {
+    /// [`PAIR_WINDOW`] (smaller in tests).
+    window: u64,
+    held: VecDeque<Held>,
+    /// Sequence number (0-based request count) of `held[0]`.
+    first: u64,
+    /// The oldest and newest waiting requests of each extent (sequence
+    /// numbers), linked through [`Held::newer`] and [`Held::older`]. A chain
+    /// rather than a list per extent: the common extent has one request (a
+    /// list would be an allocation per request), and a trace that rewrites
+    /// one block without completing it must not make a walk of each request.
+    waiting: rustc_hash::FxHashMap<Extent, (u64, u64)>,
+    /// The input has ended: everything held is settled as it is.
+    ended: bool,
+    counts: PairCounts,
+}
+
+impl Pairing {
+    /// The held request `seq`.
+    fn get(&mut self, seq: u64) -> Option<&mut Held> {
+        let i = usize::try_from(seq.checked_sub(self.first)?).ok()?;
+        self.held.get_mut(i)
+    }
+
+    /// Take the oldest waiting request of `extent` out of its chain.
+    fn pop_oldest(&mut self, extent: Extent) -> Option<u64> {
+        let (oldest, newest) = self.waiting.remove(&extent)?;
+        if oldest != newest {
+            if let Some(next) = self.get(oldest).and_then(|h| h.newer.take()) {
+                if let Some(h) = self.get(next) {
+                    h.older = None;
+                }
+                self.waiting.insert(extent, (next, newest));
+            }
+        }
+        Some(oldest)
+    }
+
+    /// Take the newest waiting request of `extent` out of its chain.
+    fn pop_newest(&mut self, extent: Extent) -> Option<u64> {
+        let (oldest, newest) = self.waiting.remove(&extent)?;
+        if oldest != newest {
+            if let Some(prev) = self.get(newest).and_then(|h| h.older.take()) {
+                if let Some(h) = self.get(prev) {
+                    h.newer = None;
+                }
+                self.waiting.insert(extent, (oldest, prev));
+            }
+        }
+        Some(newest)
+    }
+
+    /// Hold a new request; give up on the oldest once it has waited for
+    /// [`PAIR_WINDOW`] later ones.
+    fn hold(&mut self, rec: TraceRecord, dev: u64, extent: Extent) {
+        let seq = self.first + self.held.len() as u64;
+        let mut older = None;
+        match self.waiting.get_mut(&extent) {
+            None => {
+                self.waiting.insert(extent, (seq, seq));
+            }
+            Some(ends) => {
+                older = Some(ends.1);
+                ends.1 = seq;
+            }
+        }
+        if let Some(prev) = older.and_then(|o| self.get(o)) {
+            prev.newer = Some(seq);
+        }
+        self.held.push_back(Held { rec, dev, measured: None, waiting: true, newer: None, older });
+        if seq - self.first >= self.window && self.held.front().is_some_and(|h| h.waiting) {
+            self.give_up_front();
+        }
+    }
+
+    /// Stop waiting for the oldest request (the oldest of its extent too).
+    fn give_up_front(&mut self) {
+        let Some(extent) = self.held.front().map(Held::extent) else { return };
+        self.pop_oldest(extent);
+        if let Some(front) = self.held.front_mut() {
+            front.waiting = false;
+            self.counts.unfinished += 1;
+        }
+    }
+
+    /// A completion of `extent` at `time`: settles the oldest request
+    /// waiting for it. `Err` with the request's line and time when the
+    /// completion comes before its request.
+    fn complete(&mut self, extent: Extent, time: u64) -> Result<(), (u64, u64)> {
+        let Some(seq) = self.pop_oldest(extent) else {
+            self.counts.unpaired_completions += 1;
+            return Ok(());
+        };
+        let Some(h) = self.get(seq) else { return Ok(()) };
+        let response = time.checked_sub(h.rec.time.0).ok_or((h.rec.line, h.rec.time.0))?;
+        h.measured = Some(Nanos(response));
+        h.waiting = false;
+        self.counts.paired += 1;
+        Ok(())
+    }
+
+    /// A merge of `extent`: the newest request of that extent (the one just
+    /// queued) joined another and will not complete on its own.
+    fn merged(&mut self, extent: Extent) {
+        let Some(seq) = self.pop_newest(extent) else { return };
+        if let Some(h) = self.get(seq) {
+            h.waiting = false;
+            self.counts.merged += 1;
+        }
+    }
+
+    /// The oldest request, if it is settled (or the input has ended).
+    fn pop_settled(&mut self) -> Option<Held> {
+        if self.held.front()?.waiting {
+            if !self.ended {
+                return None;
+            }
+            self.give_up_front();
+        }
+        let h = self.held.pop_front()?;
+        self.first += 1;
+        Some(h)
+    }
+}
+
+/// The events a reader looks at.
+#[derive(Clone, Copy)]
+enum Kind {
+    Request,
+    Completion,
+    Merge,
+}
+
+/// One event line of interest.
+enum Line {
+    /// The chosen request event.
+    Request(TraceRecord, u64, Extent),
+    /// A completion (with pairing): its time and extent.
+    Completion(u64, Extent),
+    /// A merge of a queued request (with pairing of `Q`).
+    Merge(Extent),
+}
+
 /// Reader of blkparse text output.
 pub struct BlkparseReader {
     src: CsvLines,
     event: Event,
     summary: bool,
+    /// With pairing: the requests held for their completions.
+    pairing: Option<Pairing>,
+    /// The measured response of the record last returned.
+    measured: Option<Nanos>,
 }
 
 impl BlkparseReader {
     /// A reader over decompressed blkparse text; `file` labels error messages.
     pub fn new(input: Box<dyn Read + Send>, file: &str, event: Event) -> Self {
-        BlkparseReader { src: CsvLines::words(input, file), event, summary: false }
+        BlkparseReader { src: CsvLines::words(input, file), event, summary: false, pairing: None, measured: None }
     }
-}
 
-/// `8,16` as (8, 16).
-fn parse_device(f: &[u8]) -> Option<(u64, u64)> {
-    let comma = f.iter().position(|&c| c == b',')?;
-    let major = crate::trace::open::text::parse_u64(&f[..comma])?;
-    let minor = crate::trace::open::text::parse_u64(&f[comma + 1..])?;
-    Some((major, minor))
-}
+    /// Pair each request with its completion (when `pair`), see the module
+    /// documentation; an error for requests that are completions (`C`).
+    pub fn with_pairing(mut self, pair: bool) -> SimResult<Self> {
+        if pair && self.event == Event::Completed {
+            return Err(SimError::Config(
+                "pairing completions needs the requests to be Q (queued) or D (issued) events, not C (completed) ones".into(),
+            ));
+        }
+        self.pairing = pair.then(|| Pairing {
+            window: PAIR_WINDOW,
+            held: VecDeque::new(),
+            first: 0,
+            waiting: Default::default(),
+            ended: false,
+            counts: PairCounts::default(),
+        });
+        Ok(self)
+    }
 
-/// Whether a line starts blkparse's closing summary.
-fn starts_summary(first: &[u8], second: &[u8]) -> bool {
-    let cpu = first.len() > 3 && first.starts_with(b"CPU") && first[3..].iter().all(u8::is_ascii_digit);
-    (cpu || first == b"Total") && second.first() == Some(&b'(')
-}
+    /// What pairing settled so far (`None` without pairing).
+    pub fn pair_counts(&self) -> Option<PairCounts> {
+        self.pairing.as_ref().map(|p| p.counts)
+    }
 
-impl RawTraceReader for BlkparseReader {
-    fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+    /// The next event line of interest; `None` at the end of the events.
+    fn next_line(&mut self) -> SimResult<Option<Line>> {
+        let pairing = self.pairing.is_some();
         loop {
             let s = &mut self.src;
             if self.summary || !s.advance()? {
@@ -119,9 +346,16 @@ impl RawTraceReader for BlkparseReader {
                     s.len()
                 )));
             }
-            if s.field(5) != self.event.letter() {
+            let action = s.field(5);
+            let kind = if action == self.event.letter() {
+                Kind::Request
+            } else if pairing && action == b"C" {
+                Kind::Completion
+            } else if pairing && self.event == Event::Queued && (action == b"M" || action == b"F") {
+                Kind::Merge
+            } else {
                 continue;
-            }
+            };
             let rwbs = s.field(6);
             let op = if rwbs.contains(&b'W') {
                 Op::Write
@@ -137,7 +371,7 @@ impl RawTraceReader for BlkparseReader {
             if !sized && !sizeless {
                 return Err(s.err(format!(
                     "a {} event of a read or write needs 'SECTOR + SECTORS' after RWBS '{}'",
-                    show(self.event.letter()),
+                    show(action),
                     show(rwbs)
                 )));
             }
@@ -146,11 +380,80 @@ impl RawTraceReader for BlkparseReader {
             let time = s.scaled_field(3, 1_000_000_000, "SECONDS")?;
             let sector = s.u64_field(7, "SECTOR")?;
             let sectors = if sized { s.u64_field(9, "SECTORS")? } else { 0 };
-            let offset = sector.checked_mul(512).ok_or_else(|| s.err(format!("SECTOR (field 8) overflows: {sector} sectors of 512 bytes")))?;
-            let len = sectors.checked_mul(512).ok_or_else(|| s.err(format!("SECTORS (field 10) overflows: {sectors}")))?;
-            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
-            return Ok(Some((rec, Some(dev))));
+            let extent = (dev, sector, sectors);
+            match kind {
+                Kind::Request => {
+                    let offset = sector.checked_mul(512).ok_or_else(|| s.err(format!("SECTOR (field 8) overflows: {sector} sectors of 512 bytes")))?;
+                    let len = sectors.checked_mul(512).ok_or_else(|| s.err(format!("SECTORS (field 10) overflows: {sectors}")))?;
+                    let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+                    return Ok(Some(Line::Request(rec, dev, extent)));
+                }
+                Kind::Completion => return Ok(Some(Line::Completion(time, extent))),
+                Kind::Merge => return Ok(Some(Line::Merge(extent))),
+            }
         }
+    }
+}
+
+/// `8,16` as (8, 16).
+fn parse_device(f: &[u8]) -> Option<(u64, u64)> {
+    let comma = f.iter().position(|&c| c == b',')?;
+    let major = crate::trace::open::text::parse_u64(&f[..comma])?;
+    let minor = crate::trace::open::text::parse_u64(&f[comma + 1..])?;
+    Some((major, minor))
+}
+
+/// Whether a line starts blkparse's closing summary.
+fn starts_summary(first: &[u8], second: &[u8]) -> bool {
+    let cpu = first.len() > 3 && first.starts_with(b"CPU") && first[3..].iter().all(u8::is_ascii_digit);
+    (cpu || first == b"Total") && second.first() == Some(&b'(')
+}
+
+impl RawTraceReader for BlkparseReader {
+    fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        loop {
+            if let Some(p) = &mut self.pairing {
+                if let Some(h) = p.pop_settled() {
+                    self.measured = h.measured;
+                    return Ok(Some((h.rec, Some(h.dev))));
+                }
+                if p.ended {
+                    self.measured = None;
+                    return Ok(None);
+                }
+            }
+            let line = self.next_line()?;
+            let Some(p) = &mut self.pairing else {
+                // Without pairing only requests are read, and go straight out.
+                match line {
+                    Some(Line::Request(rec, dev, _)) => return Ok(Some((rec, Some(dev)))),
+                    Some(_) => continue,
+                    None => return Ok(None),
+                }
+            };
+            match line {
+                None => p.ended = true,
+                Some(Line::Request(rec, dev, extent)) => p.hold(rec, dev, extent),
+                Some(Line::Merge(extent)) => p.merged(extent),
+                Some(Line::Completion(time, extent)) => {
+                    if let Err((line, at)) = p.complete(extent, time) {
+                        return Err(self.src.err(format!(
+                            "this completion at {:.9} s comes before its request (line {line}) at {:.9} s",
+                            time as f64 / 1e9,
+                            at as f64 / 1e9
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.measured
+    }
+
+    fn unpaired_completions(&self) -> u64 {
+        self.pairing.as_ref().map_or(0, |p| p.counts.unpaired_completions)
     }
 }
 
@@ -234,5 +537,110 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
         let (r, w) = counts(&recs);
         assert!(r > 0 && w > 0, "{r} reads, {w} writes");
         assert!(recs.windows(2).all(|p| p[0].line < p[1].line));
+    }
+    type Measured = Vec<(TraceRecord, Option<Nanos>)>;
+
+    /// Every record with its measured response, and the pairing counts.
+    fn read_paired(text: &str, event: Event, window: Option<u64>) -> SimResult<(Measured, PairCounts)> {
+        let input = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+        let mut r = BlkparseReader::new(input, "p.blk", event).with_pairing(true)?;
+        if let (Some(w), Some(p)) = (window, r.pairing.as_mut()) {
+            p.window = w;
+        }
+        let mut v = vec![];
+        while let Some((rec, _)) = r.next_raw()? {
+            v.push((rec, r.measured()));
+        }
+        let counts = r.pair_counts().unwrap_or_default();
+        assert_eq!(r.unpaired_completions(), counts.unpaired_completions);
+        Ok((v, counts))
+    }
+
+    #[test]
+    fn pairing_measures_each_request_and_keeps_request_order() {
+        let text = "  8,16 0 1 0.000000100 1 Q W 100 + 8 [a]\n\
+  8,16 0 2 0.000000200 1 Q W 108 + 8 [a]\n\
+  8,16 0 3 0.000000210 1 M W 108 + 8 [a]\n\
+  8,16 0 4 0.000000300 1 Q R 500 + 16 [a]\n\
+  8,32 0 5 0.000000400 1 Q W 100 + 8 [a]\n\
+  8,16 0 6 0.000000500 1 D W 100 + 16 [a]\n\
+  8,16 0 7 0.000000600 1 Q W 200 + 8 [a]\n\
+  8,16 0 8 0.000000700 1 Q W 200 + 8 [a]\n\
+  8,16 0 9 0.000001000 0 C W 999 + 8 [0]\n\
+  8,16 0 10 0.000001100 0 C W 200 + 8 [0]\n\
+  8,16 0 11 0.000001200 0 C W 100 + 8 [0]\n\
+  8,32 0 12 0.000001300 0 C W 100 + 8 [0]\n\
+  8,16 0 13 0.000001500 0 C W 200 + 8 [0]\n";
+        let (v, counts) = read_paired(text, Event::Queued, None).unwrap();
+        let got: Vec<(u64, Option<Nanos>)> = v.iter().map(|(r, m)| (r.line, *m)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Some(Nanos(1_100))), // completed on line 11, not by 8,32's line 12
+                (2, None),               // merged (line 3): no completion of its own
+                (4, None),               // never completed
+                (5, Some(Nanos(900))),   // 8,32's own
+                (7, Some(Nanos(500))),   // two outstanding of one extent: oldest first
+                (8, Some(Nanos(800))),
+            ]
+        );
+        assert_eq!(counts, PairCounts { paired: 4, merged: 1, unfinished: 1, unpaired_completions: 1 });
+        // The same records as without pairing, in the same order.
+        let plain: Vec<TraceRecord> = read(text, Event::Queued).unwrap().into_iter().map(|x| x.0).collect();
+        assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), plain);
+        // D events pair too (line 6's completion never comes; merges are Q's business).
+        let (v, counts) = read_paired(text, Event::Issued, None).unwrap();
+        assert_eq!((v.len(), v[0].1, counts.unfinished, counts.unpaired_completions), (1, None, 1, 5));
+    }
+
+    #[test]
+    fn a_request_waits_for_its_completion_only_a_window_of_later_requests() {
+        let text = "  8,16 0 1 1.0 1 Q W 1 + 8 [a]\n\
+  8,16 0 2 1.1 1 Q W 2 + 8 [a]\n\
+  8,16 0 3 1.2 0 C W 2 + 8 [0]\n\
+  8,16 0 4 1.3 1 Q W 3 + 8 [a]\n\
+  8,16 0 5 1.4 0 C W 3 + 8 [0]\n\
+  8,16 0 6 1.5 0 C W 1 + 8 [0]\n";
+        let (v, counts) = read_paired(text, Event::Queued, Some(2)).unwrap();
+        let got: Vec<Option<Nanos>> = v.iter().map(|x| x.1).collect();
+        assert_eq!(got, vec![None, Some(Nanos(100_000_000)), Some(Nanos(100_000_000))]);
+        assert_eq!(counts, PairCounts { paired: 2, merged: 0, unfinished: 1, unpaired_completions: 1 });
+        // With the full window, the first one is paired after all.
+        let (v, _) = read_paired(text, Event::Queued, None).unwrap();
+        assert_eq!(v[0].1, Some(Nanos(500_000_000)));
+    }
+
+    #[test]
+    fn pairing_refuses_completions_as_requests_and_completions_before_requests() {
+        let e = read_paired("", Event::Completed, None).unwrap_err().to_string();
+        assert!(e.contains("Q (queued) or D (issued)"), "{e}");
+        let e = read_paired("  8,16 0 1 2.0 1 Q W 1 + 8 [a]\n  8,16 0 2 1.0 0 C W 1 + 8 [0]\n", Event::Queued, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("p.blk:2") && e.contains("before its request (line 1)"), "{e}");
+        // Other formats do not take the option.
+        let mut s = spec(&data("wdev_3.csv"));
+        s.pair = true;
+        assert!(read_err(&s).to_string().contains("--pair-completions"));
+    }
+
+    #[test]
+    fn the_real_capture_pairs_its_unmerged_requests() {
+        let mut s = spec(&data("blktrace.txt.gz"));
+        s.pair = true;
+        let (_, mut sel) = crate::trace::open::open_selection(&s).unwrap();
+        let (mut n, mut measured, mut last_line) = (0, vec![], 0);
+        while let Some((rec, _)) = sel.next_record().unwrap() {
+            assert!(rec.line > last_line, "records keep their request order");
+            last_line = rec.line;
+            n += 1;
+            measured.extend(sel.measured());
+        }
+        assert_eq!(n, 15_524);
+        // Most Q events were merged into others; the ones issued as they were get their completion.
+        assert!(measured.len() > 50 && measured.len() < 200, "{}", measured.len());
+        assert!(measured.iter().all(|m| m.0 > 0 && m.0 < 10_000_000_000), "{measured:?}");
+        // The first request completes 354,819 ns after it was queued (lines 2 and 34).
+        assert_eq!(measured[0], Nanos(356_669 - 1_850));
     }
 }

@@ -18,10 +18,10 @@
 //!   run a request arrives NEXT_US after the previous one *completes*; this
 //!   reader gives each request the arrival time of the measured run
 //!   (previous arrival + its measured response + NEXT_US), so an open-loop
-//!   replay issues the requests when the real drive saw them. The measured
-//!   response times themselves are not carried by trace records yet (they
-//!   belong to `stlsim validate`, issue 13). HIT/MISS (the real drive's
-//!   cache outcome) is ignored. A first field other than `R` / `W` is an
+//!   replay issues the requests when the real drive saw them. SERVICE_US is
+//!   each request's measured response time
+//!   ([`RawTraceReader::measured`]). HIT/MISS (the real drive's cache
+//!   outcome) is ignored. A first field other than `R` / `W` is an
 //!   error, or with `skip_unknown` a record skipped and counted (its
 //!   measured times still advance the arrival clock: the real drive served
 //!   it).
@@ -123,6 +123,8 @@ pub struct DisksimValidateReader {
     next_arrival: u64,
     skip_unknown: bool,
     skipped: u64,
+    /// SERVICE of the record last returned.
+    measured: Option<Nanos>,
 }
 
 impl DisksimValidateReader {
@@ -130,7 +132,7 @@ impl DisksimValidateReader {
     /// With `skip_unknown`, a record whose first field is neither R nor W is
     /// skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
-        DisksimValidateReader { src: CsvLines::words(input, file), next_arrival: 0, skip_unknown, skipped: 0 }
+        DisksimValidateReader { src: CsvLines::words(input, file), next_arrival: 0, skip_unknown, skipped: 0, measured: None }
     }
 }
 
@@ -170,9 +172,14 @@ impl RawTraceReader for DisksimValidateReader {
             };
             let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
             let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
+            self.measured = Some(Nanos(service));
             let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
             return Ok(Some((rec, None)));
         }
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.measured
     }
 }
 
@@ -251,5 +258,32 @@ mod tests {
         let recs = read_all(&spec(&data("disksim/hp_c3323a.trace"))).unwrap();
         assert_eq!(recs.len(), 9_074);
         assert!(recs.windows(2).all(|p| p[0].time < p[1].time));
+    }
+
+    #[test]
+    fn validate_keeps_the_measured_response_times() {
+        // The first lines of DiskSim's HP C3323A validation trace:
+        //   R Hit 265552 2 14901.000000 4757.708232
+        //   R Hit 751567 44 21725.000000 7050.375042
+        //   R Hit 310927 37 24368.000000 15410.132732
+        let mut s = spec(&data("disksim/hp_c3323a.trace"));
+        s.limit = Some(3);
+        let (_, mut sel) = crate::trace::open::open_selection(&s).unwrap();
+        let mut got = vec![];
+        while let Some((rec, _)) = sel.next_record().unwrap() {
+            got.push((rec.time, sel.measured()));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (Nanos(0), Some(Nanos(14_901_000))),
+                (Nanos(19_658_708), Some(Nanos(21_725_000))),
+                (Nanos(48_434_083), Some(Nanos(24_368_000))),
+            ]
+        );
+        // The replay reader answers too.
+        let mut r = crate::trace::open_trace(&s).unwrap();
+        r.next_record().unwrap();
+        assert_eq!(r.measured(), Some(Nanos(14_901_000)));
     }
 }

@@ -353,6 +353,12 @@ pub struct TraceSpec {
     /// Thesios only: MiB of addresses each traced file is given (see
     /// [`thesios`]); unset: [`thesios::DEFAULT_FILE_EXTENT_MIB`].
     pub file_extent_mib: Option<u64>,
+    /// blkparse only: pair each request event (`Q` or `D`, as `event`
+    /// chooses) with its completion (`C`) so that the request carries its
+    /// measured response time ([`TraceReader::measured`]); records still come
+    /// in request order. See [`blkparse`] for how requests are matched and
+    /// how long one is waited for.
+    pub pair: bool,
     /// Generate a synthetic trace instead of reading a file (`path` is then
     /// only its name in reports and messages; `start`, `limit` and `repeat`
     /// apply as to a file, `disk` and `format` must be unset).
@@ -376,6 +382,7 @@ impl Default for TraceSpec {
             time_from_s: None,
             time_to_s: None,
             file_extent_mib: None,
+            pair: false,
             synth: None,
         }
     }
@@ -396,6 +403,14 @@ pub trait TraceReader: Send {
     /// nor a write (with [`TraceSpec::skip_unknown`]).
     fn skipped_unknown(&self) -> u64 {
         0
+    }
+    /// The response time the trace measured for the record the last
+    /// `next_record` returned, if the trace has one for it (DiskSim
+    /// `validate`, MSR, blkparse with [`TraceSpec::pair`], a `.stlt`
+    /// converted from one of them). A method rather than a record field so
+    /// that records stay small and formats without the column cost nothing.
+    fn measured(&self) -> Option<Nanos> {
+        None
     }
 }
 

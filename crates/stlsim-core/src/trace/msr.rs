@@ -7,7 +7,10 @@
 //! * `Type`: `Read` or `Write`, any case. Anything else is an error, or with
 //!   `skip_unknown` a record skipped and counted.
 //! * `Offset`, `Size`: bytes.
-//! * `ResponseTime`: ignored (must be present).
+//! * `ResponseTime`: the measured response time in 100 ns ticks
+//!   ([`RawTraceReader::measured`]). `0` (or an empty field) means unknown:
+//!   no real request completes in under 100 ns, and stlsim's own MSR writer
+//!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
 use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
@@ -23,6 +26,8 @@ pub struct MsrReader {
     src: CsvLines,
     skip_unknown: bool,
     skipped: u64,
+    /// ResponseTime of the record last returned.
+    measured: Option<Nanos>,
 }
 
 impl MsrReader {
@@ -34,6 +39,7 @@ impl MsrReader {
             src: CsvLines::new(input, file, b','),
             skip_unknown,
             skipped: 0,
+            measured: None,
         }
     }
 }
@@ -78,6 +84,9 @@ impl RawTraceReader for MsrReader {
             let disk = s.u64_field(2, "DiskNumber")?;
             let offset = s.u64_field(4, "Offset")?;
             let len = s.u64_field(5, "Size")?;
+            // 0 or empty: not measured (stlsim's own MSR writer writes 0).
+            let response = if s.field(6).is_empty() { 0 } else { s.u64_field(6, "ResponseTime")? };
+            self.measured = response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
             let rec = TraceRecord {
                 time: Nanos(time),
                 op,
@@ -87,6 +96,10 @@ impl RawTraceReader for MsrReader {
             };
             return Ok(Some((rec, Some(disk))));
         }
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.measured
     }
 }
 
@@ -371,5 +384,27 @@ mod tests {
         }
         assert_eq!(lines, vec![1, 3]);
         assert_eq!(r.skipped_unknown(), 2);
+    }
+
+    #[test]
+    fn response_time_is_the_measured_response_and_zero_is_unknown() {
+        // rsrch_1.csv: 128166481075232275,rsrch,1,Write,281358336,45056,94872 (ticks of 100 ns)
+        let mut s = spec(&data("rsrch_1.csv"));
+        s.limit = Some(2);
+        let (_, mut sel) = crate::trace::open::open_selection(&s).unwrap();
+        sel.next_record().unwrap();
+        assert_eq!(sel.measured(), Some(Nanos(9_487_200)));
+        sel.next_record().unwrap();
+        assert_eq!(sel.measured(), Some(Nanos(9_443_000)));
+        let text = "1,h,0,Write,0,512,0\n2,h,0,Read,0,512,\n3,h,0,Read,0,512,7\n";
+        let p = write_temp("msr-measured", "m.csv", text.as_bytes());
+        let (_, mut sel) = crate::trace::open::open_selection(&spec(&p)).unwrap();
+        let mut got = vec![];
+        while sel.next_record().unwrap().is_some() {
+            got.push(sel.measured());
+        }
+        assert_eq!(got, vec![None, None, Some(Nanos(700))]);
+        let (_, m) = bad_third_line("3,h,0,Write,0,512,1.5");
+        assert!(m.contains("ResponseTime") && m.contains("'1.5'"), "{m}");
     }
 }

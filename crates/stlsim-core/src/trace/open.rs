@@ -7,6 +7,7 @@
 //! options and reports progress as the fraction of the (compressed) file read.
 
 use crate::error::{SimError, SimResult};
+use crate::units::Nanos;
 use crate::trace::{
     binary::BinaryReader,
     blkparse::{BlkparseReader, Event},
@@ -27,6 +28,18 @@ pub trait RawTraceReader: Send {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>>;
     /// Records skipped so far for an operation neither read nor write.
     fn skipped_unknown(&self) -> u64 {
+        0
+    }
+    /// The response time the trace measured for the record the last
+    /// `next_raw` returned (`None`: the format has no such column, or this
+    /// record has no value). See [`TraceReader::measured`].
+    fn measured(&self) -> Option<Nanos> {
+        None
+    }
+    /// blkparse with [`TraceSpec::pair`]: completions read so far that
+    /// matched no outstanding request (their request came before the capture
+    /// started, or was merged into another one).
+    fn unpaired_completions(&self) -> u64 {
         0
     }
 }
@@ -109,26 +122,56 @@ fn bzip2_unsupported(path: &str) -> SimError {
 pub fn open_selected(
     spec: &TraceSpec,
 ) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
-    let mut sel = Selection::new(spec)?;
-    let (format, mut raw) = open_raw(spec)?;
-    let file = spec.path.clone();
-    let mut done = false;
-    Ok((
-        format,
-        Box::new(move || {
-            while !done && !sel.full() {
-                let Some((rec, disk)) = raw.next_raw()? else { break };
-                crate::trace::request_end(&rec, &file)?;
-                match sel.judge(&rec, disk)? {
-                    Verdict::Keep => return Ok(Some((rec, disk))),
-                    Verdict::Skip => {}
-                    Verdict::Stop => done = true,
-                }
+    let (format, mut sel) = open_selection(spec)?;
+    Ok((format, Box::new(move || sel.next_record())))
+}
+
+/// [`open_selected`] as a value that also answers for the format reader
+/// ([`Selected::measured`]): for tools that keep or sum up more than the
+/// records (`stlsim convert`, `stlsim trace-info`).
+pub fn open_selection(spec: &TraceSpec) -> SimResult<(Format, Selected)> {
+    // These tools see every device (each record keeps its own): a second
+    // device is not an error here, as it is for a replay.
+    let sel = Selection::new(&TraceSpec { all_devices: true, ..spec.clone() })?;
+    let (format, raw) = open_raw(spec)?;
+    Ok((format, Selected { raw, sel, file: spec.path.clone(), done: false }))
+}
+
+/// The records of a trace file after the selection options ([`Selection`]),
+/// with each record's disk ([`open_selection`]).
+pub struct Selected {
+    raw: Box<dyn RawTraceReader>,
+    sel: Selection,
+    file: String,
+    done: bool,
+}
+
+impl Selected {
+    /// The next selected record and its disk; `None` at the end.
+    pub fn next_record(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        while !self.done && !self.sel.full() {
+            let Some((rec, disk)) = self.raw.next_raw()? else { break };
+            crate::trace::request_end(&rec, &self.file)?;
+            match self.sel.judge(&rec, disk)? {
+                Verdict::Keep => return Ok(Some((rec, disk))),
+                Verdict::Skip => {}
+                Verdict::Stop => break,
             }
-            done = true;
-            Ok(None)
-        }),
-    ))
+        }
+        self.done = true;
+        Ok(None)
+    }
+
+    /// The measured response time of the record `next_record` last returned.
+    pub fn measured(&self) -> Option<Nanos> {
+        self.raw.measured()
+    }
+
+    /// Completions that matched no request (blkparse with pairing; the
+    /// whole file so far, before the selection).
+    pub fn unpaired_completions(&self) -> u64 {
+        self.raw.unpaired_completions()
+    }
 }
 
 /// The format reader of a trace file (decompressed, its format named or
@@ -187,13 +230,20 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
         Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
             Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), spec.skip_unknown)?)
         }
-        Format::Blkparse => Box::new(BlkparseReader::new(input, file, Event::parse(spec.event.as_deref().unwrap_or("Q"))?)),
+        Format::Blkparse => Box::new(blkparse_reader(input, spec)?),
         Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown)),
         Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown)),
         Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file, spec.skip_unknown)),
         Format::Thesios => Box::new(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?),
         Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
+}
+
+/// The blkparse reader `spec` asks for: its `event` (default `Q`), paired
+/// with completions when `spec.pair`.
+fn blkparse_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<BlkparseReader> {
+    let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
+    BlkparseReader::new(input, &spec.path, event).with_pairing(spec.pair)
 }
 
 /// The format (named, else guessed from the name, else sniffed) and the
@@ -214,6 +264,13 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     if spec.file_extent_mib.is_some() && format != Format::Thesios {
         return Err(SimError::Config(format!(
             "trace option 'file_extent_mib' places the files of a Thesios trace, but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    if spec.pair && format != Format::Blkparse {
+        return Err(SimError::Config(format!(
+            "trace option 'pair' (--pair-completions) pairs blkparse requests with their completions, but trace '{}' is in format {}",
             spec.path,
             format_name(format)
         )));
@@ -269,8 +326,7 @@ fn build(
             wrap(GenericCsvReader::new(input, file, &layout, spec.skip_unknown)?, spec, p, f)
         }
         Format::Blkparse => {
-            let event = Event::parse(spec.event.as_deref().unwrap_or("Q"))?;
-            wrap(BlkparseReader::new(input, file, event), spec, p, f)
+            wrap(blkparse_reader(input, spec)?, spec, p, f)
         }
         Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown), spec, p, f),
         Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown), spec, p, f),
@@ -476,6 +532,10 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
     fn skipped_unknown(&self) -> u64 {
         self.inner.skipped_unknown()
     }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.inner.measured()
+    }
 }
 
 /// Replays the selection of a trace `repeat` times: each pass is read from
@@ -543,6 +603,10 @@ impl TraceReader for RepeatReader {
 
     fn skipped_unknown(&self) -> u64 {
         self.skipped_before + self.inner.skipped_unknown()
+    }
+
+    fn measured(&self) -> Option<Nanos> {
+        self.inner.measured()
     }
 }
 
