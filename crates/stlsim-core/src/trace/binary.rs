@@ -35,7 +35,7 @@
 //! holds what `stlsim convert` read (path, size, SHA-256, format, filters);
 //! the core does not interpret it.
 
-use crate::error::{SimError, SimResult};
+use crate::error::{Location, SimError, SimResult};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -215,7 +215,10 @@ impl BinaryReader {
     }
 
     fn corrupt(&self, what: String) -> SimError {
-        SimError::Io(format!("binary trace '{}' is corrupt: {what} (block {})", self.file, self.blocks))
+        SimError::Io(format!(
+            "binary trace '{}' is corrupt: {what} (block {}, after record {})",
+            self.file, self.blocks, self.records
+        ))
     }
 
     /// Load the next block; `false` at the end marker.
@@ -239,10 +242,19 @@ impl BinaryReader {
             return Err(self.corrupt(format!("a block of {n} records, not 1 to {BLOCK}")));
         }
         self.block.resize(n * (RECORD_BYTES + if has_measured { 8 } else { 0 }), 0);
-        let what = format!("inside block {}", self.blocks);
+        let what = format!("inside block {}, records {} to {}", self.blocks, self.records + 1, self.records + n as u64);
         read_exact_or(&mut *self.input, &mut self.block, &self.file, &what)?;
-        if let Some(bad) = self.block[5 * 8 * n..RECORD_BYTES * n].iter().find(|&&o| o > 1) {
-            return Err(self.corrupt(format!("operation code {bad}")));
+        if let Some(i) = self.block[5 * 8 * n..RECORD_BYTES * n].iter().position(|&o| o > 1) {
+            // A malformed record: named by its number, as a text line is.
+            return Err(SimError::TraceFormat {
+                at: Location { file: self.file.clone(), line: self.records + i as u64 + 1 },
+                msg: format!(
+                    "record {} has operation code {} (0 read, 1 write): the binary trace is corrupt (block {})",
+                    self.records + i as u64 + 1,
+                    self.block[5 * 8 * n + i],
+                    self.blocks
+                ),
+            });
         }
         self.n = n;
         self.next = 0;
@@ -351,7 +363,11 @@ mod tests {
         let header_end = 8 + 4 + 14;
         let mut bad = good.clone();
         bad[header_end + 4 + 5 * 8 * 1000 + 3] = 7;
-        assert!(read(bad).unwrap_err().to_string().contains("operation code 7"));
+        // A bad operation code names its record (the fourth).
+        assert_eq!(read(bad).unwrap_err().to_string(), "t.stlt:4: record 4 has operation code 7 (0 read, 1 write): the binary trace is corrupt (block 1)");
+        // Truncation inside a block names the records it cuts.
+        let e = read(good[..header_end + 100].to_vec()).unwrap_err().to_string();
+        assert!(e.contains("t.stlt") && e.contains("truncated (inside block 1, records 1 to 1000)"), "{e}");
         let mut bad = good;
         bad[header_end..header_end + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(read(bad).unwrap_err().to_string().contains("not 1 to 65536"));

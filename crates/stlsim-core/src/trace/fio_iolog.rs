@@ -63,14 +63,16 @@ impl RawTraceReader for FioIologReader {
                 return Ok(None);
             }
             if self.version == 0 {
-                let text = (0..s.len()).map(|i| show(s.field(i))).collect::<Vec<_>>().join(" ");
-                self.version = match text.as_str() {
-                    HEADER_V2 => 2,
-                    HEADER_V3 => 3,
-                    t if t.starts_with("fio version") => {
-                        return Err(s.err(format!("'{t}': fio iolog versions 2 and 3 are read, not this one")))
+                // The words of the line, one space apart (quoted in an error
+                // as one field is: at most 60 characters).
+                let line = (0..s.len()).map(|i| s.field(i)).collect::<Vec<_>>().join(&b' ');
+                self.version = match line.as_slice() {
+                    l if l == HEADER_V2.as_bytes() => 2,
+                    l if l == HEADER_V3.as_bytes() => 3,
+                    l if l.starts_with(b"fio version") => {
+                        return Err(s.err(format!("'{}': fio iolog versions 2 and 3 are read, not this one", show(l))))
                     }
-                    t => return Err(s.err(format!("expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{t}'"))),
+                    l => return Err(s.err(format!("expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'", show(l)))),
                 };
                 continue;
             }
@@ -179,6 +181,21 @@ mod tests {
             }
         };
         assert!(e.to_string().starts_with("t.log:4: ") && e.to_string().contains("--skip-unknown"), "{e}");
+    }
+
+    /// Found by fuzzing (tests/fuzz_readers.rs, fio-v2 case 85): a first
+    /// line that is not the header was quoted whole, every word of it, in
+    /// an error of thousands of characters. It is quoted as a field is, at
+    /// most 60 characters.
+    #[test]
+    fn a_long_first_line_is_quoted_short() {
+        let text: &'static str = Box::leak(format!("fio {}\n", "1 ".repeat(5000)).into_boxed_str());
+        let e = read_all(text).unwrap_err().to_string();
+        assert!(e.starts_with("t.log:1: expected the header 'fio version 2 iolog' or 'fio version 3 iolog', found 'fio 1 1 1"), "{e}");
+        assert!(e.ends_with("1 1 ...'") && e.len() < 200, "{e}");
+        let e = read_all("fio version 9 iolog\r\n").unwrap_err().to_string();
+        assert_eq!(e, "t.log:1: 'fio version 9 iolog': fio iolog versions 2 and 3 are read, not this one");
+        assert!(read_all("fio  version\t2 iolog \n/dev/a write 0 1\n").is_ok());
     }
 
     #[test]

@@ -430,4 +430,16 @@ mod tests {
         while r.next_record().unwrap().is_some() {}
         assert_eq!(r.skipped_unknown(), 3);
     }
+
+    /// Found by fuzzing (tests/fuzz_readers.rs, tencent case 30): a file
+    /// whose lines end in lone carriage returns is one line, and its error
+    /// quoted the carriage return raw. It is escaped: the error stays on one line.
+    #[test]
+    fn a_file_of_lone_carriage_returns_is_one_line_and_one_error_line() {
+        let text = "1538323200,12058624,8,1,1286\r1538323201,7990312,16,0,1283\r";
+        let p = write_temp("tencent-cr", "cr.txt", text.as_bytes());
+        let spec = TraceSpec { path: p.clone(), format: Some(Format::Tencent), ..TraceSpec::default() };
+        let msg = format_error_at(&spec, 1);
+        assert_eq!(msg, "device (field 5) is not a non-negative integer: '1286\\r1538323201'");
+    }
 }

@@ -469,7 +469,7 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
     match sniff_line(&line) {
         Some(f) => Ok((f, Box::new(io::Cursor::new(prefix).chain(input)))),
         None => {
-            let shown: String = line.chars().take(80).collect();
+            let shown = text::printable(&line, 80);
             Err(SimError::Config(format!(
                 "cannot guess the format of trace '{path}' from its name or first line ('{shown}'); \
                  pass --format (msr, spc, vscsi, cloudphysics-csv, csv)"
@@ -1017,16 +1017,31 @@ pub(crate) mod text {
         &s[a..b]
     }
 
-    /// A field for an error message: lossy UTF-8, at most 60 characters.
+    /// A field for an error message: lossy UTF-8, at most 60 characters,
+    /// control characters escaped (see [`printable`]).
     pub(crate) fn show(s: &[u8]) -> String {
-        let s = String::from_utf8_lossy(s);
-        if s.chars().count() > 60 {
-            let mut t: String = s.chars().take(60).collect();
-            t.push_str("...");
-            t
-        } else {
-            s.into_owned()
+        printable(&String::from_utf8_lossy(s), 60)
+    }
+
+    /// At most `max` characters of `s` (then `...`), with control characters
+    /// and Unicode line separators escaped (`\r`, `\u{1b}`), so that a
+    /// message quoting trace text stays on one line: a lone carriage return,
+    /// a vertical tab or a terminal escape in a damaged field would otherwise
+    /// break or overwrite the line it is printed on.
+    pub(crate) fn printable(s: &str, max: usize) -> String {
+        let mut t = String::with_capacity(s.len().min(4 * max) + 3);
+        for (i, c) in s.chars().enumerate() {
+            if i == max {
+                t.push_str("...");
+                break;
+            }
+            if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+                t.extend(c.escape_debug());
+            } else {
+                t.push(c);
+            }
         }
+        t
     }
 
     /// A non-negative decimal integer (an optional leading `+`), without overflow.
@@ -1268,6 +1283,12 @@ mod tests {
         // Leading blank lines are passed over.
         let (f, _) = sniff(Box::new(&b"\n\r\n  \n1,2,3,R,0.1\n"[..]), "x").unwrap();
         assert_eq!(f, Format::Spc);
+        // A first line with control characters is quoted escaped, on one line.
+        match sniff(Box::new(&b"time\x0bop\x1b[2J lba\n"[..]), "t.csv") {
+            Err(SimError::Config(m)) => assert!(m.contains("('time\\u{b}op\\u{1b}[2J lba')"), "{m}"),
+            Err(e) => panic!("{e:?}"),
+            Ok((f, _)) => panic!("{f:?}"),
+        }
         // Undecidable and empty inputs ask for --format.
         for input in [&b"time op lba\n1 2 3\n"[..], b"", b"\n\n"] {
             match sniff(Box::new(input), "t.csv") {

@@ -304,4 +304,23 @@ mod tests {
         while r.next_record().unwrap().is_some() {}
         assert_eq!(r.skipped_unknown(), 2);
     }
+
+    /// Found by fuzzing (tests/fuzz_readers.rs, spc case 234): a lone
+    /// carriage return inside a field was quoted raw, so the one-line error
+    /// printed on two (or overwrote itself on a terminal). Control
+    /// characters in a quoted field are escaped.
+    #[test]
+    fn control_characters_in_a_field_are_escaped_in_the_error() {
+        for (bad, shown) in [
+            ("0,1,512,a\rb,0.5", "'a\\rb'"),
+            ("0,6160\r475\u{1b}[2J,512,w,0.5", "'6160\\r475\\u{1b}[2J'"),
+            ("0,1,512,w\u{b}x,0.5", "'w\\u{b}x'"),
+        ] {
+            let text = format!("0,1,512,w,0.1\n{bad}\n");
+            let p = write_temp("spc-ctrl", "ctrl.spc", text.as_bytes());
+            let msg = format_error_at(&spec(&p), 2);
+            assert!(msg.contains(shown), "{bad:?}: {msg}");
+            assert!(!msg.chars().any(char::is_control), "{msg:?}");
+        }
+    }
 }

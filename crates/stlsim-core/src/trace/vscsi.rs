@@ -27,11 +27,14 @@
 //! | 32 | u64 | response time |
 //!
 //! The version is detected as libCacheSim does: the first two records must
-//! both carry it (version 2 is tried first). Reads are SCSI READ(6/10/12/16)
-//! (0x08, 0x28, 0xa8, 0x88), writes WRITE(6/10/12/16) (0x0a, 0x2a, 0xaa,
-//! 0x8a); records of any other command are skipped and counted
-//! ([`VscsiReader::skipped`]). A record's `line` is its 1-based record number
-//! in the file.
+//! both carry it (version 2 is tried first). Every later record must carry
+//! it too: one that does not is an error naming it (a damaged file, or one
+//! that lost or gained bytes, whose later records would all be misread).
+//!
+//! Reads are SCSI READ(6/10/12/16) (0x08, 0x28, 0xa8, 0x88), writes
+//! WRITE(6/10/12/16) (0x0a, 0x2a, 0xaa, 0x8a); records of any other command
+//! are skipped and counted ([`VscsiReader::skipped`]). A record's `line` is
+//! its 1-based record number in the file.
 
 use crate::error::{Location, SimError, SimResult};
 use crate::trace::open::RawTraceReader;
@@ -49,6 +52,14 @@ pub enum VscsiVersion {
 }
 
 impl VscsiVersion {
+    /// The version byte every record carries (`ver >> 8`).
+    pub fn byte(self) -> u8 {
+        match self {
+            VscsiVersion::V1 => 1,
+            VscsiVersion::V2 => 2,
+        }
+    }
+
     /// Size of one record in bytes.
     pub fn record_size(self) -> usize {
         match self {
@@ -203,6 +214,27 @@ impl VscsiReader {
         }
     }
 
+    /// A record without the file's version byte: a damaged file, or bytes
+    /// lost or added before it (every later record would be misread).
+    #[cold]
+    fn out_of_step(&self, ver: u8) -> SimError {
+        let (byte, size) = match self.version {
+            VscsiVersion::V1 => (15, 32),
+            VscsiVersion::V2 => (3, 40),
+        };
+        SimError::TraceFormat {
+            at: Location {
+                file: self.file.clone(),
+                line: self.records,
+            },
+            msg: format!(
+                "record {} carries version {ver} (byte {byte}), not the file's {}: a damaged file, or its {size}-byte records are out of step",
+                self.records,
+                self.version.byte()
+            ),
+        }
+    }
+
     #[cold]
     fn overflow(&self, what: &str, value: u64) -> SimError {
         SimError::TraceFormat {
@@ -223,12 +255,15 @@ impl RawTraceReader for VscsiReader {
                 return Ok(None);
             }
             let r = &self.buf[self.pos..self.pos + self.rec_size];
-            let (cmd, len, lbn, ts) = match self.version {
-                VscsiVersion::V1 => (r[12], u32_at(r, 4), u64_at(r, 16), u64_at(r, 24)),
-                VscsiVersion::V2 => (r[0], u32_at(r, 8), u64_at(r, 16), u64_at(r, 24)),
+            let (cmd, ver, len, lbn, ts) = match self.version {
+                VscsiVersion::V1 => (r[12], r[15], u32_at(r, 4), u64_at(r, 16), u64_at(r, 24)),
+                VscsiVersion::V2 => (r[0], r[3], u32_at(r, 8), u64_at(r, 16), u64_at(r, 24)),
             };
             self.pos += self.rec_size;
             self.records += 1;
+            if ver != self.version.byte() {
+                return Err(self.out_of_step(ver));
+            }
             let Some(op) = scsi_op(cmd) else {
                 self.skipped += 1;
                 continue;
@@ -428,6 +463,40 @@ mod tests {
                 assert!(msg.starts_with(&format!("offset {} plus length 4096 overflows", u64::MAX / 512 * 512)), "{msg}");
             }
             e => panic!("{e:?}"),
+        }
+    }
+
+    /// Found while fuzzing the readers (tests/fuzz_readers.rs): a byte lost
+    /// or added in the middle of a file put every later record out of step,
+    /// and the reader read them all as garbage requests (or skipped them as
+    /// unknown commands) without a word, until a short last record. Every
+    /// record must carry the file's version byte.
+    #[test]
+    fn a_record_out_of_step_is_an_error_naming_it() {
+        for (make, size) in [(v1 as fn(u8, u32, u64, u64) -> Vec<u8>, 32), (v2, 40)] {
+            let mut bytes = Vec::new();
+            for i in 0..6 {
+                bytes.extend(make(0x28, 512, i, i));
+            }
+            // A byte lost at the start of record 3: it and the records after it are shifted by one.
+            bytes.remove(2 * size + 1);
+            let (r, _) = read_bytes(bytes.clone());
+            match r.unwrap_err() {
+                SimError::TraceFormat { at, msg } => {
+                    assert_eq!(at.line, 3, "{msg}");
+                    assert!(msg.contains("record 3 carries version") && msg.contains("out of step"), "{msg}");
+                }
+                e => panic!("{e:?}"),
+            }
+            // A damaged version byte in a later record.
+            let mut bytes = Vec::new();
+            for i in 0..6 {
+                bytes.extend(make(0x2a, 512, i, i));
+            }
+            let at = if size == 32 { 4 * 32 + 15 } else { 4 * 40 + 3 };
+            bytes[at] = 7;
+            let e = read_bytes(bytes).0.unwrap_err().to_string();
+            assert!(e.starts_with("mem.vscsi:5: record 5 carries version 7"), "{e}");
         }
     }
 
