@@ -411,21 +411,12 @@ def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finishe
 
     from . import api  # noqa: F401
 
-    import gc
-
-    # Objects that exist before the fork are left out of the workers' garbage
-    # collections: a collection writes to every object it visits, which made
-    # each worker copy the parent's whole heap, page by page, in its first cell.
-    gc.freeze()
-    try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            pending = {pool.submit(_run_and_write, c, out) for c in todo}
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    finished(f.result())
-    finally:
-        gc.unfreeze()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending = {pool.submit(_run_and_write, c, out) for c in todo}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                finished(f.result())
 
 
 def _run_on_ray(
