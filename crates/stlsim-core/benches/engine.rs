@@ -339,7 +339,7 @@ fn bench_readers(c: &mut Criterion) {
         Box::leak(out.into_boxed_slice())
     };
     let count = |bytes: &'static [u8], format: Format| -> u64 {
-        let spec = TraceSpec { path: "mem".into(), format: Some(format), ..Default::default() };
+        let spec = TraceSpec { path: "mem".into(), format: Some(format), all_devices: true, ..Default::default() };
         let mut r = open_reader(Box::new(bytes), &spec).unwrap();
         let mut n = 0;
         while r.next_record().unwrap().is_some() {
@@ -372,7 +372,7 @@ fn bench_readers(c: &mut Criterion) {
         g.throughput(Throughput::Elements(count(bytes, format)));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let spec = TraceSpec { path: "mem".into(), format: Some(format), ..Default::default() };
+                let spec = TraceSpec { path: "mem".into(), format: Some(format), all_devices: true, ..Default::default() };
                 let mut r = open_reader(Box::new(bytes), &spec).unwrap();
                 let mut n = 0u64;
                 while let Some(rec) = r.next_record().unwrap() {
