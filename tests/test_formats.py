@@ -179,6 +179,15 @@ ROUND_TRIP = [
     ("wsrch-small.trace.gz", {"disk": 1}),
     ("disksim/hp_c3323a.trace", {}),
     ("thesios/data-00000-of-00001", {"file_extent_mib": 128}),
+    # wdev_3's first 200 requests written in each remaining format (scripts/make-format-samples.py)
+    ("samples/wdev_3.spc", {}),
+    ("samples/wdev_3.disksim", {"format": "disksim"}),
+    ("samples/wdev_3.fio3.log", {}),
+    ("samples/wdev_3.systor17.csv", {}),
+    ("samples/wdev_3.alibaba.csv", {"format": "alibaba"}),
+    ("samples/wdev_3.tencent.csv", {"format": "tencent"}),
+    ("samples/wdev_3.fiu.txt", {"format": "fiu"}),
+    ("samples/wdev_3.generic.csv", {"format": "csv", "csv": "time=1,time-unit=us,offset=2,offset-unit=512,size=3,size-unit=bytes,op=4,header,delim=semicolon"}),
 ]
 
 
@@ -333,3 +342,20 @@ def test_a_thesios_shard_is_detected_and_its_files_placed_in_extents(data: Path)
     assert p.returncode != 0 and "file_extent_mib" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     with pytest.raises(ConfigError, match="file_extent_mib"):
         stlsim.trace_info(str(data / "rsrch_1.csv"), None, file_extent_mib=64)
+
+
+SAMPLES = [n for n, _ in ROUND_TRIP if n.startswith("samples/")]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_each_written_sample_holds_the_requests_of_the_real_trace_it_came_from(data: Path, name: str) -> None:
+    selection = dict(ROUND_TRIP)[name]
+    msr = stlsim.trace_info(str(data / "wdev_3.csv"), None, limit=200)
+    got = stlsim.trace_info(str(data / name), None, **selection)
+    keys = ("requests", "reads", "writes", "read_bytes", "write_bytes", "first_byte", "end_byte")
+    assert {k: got[k] for k in keys} == {k: msr[k] for k in keys}
+    if name.endswith((".spc", ".fio3.log", ".systor17.csv")):
+        assert got["format"] == name.split(".")[1].removesuffix("3")  # detected without --format
+    # Times survive where the format keeps them finer than a second.
+    if not name.endswith("tencent.csv"):
+        assert got["duration_s"] == pytest.approx(msr["duration_s"], abs=1e-5)
