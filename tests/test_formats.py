@@ -61,6 +61,15 @@ def test_fio_v2_says_its_requests_carry_no_times_and_v3_replays_its_microseconds
     v3 = stlsim.run(trace=str(log), drive="cmr", mode="scaled")
     assert v3.summary["requests"] == 2 and not any("carries no times" in w for w in v3.report["warnings"])
     assert v3.summary["simulated_s"] == pytest.approx(0.5, abs=0.05)  # the read comes 500 ms after the write
+    # A rate gives version 2 its times (and the report says so); version 3 keeps its own.
+    paced = stlsim.run(trace=str(data / "iolog_8G.log.gz"), drive="cmr", limit=500, mode="scaled", rate_iops=100)
+    assert paced.summary["simulated_s"] == pytest.approx(499 / 100, rel=0.01)
+    assert any("issued at 100 a second" in w for w in paced.report["warnings"])
+    assert not any("carries no times (every" in w for w in paced.report["warnings"])
+    with pytest.raises(TraceFormatError, match="version-3"):
+        stlsim.run(trace=str(log), drive="cmr", rate_iops=10)
+    p = subprocess.run([sys.executable, "-m", "stlsim", "trace-info", str(data / "rsrch_1.csv"), "--rate", "10"], capture_output=True, text=True)
+    assert p.returncode != 0 and "rate_iops" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

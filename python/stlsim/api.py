@@ -111,6 +111,7 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
         "time_from_s": s["time_from_s"],
         "time_to_s": s["time_to_s"],
         "file_extent_mib": s["file_extent_mib"],
+        "rate_iops": s["rate_iops"],
         "pair": s["pair_completions"],
     }
     if synth is not None:
@@ -156,6 +157,8 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
         "crash_after": list(s["crash_after"] or []),
         "crash_at_ops": list(s["crash_at_ops"] or []),
     }
+    if s["rate_iops"] is not None:
+        notes = [*(notes or []), f"the trace carries no times: its requests were issued at {s['rate_iops']:g} a second (rate_iops)"]
     if notes:
         cfg[NOTES] = notes
     return cfg
@@ -260,6 +263,7 @@ def run(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    rate_iops: float | None = None,
     pair_completions: bool = False,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
@@ -295,6 +299,8 @@ def run(
             before ``only``, ``start`` and ``limit`` (docs/traces.md).
         file_extent_mib: Thesios traces only: MiB of addresses each traced
             file is given (default 64; docs/traces.md).
+        rate_iops: fio version-2 logs only (they record no times): issue
+            request ``i`` at ``i / rate_iops`` seconds (None: all at once).
         pair_completions: blkparse only: pair each request (the ``event``,
             Q or D) with its completion, giving it the trace's measured
             response time (see :func:`trace_info`; the replay does not use
@@ -467,6 +473,7 @@ def analyze(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    rate_iops: float | None = None,
     pair_completions: bool = False,
     hottest: int = 3000,
     neighbours: int = 20,
@@ -506,7 +513,7 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
+    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:
@@ -551,6 +558,7 @@ def convert(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    rate_iops: float | None = None,
     pair_completions: bool = False,
     force: bool = False,
 ) -> dict[str, Any]:
@@ -571,7 +579,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
     given["trace"] = trace
     if csv is not None:
         given["csv"] = csv
@@ -599,7 +607,7 @@ def convert(
         "source": {"path": str(src.resolve()), "size_bytes": size, "sha256": h.hexdigest()},
         "selection": {
             k: spec[k]
-            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s", "file_extent_mib", "pair")
+            for k in ("disk", "all_devices", "start", "limit", "event", "skip_unknown", "only", "time_from_s", "time_to_s", "file_extent_mib", "rate_iops", "pair")
             if spec.get(k) not in (None, 0, False)
         },
     }
@@ -624,6 +632,7 @@ def trace_info(
     time_from_s: float | None = None,
     time_to_s: float | None = None,
     file_extent_mib: int | None = None,
+    rate_iops: float | None = None,
     pair_completions: bool = False,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
@@ -632,7 +641,7 @@ def trace_info(
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
     ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib), "pair_completions": pair_completions}
+    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
     if trace is not None:
         given["trace"] = trace
     if csv is not None:

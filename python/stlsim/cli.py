@@ -30,8 +30,8 @@ from .errors import ConfigError, StlsimError
 __all__ = ["build_parser", "main"]
 
 #: Trace options beyond the format's: the operation filter, the time window
-#: and the Thesios file extent.
-SELECTION_KEYS = ("only", "time_from_s", "time_to_s", "file_extent_mib")
+#: the Thesios file extent and the rate of an untimed fio log.
+SELECTION_KEYS = ("only", "time_from_s", "time_to_s", "file_extent_mib", "rate_iops")
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 #: The reader of stdout went away (`stlsim run | head -1`): 128 + SIGPIPE, as
@@ -106,6 +106,16 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected requests per second, got {text!r}") from None
+    if not (math.isfinite(v) and 0 < v <= 1e9):
+        raise argparse.ArgumentTypeError(f"expected requests per second, above 0 and at most 1e9, got {text!r}")
+    return v
+
+
 def _seconds(text: str) -> float:
     try:
         v = float(text)
@@ -146,6 +156,14 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
         type=_positive,
         metavar="MIB",
         help="thesios: MiB of addresses each traced file is given (default 64)",
+    )
+    t.add_argument(
+        "--rate",
+        "--rate-iops",
+        dest="rate_iops",
+        type=_rate,
+        metavar="IOPS",
+        help="fio version-2 logs (no times): issue this many requests a second (default: all at once)",
     )
     t.add_argument(
         "--pair-completions",

@@ -86,6 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "time_from_s": None,
     "time_to_s": None,
     "file_extent_mib": None,
+    "rate_iops": None,
     "pair_completions": False,
     "drive": DEFAULT_DRIVE,
     "layer": DEFAULT_LAYER,
@@ -125,6 +126,7 @@ _TOML_NAME = {
     "time_from_s": "trace.time_from_s",
     "time_to_s": "trace.time_to_s",
     "file_extent_mib": "trace.file_extent_mib",
+    "rate_iops": "trace.rate_iops",
     "pair_completions": "trace.pair_completions",
     "drive": "drive",
     "layer": "layer.name",
@@ -159,6 +161,7 @@ _SECTION_KEYS = {
         "time_from_s": "time_from_s",
         "time_to_s": "time_to_s",
         "file_extent_mib": "file_extent_mib",
+        "rate_iops": "rate_iops",
         "pair_completions": "pair_completions",
     },
     "layer": {"name": "layer", "params": "params"},
@@ -608,6 +611,10 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
             if word not in ("read", "write"):
                 raise _bad(where, name, "read or write", v)
             out[key] = word
+        elif key == "rate_iops":
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0 < v <= 1e9:
+                raise _bad(where, name, "requests per second, above 0 and at most 1e9", v)
+            out[key] = float(v)
         elif key == "file_extent_mib":
             if not _is_int(v) or not 1 <= v <= 1 << 30:
                 raise _bad(where, name, "MiB of addresses per traced file, 1 to 2^30", v)
@@ -845,6 +852,7 @@ def init_config_text() -> str:
         _line("disk", 0, 'keep only this device: MSR disk number, SPC ASU, fio file, device; "all": merge them (absent: the only one)', commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),
         _line("file_extent_mib", 64, "thesios only: MiB of addresses each traced file is given (absent: 64)", commented=True),
+        _line("rate_iops", 1000.0, "fio version-2 logs only (no times): issue this many requests a second (absent: all at once)", commented=True),
         _line("skip_unknown", False, "skip (and count) records whose operation is neither read nor write; false: an error"),
         _line("pair_completions", False, "blkparse only: pair each request with its completion (C) for its measured response time"),
         _line("limit", 100000, "replay at most this many requests (absent: the whole trace)", commented=True),

@@ -40,6 +40,9 @@ pub struct FioIologReader {
     version: u8,
     skip_unknown: bool,
     skipped: u64,
+    /// Version 2 with a rate: nanoseconds between requests, and requests so far.
+    gap: Option<f64>,
+    issued: u64,
 }
 
 impl FioIologReader {
@@ -47,7 +50,21 @@ impl FioIologReader {
     /// With `skip_unknown`, a line whose action is none of those fio writes
     /// is skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
-        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0, skip_unknown, skipped: 0 }
+        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0, skip_unknown, skipped: 0, gap: None, issued: 0 }
+    }
+
+    /// Give a version-2 log (which records no times) request `i` the time
+    /// `i / rate_iops` seconds; a version-3 log with a rate is an error.
+    pub fn with_rate(mut self, rate_iops: Option<f64>) -> SimResult<Self> {
+        if let Some(r) = rate_iops {
+            if !(r.is_finite() && r > 0.0 && r <= 1e9) {
+                return Err(crate::error::SimError::Config(format!(
+                    "trace option 'rate_iops' is {r}: expected requests per second, above 0 and at most 1e9"
+                )));
+            }
+            self.gap = Some(1e9 / r);
+        }
+        Ok(self)
     }
 }
 
@@ -74,6 +91,9 @@ impl RawTraceReader for FioIologReader {
                     }
                     l => return Err(s.err(format!("expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'", show(l)))),
                 };
+                if self.version == 3 && self.gap.is_some() {
+                    return Err(s.err("rate_iops (--rate) gives times to a version-2 log, which has none; this version-3 log records its own"));
+                }
                 continue;
             }
             // Version 3 shifts every field by its timestamp.
@@ -82,7 +102,9 @@ impl RawTraceReader for FioIologReader {
                 let us = s.u64_field(0, "TIMESTAMP (us)")?;
                 Nanos(us.checked_mul(1_000).ok_or_else(|| s.err(format!("TIMESTAMP (field 1) overflows: {us} us")))?)
             } else {
-                Nanos(0)
+                // Counted before the action is known: the time is only used
+                // for reads and writes, which are numbered below.
+                Nanos(self.gap.map_or(0, |g| (self.issued as f64 * g).round() as u64))
             };
             let action = s.field(at + 1);
             let op = match action {
@@ -120,6 +142,7 @@ impl RawTraceReader for FioIologReader {
                     self.files.len() - 1
                 }
             };
+            self.issued += 1;
             let rec = TraceRecord { time, op, offset: Bytes(offset), len: Bytes(len), line };
             return Ok(Some((rec, Some(dev as u64))));
         }
@@ -215,5 +238,26 @@ mod tests {
         assert!(e.to_string().contains("t.log:2") && e.to_string().contains("expected 5 fields"), "{e}");
         let e = read_all("fio version 3 iolog\nx f write 0 1\n").unwrap_err();
         assert!(e.to_string().contains("TIMESTAMP"), "{e}");
+    }
+
+    #[test]
+    fn a_rate_gives_a_version_2_log_its_times() {
+        let v2 = "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync\nf read 0 512\nf write 4096 4096\n";
+        let read = |text: &str, rate: Option<f64>| -> SimResult<Vec<u64>> {
+            let mut r = FioIologReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.log", false).with_rate(rate)?;
+            let mut t = vec![];
+            while let Some((rec, _)) = r.next_raw()? {
+                t.push(rec.time.0);
+            }
+            Ok(t)
+        };
+        assert_eq!(read(v2, None).unwrap(), vec![0, 0, 0]);
+        // 4,000 requests a second: one every 250 us, the sync not counted.
+        assert_eq!(read(v2, Some(4000.0)).unwrap(), vec![0, 250_000, 500_000]);
+        let e = read("fio version 3 iolog\n1 f write 0 512\n", Some(10.0)).unwrap_err().to_string();
+        assert!(e.starts_with("t.log:1: ") && e.contains("version-3"), "{e}");
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(read(v2, Some(bad)).unwrap_err().to_string().contains("rate_iops"));
+        }
     }
 }

@@ -353,6 +353,9 @@ pub struct TraceSpec {
     /// Thesios only: MiB of addresses each traced file is given (see
     /// [`thesios`]); unset: [`thesios::DEFAULT_FILE_EXTENT_MIB`].
     pub file_extent_mib: Option<u64>,
+    /// fio version-2 logs only (they carry no times): issue the requests at
+    /// this many per second, request `i` at `i / rate_iops` seconds.
+    pub rate_iops: Option<f64>,
     /// blkparse only: pair each request event (`Q` or `D`, as `event`
     /// chooses) with its completion (`C`) so that the request carries its
     /// measured response time ([`TraceReader::measured`]); records still come
@@ -382,6 +385,7 @@ impl Default for TraceSpec {
             time_from_s: None,
             time_to_s: None,
             file_extent_mib: None,
+            rate_iops: None,
             pair: false,
             synth: None,
         }

@@ -223,7 +223,7 @@ pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec)
     Ok(match format {
         Format::Msr => Box::new(MsrReader::new(input, file, spec.skip_unknown)),
         Format::Spc => Box::new(SpcReader::new(input, file, spec.skip_unknown)),
-        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown)),
+        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown).with_rate(spec.rate_iops)?),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
         Format::Csv => Box::new(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?),
@@ -257,6 +257,13 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     if spec.event.is_some() && format != Format::Blkparse {
         return Err(SimError::Config(format!(
             "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
+            spec.path,
+            format_name(format)
+        )));
+    }
+    if spec.rate_iops.is_some() && format != Format::FioIolog {
+        return Err(SimError::Config(format!(
+            "trace option 'rate_iops' gives times to a fio version-2 log, but trace '{}' is in format {}",
             spec.path,
             format_name(format)
         )));
@@ -317,7 +324,7 @@ fn build(
     match format {
         Format::Msr => wrap(MsrReader::new(input, file, spec.skip_unknown), spec, p, f),
         Format::Spc => wrap(SpcReader::new(input, file, spec.skip_unknown), spec, p, f),
-        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown), spec, p, f),
+        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown).with_rate(spec.rate_iops)?, spec, p, f),
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
         Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?, spec, p, f),
