@@ -90,9 +90,23 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
         if lower.ends_with(".bz2") || is_bzip2(head) {
             return Err(bzip2_unsupported(path));
         }
+        if is_blktrace(head) {
+            return Err(SimError::Io(format!(
+                "cannot read trace '{path}': it is blktrace's binary output, which stlsim does not decode \
+                 (no maintained library reads it); turn it into text with blkparse (blkparse -i DEV -o DEV.txt) and read that"
+            )));
+        }
         Box::new(plain)
     };
     Ok((decoded, consumed, size))
+}
+
+/// Whether `head` starts a binary blktrace record: the kernel's
+/// `BLK_IO_TRACE_MAGIC` (0x65617400) with a version in its low byte (6 or 7
+/// in the kernels that wrote them).
+fn is_blktrace(head: &[u8]) -> bool {
+    head.len() >= 48
+        && matches!(head.first_chunk::<4>().map(|m| u32::from_le_bytes(*m)), Some(m) if m & 0xffff_ff00 == 0x6561_7400 && (6..=7).contains(&(m & 0xff)))
 }
 
 /// Whether `head` starts a bzip2 stream: `BZh`, the block-size digit, then
@@ -1425,6 +1439,18 @@ mod tests {
 
     /// A zstd file whose frame checksum is wrong, or whose data is damaged or
     /// cut short, is one line naming the file; the fixture is intact.
+    #[test]
+    fn binary_blktrace_is_refused_with_the_way_to_text() {
+        // A blk_io_trace record: magic | version 7, then the rest.
+        let mut rec = 0x6561_7407u32.to_le_bytes().to_vec();
+        rec.extend([0u8; 60]);
+        let p = write_temp("blktrace-bin", "sdb.blktrace.0", &rec);
+        match open_trace(&spec(&p)).err() {
+            Some(SimError::Io(m)) => assert!(m.contains("blkparse -i") && m.contains(&p) && !m.contains('\n'), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn corrupt_zstd_is_one_line_naming_the_file() {
         let good = std::fs::read(data("wdev_3.csv.zst")).unwrap();
