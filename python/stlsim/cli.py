@@ -106,24 +106,25 @@ def _track_list(text: str) -> list[int]:
     return out
 
 
-def _rate(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected requests per second, got {text!r}") from None
-    if not (math.isfinite(v) and 0 < v <= 1e9):
-        raise argparse.ArgumentTypeError(f"expected requests per second, above 0 and at most 1e9, got {text!r}")
-    return v
+def _bounded(what: str, low: float, high: float, *, above: bool = False) -> Any:
+    """An argument parser for a finite number from ``low`` (excluded when
+    ``above``) to ``high``, naming ``what`` it expects."""
+    span = f"above {low:g} and at most {high:g}" if above else f"from {low:g} to {high:g}"
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not (math.isfinite(v) and (v > low if above else v >= low) and v <= high):
+            raise argparse.ArgumentTypeError(f"expected {what} {span}, got {text!r}")
+        return v
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not (math.isfinite(v) and 0 <= v <= 1e9):
-        raise argparse.ArgumentTypeError(f"expected seconds from 0 to 1e9, got {text!r}")
-    return v
+_rate = _bounded("requests per second", 0, 1e9, above=True)
+_seconds = _bounded("seconds", 0, 1e9)
 
 
 def _device(text: str) -> int | str:
