@@ -981,8 +981,8 @@ fn base_spec(t: &Target, case: u64) -> TraceSpec {
         format: Some(t.format),
         csv: t.csv.clone().unwrap_or_default(),
         // Every other case refuses a second device (an error naming the line).
-        all_devices: case % 2 == 0,
-        skip_unknown: case % 3 == 0,
+        all_devices: case.is_multiple_of(2),
+        skip_unknown: case.is_multiple_of(3),
         event: (t.format == Format::Blkparse && case % 4 == 1).then(|| ["D", "C", "Q"][(case / 4 % 3) as usize].to_string()),
         ..TraceSpec::default()
     }

@@ -272,11 +272,9 @@ impl BinaryReader {
 impl RawTraceReader for BinaryReader {
     #[inline]
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
-        if self.next == self.n {
-            if self.done || !self.load()? {
-                self.done = true;
-                return Ok(None);
-            }
+        if self.next == self.n && (self.done || !self.load()?) {
+            self.done = true;
+            return Ok(None);
         }
         let i = self.next;
         self.next += 1;
