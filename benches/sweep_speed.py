@@ -1,12 +1,13 @@
 """Benchmark: the IMR sweep plan on one worker and on every core.
 
-    python benches/sweep_speed.py [--jobs N] [--repeat R] [--plan examples/sweeps/imr.toml]
+    python benches/sweep_speed.py [--jobs N] [--repeat R] [--plan examples/sweeps/imr.toml] [--cell-repeat K]
 
 Runs the plan R times (default 7) with one worker and R times with N (default:
 every core), alternating, each into a fresh temporary folder, and prints the
 median and the best wall time of each and the speed-ups they give. The whole
 plan takes under a second, so one run is at the mercy of the machine's other
-tenants: compare medians, not single runs.
+tenants: compare medians, not single runs. ``--cell-repeat K`` replays each
+cell's trace K times (the plan's ``repeat``), for cells K times longer.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import stlsim
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def once(plan: str, jobs: int) -> float:
+def once(plan: Any, jobs: int) -> float:
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
         rows = stlsim.sweep(plan, d, jobs=jobs)
@@ -37,7 +39,14 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--plan", default=str(ROOT / "examples" / "sweeps" / "imr.toml"))
+    ap.add_argument("--cell-repeat", type=int, default=1, help="replay each cell's trace this many times")
     a = ap.parse_args()
+    if a.cell_repeat > 1:
+        from stlsim.sweep import load_plan
+
+        inner = dict(load_plan(a.plan).spec["sweep"])  # its paths resolved
+        inner["fixed"] = {**inner.get("fixed", {}), "repeat": a.cell_repeat}
+        a.plan = {"sweep": inner}
     once(a.plan, 1)  # warm the imports and the file cache for both sides
     walls: dict[int, list[float]] = {1: [], a.jobs: []}
     for _ in range(a.repeat):
