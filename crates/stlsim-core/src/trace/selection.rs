@@ -111,7 +111,7 @@ impl Selection {
     }
 
     /// The verdict on `rec` of device `disk`, counting it as kept when kept.
-    #[inline]
+    #[inline(always)]
     pub fn judge(&mut self, rec: &TraceRecord, disk: Option<u64>) -> SimResult<Verdict> {
         if self.full() {
             return Ok(Verdict::Stop);
