@@ -27,7 +27,7 @@
 //!   it).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{parse_scaled, show, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{parse_scaled, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -91,15 +91,11 @@ impl RawTraceReader for DisksimAsciiReader {
                     let op = match s.field(4) {
                         b"1" => Op::Read,
                         b"0" => Op::Write,
-                        _ if self.skip_unknown => {
-                            self.skipped += 1;
-                            continue;
-                        }
                         other => {
-                            return Err(s.err(format!(
-                                "TYPE (field 5) is '{}', expected 1 (read) or 0 (write) {SKIP_HINT}",
-                                show(other)
-                            )))
+                            s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                                format!("TYPE (field 5) is '{}', expected 1 (read) or 0 (write)", show(other))
+                            })?;
+                            continue;
                         }
                     };
                     (s.u64_field(0, "ARRIVAL (ns)")?, op)
@@ -151,8 +147,10 @@ impl RawTraceReader for DisksimValidateReader {
             let op = match s.field(0) {
                 b"R" => Some(Op::Read),
                 b"W" => Some(Op::Write),
-                _ if self.skip_unknown => None,
-                other => return Err(s.err(format!("field 1 is '{}', expected R or W {SKIP_HINT}", show(other)))),
+                other => {
+                    s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("field 1 is '{}', expected R or W", show(other)))?;
+                    None
+                }
             };
             let blk = s.u64_field(2, "BLKNO")?;
             let count = s.u64_field(3, "BCOUNT")?;
@@ -166,10 +164,7 @@ impl RawTraceReader for DisksimValidateReader {
                 .checked_add(service)
                 .and_then(|t| t.checked_add(next))
                 .ok_or_else(|| s.err("the arrival times overflow 2^64 ns"))?;
-            let Some(op) = op else {
-                self.skipped += 1;
-                continue;
-            };
+            let Some(op) = op else { continue };
             let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
             let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
             self.measured = Some(Nanos(service));

@@ -18,7 +18,7 @@
 //!   appearance) for disk selection.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -111,16 +111,15 @@ impl RawTraceReader for FioIologReader {
                 b"read" => Op::Read,
                 b"write" => Op::Write,
                 b"add" | b"open" | b"close" | b"sync" | b"datasync" | b"trim" | b"wait" => continue,
-                _ if self.skip_unknown => {
-                    self.skipped += 1;
-                    continue;
-                }
                 other => {
-                    return Err(s.err(format!(
-                        "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait {SKIP_HINT}",
-                        at + 2,
-                        show(other)
-                    )))
+                    s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                        format!(
+                            "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
+                            at + 2,
+                            show(other)
+                        )
+                    })?;
+                    continue;
                 }
             };
             if self.version == 3 {

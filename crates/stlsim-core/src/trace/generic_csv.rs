@@ -6,7 +6,7 @@
 //! rounded.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{GenericCsv, Op, TimeUnit, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -160,8 +160,7 @@ impl RawTraceReader for GenericCsvReader {
             match self.one()? {
                 Some(rec) => return Ok(Some(rec)),
                 None => {
-                    // An unknown op, skipped: on to the next line.
-                    self.skipped += 1;
+                    // An unknown op, skipped (and counted): on to the next line.
                     if !self.src.advance()? {
                         return Ok(None);
                     }
@@ -173,7 +172,7 @@ impl RawTraceReader for GenericCsvReader {
 
 impl GenericCsvReader {
     /// The current line as a record; `None` for an op to skip.
-    fn one(&self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+    fn one(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         let s = &self.src;
         let c = &self.cfg;
         if s.len() < self.min_fields {
@@ -190,16 +189,16 @@ impl GenericCsvReader {
         let time = s.scaled_field(c.time_col, self.time_scale, "time")?;
         let opv = s.field(c.op_col);
         let Some(op) = self.op(opv) else {
-            if self.skip_unknown {
-                return Ok(None);
-            }
-            return Err(s.err(format!(
-                "op (field {}) is '{}', which is neither a read value {:?} nor a write value {:?} {SKIP_HINT}",
-                c.op_col + 1,
-                show(opv),
-                c.read_values,
-                c.write_values
-            )));
+            s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                format!(
+                    "op (field {}) is '{}', which is neither a read value {:?} nor a write value {:?}",
+                    c.op_col + 1,
+                    show(opv),
+                    c.read_values,
+                    c.write_values
+                )
+            })?;
+            return Ok(None);
         };
         let device = match c.device_col {
             Some(col) => Some(s.u64_field(col, "device")?),

@@ -13,7 +13,7 @@
 //!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -68,12 +68,9 @@ impl RawTraceReader for MsrReader {
             }
             s.expect_fields(7, LAYOUT)?;
             let Some(op) = parse_rw_word(s.field(3)) else {
-                if self.skip_unknown {
-                    // The whole record is set aside: its other fields are not read.
-                    self.skipped += 1;
-                    continue;
-                }
-                return Err(s.err(format!("Type (field 4) is '{}', expected Read or Write {SKIP_HINT}", show(s.field(3)))));
+                // A skipped record is set aside whole: its other fields are not read.
+                s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("Type (field 4) is '{}', expected Read or Write", show(s.field(3))))?;
+                continue;
             };
             let ticks = s.u64_field(0, "Timestamp")?;
             let time = ticks.checked_mul(100).ok_or_else(|| {

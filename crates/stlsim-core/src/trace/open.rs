@@ -972,6 +972,18 @@ pub(crate) mod text {
             }
         }
 
+        /// The unknown-operation policy every reader shares: with `skip`,
+        /// count the record in `skipped` (the caller moves on to the next);
+        /// without it, the error `what` says, ending with the way out.
+        pub(crate) fn unknown_op(&self, skip: bool, skipped: &mut u64, what: impl FnOnce() -> String) -> SimResult<()> {
+            if skip {
+                *skipped += 1;
+                Ok(())
+            } else {
+                Err(self.err(format!("{} {SKIP_HINT}", what())))
+            }
+        }
+
         /// A format error at the current line.
         pub(crate) fn err(&self, msg: impl Into<String>) -> SimError {
             SimError::TraceFormat {

@@ -31,7 +31,7 @@
 //! error saying so (read such a file as a generic CSV with a header).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -99,11 +99,8 @@ impl RawTraceReader for SpcReader {
                 Err(e) => return Err(e),
             };
             let Some(op) = parse_opcode(s.field(3)) else {
-                if self.skip_unknown {
-                    self.skipped += 1;
-                    continue;
-                }
-                return Err(s.err(format!("Opcode (field 4) is '{}', expected r or w {SKIP_HINT}", show(s.field(3)))));
+                s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("Opcode (field 4) is '{}', expected r or w", show(s.field(3))))?;
+                continue;
             };
             let lba = s.u64_field(1, "LBA")?;
             let offset = lba.checked_mul(512).ok_or_else(|| {

@@ -30,7 +30,7 @@
 //! * One file holds one disk: there is no device column.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, trim, CsvLines, SKIP_HINT};
+use crate::trace::open::text::{show, trim, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -123,15 +123,11 @@ impl RawTraceReader for ThesiosReader {
                 Op::Read
             } else if opf.eq_ignore_ascii_case(b"write") {
                 Op::Write
-            } else if self.skip_unknown {
-                self.skipped += 1;
-                continue;
             } else {
-                return Err(s.err(format!(
-                    "op_type (field {}) is '{}', expected READ or WRITE {SKIP_HINT}",
-                    c[1] + 1,
-                    show(opf)
-                )));
+                s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                    format!("op_type (field {}) is '{}', expected READ or WRITE", c[1] + 1, show(opf))
+                })?;
+                continue;
             };
             if op == Op::Read && hit_col.is_some_and(|h| trim(s.field(h)) == b"1") {
                 self.cache_hits += 1;
