@@ -121,10 +121,12 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
     return spec
 
 
-def _unless_none(**given: Any) -> dict[str, Any]:
-    """The settings among ``given`` that are set (unset ones left out, so
-    that a configuration's values stand)."""
-    return {k: v for k, v in given.items() if v is not None}
+def _trace_options(trace: Any, start: Any, skip_unknown: Any, pair_completions: Any, **options: Any) -> dict[str, Any]:
+    """The trace-reading settings of a function's keywords: ``start`` and the
+    switches always (so that None is refused), ``trace`` and the rest when
+    set."""
+    given = {k: v for k, v in {"trace": trace, **options}.items() if v is not None}
+    return {"start": start, "skip_unknown": skip_unknown, "pair_completions": pair_completions, **given}
 
 
 #: Key of a core configuration holding warnings the front end adds to the
@@ -513,11 +515,8 @@ def analyze(
     """
     from .analysis import Analysis
 
-    given: dict[str, Any] = {"drive": drive, "format": format, "disk": disk, "start": start, "limit": limit, "fold": fold, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
-    if trace is not None:
-        given["trace"] = trace
-    if csv is not None:
-        given["csv"] = csv
+    # start, fold, drive and the switches are checked even when None (an error), as before.
+    given = {"drive": drive, "fold": fold, **_trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)}
     s = resolve_settings(None, given)
     drive_cfg = load_drive(s["drive"])
     spec = _trace_spec(s, drive_cfg)
@@ -579,10 +578,7 @@ def convert(
 
     from ._core import __version__
 
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
-    given["trace"] = trace
-    if csv is not None:
-        given["csv"] = csv
+    given = _trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)
     s = resolve_settings(None, given)
     spec = _trace_spec(s, {})
     if "synth" in spec:
@@ -641,11 +637,7 @@ def trace_info(
     (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
     with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
     ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
-    given: dict[str, Any] = {"format": format, "disk": disk, "start": start, "limit": limit, "event": event, "skip_unknown": skip_unknown, **_unless_none(only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops), "pair_completions": pair_completions}
-    if trace is not None:
-        given["trace"] = trace
-    if csv is not None:
-        given["csv"] = csv
+    given = _trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)
     if drive is not None:
         given["drive"] = drive
     s = resolve_settings(None, given)
