@@ -4,7 +4,7 @@
 
 Runs the plan R times (default 7) with one worker and R times with N (default:
 every core), alternating, each into a fresh temporary folder, and prints the
-median and the best wall time of each and the speed-ups they give. The whole
+median and the best wall time of each and the speed-ups they give. 
 plan takes under a second, so one run is at the mercy of the machine's other
 tenants: compare medians, not single runs. ``--cell-repeat K`` replays each
 cell's trace K times (the plan's ``repeat``), for cells K times longer.

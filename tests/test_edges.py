@@ -82,7 +82,8 @@ def test_cli_backup_tracks_near_2_64_is_one_line(cli, one_line_error, layer: str
         ({"seek": {"max_ms": 1e17}}, "seek.max_ms = 100000000000000000 is outside the plausible range 0 to 1000 (ms)"),
         ({"rpm": 1e12}, "rpm = 1000000000000 is outside the plausible range 1000 to 30000"),
         ({"rpm": 1e-300}, "rpm = 0.0"),
-        ({"interface_mb_s": 1e-9}, "interface_mb_s = 0.000000001 is outside the plausible range 1 to 1000000000"),
+        ({"interface_mb_s": 1e-9}, "interface_mb_s = 0.000000001 is outside the plausible range 1 to 100000 (MB/s)"),
+        ({"interface_mb_s": 1e9}, "interface_mb_s = 1000000000 is outside the plausible range 1 to 100000 (MB/s)"),
         ({"rpm": math.nan}, "rpm must be a finite number, got nan"),
         ({"rpm": math.inf}, "rpm must be a finite number, got inf"),
         ({"write_cache_mib": -1.0}, "write_cache_mib = -1 is outside"),
@@ -94,6 +95,17 @@ def test_implausible_drive_values_name_the_key(override: dict[str, Any], needle:
     with pytest.raises(ConfigError) as e:
         load_drive("imr-paper", override)
     assert needle in _one_line(e.value)
+
+
+def test_an_interface_rate_of_zero_is_an_ideal_link() -> None:
+    """0 MB/s is not a slow link but none: the host transfer takes no time,
+    so a request costs only the medium's time (paper-style studies of the
+    medium alone). Writes into the write cache cost exactly their transfer."""
+    kw = {"trace": "synth:uniform,count=200,span_bytes=1GB,seed=3", "mode": "flat-out", "write_cache": True}
+    slow, fast, ideal = (
+        stlsim.run(**kw, drive={"preset": "cmr", "interface_mb_s": rate}).summary["mean_ms"] for rate in (1.0, 1e5, 0)
+    )
+    assert ideal == 0 < fast < slow
 
 
 def test_every_preset_lies_within_the_documented_ranges() -> None:

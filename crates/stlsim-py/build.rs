@@ -15,7 +15,13 @@ fn main() {
         .ok()
         .filter(|o| o.status.success())
         .is_some_and(|o| !o.stdout.is_empty());
-    let text = if commit.is_empty() { String::new() } else if dirty { format!("{commit}+dirty") } else { commit };
+    let text = if commit.is_empty() {
+        String::new()
+    } else if dirty {
+        format!("{commit}+dirty")
+    } else {
+        commit
+    };
     println!("cargo:rustc-env=STLSIM_GIT_COMMIT={text}");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");

@@ -18,7 +18,11 @@ use stlsim_core::Simulation;
 
 fn sample() -> Vec<TraceRecord> {
     let spec = TraceSpec {
-        path: concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi").into(),
+        path: concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/cloudPhysicsIO.vscsi"
+        )
+        .into(),
         ..Default::default()
     };
     let mut r = open_trace(&spec).unwrap();
@@ -49,17 +53,25 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("engine-cmr-queue");
     g.throughput(Throughput::Elements(recs.len() as u64));
     g.sample_size(10);
-    for (name, cache, verify) in
-        [("cache-on", true, false), ("cache-off", false, false), ("cache-on-verify", true, true)]
-    {
+    for (name, cache, verify) in [
+        ("cache-on", true, false),
+        ("cache-off", false, false),
+        ("cache-on-verify", true, true),
+    ] {
         g.bench_function(name, |b| {
             b.iter_batched(
                 || {
                     let cfg = RunConfig {
                         drive: imr_paper(),
-                        layer: LayerConfig { name: "cmr".into(), ..Default::default() },
+                        layer: LayerConfig {
+                            name: "cmr".into(),
+                            ..Default::default()
+                        },
                         verify,
-                        replay: stlsim_core::engine::ReplayConfig { write_cache: Some(cache), ..Default::default() },
+                        replay: stlsim_core::engine::ReplayConfig {
+                            write_cache: Some(cache),
+                            ..Default::default()
+                        },
                         ..Default::default()
                     };
                     Simulation::with_reader(cfg, Box::new(VecTrace::new(recs.clone()))).unwrap()
@@ -89,7 +101,11 @@ fn bench_imr(c: &mut Criterion, recs: &[TraceRecord], group: &str, destage: bool
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(recs.len() as u64));
     g.sample_size(10);
-    for layer in REGISTRY.iter().map(|e| e.name).filter(|n| n.starts_with("imr-")) {
+    for layer in REGISTRY
+        .iter()
+        .map(|e| e.name)
+        .filter(|n| n.starts_with("imr-"))
+    {
         if destage && layer == "imr-rmw" {
             continue;
         }
@@ -102,9 +118,14 @@ fn bench_imr(c: &mut Criterion, recs: &[TraceRecord], group: &str, destage: bool
                     }
                     let cfg = RunConfig {
                         drive: imr_paper(),
-                        layer: LayerConfig { name: layer.to_string(), params },
+                        layer: LayerConfig {
+                            name: layer.to_string(),
+                            params,
+                        },
                         replay: stlsim_core::engine::ReplayConfig {
-                            prefill: full.then_some(stlsim_core::medium::prefill::PrefillSpec::Fraction(1.0)),
+                            prefill: full.then_some(
+                                stlsim_core::medium::prefill::PrefillSpec::Fraction(1.0),
+                            ),
                             ..Default::default()
                         },
                         ..Default::default()
@@ -158,10 +179,15 @@ fn bench_swd(c: &mut Criterion) {
                 || {
                     let cfg = RunConfig {
                         drive: swd_paper(),
-                        layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+                        layer: LayerConfig {
+                            name: layer.to_string(),
+                            ..Default::default()
+                        },
                         replay: stlsim_core::engine::ReplayConfig {
                             mode: stlsim_core::engine::Mode::Scaled,
-                            prefill: Some(stlsim_core::medium::prefill::PrefillSpec::Fraction(0.75)),
+                            prefill: Some(stlsim_core::medium::prefill::PrefillSpec::Fraction(
+                                0.75,
+                            )),
                             fold_to_prefill: true,
                             ..Default::default()
                         },
@@ -190,10 +216,22 @@ fn dmsmr() -> DriveConfig {
         sector_bytes: 4096,
         rpm: 5900.0,
         zones: vec![
-            ZoneSpec { first_track: 0, sectors_per_track: 460 },
-            ZoneSpec { first_track: 12_739, sectors_per_track: 444 },
-            ZoneSpec { first_track: 1_500_000, sectors_per_track: 332 },
-            ZoneSpec { first_track: 3_000_000, sectors_per_track: 220 },
+            ZoneSpec {
+                first_track: 0,
+                sectors_per_track: 460,
+            },
+            ZoneSpec {
+                first_track: 12_739,
+                sectors_per_track: 444,
+            },
+            ZoneSpec {
+                first_track: 1_500_000,
+                sectors_per_track: 332,
+            },
+            ZoneSpec {
+                first_track: 3_000_000,
+                sectors_per_track: 220,
+            },
         ],
         capacity_gib: Some(4656.613),
         write_cache_mib: 0.0,
@@ -220,7 +258,10 @@ fn bench_dmsmr(c: &mut Criterion) {
     for layer in ["smr-eregion", "smr-vguard"] {
         let cfg = |layer: &str| RunConfig {
             drive: drive.clone(),
-            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+            layer: LayerConfig {
+                name: layer.to_string(),
+                ..Default::default()
+            },
             replay: stlsim_core::engine::ReplayConfig {
                 mode: stlsim_core::engine::Mode::FlatOut,
                 write_cache: Some(false),
@@ -231,7 +272,10 @@ fn bench_dmsmr(c: &mut Criterion) {
         g.throughput(Throughput::Elements(recs.len() as u64));
         g.bench_function(format!("{layer}-cloudphysics"), |b| {
             b.iter_batched(
-                || Simulation::with_reader(cfg(layer), Box::new(VecTrace::new(recs.clone()))).unwrap(),
+                || {
+                    Simulation::with_reader(cfg(layer), Box::new(VecTrace::new(recs.clone())))
+                        .unwrap()
+                },
                 |mut s| {
                     s.run().unwrap();
                     s.requests_done()
@@ -239,11 +283,17 @@ fn bench_dmsmr(c: &mut Criterion) {
                 BatchSize::LargeInput,
             )
         });
-        let spec = SynthSpec { seed: 1, ..SynthSpec::uniform(20_000, 500_000_000_000) };
+        let spec = SynthSpec {
+            seed: 1,
+            ..SynthSpec::uniform(20_000, 500_000_000_000)
+        };
         g.throughput(Throughput::Elements(20_000));
         g.bench_function(format!("{layer}-random-500GB"), |b| {
             b.iter_batched(
-                || Simulation::with_reader(cfg(layer), Box::new(SynthReader::new(&spec).unwrap())).unwrap(),
+                || {
+                    Simulation::with_reader(cfg(layer), Box::new(SynthReader::new(&spec).unwrap()))
+                        .unwrap()
+                },
                 |mut s| {
                     s.run().unwrap();
                     s.requests_done()
@@ -273,26 +323,44 @@ fn bench_zoned(c: &mut Criterion) {
     d.layout.kind = "zoned".into();
     d.layout.zone_tracks = 128;
     d.layout.conventional_zones = 720;
-    bench_layers(c, "engine-zoned", &d, &["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"], |_| {});
+    bench_layers(
+        c,
+        "engine-zoned",
+        &d,
+        &["hm-fluid", "hm-fluid-loop", "hm-skylight", "amphisbaena"],
+        |_| {},
+    );
 }
 
 /// One benchmark per layer in group `group`: the whole CloudPhysics sample
 /// replayed on drive `d`, with `tweak` applied to each run's configuration.
-fn bench_layers(c: &mut Criterion, group: &str, d: &DriveConfig, layers: &[&str], tweak: fn(&mut RunConfig)) {
+fn bench_layers(
+    c: &mut Criterion,
+    group: &str,
+    d: &DriveConfig,
+    layers: &[&str],
+    tweak: fn(&mut RunConfig),
+) {
     let recs = sample();
     let mut g = c.benchmark_group(group);
     g.sample_size(10);
     for layer in layers {
         let mut cfg = RunConfig {
             drive: d.clone(),
-            layer: LayerConfig { name: layer.to_string(), ..Default::default() },
+            layer: LayerConfig {
+                name: layer.to_string(),
+                ..Default::default()
+            },
             ..Default::default()
         };
         tweak(&mut cfg);
         g.throughput(Throughput::Elements(recs.len() as u64));
         g.bench_function(format!("{layer}-cloudphysics"), |b| {
             b.iter_batched(
-                || Simulation::with_reader(cfg.clone(), Box::new(VecTrace::new(recs.clone()))).unwrap(),
+                || {
+                    Simulation::with_reader(cfg.clone(), Box::new(VecTrace::new(recs.clone())))
+                        .unwrap()
+                },
                 |mut s| {
                     s.run().unwrap();
                     s.requests_done()
@@ -316,14 +384,23 @@ fn bench_hybrid(c: &mut Criterion) {
         capacity_gib: Some(764.6),
         write_cache_mib: 0.0,
         interface_mb_s: 300.0,
-        memory: Some(stlsim_core::side_device::SideConfig { battery_backed: true, ..stlsim_core::side_device::SideConfig::ddr3_1333(95.367) }),
+        memory: Some(stlsim_core::side_device::SideConfig {
+            battery_backed: true,
+            ..stlsim_core::side_device::SideConfig::ddr3_1333(95.367)
+        }),
         ssd: Some(stlsim_core::side_device::SideConfig::intel_x25m(190.735)),
         ..Default::default()
     };
     d.seek.min_ms = 0.6;
     d.seek.max_ms = 14.0;
     d.layout.kind = "wave".into();
-    bench_layers(c, "engine-hybrid", &d, &["buffered-cmr", "sblock", "hwsr"], |cfg| cfg.replay.queue_depth = 1);
+    bench_layers(
+        c,
+        "engine-hybrid",
+        &d,
+        &["buffered-cmr", "sblock", "hwsr"],
+        |cfg| cfg.replay.queue_depth = 1,
+    );
 }
 
 /// Reader throughput from memory (records per second), text and binary forms
@@ -335,11 +412,17 @@ fn bench_readers(c: &mut Criterion) {
     };
     let gunzip = |bytes: &[u8]| -> &'static [u8] {
         let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out).unwrap();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(bytes), &mut out)
+            .unwrap();
         Box::leak(out.into_boxed_slice())
     };
     let count = |bytes: &'static [u8], format: Format| -> u64 {
-        let spec = TraceSpec { path: "mem".into(), format: Some(format), all_devices: true, ..Default::default() };
+        let spec = TraceSpec {
+            path: "mem".into(),
+            format: Some(format),
+            all_devices: true,
+            ..Default::default()
+        };
         let mut r = open_reader(Box::new(bytes), &spec).unwrap();
         let mut n = 0;
         while r.next_record().unwrap().is_some() {
@@ -350,7 +433,11 @@ fn bench_readers(c: &mut Criterion) {
     // The MSR text and its binary form (written here, as `stlsim convert` would).
     let msr = data("rsrch_1.csv");
     let binary: &'static [u8] = {
-        let spec = TraceSpec { path: "mem".into(), format: Some(Format::Msr), ..Default::default() };
+        let spec = TraceSpec {
+            path: "mem".into(),
+            format: Some(Format::Msr),
+            ..Default::default()
+        };
         let mut r = open_reader(Box::new(msr), &spec).unwrap();
         let mut w = stlsim_core::trace::binary::BinaryWriter::new(Vec::new(), "{}").unwrap();
         while let Some(rec) = r.next_record().unwrap() {
@@ -361,18 +448,39 @@ fn bench_readers(c: &mut Criterion) {
     let inputs: [(&str, &'static [u8], Format); 7] = [
         ("vscsi-parse", data("cloudPhysicsIO.vscsi"), Format::Vscsi),
         ("msr-parse", msr, Format::Msr),
-        ("cloudphysics-csv-parse", data("cloudPhysicsIO.csv"), Format::CloudphysicsCsv),
-        ("fio-parse", gunzip(data("iolog_8G.log.gz")), Format::FioIolog),
+        (
+            "cloudphysics-csv-parse",
+            data("cloudPhysicsIO.csv"),
+            Format::CloudphysicsCsv,
+        ),
+        (
+            "fio-parse",
+            gunzip(data("iolog_8G.log.gz")),
+            Format::FioIolog,
+        ),
         ("stlt-parse", binary, Format::Binary),
-        ("blkparse-parse", gunzip(data("blktrace.txt.gz")), Format::Blkparse),
-        ("mqsim-parse", gunzip(data("wsrch-small.trace.gz")), Format::Mqsim),
+        (
+            "blkparse-parse",
+            gunzip(data("blktrace.txt.gz")),
+            Format::Blkparse,
+        ),
+        (
+            "mqsim-parse",
+            gunzip(data("wsrch-small.trace.gz")),
+            Format::Mqsim,
+        ),
     ];
     let mut g = c.benchmark_group("trace");
     for (name, bytes, format) in inputs {
         g.throughput(Throughput::Elements(count(bytes, format)));
         g.bench_function(name, |b| {
             b.iter(|| {
-                let spec = TraceSpec { path: "mem".into(), format: Some(format), all_devices: true, ..Default::default() };
+                let spec = TraceSpec {
+                    path: "mem".into(),
+                    format: Some(format),
+                    all_devices: true,
+                    ..Default::default()
+                };
                 let mut r = open_reader(Box::new(bytes), &spec).unwrap();
                 let mut n = 0u64;
                 while let Some(rec) = r.next_record().unwrap() {
@@ -385,5 +493,13 @@ fn bench_readers(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_swd, bench_dmsmr, bench_zoned, bench_hybrid, bench_readers);
+criterion_group!(
+    benches,
+    bench,
+    bench_swd,
+    bench_dmsmr,
+    bench_zoned,
+    bench_hybrid,
+    bench_readers
+);
 criterion_main!(benches);

@@ -21,12 +21,19 @@ fn main() {
         .skip(3)
         .filter_map(|a| a.split_once('='))
         .map(|(k, v)| {
-            let val = v.parse::<i64>().map(serde_json::Value::from).unwrap_or_else(|_| serde_json::Value::from(v));
+            let val = v
+                .parse::<i64>()
+                .map(serde_json::Value::from)
+                .unwrap_or_else(|_| serde_json::Value::from(v));
             (k.to_string(), val)
         })
         .collect();
     let spec = TraceSpec {
-        path: concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/cloudPhysicsIO.vscsi").into(),
+        path: concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/cloudPhysicsIO.vscsi"
+        )
+        .into(),
         ..Default::default()
     };
     let mut r = open_trace(&spec).unwrap();
@@ -47,11 +54,21 @@ fn main() {
     drive.layout.group_tracks = 8;
     let cfg = RunConfig {
         drive,
-        layer: LayerConfig { name: layer.into(), params },
-        replay: ReplayConfig { write_cache: Some(cache), ..Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params,
+        },
+        replay: ReplayConfig {
+            write_cache: Some(cache),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
     s.run().unwrap();
-    println!("{layer} cache {cache}: {} requests, WAF {:.3}", s.requests_done(), s.report().waf);
+    println!(
+        "{layer} cache {cache}: {} requests, WAF {:.3}",
+        s.requests_done(),
+        s.report().waf
+    );
 }

@@ -34,7 +34,10 @@ pub fn track_writes(trace: &TraceSpec, drive: &DriveConfig, fold: bool) -> SimRe
     let mut r = open_trace(trace)?;
     let sb = geom.sector_bytes() as u64;
     let cap = geom.capacity().0;
-    let mut out = TrackWrites { tracks: geom.tracks(), ..Default::default() };
+    let mut out = TrackWrites {
+        tracks: geom.tracks(),
+        ..Default::default()
+    };
     let mut base = None;
     let mut i = 0u64;
     while let Some(rec) = r.next_record()? {
@@ -49,8 +52,14 @@ pub fn track_writes(trace: &TraceSpec, drive: &DriveConfig, fold: bool) -> SimRe
         if lba + n > cap {
             if !fold || n > cap {
                 return Err(SimError::TraceFormat {
-                    at: crate::error::Location { file: trace.path.clone(), line: rec.line },
-                    msg: format!("request at byte offset {} lies beyond the drive's capacity", rec.offset.0),
+                    at: crate::error::Location {
+                        file: trace.path.clone(),
+                        line: rec.line,
+                    },
+                    msg: format!(
+                        "request at byte offset {} lies beyond the drive's capacity",
+                        rec.offset.0
+                    ),
                 });
             }
             lba %= cap;

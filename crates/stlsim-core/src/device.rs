@@ -72,9 +72,13 @@ impl Cause {
             Cause::Host | Cause::Destage => "host",
             Cause::Rmw => "rmw",
             Cause::Backup | Cause::Recovery => "backup",
-            Cause::Flip | Cause::Swap | Cause::Promote | Cause::Evict | Cause::Clean | Cause::Gc | Cause::Padding => {
-                "moves"
-            }
+            Cause::Flip
+            | Cause::Swap
+            | Cause::Promote
+            | Cause::Evict
+            | Cause::Clean
+            | Cause::Gc
+            | Cause::Padding => "moves",
             Cause::Metadata => "metadata",
         }
     }
@@ -210,7 +214,12 @@ impl Device {
     }
 
     /// Give the system a device beside the disk, cut into slots of `slot_sectors`.
-    pub fn attach_side(&mut self, kind: SideKind, cfg: SideConfig, slot_sectors: u32) -> SimResult<()> {
+    pub fn attach_side(
+        &mut self,
+        kind: SideKind,
+        cfg: SideConfig,
+        slot_sectors: u32,
+    ) -> SimResult<()> {
         let d = SideDevice::new(kind, cfg, self.geom.sector_bytes(), slot_sectors)?;
         self.side[kind as usize] = Some(d);
         Ok(())
@@ -222,14 +231,26 @@ impl Device {
     }
 
     fn side_mut(&mut self, kind: SideKind) -> SimResult<&mut SideDevice> {
-        self.side[kind as usize]
-            .as_mut()
-            .ok_or_else(|| SimError::Config(format!("the system has no {} (give the drive a [{}] table)", kind.name(), kind.name())))
+        self.side[kind as usize].as_mut().ok_or_else(|| {
+            SimError::Config(format!(
+                "the system has no {} (give the drive a [{}] table)",
+                kind.name(),
+                kind.name()
+            ))
+        })
     }
 
     fn begin_side(&mut self, kind: OpKind, cause: Cause, slot: u64, count: u32) -> SimResult<()> {
         self.crash_point(cause)?;
-        self.log_op(kind, cause, PhysAddr { track: Track(slot), sector: 0 }, count);
+        self.log_op(
+            kind,
+            cause,
+            PhysAddr {
+                track: Track(slot),
+                sector: 0,
+            },
+            count,
+        );
         if self.accounting {
             self.serial += 1;
         }
@@ -253,7 +274,14 @@ impl Device {
             if self.op_log.len() == OP_LOG {
                 self.op_log.pop_front();
             }
-            self.op_log.push_back(OpRecord { serial: self.serial, kind, cause, at, count, start: self.clock });
+            self.op_log.push_back(OpRecord {
+                serial: self.serial,
+                kind,
+                cause,
+                at,
+                count,
+                start: self.clock,
+            });
         }
     }
 
@@ -270,7 +298,9 @@ impl Device {
     ) -> SimResult<Nanos> {
         self.begin_side(OpKind::SideRead(kind), cause, slot, n)?;
         let (carry, account) = (self.medium.tracked(), self.accounting);
-        let t = self.side_mut(kind)?.read(cause, slot, offset, n, out, carry, account)?;
+        let t = self
+            .side_mut(kind)?
+            .read(cause, slot, offset, n, out, carry, account)?;
         if account {
             self.clock += t;
         }
@@ -293,7 +323,9 @@ impl Device {
     ) -> SimResult<Nanos> {
         self.begin_side(OpKind::SideWrite(kind), cause, slot, n)?;
         let account = self.accounting;
-        let t = self.side_mut(kind)?.write(cause, slot, offset, n, data, words, account)?;
+        let t = self
+            .side_mut(kind)?
+            .write(cause, slot, offset, n, data, words, account)?;
         if account {
             self.clock += t;
         }
@@ -452,7 +484,9 @@ impl Device {
     fn begin(&mut self, kind: OpKind, cause: Cause, at: PhysAddr, count: u32) -> SimResult<u64> {
         self.crash_point(cause)?;
         let spt = self.geom.sectors_in_checked(at.track)?;
-        if matches!(kind, OpKind::Read | OpKind::Write) && (count == 0 || at.sector as u64 + count as u64 > spt as u64) {
+        if matches!(kind, OpKind::Read | OpKind::Write)
+            && (count == 0 || at.sector as u64 + count as u64 > spt as u64)
+        {
             return Err(SimError::Medium(format!(
                 "{:?} of {count} sectors at {} sector {} does not fit the track ({spt} sectors)",
                 kind, at.track, at.sector
@@ -475,8 +509,16 @@ impl Device {
         let busy = t.total();
         self.clock += busy;
         let moved = self.head.track != at.track;
-        self.head = HeadState { track: at.track, next_sector: (at.sector + count) % spt.max(1), at: self.clock };
-        let c = if write { &mut self.writes[cause as usize] } else { &mut self.reads[cause as usize] };
+        self.head = HeadState {
+            track: at.track,
+            next_sector: (at.sector + count) % spt.max(1),
+            at: self.clock,
+        };
+        let c = if write {
+            &mut self.writes[cause as usize]
+        } else {
+            &mut self.reads[cause as usize]
+        };
         c.ops += 1;
         c.sectors += count as u64;
         c.busy += busy;
@@ -489,17 +531,30 @@ impl Device {
 
     /// Read `count` sectors of one track from `at`; their tokens are appended
     /// to `out` when data is carried. Returns the completion time.
-    pub fn read(&mut self, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<Nanos> {
+    pub fn read(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        out: &mut Vec<Token>,
+    ) -> SimResult<Nanos> {
         self.begin(OpKind::Read, cause, at, count)?;
         self.medium.admit_read(&self.geom, at, count)?;
-        self.medium.read(&self.geom, at, count, out, self.accounting);
+        self.medium
+            .read(&self.geom, at, count, out, self.accounting);
         Ok(self.time(false, cause, at, count))
     }
 
     /// Write `count` sectors of one track from `at` with payload `data` (one
     /// token per sector when data is carried, else empty). Applies the
     /// layout's overlap physics. Returns the completion time.
-    pub fn write(&mut self, cause: Cause, at: PhysAddr, count: u32, data: &[Token]) -> SimResult<Nanos> {
+    pub fn write(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+    ) -> SimResult<Nanos> {
         let serial = self.begin(OpKind::Write, cause, at, count)?;
         self.medium.admit_write(&self.geom, at, count)?;
         self.medium.write(&self.geom, at, count, data, serial);
@@ -574,7 +629,15 @@ impl Device {
     /// RESET WRITE POINTER of a sequential zone: rewind it and empty its
     /// sectors. Costs no media time (see [`zones`](crate::medium::zones)).
     pub fn reset_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
-        self.begin(OpKind::ResetZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
+        self.begin(
+            OpKind::ResetZone,
+            cause,
+            PhysAddr {
+                track: Track(0),
+                sector: 0,
+            },
+            0,
+        )?;
         self.medium.zones_mut().reset(zone)?;
         let geom = Arc::clone(&self.geom);
         self.medium.empty_zone(&geom, zone);
@@ -583,7 +646,15 @@ impl Device {
 
     /// FINISH ZONE: the zone becomes full (its unwritten sectors stay empty).
     pub fn finish_zone(&mut self, cause: Cause, zone: u64) -> SimResult<()> {
-        self.begin(OpKind::FinishZone, cause, PhysAddr { track: Track(0), sector: 0 }, 0)?;
+        self.begin(
+            OpKind::FinishZone,
+            cause,
+            PhysAddr {
+                track: Track(0),
+                sector: 0,
+            },
+            0,
+        )?;
         self.medium.zones_mut().finish(zone)
     }
 
@@ -626,7 +697,13 @@ impl Device {
     /// the zone rules are checked for the whole command (a command that is
     /// not at the write pointer or crosses a zone's end fails before any
     /// sector is written, as on a ZBC drive), then it is issued track by track.
-    pub fn write_lbas(&mut self, cause: Cause, lba: Lba, n: Sectors, data: &[Token]) -> SimResult<Nanos> {
+    pub fn write_lbas(
+        &mut self,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        data: &[Token],
+    ) -> SimResult<Nanos> {
         self.write_command(cause, lba, n, data, None)
     }
 
@@ -680,12 +757,23 @@ impl Device {
         let mut res = Ok(self.clock);
         geom.for_home_extents(lba, n, |at, count, l| {
             if res.is_ok() {
-                let d = if data.is_empty() { &[][..] } else { &data[(l.0 - lba.0) as usize..][..count as usize] };
+                let d = if data.is_empty() {
+                    &[][..]
+                } else {
+                    &data[(l.0 - lba.0) as usize..][..count as usize]
+                };
                 res = self.write(cause, at, count, d);
                 if let (Ok(_), Some(tag)) = (&res, tag.as_mut()) {
                     for k in 0..count {
                         let words = tag(Lba(l.0 + k as u64));
-                        self.medium.put_meta(PhysAddr { track: at.track, sector: at.sector + k }, 1, words);
+                        self.medium.put_meta(
+                            PhysAddr {
+                                track: at.track,
+                                sector: at.sector + k,
+                            },
+                            1,
+                            words,
+                        );
                     }
                 }
             }
@@ -695,7 +783,13 @@ impl Device {
 
     /// Read `n` sectors of host-visible LBA space from `lba` as one command
     /// (checked against the zone rules first), track by track.
-    pub fn read_lbas(&mut self, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<Nanos> {
+    pub fn read_lbas(
+        &mut self,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<Nanos> {
         self.medium.zones().admit_read(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);
         let mut res = Ok(self.clock);
@@ -712,7 +806,10 @@ impl Geometry {
     /// Sectors on a track, or an error for a track past the end.
     pub fn sectors_in_checked(&self, t: Track) -> SimResult<u32> {
         if t.0 >= self.tracks() {
-            return Err(SimError::Medium(format!("{t} is past the last track ({})", self.tracks() - 1)));
+            return Err(SimError::Medium(format!(
+                "{t} is past the last track ({})",
+                self.tracks() - 1
+            )));
         }
         Ok(self.sectors_in(t))
     }

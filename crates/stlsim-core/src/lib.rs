@@ -19,11 +19,11 @@ pub mod mechanics;
 pub mod medium;
 pub mod metrics;
 pub mod side_device;
+#[cfg(test)]
+pub(crate) mod test_rng;
 pub mod trace;
 pub mod track_bits;
 pub mod units;
-#[cfg(test)]
-pub(crate) mod test_rng;
 
 pub use engine::{RunConfig, Simulation};
 pub use error::{SimError, SimResult};

@@ -86,7 +86,11 @@ impl Mechanics {
         let rotation = match rotation {
             "average" => Rotation::Average,
             "angular" => Rotation::Angular,
-            r => return config_err(format!("rotation model '{r}' is not 'average' or 'angular'")),
+            r => {
+                return config_err(format!(
+                    "rotation model '{r}' is not 'average' or 'angular'"
+                ))
+            }
         };
         let curve = match seek.model.as_str() {
             "sqrt" => {
@@ -97,12 +101,21 @@ impl Mechanics {
                     ));
                 }
                 let full = (tracks.max(2) - 1) as f64;
-                let a = if full > 1.0 { (seek.max_ms - seek.min_ms) / (full.sqrt() - 1.0) } else { 0.0 };
-                SeekCurve::Sqrt { a, b: seek.min_ms - a }
+                let a = if full > 1.0 {
+                    (seek.max_ms - seek.min_ms) / (full.sqrt() - 1.0)
+                } else {
+                    0.0
+                };
+                SeekCurve::Sqrt {
+                    a,
+                    b: seek.min_ms - a,
+                }
             }
             "table" => {
                 if seek.table.is_empty() {
-                    return config_err("seek model 'table' needs at least one [distance, ms] point");
+                    return config_err(
+                        "seek model 'table' needs at least one [distance, ms] point",
+                    );
                 }
                 if seek.table.windows(2).any(|w| w[1].0 <= w[0].0) {
                     return config_err("seek table distances must be strictly ascending");
@@ -114,7 +127,12 @@ impl Mechanics {
             }
             m => return config_err(format!("seek model '{m}' is not 'sqrt' or 'table'")),
         };
-        let mut m = Mechanics { curve, rotation, rot_ns: (60e9 / rpm).round() as u64, short: vec![] };
+        let mut m = Mechanics {
+            curve,
+            rotation,
+            rot_ns: (60e9 / rpm).round() as u64,
+            short: vec![],
+        };
         m.short = (0..1024u64).map(|d| m.seek_uncached(d).0).collect();
         Ok(m)
     }
@@ -169,7 +187,14 @@ impl Mechanics {
     /// Timing of an access to `count` sectors from `at` (on a track of `spt`
     /// sectors) that may start no earlier than `start`, given the head state.
     /// Returns the timing; the new head state ends at `start + total`.
-    pub fn access(&self, head: &HeadState, start: Nanos, at: PhysAddr, count: u32, spt: u32) -> AccessTime {
+    pub fn access(
+        &self,
+        head: &HeadState,
+        start: Nanos,
+        at: PhysAddr,
+        count: u32,
+        spt: u32,
+    ) -> AccessTime {
         let d = head.track.distance(at.track);
         let seek = self.seek_time(d);
         let transfer = self.transfer_time(count, spt);
@@ -183,12 +208,17 @@ impl Mechanics {
                 Rotation::Angular => {
                     let arrive = (start + seek).0;
                     let pos = arrive % self.rot_ns;
-                    let target = (self.rot_ns as u128 * at.sector as u128 / spt.max(1) as u128) as u64;
+                    let target =
+                        (self.rot_ns as u128 * at.sector as u128 / spt.max(1) as u128) as u64;
                     Nanos((target + self.rot_ns - pos) % self.rot_ns)
                 }
             }
         };
-        AccessTime { seek, rotate, transfer }
+        AccessTime {
+            seek,
+            rotate,
+            transfer,
+        }
     }
 }
 
@@ -209,25 +239,49 @@ mod tests {
         let mid = m.seek_time(25_000).as_ms();
         assert!(mid > 2.0 && mid < 20.0, "{mid}");
         // sqrt shape: a quarter of the stroke costs about half the range above min.
-        assert!((mid - (2.0 + 18.0 * (25_000f64.sqrt() - 1.0) / (100_000f64.sqrt() - 1.0))).abs() < 1e-6);
+        assert!(
+            (mid - (2.0 + 18.0 * (25_000f64.sqrt() - 1.0) / (100_000f64.sqrt() - 1.0))).abs()
+                < 1e-6
+        );
     }
 
     #[test]
     fn seek_table_interpolates() {
-        let cfg = SeekConfig { model: "table".into(), table: vec![(1, 1.0), (101, 11.0)], ..Default::default() };
+        let cfg = SeekConfig {
+            model: "table".into(),
+            table: vec![(1, 1.0), (101, 11.0)],
+            ..Default::default()
+        };
         let m = Mechanics::new(&cfg, "average", 7200.0, 1000).unwrap();
         assert_eq!(m.seek_time(1), Nanos::from_ms(1.0));
         assert_eq!(m.seek_time(51), Nanos::from_ms(6.0));
         assert_eq!(m.seek_time(500), Nanos::from_ms(11.0));
-        let bad = SeekConfig { model: "table".into(), table: vec![(5, 1.0), (5, 2.0)], ..Default::default() };
+        let bad = SeekConfig {
+            model: "table".into(),
+            table: vec![(5, 1.0), (5, 2.0)],
+            ..Default::default()
+        };
         assert!(Mechanics::new(&bad, "average", 7200.0, 1000).is_err());
     }
 
     #[test]
     fn random_sector_average_is_seek_half_rotation_transfer() {
         let m = mech("average");
-        let head = HeadState { track: Track(10), next_sector: 7, at: Nanos(0) };
-        let t = m.access(&head, Nanos(5_000_000), PhysAddr { track: Track(1010), sector: 300 }, 1, 512);
+        let head = HeadState {
+            track: Track(10),
+            next_sector: 7,
+            at: Nanos(0),
+        };
+        let t = m.access(
+            &head,
+            Nanos(5_000_000),
+            PhysAddr {
+                track: Track(1010),
+                sector: 300,
+            },
+            1,
+            512,
+        );
         let want = m.seek_time(1000) + Nanos::from_ms(5.0) + Nanos(10_000_000 / 512);
         assert_eq!(t.total(), want);
     }
@@ -236,8 +290,21 @@ mod tests {
     fn whole_track_costs_one_rotation_once_on_track() {
         for rot in ["average", "angular"] {
             let m = mech(rot);
-            let head = HeadState { track: Track(0), next_sector: 3, at: Nanos(1234) };
-            let t = m.access(&head, Nanos(777_777), PhysAddr { track: Track(4), sector: 0 }, 512, 512);
+            let head = HeadState {
+                track: Track(0),
+                next_sector: 3,
+                at: Nanos(1234),
+            };
+            let t = m.access(
+                &head,
+                Nanos(777_777),
+                PhysAddr {
+                    track: Track(4),
+                    sector: 0,
+                },
+                512,
+                512,
+            );
             assert_eq!(t.rotate, Nanos::ZERO);
             assert_eq!(t.seek + t.transfer, m.seek_time(4) + Nanos::from_ms(10.0));
         }
@@ -250,12 +317,38 @@ mod tests {
         let spt = 512;
         let rot = m.rotation_time().0;
         let start = Nanos(rot * 100 / spt as u64);
-        let head0 = HeadState { track: Track(9), next_sector: 0, at: Nanos(0) };
-        let a = m.access(&head0, start, PhysAddr { track: Track(9), sector: 100 }, 1, spt);
+        let head0 = HeadState {
+            track: Track(9),
+            next_sector: 0,
+            at: Nanos(0),
+        };
+        let a = m.access(
+            &head0,
+            start,
+            PhysAddr {
+                track: Track(9),
+                sector: 100,
+            },
+            1,
+            spt,
+        );
         assert_eq!(a.rotate, Nanos::ZERO);
         let end = start + a.total();
-        let head1 = HeadState { track: Track(9), next_sector: 101, at: end };
-        let b = m.access(&head1, end, PhysAddr { track: Track(11), sector: 100 }, 1, spt);
+        let head1 = HeadState {
+            track: Track(9),
+            next_sector: 101,
+            at: end,
+        };
+        let b = m.access(
+            &head1,
+            end,
+            PhysAddr {
+                track: Track(11),
+                sector: 100,
+            },
+            1,
+            spt,
+        );
         let from_first_start = (end + b.seek + b.rotate).0 - start.0;
         // The same angle comes round again exactly one rotation later.
         assert_eq!(from_first_start, rot);
@@ -265,8 +358,21 @@ mod tests {
     fn sequential_continuation_has_no_latency() {
         for rot in ["average", "angular"] {
             let m = mech(rot);
-            let head = HeadState { track: Track(3), next_sector: 40, at: Nanos(9_000_000) };
-            let t = m.access(&head, Nanos(9_000_000), PhysAddr { track: Track(3), sector: 40 }, 8, 512);
+            let head = HeadState {
+                track: Track(3),
+                next_sector: 40,
+                at: Nanos(9_000_000),
+            };
+            let t = m.access(
+                &head,
+                Nanos(9_000_000),
+                PhysAddr {
+                    track: Track(3),
+                    sector: 40,
+                },
+                8,
+                512,
+            );
             assert_eq!(t.seek + t.rotate, Nanos::ZERO, "{rot}");
         }
     }

@@ -40,14 +40,20 @@ impl Token {
     const EMPTY_LBA: u64 = u64::MAX;
     const DESTROYED_LBA: u64 = u64::MAX - 1;
     /// A sector never written.
-    pub const EMPTY: Token = Token { lba: Token::EMPTY_LBA, ver: 0 };
+    pub const EMPTY: Token = Token {
+        lba: Token::EMPTY_LBA,
+        ver: 0,
+    };
     /// Version `ver` of host block `lba`.
     pub fn data(lba: Lba, ver: u32) -> Token {
         Token { lba: lba.0, ver }
     }
     /// A sector damaged by physical operation number `op`.
     pub fn destroyed(op: u64) -> Token {
-        Token { lba: Token::DESTROYED_LBA, ver: op as u32 }
+        Token {
+            lba: Token::DESTROYED_LBA,
+            ver: op as u32,
+        }
     }
     /// True for a never-written sector.
     pub fn is_empty(&self) -> bool {
@@ -102,9 +108,21 @@ impl Medium {
     /// An empty medium for `geom`; `tracked` keeps contents (verification).
     pub fn new(geom: &Geometry, tracked: bool) -> Medium {
         let zones = match (geom.layout(), geom.zone_sectors()) {
-            (Layout::Zoned { conventional, max_open, unrestricted_reads, .. }, Some(zs)) => {
-                ZoneTable::new(zs, conventional, geom.capacity().0, max_open, unrestricted_reads)
-            }
+            (
+                Layout::Zoned {
+                    conventional,
+                    max_open,
+                    unrestricted_reads,
+                    ..
+                },
+                Some(zs),
+            ) => ZoneTable::new(
+                zs,
+                conventional,
+                geom.capacity().0,
+                max_open,
+                unrestricted_reads,
+            ),
             _ => ZoneTable::default(),
         };
         Medium {
@@ -113,7 +131,11 @@ impl Medium {
             tracks: Default::default(),
             zones,
             prefill: Prefill::none(),
-            touched: if tracked { TrackBits::new(geom.tracks()) } else { TrackBits::default() },
+            touched: if tracked {
+                TrackBits::new(geom.tracks())
+            } else {
+                TrackBits::default()
+            },
         }
     }
 
@@ -126,7 +148,11 @@ impl Medium {
             for z in self.zones.conventional()..self.zones.zones() {
                 let (start, end) = (z * zs, (z + 1) * zs);
                 let lts = self.zone_logical_tracks(geom, z);
-                let Some(last) = lts.clone().rev().find(|&lt| prefill.track(geom.logical_track_phys(lt))) else {
+                let Some(last) = lts
+                    .clone()
+                    .rev()
+                    .find(|&lt| prefill.track(geom.logical_track_phys(lt)))
+                else {
                     continue;
                 };
                 for lt in lts.start..=last {
@@ -137,7 +163,10 @@ impl Medium {
                 let home_limit = if prefill.is_footprint() || prefill.limit() == 0 {
                     top
                 } else {
-                    prefill.map().home_of_host(prefill.limit()).clamp(start, top)
+                    prefill
+                        .map()
+                        .home_of_host(prefill.limit())
+                        .clamp(start, top)
                 };
                 self.zones.set_prefilled(z, home_limit.min(end));
             }
@@ -163,7 +192,11 @@ impl Medium {
 
     /// Heap bytes of the contents, metadata and bookkeeping (not the geometry).
     pub fn heap_bytes(&self) -> u64 {
-        let rows: u64 = self.tracks.values().map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64).sum();
+        let rows: u64 = self
+            .tracks
+            .values()
+            .map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64)
+            .sum();
         rows + (self.tracks.capacity() * std::mem::size_of::<(u64, Box<[Token]>)>()) as u64
             + self.prefill.heap_bytes()
             + self.touched.heap_bytes()
@@ -177,7 +210,15 @@ impl Medium {
             let spt = geom.sectors_in(t);
             if prefill.track(t) {
                 let mut v = Vec::with_capacity(spt as usize);
-                prefill.tokens(geom, PhysAddr { track: t, sector: 0 }, spt, &mut v);
+                prefill.tokens(
+                    geom,
+                    PhysAddr {
+                        track: t,
+                        sector: 0,
+                    },
+                    spt,
+                    &mut v,
+                );
                 v.into_boxed_slice()
             } else {
                 vec![Token::EMPTY; spt as usize].into_boxed_slice()
@@ -196,7 +237,9 @@ impl Medium {
         if !self.zones.is_zoned() {
             return Ok(());
         }
-        let Some(first) = geom.home_lba(at) else { return Ok(()) };
+        let Some(first) = geom.home_lba(at) else {
+            return Ok(());
+        };
         self.zones.admit_write(first.0, count as u64)
     }
 
@@ -205,7 +248,9 @@ impl Medium {
         if !self.zones.is_zoned() {
             return Ok(());
         }
-        let Some(first) = geom.home_lba(at) else { return Ok(()) };
+        let Some(first) = geom.home_lba(at) else {
+            return Ok(());
+        };
         self.zones.admit_read(first.0, count as u64)
     }
 
@@ -257,7 +302,11 @@ impl Medium {
     /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after
     /// the sectors themselves were written by [`write`](Self::write)).
     pub fn put_meta(&mut self, at: PhysAddr, count: u32, words: Vec<u64>) {
-        self.meta.entry(at.track.0).or_default().push(MetaRecord { sector: at.sector, count, words });
+        self.meta.entry(at.track.0).or_default().push(MetaRecord {
+            sector: at.sector,
+            count,
+            words,
+        });
     }
 
     /// The intact metadata records of a track, in sector order.
@@ -308,7 +357,14 @@ impl Medium {
 
     /// Append the tokens of `count` sectors from `at` to `out`; `touch`
     /// marks the track as one a final scan must cover (a timed read).
-    pub fn read(&mut self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>, touch: bool) {
+    pub fn read(
+        &mut self,
+        geom: &Geometry,
+        at: PhysAddr,
+        count: u32,
+        out: &mut Vec<Token>,
+        touch: bool,
+    ) {
         if !self.tracked {
             return;
         }
@@ -324,7 +380,9 @@ impl Medium {
             return;
         }
         match self.tracks.get(&at.track.0) {
-            Some(row) => out.extend_from_slice(&row[at.sector as usize..(at.sector + count) as usize]),
+            Some(row) => {
+                out.extend_from_slice(&row[at.sector as usize..(at.sector + count) as usize])
+            }
             None if self.prefill.track(at.track) => self.prefill.tokens(geom, at, count, out),
             None => out.extend(std::iter::repeat_n(Token::EMPTY, count as usize)),
         }

@@ -102,13 +102,28 @@ impl<'de> Deserialize<'de> for SideConfig {
             None => None,
         };
         let need = |v: Option<f64>, from: Option<f64>, k: &str| {
-            v.or(from).ok_or_else(|| D::Error::custom(format!("missing key '{k}' (or give a preset: {})", SIDE_PRESETS.join(", "))))
+            v.or(from).ok_or_else(|| {
+                D::Error::custom(format!(
+                    "missing key '{k}' (or give a preset: {})",
+                    SIDE_PRESETS.join(", ")
+                ))
+            })
         };
         let b = base.as_ref();
         Ok(SideConfig {
-            mib: r.mib.ok_or_else(|| D::Error::custom("missing key 'mib' (the size in MiB)"))?,
-            read_latency_us: need(r.read_latency_us, b.map(|b| b.read_latency_us), "read_latency_us")?,
-            write_latency_us: need(r.write_latency_us, b.map(|b| b.write_latency_us), "write_latency_us")?,
+            mib: r
+                .mib
+                .ok_or_else(|| D::Error::custom("missing key 'mib' (the size in MiB)"))?,
+            read_latency_us: need(
+                r.read_latency_us,
+                b.map(|b| b.read_latency_us),
+                "read_latency_us",
+            )?,
+            write_latency_us: need(
+                r.write_latency_us,
+                b.map(|b| b.write_latency_us),
+                "write_latency_us",
+            )?,
             read_mb_s: need(r.read_mb_s, b.map(|b| b.read_mb_s), "read_mb_s")?,
             write_mb_s: need(r.write_mb_s, b.map(|b| b.write_mb_s), "write_mb_s")?,
             battery_backed: r.battery_backed.unwrap_or(false),
@@ -150,7 +165,10 @@ impl SideConfig {
                 return config_err(format!("[{what}] {k} = {v} must be a positive number"));
             }
         }
-        for (k, v) in [("read_latency_us", self.read_latency_us), ("write_latency_us", self.write_latency_us)] {
+        for (k, v) in [
+            ("read_latency_us", self.read_latency_us),
+            ("write_latency_us", self.write_latency_us),
+        ] {
             if !(v >= 0.0 && v.is_finite()) {
                 return config_err(format!("[{what}] {k} = {v} must be >= 0"));
             }
@@ -183,10 +201,18 @@ pub struct SideDevice {
 impl SideDevice {
     /// A device of `cfg.mib` cut into slots of `slot_sectors` sectors (the
     /// last partial slot is not used).
-    pub fn new(kind: SideKind, cfg: SideConfig, sector_bytes: u32, slot_sectors: u32) -> SimResult<SideDevice> {
+    pub fn new(
+        kind: SideKind,
+        cfg: SideConfig,
+        sector_bytes: u32,
+        slot_sectors: u32,
+    ) -> SimResult<SideDevice> {
         cfg.validate(kind.name())?;
         if slot_sectors == 0 {
-            return config_err(format!("{} slots must hold at least one sector", kind.name()));
+            return config_err(format!(
+                "{} slots must hold at least one sector",
+                kind.name()
+            ));
         }
         let slot_bytes = slot_sectors as f64 * sector_bytes as f64;
         let n = (cfg.mib * 1024.0 * 1024.0 / slot_bytes).floor() as usize;
@@ -266,8 +292,11 @@ impl SideDevice {
     }
 
     fn cost(&self, write: bool, n: u32) -> Nanos {
-        let (lat, mb_s) =
-            if write { (self.cfg.write_latency_us, self.cfg.write_mb_s) } else { (self.cfg.read_latency_us, self.cfg.read_mb_s) };
+        let (lat, mb_s) = if write {
+            (self.cfg.write_latency_us, self.cfg.write_mb_s)
+        } else {
+            (self.cfg.read_latency_us, self.cfg.read_mb_s)
+        };
         let bytes = n as f64 * self.sector_bytes as f64;
         Nanos((lat * 1000.0 + bytes * 1000.0 / mb_s).round() as u64)
     }
@@ -276,7 +305,11 @@ impl SideDevice {
     fn count(&mut self, write: bool, cause: Cause, n: u32, account: bool) -> Nanos {
         let t = self.cost(write, n);
         if account {
-            let c = if write { &mut self.writes[cause as usize] } else { &mut self.reads[cause as usize] };
+            let c = if write {
+                &mut self.writes[cause as usize]
+            } else {
+                &mut self.reads[cause as usize]
+            };
             c.ops += 1;
             c.sectors += n as u64;
             c.busy += t;
@@ -298,7 +331,10 @@ impl SideDevice {
     ) -> SimResult<Nanos> {
         self.check(slot, offset, n)?;
         if carry {
-            match self.slots[slot as usize].as_ref().filter(|s| !s.data.is_empty()) {
+            match self.slots[slot as usize]
+                .as_ref()
+                .filter(|s| !s.data.is_empty())
+            {
                 Some(s) => out.extend_from_slice(&s.data[offset as usize..(offset + n) as usize]),
                 None => out.extend(std::iter::repeat(Token::EMPTY).take(n as usize)),
             }
@@ -356,10 +392,14 @@ mod tests {
     fn timing_is_latency_plus_transfer() {
         let mut ssd = SideDevice::new(SideKind::Ssd, SideConfig::intel_x25m(1.0), 512, 64).unwrap();
         // 32 KiB read: 65 us + 32768 B / 250 MB/s = 65 + 131.072 us.
-        let t = ssd.read(Cause::Host, 0, 0, 64, &mut vec![], false, true).unwrap();
+        let t = ssd
+            .read(Cause::Host, 0, 0, 64, &mut vec![], false, true)
+            .unwrap();
         assert_eq!(t, Nanos(196_072));
         // 4 KiB write: 85 us + 4096 / 70 MB/s = 85 + 58.514 us.
-        let t = ssd.write(Cause::Promote, 1, 0, 8, &[], vec![], true).unwrap();
+        let t = ssd
+            .write(Cause::Promote, 1, 0, 8, &[], vec![], true)
+            .unwrap();
         assert_eq!(t, Nanos(143_514));
         assert_eq!(ssd.slots(), 32);
         assert_eq!(ssd.read_counts()[Cause::Host as usize].ops, 1);
@@ -373,7 +413,8 @@ mod tests {
             let mut cfg = SideConfig::ddr3_1333(1.0);
             cfg.battery_backed = backed;
             let mut m = SideDevice::new(SideKind::Memory, cfg, 512, 4).unwrap();
-            m.write(Cause::Host, 2, 1, 1, &[tok], vec![7, 9], true).unwrap();
+            m.write(Cause::Host, 2, 1, 1, &[tok], vec![7, 9], true)
+                .unwrap();
             let mut out = vec![];
             m.read(Cause::Host, 2, 0, 2, &mut out, true, true).unwrap();
             assert_eq!(out, vec![Token::EMPTY, tok]);
@@ -384,23 +425,46 @@ mod tests {
 
     #[test]
     fn a_table_may_name_a_preset_and_override_it() {
-        let c: SideConfig = serde_json::from_str(r#"{"preset": "intel-x25m-80gb", "mib": 200.0, "write_mb_s": 100.0}"#).unwrap();
-        assert_eq!(c, SideConfig { write_mb_s: 100.0, ..SideConfig::intel_x25m(200.0) });
-        let e = serde_json::from_str::<SideConfig>(r#"{"preset": "x", "mib": 1.0}"#).unwrap_err().to_string();
+        let c: SideConfig = serde_json::from_str(
+            r#"{"preset": "intel-x25m-80gb", "mib": 200.0, "write_mb_s": 100.0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            SideConfig {
+                write_mb_s: 100.0,
+                ..SideConfig::intel_x25m(200.0)
+            }
+        );
+        let e = serde_json::from_str::<SideConfig>(r#"{"preset": "x", "mib": 1.0}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown memory/SSD preset 'x'"), "{e}");
-        let e = serde_json::from_str::<SideConfig>(r#"{"mib": 1.0}"#).unwrap_err().to_string();
+        let e = serde_json::from_str::<SideConfig>(r#"{"mib": 1.0}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing key 'read_latency_us'"), "{e}");
-        assert!(serde_json::from_str::<SideConfig>(r#"{"preset": "ddr3-1333"}"#).unwrap_err().to_string().contains("'mib'"));
+        assert!(
+            serde_json::from_str::<SideConfig>(r#"{"preset": "ddr3-1333"}"#)
+                .unwrap_err()
+                .to_string()
+                .contains("'mib'")
+        );
     }
 
     #[test]
     fn bad_accesses_and_configs_are_errors() {
         let mut m = SideDevice::new(SideKind::Memory, SideConfig::ddr3_1333(1.0), 512, 64).unwrap();
-        assert!(m.read(Cause::Host, 32, 0, 1, &mut vec![], false, true).is_err());
+        assert!(m
+            .read(Cause::Host, 32, 0, 1, &mut vec![], false, true)
+            .is_err());
         assert!(m.write(Cause::Host, 0, 60, 8, &[], vec![], true).is_err());
         let mut c = SideConfig::ddr3_1333(0.0);
         assert!(SideDevice::new(SideKind::Memory, c.clone(), 512, 64).is_err());
         c.mib = 0.01;
-        assert!(SideDevice::new(SideKind::Memory, c, 512, 64).unwrap_err().to_string().contains("holds no slot"));
+        assert!(SideDevice::new(SideKind::Memory, c, 512, 64)
+            .unwrap_err()
+            .to_string()
+            .contains("holds no slot"));
     }
 }

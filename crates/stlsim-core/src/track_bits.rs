@@ -36,7 +36,10 @@ pub struct TrackBits {
 impl TrackBits {
     /// All clear, for `n` tracks.
     pub fn new(n: u64) -> TrackBits {
-        TrackBits { leaves: vec![Leaf::Clear; n.div_ceil(LEAF) as usize], n }
+        TrackBits {
+            leaves: vec![Leaf::Clear; n.div_ceil(LEAF) as usize],
+            n,
+        }
     }
 
     /// Tracks of leaf `i` within the range (the last leaf may be partial).
@@ -60,7 +63,12 @@ impl TrackBits {
     /// Set track `t` (which must lie within the set's range).
     #[inline]
     pub fn set(&mut self, t: Track) {
-        assert!(t.0 < self.n, "track {} beyond a set of {} tracks", t.0, self.n);
+        assert!(
+            t.0 < self.n,
+            "track {} beyond a set of {} tracks",
+            t.0,
+            self.n
+        );
         let i = (t.0 / LEAF) as usize;
         let b = t.0 % LEAF;
         let full = match &mut self.leaves[i] {
@@ -157,7 +165,13 @@ impl TrackBits {
 
     /// Heap bytes used.
     pub fn heap_bytes(&self) -> u64 {
-        let bits = self.leaves.iter().filter(|l| matches!(l, Leaf::Bits(_))).count() * WORDS * 8;
+        let bits = self
+            .leaves
+            .iter()
+            .filter(|l| matches!(l, Leaf::Bits(_)))
+            .count()
+            * WORDS
+            * 8;
         (self.leaves.capacity() * std::mem::size_of::<Leaf>() + bits) as u64
     }
 }
@@ -173,7 +187,10 @@ mod tests {
             b.set(Track(t));
         }
         assert!(b.get(Track(63)) && !b.get(Track(62)) && !b.get(Track(10_000)));
-        assert_eq!(b.iter().collect::<Vec<_>>(), vec![Track(0), Track(63), Track(64), Track(129)]);
+        assert_eq!(
+            b.iter().collect::<Vec<_>>(),
+            vec![Track(0), Track(63), Track(64), Track(129)]
+        );
         assert_eq!(b.count(), 4);
         b.clear(Track(63));
         assert_eq!(b.count(), 3);

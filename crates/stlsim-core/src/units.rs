@@ -7,7 +7,9 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// Simulated time or a duration, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Nanos(pub u64);
 
 impl Nanos {
@@ -63,7 +65,9 @@ impl fmt::Display for Nanos {
 }
 
 /// A host logical block address, in units of the drive's sector size.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Lba(pub u64);
 
 impl Lba {
@@ -79,7 +83,9 @@ impl fmt::Display for Lba {
 }
 
 /// A count of sectors (of the drive's sector size).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Sectors(pub u64);
 
 impl Add for Sectors {
@@ -95,7 +101,9 @@ impl AddAssign for Sectors {
 }
 
 /// A physical track index, counted from the outer diameter (track 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Track(pub u64);
 
 impl Track {
@@ -111,7 +119,9 @@ impl fmt::Display for Track {
 }
 
 /// A physical location: a sector index within a physical track.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct PhysAddr {
     /// The physical track.
     pub track: Track,
@@ -120,5 +130,7 @@ pub struct PhysAddr {
 }
 
 /// A byte count (trace sizes and offsets before conversion to sectors).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Bytes(pub u64);

@@ -13,11 +13,14 @@ use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};
 use stlsim_core::Simulation;
 
-
 /// Peak bytes allocated setting up and running 3,000 requests (spread over
 /// the first GiB) on a drive of `gib` GiB of 2 MiB tracks.
 fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize {
-    let layout = LayoutConfig { kind: kind.into(), group_tracks: 8, ..Default::default() };
+    let layout = LayoutConfig {
+        kind: kind.into(),
+        group_tracks: 8,
+        ..Default::default()
+    };
     let drive = DriveConfig {
         name: "big".into(),
         sector_bytes: 4096,
@@ -29,8 +32,15 @@ fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize 
     };
     let cfg = RunConfig {
         drive,
-        layer: LayerConfig { name: layer.into(), ..Default::default() },
-        replay: ReplayConfig { prefill: Some(PrefillSpec::Fraction(prefill)), fold: true, ..Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            ..Default::default()
+        },
+        replay: ReplayConfig {
+            prefill: Some(PrefillSpec::Fraction(prefill)),
+            fold: true,
+            ..Default::default()
+        },
         verify,
         ..Default::default()
     };
@@ -53,7 +63,12 @@ fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize 
 
 #[test]
 fn a_200000_gib_drive_costs_what_a_1_gib_drive_costs() {
-    let cases = [("imr-rmw", 0.0, false), ("imr-rmw", 1.0, true), ("cmr", 1.0, false), ("imr-flip", 1.0, true)];
+    let cases = [
+        ("imr-rmw", 0.0, false),
+        ("imr-rmw", 1.0, true),
+        ("cmr", 1.0, false),
+        ("imr-flip", 1.0, true),
+    ];
     for (layer, prefill, verify) in cases {
         let kind = "imr";
         {
@@ -66,7 +81,10 @@ fn a_200000_gib_drive_costs_what_a_1_gib_drive_costs() {
             );
             // The huge drive's 100 million tracks cost a few MB of leaf
             // slots at most (bitmaps of prefilled and touched tracks).
-            assert!(huge < small + (8 << 20), "{layer} {prefill} {verify}: {huge} bytes vs {small}");
+            assert!(
+                huge < small + (8 << 20),
+                "{layer} {prefill} {verify}: {huge} bytes vs {small}"
+            );
         }
     }
 }

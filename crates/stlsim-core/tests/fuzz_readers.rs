@@ -122,14 +122,24 @@ fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, isize, T) {
     let base = LIVE.with(Cell::get);
     PEAK.with(|p| p.set(base));
     let out = f();
-    (PEAK.with(Cell::get).saturating_sub(base).max(0) as usize, LIVE.with(Cell::get) - base, out)
+    (
+        PEAK.with(Cell::get).saturating_sub(base).max(0) as usize,
+        LIVE.with(Cell::get) - base,
+        out,
+    )
 }
 
 /// The peak memory one read of one input may reach: 64 MiB, or
 /// `STLSIM_FUZZ_MEMORY_MIB`.
 fn memory_bound() -> usize {
     static B: OnceLock<usize> = OnceLock::new();
-    *B.get_or_init(|| std::env::var("STLSIM_FUZZ_MEMORY_MIB").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(64) << 20)
+    *B.get_or_init(|| {
+        std::env::var("STLSIM_FUZZ_MEMORY_MIB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(64)
+            << 20
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -181,7 +191,10 @@ fn first_lines(name: &str, n: usize) -> Vec<u8> {
     let file = std::fs::File::open(data(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut text = Vec::new();
     if name.ends_with(".gz") {
-        flate2::read::MultiGzDecoder::new(file).take(1 << 20).read_to_end(&mut text).unwrap();
+        flate2::read::MultiGzDecoder::new(file)
+            .take(1 << 20)
+            .read_to_end(&mut text)
+            .unwrap();
     } else {
         file.take(1 << 20).read_to_end(&mut text).unwrap();
     }
@@ -192,7 +205,11 @@ fn first_lines(name: &str, n: usize) -> Vec<u8> {
 
 /// The position just after the `n`-th line end.
 fn memchr_nth(text: &[u8], n: usize) -> Option<usize> {
-    text.iter().enumerate().filter(|(_, &b)| b == b'\n').nth(n - 1).map(|(i, _)| i + 1)
+    text.iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .nth(n - 1)
+        .map(|(i, _)| i + 1)
 }
 
 /// Requests of a real trace, as plain numbers, to lay out in other formats.
@@ -233,8 +250,17 @@ fn mqsim_requests(n: usize) -> Vec<Req> {
     let text = String::from_utf8(first_lines("wsrch-small.trace.gz", n)).unwrap();
     text.lines()
         .map(|l| {
-            let f: Vec<u64> = l.split_ascii_whitespace().map(|w| w.parse().unwrap()).collect();
-            Req { time_ns: f[0], device: f[1], offset: f[2] * 512, len: f[3] * 512, read: f[4] == 1 }
+            let f: Vec<u64> = l
+                .split_ascii_whitespace()
+                .map(|w| w.parse().unwrap())
+                .collect();
+            Req {
+                time_ns: f[0],
+                device: f[1],
+                offset: f[2] * 512,
+                len: f[3] * 512,
+                read: f[4] == 1,
+            }
         })
         .collect()
 }
@@ -476,7 +502,15 @@ fn random_line(b: &[u8], rng: &mut Rng) -> Vec<u8> {
 }
 
 fn digits(n: usize, rng: &mut Rng) -> Vec<u8> {
-    (0..n).map(|i| if i == 0 { b'1' + rng.below(9) as u8 } else { b'0' + rng.below(10) as u8 }).collect()
+    (0..n)
+        .map(|i| {
+            if i == 0 {
+                b'1' + rng.below(9) as u8
+            } else {
+                b'0' + rng.below(10) as u8
+            }
+        })
+        .collect()
 }
 
 /// One text mutation.
@@ -506,10 +540,18 @@ fn mutate_text(b: &mut Vec<u8>, rng: &mut Rng, donors: &[Target]) {
             // Duplicate a line, up to a few hundred times (and 2 MiB: a
             // long line copied hundreds of times would only slow the run).
             let l = random_line(b, rng);
-            let times = if rng.chance(8) { 1 + rng.below(300) } else { 1 + rng.below(3) };
+            let times = if rng.chance(8) {
+                1 + rng.below(300)
+            } else {
+                1 + rng.below(3)
+            };
             let times = times.min(((2 << 20) / l.len().max(1)).max(1));
             let spans = line_spans(b);
-            let to = if spans.is_empty() { 0 } else { rng.pick(&spans).0 };
+            let to = if spans.is_empty() {
+                0
+            } else {
+                rng.pick(&spans).0
+            };
             let ins: Vec<u8> = l.iter().copied().cycle().take(l.len() * times).collect();
             b.splice(to..to, ins);
         }
@@ -548,7 +590,11 @@ fn mutate_text(b: &mut Vec<u8>, rng: &mut Rng, donors: &[Target]) {
         9..=11 => replace_field(b, rng),
         12 => {
             let run = *rng.pick(b", \t;\n\"");
-            let n = if rng.chance(4) { 1 + rng.below(5000) } else { 1 + rng.below(8) };
+            let n = if rng.chance(4) {
+                1 + rng.below(5000)
+            } else {
+                1 + rng.below(8)
+            };
             b.splice(at..at, std::iter::repeat_n(run, n));
         }
         13 => {
@@ -557,14 +603,29 @@ fn mutate_text(b: &mut Vec<u8>, rng: &mut Rng, donors: &[Target]) {
             if d.kind == Kind::Text {
                 let l = random_line(&d.seed, rng);
                 let spans = line_spans(b);
-                let to = if spans.is_empty() { 0 } else { rng.pick(&spans).0 };
+                let to = if spans.is_empty() {
+                    0
+                } else {
+                    rng.pick(&spans).0
+                };
                 b.splice(to..to, l);
             }
         }
         14 => {
             // Line ends: CRLF, lone CR, none at the end, blank lines.
             match rng.below(4) {
-                0 => *b = b.iter().flat_map(|&c| if c == b'\n' { vec![b'\r', b'\n'] } else { vec![c] }).collect(),
+                0 => {
+                    *b = b
+                        .iter()
+                        .flat_map(|&c| {
+                            if c == b'\n' {
+                                vec![b'\r', b'\n']
+                            } else {
+                                vec![c]
+                            }
+                        })
+                        .collect()
+                }
                 1 => b.iter_mut().for_each(|c| {
                     if *c == b'\n' {
                         *c = b'\r'
@@ -576,19 +637,32 @@ fn mutate_text(b: &mut Vec<u8>, rng: &mut Rng, donors: &[Target]) {
                     }
                 }
                 _ => {
-                    let blank: &[u8] = rng.pick::<&[u8]>(&[&b"\n"[..], b"   \n", b"\r\n", b"\t\n", b"\n\n\n"]);
+                    let blank: &[u8] =
+                        rng.pick::<&[u8]>(&[&b"\n"[..], b"   \n", b"\r\n", b"\t\n", b"\n\n\n"]);
                     b.splice(at..at, blank.iter().copied());
                 }
             }
         }
         15 => {
             // Non-UTF-8 bytes and control characters.
-            let junk: &[u8] = rng.pick::<&[u8]>(&[&b"\xff"[..], b"\x80\x80", b"\xc3", b"\xed\xa0\x80", b"\x00\x00", b"\x1b", b"\xef\xbb\xbf"]);
+            let junk: &[u8] = rng.pick::<&[u8]>(&[
+                &b"\xff"[..],
+                b"\x80\x80",
+                b"\xc3",
+                b"\xed\xa0\x80",
+                b"\x00\x00",
+                b"\x1b",
+                b"\xef\xbb\xbf",
+            ]);
             b.splice(at..at, junk.iter().copied());
         }
         16 => {
             // A huge number.
-            let n = if rng.chance(4) { 1000 + rng.below(20_000) } else { 19 + rng.below(40) };
+            let n = if rng.chance(4) {
+                1000 + rng.below(20_000)
+            } else {
+                19 + rng.below(40)
+            };
             let d = digits(n, rng);
             b.splice(at..at, d);
         }
@@ -642,15 +716,46 @@ fn replace_field(b: &mut Vec<u8>, rng: &mut Rng) {
     fields.push((start, e));
     let (fs, fe) = *rng.pick(&fields);
     let token: Vec<u8> = match rng.below(6) {
-        0 => digits(if rng.chance(3) { 500 + rng.below(2000) } else { 20 + rng.below(10) }, rng),
+        0 => digits(
+            if rng.chance(3) {
+                500 + rng.below(2000)
+            } else {
+                20 + rng.below(10)
+            },
+            rng,
+        ),
         1 => format!("{}", rng.next()).into_bytes(),
-        2 => format!("{}.{}e{}", rng.below(100), rng.below(100), rng.below(400) as i64 - 200).into_bytes(),
+        2 => format!(
+            "{}.{}e{}",
+            rng.below(100),
+            rng.below(100),
+            rng.below(400) as i64 - 200
+        )
+        .into_bytes(),
         _ => rng.pick(EXTREMES).to_vec(),
     };
     b.splice(fs..fe, token);
 }
 
-const WORDS: &[u64] = &[0, 1, 2, 0xff, 0x7fff_ffff, 0xffff_ffff, 65_535, 65_536, 65_537, 1 << 24, (1 << 24) + 1, 1 << 32, u64::MAX / 512, u64::MAX / 1000 + 1, 1 << 63, u64::MAX - 1, u64::MAX];
+const WORDS: &[u64] = &[
+    0,
+    1,
+    2,
+    0xff,
+    0x7fff_ffff,
+    0xffff_ffff,
+    65_535,
+    65_536,
+    65_537,
+    1 << 24,
+    (1 << 24) + 1,
+    1 << 32,
+    u64::MAX / 512,
+    u64::MAX / 1000 + 1,
+    1 << 63,
+    u64::MAX - 1,
+    u64::MAX,
+];
 
 /// One binary mutation of `b`, whose unmutated form is `seed`.
 fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, kind: Kind, seed: &[u8]) {
@@ -699,7 +804,11 @@ fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, kind: Kind, seed: &[u8]) {
         }
         7 => {
             // Garbage, text or random, appended or inserted.
-            let junk: Vec<u8> = if rng.chance(2) { b"0,1,2,W,3\n".to_vec() } else { (0..rng.below(100)).map(|_| rng.next() as u8).collect() };
+            let junk: Vec<u8> = if rng.chance(2) {
+                b"0,1,2,W,3\n".to_vec()
+            } else {
+                (0..rng.below(100)).map(|_| rng.next() as u8).collect()
+            };
             b.splice(at..at, junk);
         }
         _ => {
@@ -708,7 +817,18 @@ fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, kind: Kind, seed: &[u8]) {
             match kind {
                 Kind::Records(size) => {
                     let r = rng.below(len / size + 1);
-                    let (off, width) = *rng.pick(&[(0, 4), (4, 4), (8, 4), (12, 1), (12, 2), (14, 2), (15, 1), (16, 8), (24, 8), (3, 1)]);
+                    let (off, width) = *rng.pick(&[
+                        (0, 4),
+                        (4, 4),
+                        (8, 4),
+                        (12, 1),
+                        (12, 2),
+                        (14, 2),
+                        (15, 1),
+                        (16, 8),
+                        (24, 8),
+                        (3, 1),
+                    ]);
                     write(b, r * size + off, width, v);
                 }
                 Kind::Stlt => {
@@ -716,12 +836,12 @@ fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, kind: Kind, seed: &[u8]) {
                     let (blk, n) = *rng.pick(&stlt_blocks(seed));
                     let cols = blk + 4;
                     match rng.below(6) {
-                        0 => write(b, 8, 4, v),                                // header length
-                        1 => write(b, blk, 4, v),                              // records in a block
-                        2 => write(b, seed.len() - 12, 4, v),                  // the end marker
-                        3 => write(b, seed.len() - 8, 8, v),                   // record count at the end
-                        4 => write(b, cols + 40 * n + rng.below(n), 1, v),     // an op code
-                        _ => write(b, cols + 8 * rng.below(5 * n), 8, v),      // a column word
+                        0 => write(b, 8, 4, v),                            // header length
+                        1 => write(b, blk, 4, v),                          // records in a block
+                        2 => write(b, seed.len() - 12, 4, v),              // the end marker
+                        3 => write(b, seed.len() - 8, 8, v), // record count at the end
+                        4 => write(b, cols + 40 * n + rng.below(n), 1, v), // an op code
+                        _ => write(b, cols + 8 * rng.below(5 * n), 8, v), // a column word
                     }
                 }
                 Kind::Text => unreachable!(),
@@ -758,7 +878,8 @@ struct Outcome {
 
 /// Read `input` to its end or first error; what went wrong, if anything.
 fn read_and_check(t: &Target, input: &[u8], spec: &TraceSpec) -> Result<Outcome, String> {
-    let lines = input.iter().filter(|&&c| c == b'\n').count() as u64 + u64::from(input.last().is_some_and(|&c| c != b'\n'));
+    let lines = input.iter().filter(|&&c| c == b'\n').count() as u64
+        + u64::from(input.last().is_some_and(|&c| c != b'\n'));
     let records_bound = match t.kind {
         Kind::Text => lines,
         Kind::Records(size) => (input.len() as u64).div_ceil(size as u64),
@@ -771,38 +892,44 @@ fn read_and_check(t: &Target, input: &[u8], spec: &TraceSpec) -> Result<Outcome,
     let text_lines = named && t.kind == Kind::Text;
     let owned = input.to_vec();
     let (peak, kept, outcome) = peak_during(|| {
-        catch_unwind(AssertUnwindSafe(|| -> Result<(u64, Option<SimError>), String> {
-            let mut r = match open_reader(Box::new(Cursor::new(owned)), spec) {
-                Ok(r) => r,
-                Err(e) => return Ok((0, Some(e))),
-            };
-            let mut n = 0u64;
-            let mut last_line = 0u64;
-            loop {
-                match r.next_record() {
-                    Ok(Some(rec)) => {
-                        n += 1;
-                        if n > any_bound {
-                            return Err(format!("runaway: more than {any_bound} records from {lines} lines / {} bytes", input.len()));
-                        }
-                        if text_lines {
-                            if rec.line == 0 || rec.line > lines || rec.line <= last_line {
-                                return Err(format!("record {n} has line {} (previous {last_line}, input has {lines} lines)", rec.line));
+        catch_unwind(AssertUnwindSafe(
+            || -> Result<(u64, Option<SimError>), String> {
+                let mut r = match open_reader(Box::new(Cursor::new(owned)), spec) {
+                    Ok(r) => r,
+                    Err(e) => return Ok((0, Some(e))),
+                };
+                let mut n = 0u64;
+                let mut last_line = 0u64;
+                loop {
+                    match r.next_record() {
+                        Ok(Some(rec)) => {
+                            n += 1;
+                            if n > any_bound {
+                                return Err(format!("runaway: more than {any_bound} records from {lines} lines / {} bytes", input.len()));
                             }
-                            last_line = rec.line;
+                            if text_lines {
+                                if rec.line == 0 || rec.line > lines || rec.line <= last_line {
+                                    return Err(format!("record {n} has line {} (previous {last_line}, input has {lines} lines)", rec.line));
+                                }
+                                last_line = rec.line;
+                            }
                         }
-                    }
-                    Ok(None) => {
-                        // The end stays the end.
-                        match r.next_record() {
-                            Ok(None) => return Ok((n, None)),
-                            other => return Err(format!("after the end, next_record gave {other:?}")),
+                        Ok(None) => {
+                            // The end stays the end.
+                            match r.next_record() {
+                                Ok(None) => return Ok((n, None)),
+                                other => {
+                                    return Err(format!(
+                                        "after the end, next_record gave {other:?}"
+                                    ))
+                                }
+                            }
                         }
+                        Err(e) => return Ok((n, Some(e))),
                     }
-                    Err(e) => return Ok((n, Some(e))),
                 }
-            }
-        }))
+            },
+        ))
     });
     let outcome = match outcome {
         Err(payload) => {
@@ -821,16 +948,33 @@ fn read_and_check(t: &Target, input: &[u8], spec: &TraceSpec) -> Result<Outcome,
     }
     // What is left once the reader is dropped: the outcome (an error's text).
     if kept > 64 << 10 {
-        return Err(format!("{kept} bytes still allocated after the reader was dropped"));
+        return Err(format!(
+            "{kept} bytes still allocated after the reader was dropped"
+        ));
     }
     let (records, err) = outcome;
-    let Some(e) = err else { return Ok(Outcome { records, error: None, peak }) };
+    let Some(e) = err else {
+        return Ok(Outcome {
+            records,
+            error: None,
+            peak,
+        });
+    };
     let text = e.to_string();
-    if text.chars().any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}') {
-        return Err(format!("error not on one line (a control character in it): {text:?}"));
+    if text
+        .chars()
+        .any(|c| c.is_control() || c == '\u{2028}' || c == '\u{2029}')
+    {
+        return Err(format!(
+            "error not on one line (a control character in it): {text:?}"
+        ));
     }
     if text.chars().count() > 1000 {
-        return Err(format!("error of {} characters: {:?}...", text.chars().count(), text.chars().take(200).collect::<String>()));
+        return Err(format!(
+            "error of {} characters: {:?}...",
+            text.chars().count(),
+            text.chars().take(200).collect::<String>()
+        ));
     }
     if !text.contains(&spec.path) {
         return Err(format!("error does not name the file: {text:?}"));
@@ -841,10 +985,15 @@ fn read_and_check(t: &Target, input: &[u8], spec: &TraceSpec) -> Result<Outcome,
         }
         // A converted file's records keep their source lines: errors about
         // their content name those (whatever a mutation made of them).
-        let source_line = input.starts_with(stlsim_core::trace::binary::MAGIC) && (msg.starts_with("offset ") || msg.contains("more than one device"));
+        let source_line = input.starts_with(stlsim_core::trace::binary::MAGIC)
+            && (msg.starts_with("offset ") || msg.contains("more than one device"));
         let bound = if named { records_bound } else { any_bound };
         if !source_line && (at.line == 0 || at.line > bound.max(1)) {
-            return Err(format!("error at line {} of an input of {lines} lines ({} bytes): {text:?}", at.line, input.len()));
+            return Err(format!(
+                "error at line {} of an input of {lines} lines ({} bytes): {text:?}",
+                at.line,
+                input.len()
+            ));
         }
     }
     let kind = match e {
@@ -853,7 +1002,11 @@ fn read_and_check(t: &Target, input: &[u8], spec: &TraceSpec) -> Result<Outcome,
         SimError::Config(_) => "config",
         _ => return Err(format!("unexpected kind of error: {text:?}")),
     };
-    Ok(Outcome { records, error: Some(kind), peak })
+    Ok(Outcome {
+        records,
+        error: Some(kind),
+        peak,
+    })
 }
 
 thread_local! {
@@ -897,7 +1050,10 @@ fn start_watchdog() {
 }
 
 fn cases() -> u64 {
-    std::env::var("STLSIM_FUZZ_CASES").ok().and_then(|v| v.trim().replace('_', "").parse().ok()).unwrap_or(1000)
+    std::env::var("STLSIM_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.trim().replace('_', "").parse().ok())
+        .unwrap_or(1000)
 }
 
 fn fuzz(name: &str) {
@@ -905,8 +1061,11 @@ fn fuzz(name: &str) {
     start_watchdog();
     let t = targets().iter().find(|t| t.name == name).expect("a target");
     let only = std::env::var("STLSIM_FUZZ_ONLY").ok();
-    let range: Box<dyn Iterator<Item = u64>> = match only.as_deref().and_then(|o| o.split_once(':')) {
-        Some((n, c)) if n == name => Box::new(std::iter::once(c.parse::<u64>().expect("STLSIM_FUZZ_ONLY=reader:case"))),
+    let range: Box<dyn Iterator<Item = u64>> = match only.as_deref().and_then(|o| o.split_once(':'))
+    {
+        Some((n, c)) if n == name => Box::new(std::iter::once(
+            c.parse::<u64>().expect("STLSIM_FUZZ_ONLY=reader:case"),
+        )),
         Some(_) => Box::new(std::iter::empty()),
         None => Box::new(0..cases()),
     };
@@ -914,8 +1073,15 @@ fn fuzz(name: &str) {
     let mut spec = base_spec(t, 0);
     spec.all_devices = true;
     match read_and_check(t, &t.seed, &spec) {
-        Ok(Outcome { error: None, records, .. }) if records > 0 => {}
-        Ok(o) => panic!("{name}: the seed itself: {} records, error {:?}", o.records, o.error),
+        Ok(Outcome {
+            error: None,
+            records,
+            ..
+        }) if records > 0 => {}
+        Ok(o) => panic!(
+            "{name}: the seed itself: {} records, error {:?}",
+            o.records, o.error
+        ),
         Err(e) => panic!("{name}: the seed itself: {e}"),
     }
     let mut failures: Vec<String> = Vec::new();
@@ -952,12 +1118,20 @@ fn fuzz(name: &str) {
                     }
                 }
                 Err(problem) => {
-                    let how = if named { "format named" } else { "format detected" };
-                    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-readers");
+                    let how = if named {
+                        "format named"
+                    } else {
+                        "format detected"
+                    };
+                    let dir =
+                        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-readers");
                     let _ = std::fs::create_dir_all(&dir);
                     let file = dir.join(format!("{name}-{case}.bin"));
                     let _ = std::fs::write(&file, &input);
-                    failures.push(format!("{name} case {case} ({how}): {problem}\n    input: {}", file.display()));
+                    failures.push(format!(
+                        "{name} case {case} ({how}): {problem}\n    input: {}",
+                        file.display()
+                    ));
                     break;
                 }
             }
@@ -971,7 +1145,11 @@ fn fuzz(name: &str) {
     );
     if !failures.is_empty() {
         let shown: Vec<&str> = failures.iter().take(20).map(String::as_str).collect();
-        panic!("{} of {ran} inputs failed:\n{}", failures.len(), shown.join("\n"));
+        panic!(
+            "{} of {ran} inputs failed:\n{}",
+            failures.len(),
+            shown.join("\n")
+        );
     }
 }
 
@@ -983,7 +1161,8 @@ fn base_spec(t: &Target, case: u64) -> TraceSpec {
         // Every other case refuses a second device (an error naming the line).
         all_devices: case.is_multiple_of(2),
         skip_unknown: case.is_multiple_of(3),
-        event: (t.format == Format::Blkparse && case % 4 == 1).then(|| ["D", "C", "Q"][(case / 4 % 3) as usize].to_string()),
+        event: (t.format == Format::Blkparse && case % 4 == 1)
+            .then(|| ["D", "C", "Q"][(case / 4 % 3) as usize].to_string()),
         ..TraceSpec::default()
     }
 }

@@ -11,7 +11,6 @@ use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};
 use stlsim_core::Simulation;
 
-
 /// Peak bytes allocated while setting up and running a few requests on a
 /// 20 TB IMR drive (1.5 MiB tracks) prefilled to `fraction`.
 fn peak(fraction: f64, verify: bool) -> usize {
@@ -20,13 +19,23 @@ fn peak(fraction: f64, verify: bool) -> usize {
         sector_bytes: 4096,
         track_bytes: 1536 * 1024,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
-        layout: LayoutConfig { kind: "imr".into(), group_tracks: 8, ..Default::default() },
+        layout: LayoutConfig {
+            kind: "imr".into(),
+            group_tracks: 8,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let cfg = RunConfig {
         drive,
-        layer: LayerConfig { name: "imr-rmw".into(), ..Default::default() },
-        replay: ReplayConfig { prefill: Some(PrefillSpec::Fraction(fraction)), ..Default::default() },
+        layer: LayerConfig {
+            name: "imr-rmw".into(),
+            ..Default::default()
+        },
+        replay: ReplayConfig {
+            prefill: Some(PrefillSpec::Fraction(fraction)),
+            ..Default::default()
+        },
         verify,
         ..Default::default()
     };
@@ -54,7 +63,12 @@ fn a_full_20_tb_drive_adds_well_under_100_mb() {
         let empty = peak(0.0, verify);
         let full = peak(1.0, verify);
         let added = full.saturating_sub(empty);
-        println!("verify {verify}: empty drive peak {} MB, full drive peak {} MB, added {} MB", empty >> 20, full >> 20, added >> 20);
+        println!(
+            "verify {verify}: empty drive peak {} MB, full drive peak {} MB, added {} MB",
+            empty >> 20,
+            full >> 20,
+            added >> 20
+        );
         assert!(added < 100 << 20, "prefill added {added} bytes");
         // Per track: a bit for the prefill (twice with verification: the oracle keeps its own copy),
         // plus the rows of the tracks the run touched.

@@ -16,7 +16,10 @@ fn raise(py: Python<'_>, e: SimError) -> PyErr {
         SimError::Config(_) => ("ConfigError", None),
         SimError::TraceFormat { .. } => ("TraceFormatError", None),
         SimError::Io(_) => ("TraceIOError", None),
-        SimError::DataLoss(d) => ("DataLossError", Some((d.lba, d.expected, d.found.clone(), d.during.clone()))),
+        SimError::DataLoss(d) => (
+            "DataLossError",
+            Some((d.lba, d.expected, d.found.clone(), d.during.clone())),
+        ),
         SimError::Medium(_) => ("MediumError", None),
         SimError::Crash => ("SimulationError", None),
     };
@@ -38,12 +41,20 @@ fn raise(py: Python<'_>, e: SimError) -> PyErr {
 
 /// Deserialise JSON from the Python front; a value serde refuses becomes a
 /// configuration error naming its key (`what: layout.group_tracks: ...`).
-fn from_json<T: serde::de::DeserializeOwned>(py: Python<'_>, what: &str, text: &str) -> PyResult<T> {
+fn from_json<T: serde::de::DeserializeOwned>(
+    py: Python<'_>,
+    what: &str,
+    text: &str,
+) -> PyResult<T> {
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let msg = if path.is_empty() || path == "." { format!("{what}: {inner}") } else { format!("{what}: {path}: {inner}") };
+        let msg = if path.is_empty() || path == "." {
+            format!("{what}: {inner}")
+        } else {
+            format!("{what}: {path}: {inner}")
+        };
         raise(py, SimError::Config(msg))
     })
 }
@@ -67,15 +78,24 @@ impl Simulation {
     #[new]
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
         let cfg: stlsim_core::RunConfig = from_json(py, "invalid run configuration", config_json)?;
-        let inner = py.allow_threads(|| stlsim_core::Simulation::new(cfg)).map_err(|e| raise(py, e))?;
-        Ok(Simulation { inner: std::sync::Mutex::new(inner) })
+        let inner = py
+            .allow_threads(|| stlsim_core::Simulation::new(cfg))
+            .map_err(|e| raise(py, e))?;
+        Ok(Simulation {
+            inner: std::sync::Mutex::new(inner),
+        })
     }
 
     /// Replay up to `max_requests` more requests; True when the run has finished.
     fn step(&self, py: Python<'_>, max_requests: u64) -> PyResult<bool> {
         let inner = &self.inner;
-        py.allow_threads(|| inner.lock().unwrap_or_else(|p| p.into_inner()).step(max_requests))
-            .map_err(|e| raise(py, e))
+        py.allow_threads(|| {
+            inner
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .step(max_requests)
+        })
+        .map_err(|e| raise(py, e))
     }
 
     /// Fraction of the trace consumed (0..1).
@@ -115,7 +135,12 @@ impl Simulation {
             "all" => &m.all,
             "read" => &m.reads,
             "write" => &m.writes,
-            w => return Err(raise(py, SimError::Config(format!("no latency class '{w}' (all, read, write)")))),
+            w => {
+                return Err(raise(
+                    py,
+                    SimError::Config(format!("no latency class '{w}' (all, read, write)")),
+                ))
+            }
         };
         Ok(h.cdf())
     }
@@ -152,7 +177,9 @@ fn layers_json() -> String {
             summary: e.summary,
             paper: e.paper,
             layout: match e.layout {
-                LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => "any (runs the drive as conventional)".to_string(),
+                LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => {
+                    "any (runs the drive as conventional)".to_string()
+                }
                 LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.to_string(),
             },
             params: e.params,
@@ -234,10 +261,17 @@ fn check_trace_csv(py: Python<'_>, csv_json: &str) -> PyResult<()> {
 /// columns (request, time_s, logical_track, physical_track, sectors).
 #[pyfunction]
 #[pyo3(signature = (trace_json, drive_json, fold = false))]
-fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: bool) -> PyResult<String> {
+fn track_writes_json(
+    py: Python<'_>,
+    trace_json: &str,
+    drive_json: &str,
+    fold: bool,
+) -> PyResult<String> {
     let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
     let d: DriveConfig = from_json(py, "invalid drive description", drive_json)?;
-    let cols = py.allow_threads(|| stlsim_core::analysis::track_writes(&t, &d, fold)).map_err(|e| raise(py, e))?;
+    let cols = py
+        .allow_threads(|| stlsim_core::analysis::track_writes(&t, &d, fold))
+        .map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&cols).expect("columns serialise"))
 }
 
@@ -245,11 +279,18 @@ fn track_writes_json(py: Python<'_>, trace_json: &str, drive_json: &str, fold: b
 /// (a JSON object, the caller's provenance) is stored in its header. Returns
 /// the records, format and bytes written, as JSON.
 #[pyfunction]
-fn convert_trace(py: Python<'_>, trace_json: &str, out: &str, header_json: &str) -> PyResult<String> {
+fn convert_trace(
+    py: Python<'_>,
+    trace_json: &str,
+    out: &str,
+    header_json: &str,
+) -> PyResult<String> {
     let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
     let header: serde_json::Value = from_json(py, "invalid header", header_json)?;
     let path = std::path::PathBuf::from(out);
-    let done = py.allow_threads(|| stlsim_core::trace::binary::convert(&t, &path, header)).map_err(|e| raise(py, e))?;
+    let done = py
+        .allow_threads(|| stlsim_core::trace::binary::convert(&t, &path, header))
+        .map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&done).expect("summary serialises"))
 }
 
@@ -258,18 +299,31 @@ fn convert_trace(py: Python<'_>, trace_json: &str, out: &str, header_json: &str)
 #[pyfunction]
 fn trace_info_json(py: Python<'_>, trace_json: &str, drive_json: &str) -> PyResult<String> {
     let t: stlsim_core::trace::TraceSpec = from_json(py, "invalid trace description", trace_json)?;
-    let d: Option<DriveConfig> =
-        if drive_json.is_empty() { None } else { Some(from_json(py, "invalid drive description", drive_json)?) };
-    let info = py.allow_threads(|| stlsim_core::trace::info::trace_info(&t, d.as_ref())).map_err(|e| raise(py, e))?;
+    let d: Option<DriveConfig> = if drive_json.is_empty() {
+        None
+    } else {
+        Some(from_json(py, "invalid drive description", drive_json)?)
+    };
+    let info = py
+        .allow_threads(|| stlsim_core::trace::info::trace_info(&t, d.as_ref()))
+        .map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&info).expect("info serialises"))
 }
 
 /// The header (JSON text) of a binary trace.
 #[pyfunction]
 fn binary_trace_header(py: Python<'_>, path: &str) -> PyResult<String> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| raise(py, stlsim_core::error::SimError::Io(format!("cannot open trace '{path}': {e}"))))?;
-    let r = stlsim_core::trace::binary::BinaryReader::new(Box::new(std::io::BufReader::new(file)), path).map_err(|e| raise(py, e))?;
+    let file = std::fs::File::open(path).map_err(|e| {
+        raise(
+            py,
+            stlsim_core::error::SimError::Io(format!("cannot open trace '{path}': {e}")),
+        )
+    })?;
+    let r = stlsim_core::trace::binary::BinaryReader::new(
+        Box::new(std::io::BufReader::new(file)),
+        path,
+    )
+    .map_err(|e| raise(py, e))?;
     Ok(r.header().to_string())
 }
 
@@ -308,7 +362,13 @@ fn synth_check(py: Python<'_>, spec_json: &str) -> PyResult<String> {
 /// of requests written.
 #[pyfunction]
 #[pyo3(signature = (spec_json, path, hostname = "synth", disk = 0))]
-fn write_synth_msr(py: Python<'_>, spec_json: &str, path: &str, hostname: &str, disk: u64) -> PyResult<u64> {
+fn write_synth_msr(
+    py: Python<'_>,
+    spec_json: &str,
+    path: &str,
+    hostname: &str,
+    disk: u64,
+) -> PyResult<u64> {
     let spec = synth_spec(py, spec_json)?;
     py.allow_threads(|| {
         let mut r = stlsim_core::trace::SynthReader::new(&spec)?;

@@ -52,8 +52,16 @@ fn extremes(kind: ParamKind) -> Vec<Value> {
         ParamKind::Int => int_extremes(),
         ParamKind::Float => float_extremes(),
         ParamKind::Bool => vec![Value::from(true), Value::from(false), Value::from("maybe")],
-        ParamKind::Choice(opts) => opts.iter().map(|&o| Value::from(o)).chain([Value::from("")]).collect(),
-        ParamKind::Text => vec![Value::from(""), Value::from("R(99999999999999999999)"), Value::from("1,,2")],
+        ParamKind::Choice(opts) => opts
+            .iter()
+            .map(|&o| Value::from(o))
+            .chain([Value::from("")])
+            .collect(),
+        ParamKind::Text => vec![
+            Value::from(""),
+            Value::from("R(99999999999999999999)"),
+            Value::from("1,,2"),
+        ],
     }
 }
 
@@ -74,7 +82,10 @@ fn outcome(c: RunConfig) -> Result<SimResult<u64>, String> {
         Ok(s.requests_done())
     }))
     .map_err(|p| {
-        p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+        p.downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
     })
 }
 
@@ -107,7 +118,10 @@ fn judge_outcome(o: Result<SimResult<u64>, String>) -> Option<String> {
 
 fn run_cfg(e: &LayerEntry, drive: DriveConfig) -> RunConfig {
     let mut c = super::tests::cfg(drive, e.name);
-    c.trace = TraceSpec { path: "memory".into(), ..Default::default() };
+    c.trace = TraceSpec {
+        path: "memory".into(),
+        ..Default::default()
+    };
     c.verify = true;
     c
 }
@@ -130,10 +144,18 @@ fn every_layer_parameter_at_every_extreme_is_an_error_or_a_sane_run() {
             }
         }
     }
-    assert!(bad.is_empty(), "{} cases went wrong:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} cases went wrong:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
     // The sweep must exercise runs, not only refusals (the defaults and the
     // small values run; most extremes are refused).
-    assert!(ran * 5 > cases, "only {ran} of {cases} cases replayed the trace");
+    assert!(
+        ran * 5 > cases,
+        "only {ran} of {cases} cases replayed the trace"
+    );
 }
 
 /// Every numeric key of a drive description, as the JSON path Python hands over.
@@ -184,7 +206,10 @@ fn drive_with(base: &DriveConfig, path: &str, v: &Value) -> Option<DriveConfig> 
     let nan = v.as_str() == Some("nan");
     *slot = match v.as_str() {
         Some("nan") => Value::from(1.0),
-        Some(s) => s.parse::<f64>().map(Value::from).unwrap_or_else(|_| v.clone()),
+        Some(s) => s
+            .parse::<f64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| v.clone()),
         None => v.clone(),
     };
     if path == "/capacity_gib" {
@@ -220,14 +245,27 @@ fn drive_with(base: &DriveConfig, path: &str, v: &Value) -> Option<DriveConfig> 
 #[test]
 fn every_numeric_drive_key_at_every_extreme_is_an_error_or_a_sane_run() {
     let (mut bad, mut ran, mut cases) = (vec![], 0, 0);
-    let layers = ["cmr", "imr-rmw", "smr-eregion", "hm-fluid", "hwsr", "swd-1234"];
+    let layers = [
+        "cmr",
+        "imr-rmw",
+        "smr-eregion",
+        "hm-fluid",
+        "hwsr",
+        "swd-1234",
+    ];
     for name in layers {
         let e = crate::layers::find(name).unwrap();
         let base = drive_for_layer_sized(e, 8.0);
         for &(path, int) in DRIVE_KEYS {
-            let values = if int { int_extremes() } else { float_extremes() };
+            let values = if int {
+                int_extremes()
+            } else {
+                float_extremes()
+            };
             for v in values {
-                let Some(d) = drive_with(&base, path, &v) else { continue };
+                let Some(d) = drive_with(&base, path, &v) else {
+                    continue;
+                };
                 cases += 1;
                 if let Some(why) = judge_counting(run_cfg(e, d), &mut ran) {
                     bad.push(format!("{name} {path}={v}: {why}"));
@@ -235,8 +273,16 @@ fn every_numeric_drive_key_at_every_extreme_is_an_error_or_a_sane_run() {
             }
         }
     }
-    assert!(bad.is_empty(), "{} cases went wrong:\n{}", bad.len(), bad.join("\n"));
-    assert!(ran * 10 > cases, "only {ran} of {cases} cases replayed the trace");
+    assert!(
+        bad.is_empty(),
+        "{} cases went wrong:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+    assert!(
+        ran * 10 > cases,
+        "only {ran} of {cases} cases replayed the trace"
+    );
 }
 
 mod properties {

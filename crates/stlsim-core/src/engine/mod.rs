@@ -24,14 +24,15 @@ use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
 use crate::layers::{
-    self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome, WriteReq,
+    self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome,
+    WriteReq,
 };
 use crate::mechanics::Mechanics;
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
-use crate::side_device::SideKind;
 use crate::medium::Token;
 use crate::metrics::report::{self, Report};
 use crate::metrics::{HostMetrics, WafSeries};
+use crate::side_device::SideKind;
 use crate::trace::{open_trace, Op, TraceReader, TraceRecord};
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, Nanos, Sectors};
@@ -187,13 +188,18 @@ impl Simulation {
         let layer = (entry.build)(&params, &geom)?;
         let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;
         let r = &cfg.replay;
-        let prefill = r.prefill.or(drive.prefill).unwrap_or(PrefillSpec::Fraction(0.0));
+        let prefill = r
+            .prefill
+            .or(drive.prefill)
+            .unwrap_or(PrefillSpec::Fraction(0.0));
         prefill.validate().map_err(SimError::Config)?;
         if r.waf_every == 0 {
             return Err(SimError::Config("waf_every must be at least 1".into()));
         }
         if r.series_every == 0 {
-            return Err(SimError::Config("series_every must be at least 1 (requests per point of the time series)".into()));
+            return Err(SimError::Config(
+                "series_every must be at least 1 (requests per point of the time series)".into(),
+            ));
         }
         if cfg.crash_after.contains(&0) {
             return Err(SimError::Config(
@@ -203,7 +209,9 @@ impl Simulation {
         {
             let mut seen = std::collections::HashSet::new();
             if let Some(d) = cfg.crash_after.iter().find(|&&k| !seen.insert(k)) {
-                return Err(SimError::Config(format!("crash_after {d} is given twice (one power loss per request count)")));
+                return Err(SimError::Config(format!(
+                    "crash_after {d} is given twice (one power loss per request count)"
+                )));
             }
         }
         if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
@@ -216,13 +224,22 @@ impl Simulation {
             return Err(SimError::Config("queue_depth must be at least 1".into()));
         }
         if r.mode == Mode::Scaled && !(r.scale > 0.0 && r.scale.is_finite()) {
-            return Err(SimError::Config(format!("scale {} must be a positive number", r.scale)));
+            return Err(SimError::Config(format!(
+                "scale {} must be a positive number",
+                r.scale
+            )));
         }
-        if !(drive.interface_mb_s > 0.0) {
-            return Err(SimError::Config(format!("interface_mb_s {} must be positive", drive.interface_mb_s)));
+        if !(drive.interface_mb_s >= 0.0) {
+            return Err(SimError::Config(format!(
+                "interface_mb_s {} must be positive, or 0 for no link time",
+                drive.interface_mb_s
+            )));
         }
         if !(drive.write_cache_mib >= 0.0) {
-            return Err(SimError::Config(format!("write_cache_mib {} must be >= 0", drive.write_cache_mib)));
+            return Err(SimError::Config(format!(
+                "write_cache_mib {} must be >= 0",
+                drive.write_cache_mib
+            )));
         }
         if r.write_cache == Some(true) && drive.write_cache_mib == 0.0 {
             return Err(SimError::Config(format!(
@@ -231,9 +248,16 @@ impl Simulation {
             )));
         }
         let cache_on = r.write_cache.unwrap_or(drive.write_cache_mib > 0.0);
-        let cache_sectors =
-            if cache_on { (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64 } else { 0 };
-        let ns_per_sector = geom.sector_bytes() as f64 * 1000.0 / drive.interface_mb_s;
+        let cache_sectors = if cache_on {
+            (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64
+        } else {
+            0
+        };
+        let ns_per_sector = if drive.interface_mb_s == 0.0 {
+            0.0
+        } else {
+            geom.sector_bytes() as f64 * 1000.0 / drive.interface_mb_s
+        };
         let host_cap = layer.host_capacity(&geom).0;
         let sector_bytes = geom.sector_bytes() as u64;
         let home_map = HomeMap::new(&layer.reserved_home());
@@ -362,7 +386,10 @@ impl Simulation {
             sim.trace_range = Some((lo, hi));
             sim.layer.set_trace_range(Lba(lo), Lba(hi))?;
         }
-        if let (Some(total), Some(&last)) = (sim.irregular.trace_requests, sim.cfg.crash_after.iter().max()) {
+        if let (Some(total), Some(&last)) = (
+            sim.irregular.trace_requests,
+            sim.cfg.crash_after.iter().max(),
+        ) {
             if last > total {
                 return Err(SimError::Config(format!(
                     "crash_after {last} lies beyond the end of the trace, which holds {total} requests"
@@ -375,7 +402,9 @@ impl Simulation {
         };
         sim.prefill_tracks = start.track_count();
         if sim.cfg.verify {
-            let start = start.any().then(|| (Arc::new(start.clone()), sim.dev.geometry_arc()));
+            let start = start
+                .any()
+                .then(|| (Arc::new(start.clone()), sim.dev.geometry_arc()));
             sim.oracle = Some(Oracle::new(start));
         }
         sim.dev.set_prefill(start);
@@ -473,13 +502,24 @@ impl Simulation {
 
     /// [`convert`](Self::convert) for requests beyond the capacity or folded into the prefill.
     #[cold]
-    fn convert_slow(&self, rec: &TraceRecord, mut lba: u64, n: u64) -> SimResult<(Lba, Sectors, bool)> {
+    fn convert_slow(
+        &self,
+        rec: &TraceRecord,
+        mut lba: u64,
+        n: u64,
+    ) -> SimResult<(Lba, Sectors, bool)> {
         let (sb, cap) = (self.sector_bytes, self.host_cap);
-        let at = || crate::error::Location { file: self.cfg.trace.path.clone(), line: rec.line };
+        let at = || crate::error::Location {
+            file: self.cfg.trace.path.clone(),
+            line: rec.line,
+        };
         if n > cap {
             return Err(SimError::TraceFormat {
                 at: at(),
-                msg: format!("request of {} bytes is larger than the drive ({} sectors)", rec.len.0, cap),
+                msg: format!(
+                    "request of {} bytes is larger than the drive ({} sectors)",
+                    rec.len.0, cap
+                ),
             });
         }
         if self.cfg.replay.fold_to_prefill {
@@ -531,8 +571,11 @@ impl Simulation {
         self.prev_trace = self.prev_trace.max(rec.time.0);
         let (issue, trace_t) = match self.cfg.replay.mode {
             Mode::Queue | Mode::FlatOut => {
-                let (q, gap) =
-                    if self.cfg.replay.mode == Mode::Queue { (self.cfg.replay.queue_depth, gap) } else { (1, 0) };
+                let (q, gap) = if self.cfg.replay.mode == Mode::Queue {
+                    (self.cfg.replay.queue_depth, gap)
+                } else {
+                    (1, 0)
+                };
                 let mut cand = self.prev_issue.0 + gap;
                 while let Some(&Reverse(c)) = self.outstanding.peek() {
                     if c > cand && self.outstanding.len() < q as usize {
@@ -567,10 +610,20 @@ impl Simulation {
         }
         let (issue, disparity) = self.issue_time(rec);
         let write = rec.op == Op::Write;
-        self.background(QueuedRequest { write, lba, sectors: n }, issue)?;
+        self.background(
+            QueuedRequest {
+                write,
+                lba,
+                sectors: n,
+            },
+            issue,
+        )?;
         let xfer = Nanos((n.0 as f64 * self.ns_per_sector) as u64);
-        let (complete, device_done) =
-            if write { self.serve_write(issue, lba, n, xfer)? } else { self.serve_read(issue, lba, n, xfer)? };
+        let (complete, device_done) = if write {
+            self.serve_write(issue, lba, n, xfer)?
+        } else {
+            self.serve_read(issue, lba, n, xfer)?
+        };
         if let Some(done) = device_done {
             if !self.stage_spans.is_empty() {
                 self.count_stage_wait(issue, done);
@@ -639,12 +692,23 @@ impl Simulation {
 
     fn push_waf_point(&mut self) {
         let (_, w) = self.dev.totals();
-        self.waf.push(self.host_writes_arrived, self.host.layer_write_sectors, w.sectors, self.dev.stage_write_sectors());
+        self.waf.push(
+            self.host_writes_arrived,
+            self.host.layer_write_sectors,
+            w.sectors,
+            self.dev.stage_write_sectors(),
+        );
     }
 
     /// Serve a write; returns its completion time and, when it needed the
     /// device, when the device work it waited for ended.
-    fn serve_write(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<(Nanos, Option<Nanos>)> {
+    fn serve_write(
+        &mut self,
+        issue: Nanos,
+        lba: Lba,
+        n: Sectors,
+        xfer: Nanos,
+    ) -> SimResult<(Nanos, Option<Nanos>)> {
         self.write_arrived(lba, n);
         let data = match &self.oracle {
             Some(o) => o.new_write(lba.0, n.0),
@@ -672,12 +736,26 @@ impl Simulation {
             self.cache.invalidate(lba.0, n.0);
             self.dev.advance_to(issue);
             if self.needs.background {
-                let w = [WriteReq { lba, sectors: n, cause: Cause::Host, data: &data }];
-                let queued = [QueuedRequest { write: true, lba, sectors: n }];
+                let w = [WriteReq {
+                    lba,
+                    sectors: n,
+                    cause: Cause::Host,
+                    data: &data,
+                }];
+                let queued = [QueuedRequest {
+                    write: true,
+                    lba,
+                    sectors: n,
+                }];
                 self.wait_for_layer(&w, &queued)?;
             }
             self.in_flight = data;
-            let w = WriteReq { lba, sectors: n, cause: Cause::Host, data: &self.in_flight };
+            let w = WriteReq {
+                lba,
+                sectors: n,
+                cause: Cause::Host,
+                data: &self.in_flight,
+            };
             let r = self.layer.write(&mut self.dev, &w);
             self.note_durable();
             r?;
@@ -691,7 +769,13 @@ impl Simulation {
         }
     }
 
-    fn serve_read(&mut self, issue: Nanos, lba: Lba, n: Sectors, xfer: Nanos) -> SimResult<(Nanos, Option<Nanos>)> {
+    fn serve_read(
+        &mut self,
+        issue: Nanos,
+        lba: Lba,
+        n: Sectors,
+        xfer: Nanos,
+    ) -> SimResult<(Nanos, Option<Nanos>)> {
         let carries = self.oracle.is_some();
         self.scratch.clear();
         let (complete, device) = if !self.cache.is_empty() && self.cache.covers(lba.0, n.0) {
@@ -716,7 +800,9 @@ impl Simulation {
                 )));
             }
             self.cache.overlay(lba.0, n.0, &mut self.scratch);
-            o.check(lba.0, &self.scratch, "a host read", false, |op| self.dev.describe_op(op))?;
+            o.check(lba.0, &self.scratch, "a host read", false, |op| {
+                self.dev.describe_op(op)
+            })?;
             o.read_blocks_checked += n.0;
         }
         Ok((complete, device))
@@ -825,7 +911,9 @@ impl Simulation {
                 aborts += 1;
             }
             // A layer that keeps abandoning the work a write waits for would never let it in.
-            if (out == StageOutcome::Nothing || aborts > 1000) && self.layer.write_must_wait(self.dev.geometry(), ws) {
+            if (out == StageOutcome::Nothing || aborts > 1000)
+                && self.layer.write_must_wait(self.dev.geometry(), ws)
+            {
                 return Err(SimError::Medium(format!(
                     "layer '{}' says a write must wait for background work but does not finish it",
                     self.entry.name
@@ -839,17 +927,34 @@ impl Simulation {
         let mut batch = std::mem::take(&mut self.batch);
         self.cache.take_batch_into(&mut batch);
         fn req(e: &write_cache::Extent) -> WriteReq<'_> {
-            WriteReq { lba: Lba(e.lba), sectors: Sectors(e.len), cause: Cause::Destage, data: &e.data }
+            WriteReq {
+                lba: Lba(e.lba),
+                sectors: Sectors(e.len),
+                cause: Cause::Destage,
+                data: &e.data,
+            }
         }
         let r = if batch.len() == 1 {
             let w = [req(&batch[0])];
-            let q = [QueuedRequest { write: true, lba: w[0].lba, sectors: w[0].sectors }];
-            self.wait_for_layer(&w, &q).and_then(|_| self.layer.write_batch(&mut self.dev, &w))
+            let q = [QueuedRequest {
+                write: true,
+                lba: w[0].lba,
+                sectors: w[0].sectors,
+            }];
+            self.wait_for_layer(&w, &q)
+                .and_then(|_| self.layer.write_batch(&mut self.dev, &w))
         } else {
             let reqs: Vec<WriteReq> = batch.iter().map(req).collect();
-            let q: Vec<QueuedRequest> =
-                reqs.iter().map(|w| QueuedRequest { write: true, lba: w.lba, sectors: w.sectors }).collect();
-            self.wait_for_layer(&reqs, &q).and_then(|_| self.layer.write_batch(&mut self.dev, &reqs))
+            let q: Vec<QueuedRequest> = reqs
+                .iter()
+                .map(|w| QueuedRequest {
+                    write: true,
+                    lba: w.lba,
+                    sectors: w.sectors,
+                })
+                .collect();
+            self.wait_for_layer(&reqs, &q)
+                .and_then(|_| self.layer.write_batch(&mut self.dev, &reqs))
         };
         self.note_durable();
         if let Err(e) = r {
@@ -888,7 +993,11 @@ impl Simulation {
     /// rebuild the layer from the medium, and (verifying) check every block.
     fn crash(&mut self) -> SimResult<()> {
         self.crashes += 1;
-        let during = self.dev.take_crash_cause().map(|c| c.name()).unwrap_or("between-requests");
+        let during = self
+            .dev
+            .take_crash_cause()
+            .map(|c| c.name())
+            .unwrap_or("between-requests");
         *self.crashes_during.entry(during).or_insert(0) += 1;
         if self.dev.take_crash_in_stage() {
             self.crashes_in_stages += 1;
@@ -957,7 +1066,9 @@ impl Simulation {
     /// Read every block the host ever wrote (and every prefilled block the
     /// run may have disturbed) through the layer and check it.
     fn scan(&mut self, during: &str, settle: bool) -> SimResult<()> {
-        let Some(mut o) = self.oracle.take() else { return Ok(()) };
+        let Some(mut o) = self.oracle.take() else {
+            return Ok(());
+        };
         let ranges = self.scan_ranges(&o);
         self.dev.set_accounting(false);
         let geom = self.dev.geometry_arc();
@@ -966,14 +1077,21 @@ impl Simulation {
             let end = start + len;
             let mut cur = start;
             while cur < end {
-                let lt_end = geom.logical_track_start(geom.logical_track_of(Lba(cur)) + 1).0;
+                let lt_end = geom
+                    .logical_track_start(geom.logical_track_of(Lba(cur)) + 1)
+                    .0;
                 let n = end.min(lt_end.max(cur + 1)) - cur;
                 self.scratch.clear();
-                if let Err(e) = self.layer.read(&mut self.dev, Lba(cur), Sectors(n), &mut self.scratch) {
+                if let Err(e) =
+                    self.layer
+                        .read(&mut self.dev, Lba(cur), Sectors(n), &mut self.scratch)
+                {
                     result = Err(e);
                     break 'ranges;
                 }
-                if let Err(e) = o.check(cur, &self.scratch, during, settle, |op| self.dev.describe_op(op)) {
+                if let Err(e) = o.check(cur, &self.scratch, during, settle, |op| {
+                    self.dev.describe_op(op)
+                }) {
                     result = Err(e);
                     break 'ranges;
                 }
@@ -1015,7 +1133,10 @@ impl Simulation {
     pub fn report(&self) -> Report {
         let mut bg = self.bg.clone();
         bg.host_wait_s = self.bg_wait.as_secs();
-        let intervals = self.layer.intervals_completed().map(|n| n + self.past_intervals);
+        let intervals = self
+            .layer
+            .intervals_completed()
+            .map(|n| n + self.past_intervals);
         report::build(report::Inputs {
             cfg: &self.cfg,
             entry: self.entry,
@@ -1047,10 +1168,10 @@ impl Simulation {
 }
 
 #[cfg(test)]
-mod tests;
+mod extremes_tests;
 #[cfg(test)]
 mod prefill_tests;
 #[cfg(test)]
 mod stage_tests;
 #[cfg(test)]
-mod extremes_tests;
+mod tests;

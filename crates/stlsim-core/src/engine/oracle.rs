@@ -33,7 +33,10 @@ pub struct Oracle {
 impl Oracle {
     /// An oracle for a drive that starts from `prefill`.
     pub fn new(prefill: Option<(Arc<Prefill>, Arc<Geometry>)>) -> Oracle {
-        Oracle { start: prefill.filter(|p| p.0.any()), ..Default::default() }
+        Oracle {
+            start: prefill.filter(|p| p.0.any()),
+            ..Default::default()
+        }
     }
 
     /// The drive's starting state, if it held data.
@@ -43,7 +46,9 @@ impl Oracle {
 
     /// Whether host LBA `lba` started with data (version 0 of it is a real block).
     pub fn prefilled(&self, lba: u64) -> bool {
-        self.start.as_ref().is_some_and(|(p, g)| p.holds_host(g, lba))
+        self.start
+            .as_ref()
+            .is_some_and(|(p, g)| p.holds_host(g, lba))
     }
 
     /// Whether token `t` is version `v` of LBA `l`.
@@ -66,7 +71,9 @@ impl Oracle {
 
     /// Tokens for a new host write of `n` sectors from `lba` (next versions; not yet acknowledged).
     pub fn new_write(&self, lba: u64, n: u64) -> Vec<Token> {
-        (lba..lba + n).map(|l| Token::data(Lba(l), self.expected(l).wrapping_add(1))).collect()
+        (lba..lba + n)
+            .map(|l| Token::data(Lba(l), self.expected(l).wrapping_add(1)))
+            .collect()
     }
 
     /// A write was acknowledged; `durable` says whether it reached the medium.
@@ -106,7 +113,12 @@ impl Oracle {
 
     /// Every LBA with a known version or an uncertain one, sorted.
     pub fn footprint(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.expected.keys().chain(self.uncertain.keys()).copied().collect();
+        let mut v: Vec<u64> = self
+            .expected
+            .keys()
+            .chain(self.uncertain.keys())
+            .copied()
+            .collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -127,7 +139,8 @@ impl Oracle {
             let want = self.expected(l);
             let ok = if settle && self.uncertain.contains_key(&l) {
                 let (lo, hi) = self.uncertain[&l];
-                let fits = (t.lba == l && t.ver >= lo && t.ver <= hi && t.ver > 0) || (lo == 0 && self.is_version(t, l, 0));
+                let fits = (t.lba == l && t.ver >= lo && t.ver <= hi && t.ver > 0)
+                    || (lo == 0 && self.is_version(t, l, 0));
                 if fits {
                     self.uncertain.remove(&l);
                     if t.is_empty() || t.ver == 0 {
@@ -141,7 +154,11 @@ impl Oracle {
                 self.is_version(t, l, want)
             };
             if !ok {
-                let expected_desc = if let Some(&(lo, hi)) = self.uncertain.get(&l) { (lo, hi) } else { (want, want) };
+                let expected_desc = if let Some(&(lo, hi)) = self.uncertain.get(&l) {
+                    (lo, hi)
+                } else {
+                    (want, want)
+                };
                 let found = if t.is_empty() || t.destroyed_by().is_some() || t.lba != l {
                     t.describe()
                 } else {

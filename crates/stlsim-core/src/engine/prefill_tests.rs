@@ -19,11 +19,11 @@ fn reads_of_a_prefilled_drive_return_version_zero_and_are_verified() {
     // 2000 tracks of 100 sectors; half the drive prefilled.
     let c = verified(small_drive("cmr"), "cmr", PrefillSpec::Fraction(0.5));
     let recs = vec![
-        rec(0, Op::Read, 5, 10),          // prefilled
-        rec(10, Op::Write, 7, 2),         // overwrites two prefilled blocks
-        rec(20, Op::Read, 0, 20),         // versions 0, 1 and 0 again
-        rec(30, Op::Read, 99_990, 20),    // straddles the end of the prefill (LBA 100,000)
-        rec(40, Op::Read, 150_000, 4),    // never written: empty
+        rec(0, Op::Read, 5, 10),       // prefilled
+        rec(10, Op::Write, 7, 2),      // overwrites two prefilled blocks
+        rec(20, Op::Read, 0, 20),      // versions 0, 1 and 0 again
+        rec(30, Op::Read, 99_990, 20), // straddles the end of the prefill (LBA 100,000)
+        rec(40, Op::Read, 150_000, 4), // never written: empty
     ];
     let s = run(c, recs).unwrap();
     let r = s.report();
@@ -31,8 +31,20 @@ fn reads_of_a_prefilled_drive_return_version_zero_and_are_verified() {
     assert_eq!(r.prefill.tracks, 1000);
     assert_eq!(r.verification.read_blocks_checked, 54);
     // Both the read that straddles the prefill and the one beyond it are checked.
-    assert_eq!(s.device().peek(PhysAddr { track: Track(999), sector: 99 }), Token::data(Lba(99_999), 0));
-    assert!(s.device().peek(PhysAddr { track: Track(1000), sector: 0 }).is_empty());
+    assert_eq!(
+        s.device().peek(PhysAddr {
+            track: Track(999),
+            sector: 99
+        }),
+        Token::data(Lba(99_999), 0)
+    );
+    assert!(s
+        .device()
+        .peek(PhysAddr {
+            track: Track(1000),
+            sector: 0
+        })
+        .is_empty());
     // No simulated time for the prefill: the first read is the first thing the device did.
     assert!(r.simulated_s < 0.1, "{}", r.simulated_s);
 }
@@ -42,26 +54,42 @@ fn naive_imr_is_caught_on_a_prefilled_drive_whose_neighbours_the_trace_never_wro
     // Only bottom tracks are written (group of 1: LBAs 0..100 on bottom 0,
     // 100..200 on top 1, 200..300 on bottom 2 ...); no top track is ever
     // written or read by the trace, yet each holds prefilled data.
-    let recs: Vec<_> = (0..20u64).map(|i| rec(i * 1000, Op::Write, 200 * (i + 5) + 10, 4)).collect();
+    let recs: Vec<_> = (0..20u64)
+        .map(|i| rec(i * 1000, Op::Write, 200 * (i + 5) + 10, 4))
+        .collect();
     // Empty drive: nothing to destroy, the broken layer passes.
     let c = verified(imr_drive(), "naive-imr", PrefillSpec::Fraction(0.0));
-    let mut s = Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs.clone()))).unwrap();
+    let mut s =
+        Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs.clone()))).unwrap();
     s.run().unwrap();
     // Full drive: the final scan finds the destroyed top-track data.
     let c = verified(imr_drive(), "naive-imr", PrefillSpec::Fraction(1.0));
     let mut s = Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs))).unwrap();
     let e = s.run().unwrap_err();
-    let SimError::DataLoss(d) = &e else { panic!("expected data loss, got {e}") };
+    let SimError::DataLoss(d) = &e else {
+        panic!("expected data loss, got {e}")
+    };
     assert!(d.during.contains("final scan"), "{e}");
-    assert_eq!(d.expected, 0, "the lost block is prefilled data the host never wrote: {e}");
-    assert!(d.destroyed_by.as_deref().unwrap_or("").contains("Write host"), "{e}");
+    assert_eq!(
+        d.expected, 0,
+        "the lost block is prefilled data the host never wrote: {e}"
+    );
+    assert!(
+        d.destroyed_by
+            .as_deref()
+            .unwrap_or("")
+            .contains("Write host"),
+        "{e}"
+    );
 }
 
 #[test]
 fn imr_layers_treat_prefilled_neighbours_as_data() {
     // Writes to bottom tracks next to never-written tops: skipped RMWs on an
     // empty drive, real ones on a full drive.
-    let recs: Vec<_> = (0..10u64).map(|i| rec(i * 100_000, Op::Write, 200 * (i + 5) + 10, 4)).collect();
+    let recs: Vec<_> = (0..10u64)
+        .map(|i| rec(i * 100_000, Op::Write, 200 * (i + 5) + 10, 4))
+        .collect();
     let go = |f: f64| {
         let mut c = verified(imr_drive(), "imr-rmw", PrefillSpec::Fraction(f));
         c.replay.write_cache = Some(false);
@@ -73,26 +101,52 @@ fn imr_layers_treat_prefilled_neighbours_as_data() {
     assert_eq!(full.layer_counters["rmws"], 10.0);
     assert!(full.waf > empty.waf);
     // The scans covered the prefilled neighbours the RMWs rewrote.
-    assert!(full.verification.scan_blocks_checked > 10 * 200, "{:?}", full.verification);
+    assert!(
+        full.verification.scan_blocks_checked > 10 * 200,
+        "{:?}",
+        full.verification
+    );
 }
 
 #[test]
 fn footprint_prefill_fills_every_track_the_trace_touches_whole() {
     let c = verified(small_drive("cmr"), "cmr", PrefillSpec::Footprint);
-    let recs = vec![rec(0, Op::Write, 150, 10), rec(10, Op::Read, 1000, 300), rec(20, Op::Read, 100, 100)];
+    let recs = vec![
+        rec(0, Op::Write, 150, 10),
+        rec(10, Op::Read, 1000, 300),
+        rec(20, Op::Read, 100, 100),
+    ];
     let s = run(c, recs).unwrap();
     let r = s.report();
     // Track 1 (LBAs 100..200) and tracks 10, 11, 12 (LBAs 1000..1300).
     assert_eq!(r.prefill.tracks, 4);
     assert_eq!(r.prefill.limit_sectors, None);
-    assert_eq!(s.device().peek(PhysAddr { track: Track(1), sector: 0 }), Token::data(Lba(100), 0));
-    assert!(s.device().peek(PhysAddr { track: Track(2), sector: 0 }).is_empty());
+    assert_eq!(
+        s.device().peek(PhysAddr {
+            track: Track(1),
+            sector: 0
+        }),
+        Token::data(Lba(100), 0)
+    );
+    assert!(s
+        .device()
+        .peek(PhysAddr {
+            track: Track(2),
+            sector: 0
+        })
+        .is_empty());
 }
 
 #[test]
 fn footprint_prefill_needs_a_trace_that_can_be_read_twice() {
-    let spec = TraceSpec { path: "memory.csv".into(), format: Some(crate::trace::Format::Msr), ..Default::default() };
-    let reader = crate::trace::open::open_reader(Box::new(std::io::Cursor::new(b"".to_vec())), &spec).unwrap();
+    let spec = TraceSpec {
+        path: "memory.csv".into(),
+        format: Some(crate::trace::Format::Msr),
+        ..Default::default()
+    };
+    let reader =
+        crate::trace::open::open_reader(Box::new(std::io::Cursor::new(b"".to_vec())), &spec)
+            .unwrap();
     let c = verified(small_drive("cmr"), "cmr", PrefillSpec::Footprint);
     let e = Simulation::with_reader(c, reader).err().unwrap();
     assert!(e.to_string().contains("read again"), "{e}");
@@ -113,7 +167,9 @@ fn the_drive_description_gives_the_default_and_the_run_overrides_it() {
     d.prefill = Some(PrefillSpec::Fraction(1.0));
     let mut c = cfg(d, "cmr");
     c.verify = true;
-    let r = run(c.clone(), vec![rec(0, Op::Read, 0, 1)]).unwrap().report();
+    let r = run(c.clone(), vec![rec(0, Op::Read, 0, 1)])
+        .unwrap()
+        .report();
     assert_eq!(r.prefill.tracks, 2000);
     c.replay.prefill = Some(PrefillSpec::Fraction(0.0));
     let r = run(c, vec![rec(0, Op::Read, 0, 1)]).unwrap().report();
@@ -133,9 +189,28 @@ fn fold_to_prefill_folds_lbas_into_the_prefilled_range() {
     ];
     let s = run(c, recs).unwrap();
     let r = s.report();
-    assert_eq!(r.device.by_cause.iter().map(|c| c.write_sectors).sum::<u64>(), 8);
-    assert!(r.warnings.iter().any(|w| w.contains("2 request(s)") && w.contains("fold_to_prefill")), "{:?}", r.warnings);
-    assert_eq!(s.device().peek(PhysAddr { track: Track(100), sector: 0 }), Token::data(Lba(10_000), 1));
+    assert_eq!(
+        r.device
+            .by_cause
+            .iter()
+            .map(|c| c.write_sectors)
+            .sum::<u64>(),
+        8
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("2 request(s)") && w.contains("fold_to_prefill")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(
+        s.device().peek(PhysAddr {
+            track: Track(100),
+            sector: 0
+        }),
+        Token::data(Lba(10_000), 1)
+    );
     // Without a prefill there is nothing to fold into.
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.replay.fold_to_prefill = true;
@@ -152,13 +227,34 @@ fn prefilled_sequential_zones_start_with_their_write_pointers_after_the_data() {
     let geom = Geometry::from_config(&d).unwrap();
     let mut m = crate::medium::Medium::new(&geom, false);
     m.set_prefill(&geom, Prefill::below(&geom, HomeMap::default(), 50_050));
-    assert_eq!(m.write_pointer(2), Some(Lba(3000)), "a full sequential zone");
-    assert_eq!(m.write_pointer(50), Some(Lba(50_050)), "the zone the prefill ends in");
+    assert_eq!(
+        m.write_pointer(2),
+        Some(Lba(3000)),
+        "a full sequential zone"
+    );
+    assert_eq!(
+        m.write_pointer(50),
+        Some(Lba(50_050)),
+        "the zone the prefill ends in"
+    );
     assert_eq!(m.write_pointer(51), Some(Lba(51_000)), "an empty zone");
-    assert_eq!(m.write_pointer(0), None, "conventional zones have no pointer");
-    assert_eq!(m.zones().info(2).cond, crate::medium::zones::ZoneCondition::Full);
-    assert_eq!(m.zones().info(50).cond, crate::medium::zones::ZoneCondition::Closed);
-    assert_eq!(m.zones().info(51).cond, crate::medium::zones::ZoneCondition::Empty);
+    assert_eq!(
+        m.write_pointer(0),
+        None,
+        "conventional zones have no pointer"
+    );
+    assert_eq!(
+        m.zones().info(2).cond,
+        crate::medium::zones::ZoneCondition::Full
+    );
+    assert_eq!(
+        m.zones().info(50).cond,
+        crate::medium::zones::ZoneCondition::Closed
+    );
+    assert_eq!(
+        m.zones().info(51).cond,
+        crate::medium::zones::ZoneCondition::Empty
+    );
 }
 
 #[test]
@@ -170,7 +266,11 @@ fn a_prefilled_20_tb_drive_costs_a_bit_a_track() {
         track_bytes: 1536 * 1024,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
         tracks: None,
-        layout: crate::geometry::LayoutConfig { kind: "imr".into(), group_tracks: 8, ..Default::default() },
+        layout: crate::geometry::LayoutConfig {
+            kind: "imr".into(),
+            group_tracks: 8,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let g = Geometry::from_config(&d).unwrap();
@@ -192,18 +292,32 @@ fn each_irregularity_of_a_run_is_a_warning() {
     c.crash_at_ops = vec![5_000_000];
     let recs = vec![
         rec(100, Op::Write, 0, 4),
-        rec(50, Op::Write, 10, 4),               // went backwards
-        rec(200, Op::Write, 10_000_000, 4),      // beyond the capacity: folded
-        TraceRecord { len: crate::units::Bytes(0), ..rec(300, Op::Read, 0, 1) }, // empty
+        rec(50, Op::Write, 10, 4),          // went backwards
+        rec(200, Op::Write, 10_000_000, 4), // beyond the capacity: folded
+        TraceRecord {
+            len: crate::units::Bytes(0),
+            ..rec(300, Op::Read, 0, 1)
+        }, // empty
     ];
     let r = run(c, recs).unwrap().report();
     let w = r.warnings.join("\n");
     assert!(w.contains("1 trace timestamp(s) went backwards"), "{w}");
     assert!(w.contains("folded into it (fold)"), "{w}");
-    assert!(w.contains("1 zero-length trace record(s) were skipped"), "{w}");
-    assert!(w.contains("physical operation 5000000") && w.contains("never fired"), "{w}");
+    assert!(
+        w.contains("1 zero-length trace record(s) were skipped"),
+        "{w}"
+    );
+    assert!(
+        w.contains("physical operation 5000000") && w.contains("never fired"),
+        "{w}"
+    );
     // A clean run has none.
-    let r = run(cfg(small_drive("cmr"), "cmr"), vec![rec(0, Op::Write, 0, 4)]).unwrap().report();
+    let r = run(
+        cfg(small_drive("cmr"), "cmr"),
+        vec![rec(0, Op::Write, 0, 4)],
+    )
+    .unwrap()
+    .report();
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
 
@@ -213,36 +327,67 @@ fn crash_points_beyond_the_trace_are_rejected_before_the_run() {
     c.crash_after = vec![3, 10];
     let recs = (0..5).map(|i| rec(i, Op::Write, i * 10, 1)).collect();
     let e = run(c.clone(), recs).err().unwrap();
-    assert!(e.to_string().contains("crash_after 10 lies beyond the end of the trace, which holds 5 requests"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("crash_after 10 lies beyond the end of the trace, which holds 5 requests"),
+        "{e}"
+    );
     // From a file too (the first pass reads it).
-    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.trace = TraceSpec {
+        path: data_path("wdev_3.csv"),
+        ..Default::default()
+    };
     c.crash_after = vec![1_000_000];
     let e = Simulation::new(c).err().unwrap();
-    assert!(e.to_string().contains("crash_after 1000000 lies beyond"), "{e}");
+    assert!(
+        e.to_string().contains("crash_after 1000000 lies beyond"),
+        "{e}"
+    );
 }
 
 #[test]
 fn an_interval_layer_with_few_intervals_warns_it_is_not_steady_state() {
     let mut d = small_drive("imr");
     d.layout.group_tracks = 2;
-    let recs: Vec<_> = (0..100u64).map(|i| rec(i * 1000, Op::Write, (i * 37) % 5000, 4)).collect();
+    let recs: Vec<_> = (0..100u64)
+        .map(|i| rec(i * 1000, Op::Write, (i * 37) % 5000, 4))
+        .collect();
     let mut c = cfg(d.clone(), "imr-flip");
-    c.layer.params.insert("interval_writes".into(), serde_json::Value::from(20));
+    c.layer
+        .params
+        .insert("interval_writes".into(), serde_json::Value::from(20));
     let r = run(c.clone(), recs.clone()).unwrap().report();
     assert_eq!(r.intervals_completed, Some(5));
-    assert!(r.warnings.iter().any(|w| w.contains("completed 5 interval(s)") && w.contains("not steady state")), "{:?}", r.warnings);
-    c.layer.params.insert("interval_writes".into(), serde_json::Value::from(10));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("completed 5 interval(s)") && w.contains("not steady state")),
+        "{:?}",
+        r.warnings
+    );
+    c.layer
+        .params
+        .insert("interval_writes".into(), serde_json::Value::from(10));
     let r = run(c, recs).unwrap().report();
     assert_eq!(r.intervals_completed, Some(10));
-    assert!(!r.warnings.iter().any(|w| w.contains("steady")), "{:?}", r.warnings);
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("steady")),
+        "{:?}",
+        r.warnings
+    );
     // Layers that do not work in intervals report none.
-    let r = run(cfg(d, "imr-rmw"), vec![rec(0, Op::Write, 0, 4)]).unwrap().report();
+    let r = run(cfg(d, "imr-rmw"), vec![rec(0, Op::Write, 0, 4)])
+        .unwrap()
+        .report();
     assert_eq!(r.intervals_completed, None);
 }
 
 #[test]
 fn a_repeated_trace_replays_its_selection_shifted_in_time() {
-    let spec = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    let spec = TraceSpec {
+        path: data_path("wdev_3.csv"),
+        ..Default::default()
+    };
     let count = |spec: &TraceSpec| {
         let mut r = crate::trace::open_trace(spec).unwrap();
         let mut v = vec![];
@@ -252,7 +397,10 @@ fn a_repeated_trace_replays_its_selection_shifted_in_time() {
         v
     };
     let once = count(&spec);
-    let thrice = count(&TraceSpec { repeat: 3, ..spec.clone() });
+    let thrice = count(&TraceSpec {
+        repeat: 3,
+        ..spec.clone()
+    });
     assert_eq!(thrice.len(), 3 * once.len());
     let n = once.len();
     let span = once[n - 1].time.0 - once[0].time.0;
@@ -260,25 +408,63 @@ fn a_repeated_trace_replays_its_selection_shifted_in_time() {
     // The second copy starts one mean gap after the first ends, same offsets.
     assert_eq!(thrice[n].time.0, once[n - 1].time.0 + gap);
     assert_eq!(thrice[n].offset, once[0].offset);
-    assert_eq!(thrice[2 * n + 5].time.0 - thrice[2 * n].time.0, once[5].time.0 - once[0].time.0);
+    assert_eq!(
+        thrice[2 * n + 5].time.0 - thrice[2 * n].time.0,
+        once[5].time.0 - once[0].time.0
+    );
     assert!(crate::trace::open_trace(&TraceSpec { repeat: 0, ..spec }).is_err());
 }
 
 #[test]
 fn waf_groups_add_up_and_moves_are_left_out_where_asked() {
     let mut c = cfg(super::tests::tiny_imr(64, 1.0), "imr-flip");
-    super::tests::set_declared(&mut c, crate::layers::find("imr-flip").unwrap(), &super::tests::BUSY);
+    super::tests::set_declared(
+        &mut c,
+        crate::layers::find("imr-flip").unwrap(),
+        &super::tests::BUSY,
+    );
     c.replay.prefill = Some(PrefillSpec::Fraction(1.0));
     c.replay.waf_every = 20;
-    let recs: Vec<_> = (0..400u64).map(|i| rec(i * 5000, Op::Write, (i * 7919 + (i % 5) * 64) % 2400, 1 + i % 40)).collect();
+    let recs: Vec<_> = (0..400u64)
+        .map(|i| {
+            rec(
+                i * 5000,
+                Op::Write,
+                (i * 7919 + (i % 5) * 64) % 2400,
+                1 + i % 40,
+            )
+        })
+        .collect();
     let r = run(c, recs).unwrap().report();
     let sum: f64 = r.waf_by_group.values().sum();
-    assert!((sum - r.waf).abs() < 1e-9, "{:?} vs {}", r.waf_by_group, r.waf);
-    assert!(r.waf_by_group["moves"] > 0.0 && r.waf_by_group["rmw"] > 0.0, "{:?}", r.waf_by_group);
-    assert!(r.waf_excluding_moves < r.waf - r.waf_by_group["moves"] + 1e-9, "{} {:?}", r.waf_excluding_moves, r.waf_by_group);
+    assert!(
+        (sum - r.waf).abs() < 1e-9,
+        "{:?} vs {}",
+        r.waf_by_group,
+        r.waf
+    );
+    assert!(
+        r.waf_by_group["moves"] > 0.0 && r.waf_by_group["rmw"] > 0.0,
+        "{:?}",
+        r.waf_by_group
+    );
+    assert!(
+        r.waf_excluding_moves < r.waf - r.waf_by_group["moves"] + 1e-9,
+        "{} {:?}",
+        r.waf_excluding_moves,
+        r.waf_by_group
+    );
     assert!(r.waf_steady.is_some());
     assert!(r.background.stages > 0, "{:?}", r.background);
     // CMR: WAF 1 by every measure.
-    let r = run(cfg(small_drive("cmr"), "cmr"), vec![rec(0, Op::Write, 0, 4), rec(1, Op::Write, 9, 4)]).unwrap().report();
-    assert_eq!((r.waf, r.waf_excluding_moves, r.waf_by_group["host"]), (1.0, 1.0, 1.0));
+    let r = run(
+        cfg(small_drive("cmr"), "cmr"),
+        vec![rec(0, Op::Write, 0, 4), rec(1, Op::Write, 9, 4)],
+    )
+    .unwrap()
+    .report();
+    assert_eq!(
+        (r.waf, r.waf_excluding_moves, r.waf_by_group["host"]),
+        (1.0, 1.0, 1.0)
+    );
 }

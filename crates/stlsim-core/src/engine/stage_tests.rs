@@ -48,10 +48,19 @@ struct LogGc {
 impl LogGc {
     fn new(g: &Geometry) -> LogGc {
         let log_len = LOG_TRACKS * g.sectors_in(crate::units::Track(0)) as u64;
-        LogGc { log_start: g.capacity().0 - log_len, log_len, wp: 0, map: HashMap::new(), pass: None }
+        LogGc {
+            log_start: g.capacity().0 - log_len,
+            log_len,
+            wp: 0,
+            map: HashMap::new(),
+            pass: None,
+        }
     }
     fn forced(&self, queue: &QueueView) -> bool {
-        queue.requests().iter().any(|r| r.write && r.sectors.0 > self.log_len - self.wp)
+        queue
+            .requests()
+            .iter()
+            .any(|r| r.write && r.sectors.0 > self.log_len - self.wp)
     }
 }
 
@@ -63,9 +72,19 @@ impl Layer for LogGc {
         Sectors(self.log_start)
     }
     fn needs(&self) -> crate::layers::Needs {
-        crate::layers::Needs { arrivals: false, background: true, ..Default::default() }
+        crate::layers::Needs {
+            arrivals: false,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         for l in lba.0..lba.0 + n.0 {
             let at = self.map.get(&l).map(|p| self.log_start + p).unwrap_or(l);
             cmr::read_home(dev, Cause::Host, Lba(at), Sectors(1), out)?;
@@ -73,8 +92,14 @@ impl Layer for LogGc {
         Ok(())
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
-        assert!(self.wp + w.sectors.0 <= self.log_len, "the engine let a write in that does not fit");
-        let at = WriteReq { lba: Lba(self.log_start + self.wp), ..*w };
+        assert!(
+            self.wp + w.sectors.0 <= self.log_len,
+            "the engine let a write in that does not fit"
+        );
+        let at = WriteReq {
+            lba: Lba(self.log_start + self.wp),
+            ..*w
+        };
         cmr::write_home(dev, &at)?;
         for i in 0..w.sectors.0 {
             self.map.insert(w.lba.0 + i, self.wp + i);
@@ -100,7 +125,12 @@ impl Layer for LogGc {
             victims.sort_unstable();
             let lo = victims.iter().map(|v| v.1).min().unwrap_or(0);
             let hi = victims.iter().map(|v| v.1).max().unwrap_or(0);
-            self.pass = Some(Pass { victims, next: 0, lo, hi });
+            self.pass = Some(Pass {
+                victims,
+                next: 0,
+                lo,
+                hi,
+            });
         }
         let (lo, hi) = self.pass.as_ref().map(|p| (p.lo, p.hi)).unwrap_or((0, 0));
         if !self.forced(queue) && queue.write_touches(Lba(lo), Sectors(hi - lo + 1)) {
@@ -114,8 +144,19 @@ impl Layer for LogGc {
                 continue; // rewritten since: the newer copy is further on in the log
             }
             let mut buf = vec![];
-            cmr::read_home(dev, Cause::Gc, Lba(self.log_start + pos), Sectors(1), &mut buf)?;
-            let w = WriteReq { lba: Lba(l), sectors: Sectors(1), cause: Cause::Gc, data: &buf };
+            cmr::read_home(
+                dev,
+                Cause::Gc,
+                Lba(self.log_start + pos),
+                Sectors(1),
+                &mut buf,
+            )?;
+            let w = WriteReq {
+                lba: Lba(l),
+                sectors: Sectors(1),
+                cause: Cause::Gc,
+                data: &buf,
+            };
             cmr::write_home(dev, &w)?;
             self.map.remove(&l);
         }
@@ -148,13 +189,24 @@ fn a_gc_aborts_when_a_queued_write_touches_its_range_and_loses_nothing() {
     assert!(r.background.aborted > 10, "{:?}", r.background);
     assert!(r.background.stages > 100, "{:?}", r.background);
     assert!(r.background.stages_foreground > 0, "{:?}", r.background);
-    assert!(r.background.requests_waited > 0 && r.background.host_wait_s > 0.0, "{:?}", r.background);
+    assert!(
+        r.background.requests_waited > 0 && r.background.host_wait_s > 0.0,
+        "{:?}",
+        r.background
+    );
     assert!(r.verification.scan_blocks_checked > 1000);
-    assert!(r.waf_excluding_moves < r.waf && r.waf_by_group["moves"] > 0.0, "{} {:?}", r.waf, r.waf_by_group);
+    assert!(
+        r.waf_excluding_moves < r.waf && r.waf_by_group["moves"] > 0.0,
+        "{} {:?}",
+        r.waf,
+        r.waf_by_group
+    );
     // With idle time enough for each pass, GC never runs with a write queued and never aborts.
     let mut c = cfg(small_drive("cmr"), "log-gc");
     c.verify = true;
-    let recs: Vec<_> = (0..400u64).map(|i| rec(i * 5_000_000, Op::Write, (i * 7919) % 1500, 4)).collect();
+    let recs: Vec<_> = (0..400u64)
+        .map(|i| rec(i * 5_000_000, Op::Write, (i * 7919) % 1500, 4))
+        .collect();
     let mut s = Simulation::with_layer(c, &LOG_GC, Box::new(VecTrace::new(recs))).unwrap();
     s.run().unwrap();
     let r = s.report();
@@ -169,7 +221,9 @@ fn crashes_inside_gc_stages_are_counted() {
     for point in (40..400).step_by(9) {
         let mut c = cfg(small_drive("cmr"), "log-gc");
         c.crash_at_ops = vec![point];
-        let recs: Vec<_> = (0..300u64).map(|i| rec(i * 300, Op::Write, (i * 7919) % 1500, 1 + i % 8)).collect();
+        let recs: Vec<_> = (0..300u64)
+            .map(|i| rec(i * 300, Op::Write, (i * 7919) % 1500, 1 + i % 8))
+            .collect();
         let mut s = Simulation::with_layer(c, &LOG_GC, Box::new(VecTrace::new(recs))).unwrap();
         s.run().unwrap();
         inside += s.report().crashes_in_stages;
@@ -185,7 +239,9 @@ fn a_host_read_arriving_in_the_middle_of_a_flip_completes_before_the_flips_later
     // a group-of-1 drive) make it the interval's hottest: a flip is decided
     // and starts in the idle time after the tenth. A read elsewhere arrives
     // 40 ms after the tenth write, in the middle of the flip.
-    let mut recs: Vec<_> = (0..10u64).map(|i| rec(i * 50_000, Op::Write, 1000 + i * 4, 4)).collect();
+    let mut recs: Vec<_> = (0..10u64)
+        .map(|i| rec(i * 50_000, Op::Write, 1000 + i * 4, 4))
+        .collect();
     recs.push(rec(9 * 50_000 + 40_000, Op::Read, 500, 4));
     recs.push(rec(9 * 50_000 + 2_000_000, Op::Read, 1000, 40));
     let mut c = cfg(imr_drive(), "imr-flip");
@@ -203,15 +259,33 @@ fn a_host_read_arriving_in_the_middle_of_a_flip_completes_before_the_flips_later
         .iter()
         .find(|o| o.cause == Cause::Host && o.kind == OpKind::Read && o.at.track.0 == 5)
         .expect("the read of LBA 500 (track 5)");
-    let commit = ops.iter().rev().find(|o| o.cause == Cause::Metadata).expect("the flip's commit record");
-    assert!(flip.first().unwrap().start < read.start, "the flip started before the read");
-    assert!(read.start < flip.last().unwrap().start, "the flip's last stages ran after the read");
+    let commit = ops
+        .iter()
+        .rev()
+        .find(|o| o.cause == Cause::Metadata)
+        .expect("the flip's commit record");
+    assert!(
+        flip.first().unwrap().start < read.start,
+        "the flip started before the read"
+    );
+    assert!(
+        read.start < flip.last().unwrap().start,
+        "the flip's last stages ran after the read"
+    );
     assert!(read.start < commit.start);
     // The read waited for one stage at most, not the whole flip.
     let flip_time = commit.start.0 - flip[0].start.0;
     let arrival = Nanos((9 * 50_000 + 40_000) * 1000);
-    assert!(read.start.0 - arrival.0 < flip_time / 3, "waited {} of a {flip_time} ns flip", read.start.0 - arrival.0);
-    assert!(r.background.requests_waited >= 1 && r.background.host_wait_s > 0.0, "{:?}", r.background);
+    assert!(
+        read.start.0 - arrival.0 < flip_time / 3,
+        "waited {} of a {flip_time} ns flip",
+        read.start.0 - arrival.0
+    );
+    assert!(
+        r.background.requests_waited >= 1 && r.background.host_wait_s > 0.0,
+        "{:?}",
+        r.background
+    );
 }
 
 #[test]
@@ -221,12 +295,19 @@ fn reads_of_a_move_in_progress_come_from_its_buffer_and_writes_wait_for_it() {
     // (9) every 40 ms, or one write to them.
     let t0 = 9 * 200_000;
     let go = |write: bool| {
-        let mut recs: Vec<_> = (0..10u64).map(|i| rec(i * 200_000, Op::Write, 1000 + i * 4, 4)).collect();
+        let mut recs: Vec<_> = (0..10u64)
+            .map(|i| rec(i * 200_000, Op::Write, 1000 + i * 4, 4))
+            .collect();
         if write {
             recs.push(rec(t0 + 100_000, Op::Write, 1002, 50));
         } else {
             for k in 0..30u64 {
-                recs.push(rec(t0 + 100_000 + k * 40_000, Op::Read, if k % 2 == 0 { 1000 } else { 900 }, 50));
+                recs.push(rec(
+                    t0 + 100_000 + k * 40_000,
+                    Op::Read,
+                    if k % 2 == 0 { 1000 } else { 900 },
+                    50,
+                ));
             }
         }
         recs.push(rec(t0 + 5_000_000, Op::Read, 900, 200));
@@ -240,12 +321,20 @@ fn reads_of_a_move_in_progress_come_from_its_buffer_and_writes_wait_for_it() {
     };
     let r = go(false);
     assert_eq!(r.layer_counters["flips"], 1.0, "{:?}", r.layer_counters);
-    assert!(r.layer_counters["reads_from_move_buffer"] > 0.0, "{:?}", r.layer_counters);
+    assert!(
+        r.layer_counters["reads_from_move_buffer"] > 0.0,
+        "{:?}",
+        r.layer_counters
+    );
     assert_eq!(r.background.stages_foreground, 0, "{:?}", r.background);
     // The write to the flip's tracks waits for the flip to finish: its last stages run in the foreground.
     let r = go(true);
     assert_eq!(r.layer_counters["flips"], 1.0, "{:?}", r.layer_counters);
-    assert!(r.background.stages_idle > 0 && r.background.stages_foreground > 0, "{:?}", r.background);
+    assert!(
+        r.background.stages_idle > 0 && r.background.stages_foreground > 0,
+        "{:?}",
+        r.background
+    );
     assert!(r.background.requests_waited >= 1, "{:?}", r.background);
 }
 
@@ -253,16 +342,24 @@ fn reads_of_a_move_in_progress_come_from_its_buffer_and_writes_wait_for_it() {
 fn layers_count_host_writes_on_arrival_or_destaged_extents() {
     // 200 writes a millisecond apart to a few sectors of one track: the
     // write cache coalesces them into far fewer destaged extents.
-    let recs: Vec<_> = (0..200u64).map(|i| rec(i * 1000, Op::Write, 1000 + (i % 3) * 8, 8)).collect();
+    let recs: Vec<_> = (0..200u64)
+        .map(|i| rec(i * 1000, Op::Write, 1000 + (i % 3) * 8, 8))
+        .collect();
     for layer in ["imr-flip", "imr-cache", "imr-dtm"] {
         let go = |count_at: &str| {
             let mut d = imr_drive();
             d.write_cache_mib = 1.0;
             let mut c = cfg(d, layer);
-            c.layer.params.insert("interval_writes".into(), serde_json::Value::from(20));
-            c.layer.params.insert("count_at".into(), serde_json::Value::from(count_at));
+            c.layer
+                .params
+                .insert("interval_writes".into(), serde_json::Value::from(20));
+            c.layer
+                .params
+                .insert("count_at".into(), serde_json::Value::from(count_at));
             if layer == "imr-cache" {
-                c.layer.params.insert("cache_tracks".into(), serde_json::Value::from(4));
+                c.layer
+                    .params
+                    .insert("cache_tracks".into(), serde_json::Value::from(4));
             }
             run(c, recs.clone()).unwrap().report()
         };
@@ -270,7 +367,10 @@ fn layers_count_host_writes_on_arrival_or_destaged_extents() {
         assert_eq!(arrival.intervals_completed, Some(10), "{layer}");
         let d = destage.intervals_completed.unwrap();
         assert!(d < 5, "{layer}: {d} intervals counting destaged extents");
-        assert!(destage.host.cached_writes == 200 && destage.device.write_ops < 200, "{layer}");
+        assert!(
+            destage.host.cached_writes == 200 && destage.device.write_ops < 200,
+            "{layer}"
+        );
     }
 }
 
@@ -278,14 +378,32 @@ fn layers_count_host_writes_on_arrival_or_destaged_extents() {
 fn overdue_moves_run_before_the_next_request_even_with_requests_queued() {
     // All requests at time 0 (the queue is always full): imr-cache's plan
     // becomes overdue after foreground_after_writes and runs one move per write.
-    let recs: Vec<_> = (0..300u64).map(|i| rec(0, Op::Write, (i % 4) * 200 + (i % 50), 4)).collect();
+    let recs: Vec<_> = (0..300u64)
+        .map(|i| rec(0, Op::Write, (i % 4) * 200 + (i % 50), 4))
+        .collect();
     let mut c = cfg(imr_drive(), "imr-cache");
-    for (k, v) in [("interval_writes", "40"), ("cache_tracks", "8"), ("foreground_after_writes", "5")] {
+    for (k, v) in [
+        ("interval_writes", "40"),
+        ("cache_tracks", "8"),
+        ("foreground_after_writes", "5"),
+    ] {
         c.layer.params.insert(k.into(), serde_json::Value::from(v));
     }
     c.verify = true;
     let r = run(c, recs).unwrap().report();
-    assert!(r.layer_counters["promotions"] >= 1.0, "{:?}", r.layer_counters);
-    assert!(r.layer_counters["foreground_moves"] >= 1.0, "{:?}", r.layer_counters);
-    assert!(r.background.stages_foreground > 0 && r.background.stages_idle == 0, "{:?}", r.background);
+    assert!(
+        r.layer_counters["promotions"] >= 1.0,
+        "{:?}",
+        r.layer_counters
+    );
+    assert!(
+        r.layer_counters["foreground_moves"] >= 1.0,
+        "{:?}",
+        r.layer_counters
+    );
+    assert!(
+        r.background.stages_foreground > 0 && r.background.stages_idle == 0,
+        "{:?}",
+        r.background
+    );
 }

@@ -16,21 +16,36 @@ pub(super) fn small_drive(kind: &str) -> DriveConfig {
         tracks: Some(2000),
         capacity_gib: None,
         write_cache_mib: 0.0,
-        interface_mb_s: 1e9,
-        layout: LayoutConfig { kind: kind.into(), ..Default::default() },
+        interface_mb_s: 0.0, // no link time: exact medium times
+        layout: LayoutConfig {
+            kind: kind.into(),
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
 
 pub(super) fn rec(t_us: u64, op: Op, lba: u64, sectors: u64) -> TraceRecord {
-    TraceRecord { time: Nanos(t_us * 1000), op, offset: Bytes(lba * 4096), len: Bytes(sectors * 4096), line: 0 }
+    TraceRecord {
+        time: Nanos(t_us * 1000),
+        op,
+        offset: Bytes(lba * 4096),
+        len: Bytes(sectors * 4096),
+        line: 0,
+    }
 }
 
 pub(super) fn cfg(drive: DriveConfig, layer: &str) -> RunConfig {
     RunConfig {
-        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        trace: TraceSpec {
+            path: "memory".into(),
+            ..Default::default()
+        },
         drive,
-        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params: Default::default(),
+        },
         ..Default::default()
     }
 }
@@ -75,14 +90,21 @@ fn flat_out_random_read_is_seek_half_rotation_transfer() {
     let want = dev.mechanics().seek_time(1000) + Nanos(5_000_000) + Nanos(10_000_000 / 100);
     let r = s.report();
     assert_eq!(r.latency["all"].count, 1);
-    assert!((r.latency["all"].mean_ms - want.as_ms()).abs() < 1e-6, "{} vs {}", r.latency["all"].mean_ms, want);
+    assert!(
+        (r.latency["all"].mean_ms - want.as_ms()).abs() < 1e-6,
+        "{} vs {}",
+        r.latency["all"].mean_ms,
+        want
+    );
 }
 
 #[test]
 fn flat_out_ignores_timestamps_and_issues_back_to_back() {
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.replay.mode = Mode::FlatOut;
-    let recs = (0..10).map(|i| rec(i * 1_000_000, Op::Read, i * 7919 % 100_000, 1)).collect();
+    let recs = (0..10)
+        .map(|i| rec(i * 1_000_000, Op::Read, i * 7919 % 100_000, 1))
+        .collect();
     let s = run(c, recs).unwrap();
     let r = s.report();
     // Back to back: the run lasts the sum of the service times, not the 9 s of the trace.
@@ -94,7 +116,9 @@ fn flat_out_ignores_timestamps_and_issues_back_to_back() {
 fn queue_mode_keeps_arrivals_while_the_device_keeps_up() {
     let c = cfg(small_drive("cmr"), "cmr");
     // One read every 100 ms: far slower than the device.
-    let recs = (0..20).map(|i| rec(i * 100_000, Op::Read, i * 3001 % 100_000, 1)).collect();
+    let recs = (0..20)
+        .map(|i| rec(i * 100_000, Op::Read, i * 3001 % 100_000, 1))
+        .collect();
     let s = run(c, recs).unwrap();
     assert_eq!(s.report().max_disparity_s, 0.0);
 }
@@ -104,18 +128,27 @@ fn queue_mode_dilates_time_when_the_queue_is_full() {
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.replay.queue_depth = 4;
     // 100 reads all at time 0: only 4 can be outstanding.
-    let recs: Vec<_> = (0..100).map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1)).collect();
+    let recs: Vec<_> = (0..100)
+        .map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1))
+        .collect();
     let s = run(c, recs).unwrap();
     let r = s.report();
     assert!(r.max_disparity_s > 0.5, "{}", r.max_disparity_s);
     // With depth 4 and FIFO service, each latency is about four service times,
     // never the whole backlog.
     let mean_service = r.device.busy_s / 100.0;
-    assert!(r.latency["all"].mean_ms / 1e3 < 4.5 * mean_service, "{} vs {}", r.latency["all"].mean_ms, mean_service);
+    assert!(
+        r.latency["all"].mean_ms / 1e3 < 4.5 * mean_service,
+        "{} vs {}",
+        r.latency["all"].mean_ms,
+        mean_service
+    );
     // Depth 64 with the same trace: latencies grow with the queue.
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.replay.queue_depth = 64;
-    let recs: Vec<_> = (0..100).map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1)).collect();
+    let recs: Vec<_> = (0..100)
+        .map(|i| rec(0, Op::Read, i * 7919 % 200_000, 1))
+        .collect();
     let deep = run(c, recs).unwrap().report();
     assert!(deep.latency["all"].mean_ms > 3.0 * r.latency["all"].mean_ms);
 }
@@ -126,7 +159,9 @@ fn scaled_mode_multiplies_inter_arrival_times() {
     c.replay.mode = Mode::Scaled;
     c.replay.scale = 0.5;
     c.replay.series_every = 1;
-    let recs = (0..10).map(|i| rec(i * 1_000_000, Op::Read, 5, 1)).collect();
+    let recs = (0..10)
+        .map(|i| rec(i * 1_000_000, Op::Read, 5, 1))
+        .collect();
     let s = run(c, recs).unwrap();
     let issue = &s.metrics().series.issue_s;
     for (i, t) in issue.iter().enumerate() {
@@ -140,13 +175,24 @@ fn write_cache_absorbs_writes_and_destages_when_idle() {
     d.write_cache_mib = 1.0;
     let c = cfg(d, "cmr");
     // Writes 50 ms apart: each is acknowledged from the cache and destaged in the gap.
-    let recs = (0..20).map(|i| rec(i * 50_000, Op::Write, i * 5003 % 100_000, 4)).collect();
+    let recs = (0..20)
+        .map(|i| rec(i * 50_000, Op::Write, i * 5003 % 100_000, 4))
+        .collect();
     let s = run(c, recs).unwrap();
     let r = s.report();
     assert_eq!(r.host.cached_writes, 20);
-    assert!(r.latency["write"].max_ms < 0.01, "{}", r.latency["write"].max_ms);
+    assert!(
+        r.latency["write"].max_ms < 0.01,
+        "{}",
+        r.latency["write"].max_ms
+    );
     assert_eq!(r.device.media_write_sectors, 80);
-    let destage = r.device.by_cause.iter().find(|c| c.cause == "destage").unwrap();
+    let destage = r
+        .device
+        .by_cause
+        .iter()
+        .find(|c| c.cause == "destage")
+        .unwrap();
     assert_eq!(destage.write_sectors, 80);
     assert_eq!(r.waf, 1.0);
 }
@@ -156,10 +202,16 @@ fn full_write_cache_makes_writes_wait_for_destaging() {
     let mut d = small_drive("cmr");
     d.write_cache_mib = 64.0 * 4096.0 / (1024.0 * 1024.0); // 64 sectors
     let c = cfg(d, "cmr");
-    let recs = (0..200).map(|i| rec(0, Op::Write, i * 7919 % 200_000, 8)).collect();
+    let recs = (0..200)
+        .map(|i| rec(0, Op::Write, i * 7919 % 200_000, 8))
+        .collect();
     let s = run(c, recs).unwrap();
     let r = s.report();
-    assert!(r.latency["write"].max_ms > 5.0, "writes never waited: {}", r.latency["write"].max_ms);
+    assert!(
+        r.latency["write"].max_ms > 5.0,
+        "writes never waited: {}",
+        r.latency["write"].max_ms
+    );
     assert_eq!(r.device.media_write_sectors, 1600);
 }
 
@@ -169,7 +221,11 @@ fn reads_of_cached_data_are_cache_hits_and_verified() {
     d.write_cache_mib = 1.0;
     let mut c = cfg(d, "cmr");
     c.verify = true;
-    let recs = vec![rec(0, Op::Write, 100, 8), rec(0, Op::Read, 102, 4), rec(0, Op::Read, 90, 20)];
+    let recs = vec![
+        rec(0, Op::Write, 100, 8),
+        rec(0, Op::Read, 102, 4),
+        rec(0, Op::Read, 90, 20),
+    ];
     let s = run(c, recs).unwrap();
     let r = s.report();
     assert_eq!(r.host.cache_read_hits, 1);
@@ -183,7 +239,14 @@ fn same_inputs_give_identical_reports() {
         let mut d = small_drive("cmr");
         d.write_cache_mib = 0.5;
         let recs = (0..5000u64)
-            .map(|i| rec(i * 300, if i % 3 == 0 { Op::Read } else { Op::Write }, i * 104_729 % 190_000, 1 + i % 16))
+            .map(|i| {
+                rec(
+                    i * 300,
+                    if i % 3 == 0 { Op::Read } else { Op::Write },
+                    i * 104_729 % 190_000,
+                    1 + i % 16,
+                )
+            })
             .collect();
         serde_json::to_string(&run(cfg(d, "cmr"), recs).unwrap().report()).unwrap()
     };
@@ -193,13 +256,22 @@ fn same_inputs_give_identical_reports() {
 #[test]
 fn request_beyond_capacity_is_an_error_unless_folded() {
     let c = cfg(small_drive("cmr"), "cmr");
-    let e = run(c.clone(), vec![rec(0, Op::Write, 10_000_000, 1)]).err().unwrap();
+    let e = run(c.clone(), vec![rec(0, Op::Write, 10_000_000, 1)])
+        .err()
+        .unwrap();
     assert!(matches!(e, SimError::TraceFormat { .. }), "{e}");
     assert!(e.to_string().contains("--fold"), "{e}");
     let mut c = c;
     c.replay.fold = true;
     c.verify = true;
-    run(c, vec![rec(0, Op::Write, 10_000_000, 1), rec(1, Op::Read, 10_000_000, 1)]).unwrap();
+    run(
+        c,
+        vec![
+            rec(0, Op::Write, 10_000_000, 1),
+            rec(1, Op::Read, 10_000_000, 1),
+        ],
+    )
+    .unwrap();
 }
 
 #[test]
@@ -207,7 +279,9 @@ fn unknown_layer_and_parameter_are_config_errors() {
     let e = run(cfg(small_drive("cmr"), "nope"), vec![]).err().unwrap();
     assert!(e.to_string().contains("unknown layer 'nope'"), "{e}");
     let mut c = cfg(small_drive("cmr"), "cmr");
-    c.layer.params.insert("cache_tracks".into(), serde_json::Value::from(3));
+    c.layer
+        .params
+        .insert("cache_tracks".into(), serde_json::Value::from(3));
     let e = run(c, vec![]).err().unwrap();
     assert!(e.to_string().contains("no parameter 'cache_tracks'"), "{e}");
 }
@@ -230,7 +304,13 @@ impl Layer for NaiveImr {
     fn name(&self) -> &'static str {
         "naive-imr"
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         cmr::read_home(dev, Cause::Host, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
@@ -249,10 +329,16 @@ fn verifier_catches_a_layer_that_skips_read_modify_write() {
     let mut c = cfg(imr_drive(), "naive-imr");
     c.verify = true;
     // LBA 100..110 live on top track 1; then bottom track 2 (LBAs 200..) is written over the same angles.
-    let recs = vec![rec(0, Op::Write, 105, 4), rec(10, Op::Write, 205, 4), rec(20, Op::Read, 105, 4)];
+    let recs = vec![
+        rec(0, Op::Write, 105, 4),
+        rec(10, Op::Write, 205, 4),
+        rec(20, Op::Read, 105, 4),
+    ];
     let mut s = Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(recs))).unwrap();
     let e = s.run().unwrap_err();
-    let SimError::DataLoss(d) = &e else { panic!("expected data loss, got {e}") };
+    let SimError::DataLoss(d) = &e else {
+        panic!("expected data loss, got {e}")
+    };
     assert_eq!(d.lba, 105);
     assert_eq!(d.expected, 1);
     assert!(d.during.contains("host read"));
@@ -289,7 +375,13 @@ impl Layer for Volatile {
     fn name(&self) -> &'static str {
         "volatile-buffer"
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let start = out.len();
         cmr::read_home(dev, Cause::Host, lba, n, out)?;
         for i in 0..n.0 {
@@ -313,7 +405,8 @@ fn crash_verification_catches_volatile_state_passed_off_as_durable() {
     c.verify = true;
     c.crash_after = vec![3];
     let recs = (0..6).map(|i| rec(i, Op::Write, i * 10, 2)).collect();
-    let mut s = Simulation::with_layer(c.clone(), &VOLATILE, Box::new(VecTrace::new(recs))).unwrap();
+    let mut s =
+        Simulation::with_layer(c.clone(), &VOLATILE, Box::new(VecTrace::new(recs))).unwrap();
     let e = s.run().unwrap_err();
     assert!(e.to_string().contains("after crash #1"), "{e}");
     // Without the crash the same layer passes: only the crash exposes it.
@@ -331,8 +424,16 @@ fn crashes_with_the_write_cache_on_lose_only_unflushed_writes() {
     c.verify = true;
     // Writes arrive faster than they destage, so crashes find dirty cache contents.
     c.crash_after = vec![50, 120, 333];
-    let recs: Vec<_> =
-        (0..500u64).map(|i| rec(i * 20, if i % 4 == 0 { Op::Read } else { Op::Write }, i * 7919 % 3000, 4)).collect();
+    let recs: Vec<_> = (0..500u64)
+        .map(|i| {
+            rec(
+                i * 20,
+                if i % 4 == 0 { Op::Read } else { Op::Write },
+                i * 7919 % 3000,
+                4,
+            )
+        })
+        .collect();
     let s = run(c, recs).unwrap();
     let r = s.report();
     assert_eq!(r.crashes, 3);
@@ -341,8 +442,16 @@ fn crashes_with_the_write_cache_on_lose_only_unflushed_writes() {
 
 #[test]
 fn crash_points_between_physical_operations_are_survived_by_cmr() {
-    let recs: Vec<_> =
-        (0..300u64).map(|i| rec(i * 500, if i % 5 == 0 { Op::Read } else { Op::Write }, i * 7919 % 150_000, 1 + i % 150)).collect();
+    let recs: Vec<_> = (0..300u64)
+        .map(|i| {
+            rec(
+                i * 500,
+                if i % 5 == 0 { Op::Read } else { Op::Write },
+                i * 7919 % 150_000,
+                1 + i % 150,
+            )
+        })
+        .collect();
     let mut covered = 0;
     for point in (0..400).step_by(7) {
         let mut c = cfg(small_drive("cmr"), "cmr");
@@ -358,7 +467,10 @@ fn crash_points_between_physical_operations_are_survived_by_cmr() {
 
 /// [`drive_for_layer`] with a capacity of `gib` GiB.
 pub(super) fn drive_for_layer_sized(e: &LayerEntry, gib: f64) -> DriveConfig {
-    DriveConfig { capacity_gib: Some(gib), ..drive_for_layer(e) }
+    DriveConfig {
+        capacity_gib: Some(gib),
+        ..drive_for_layer(e)
+    }
 }
 
 pub(super) fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
@@ -398,23 +510,41 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
     for e in REGISTRY {
         // IMR layers run on both LBA orders and on equal and 0.9 top tracks.
         let variants: &[(f64, &str, u64)] = match e.layout {
-            LayoutNeed::Kind("imr") => &[(1.0, "zigzag", 8), (0.9, "serpentine", 8), (0.9, "zigzag", 1)],
+            LayoutNeed::Kind("imr") => &[
+                (1.0, "zigzag", 8),
+                (0.9, "serpentine", 8),
+                (0.9, "zigzag", 1),
+            ],
             _ => &[(1.0, "zigzag", 8)],
         };
         for &(ratio, order, group) in variants {
-            for (trace, limit) in
-                [("rsrch_1.csv", None), ("wdev_1.csv", None), ("wdev_3.csv", None), ("cloudPhysicsIO.vscsi", None)]
-            {
+            for (trace, limit) in [
+                ("rsrch_1.csv", None),
+                ("wdev_1.csv", None),
+                ("wdev_3.csv", None),
+                ("cloudPhysicsIO.vscsi", None),
+            ] {
                 // Drive-managed shingled layers also start from a full drive.
                 let prefills: &[Option<f64>] =
-                    if e.name.starts_with("smr-") || e.layout.kind() == Some("zoned") { &[None, Some(1.0)] } else { &[None] };
-                for (cache, prefill) in [true, false].into_iter().flat_map(|c| prefills.iter().map(move |&p| (c, p))) {
+                    if e.name.starts_with("smr-") || e.layout.kind() == Some("zoned") {
+                        &[None, Some(1.0)]
+                    } else {
+                        &[None]
+                    };
+                for (cache, prefill) in [true, false]
+                    .into_iter()
+                    .flat_map(|c| prefills.iter().map(move |&p| (c, p)))
+                {
                     let mut d = drive_for_layer(e);
                     d.layout.top_ratio = ratio;
                     d.layout.order = order.into();
                     d.layout.group_tracks = group;
                     let mut c = cfg(d, e.name);
-                    c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
+                    c.trace = TraceSpec {
+                        path: data_path(trace),
+                        limit,
+                        ..Default::default()
+                    };
                     c.replay.write_cache = Some(cache);
                     c.replay.prefill = prefill.map(crate::medium::prefill::PrefillSpec::Fraction);
                     // Hybrid layers: a volatile buffer without the write cache, a battery-backed one with it.
@@ -481,7 +611,10 @@ fn golden(name: &str, c: RunConfig) {
     let mut r = s.report();
     r.trace = r.trace.rsplit('/').next().unwrap_or_default().to_string();
     let got = serde_json::to_string_pretty(&r).unwrap() + "\n";
-    let path = format!("{}/../../tests/data/golden/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../tests/data/golden/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     if std::env::var("STLSIM_BLESS").as_deref() == Ok("1") {
         std::fs::create_dir_all(std::path::Path::new(&path).parent().unwrap()).unwrap();
         std::fs::write(&path, &got).unwrap();
@@ -490,7 +623,11 @@ fn golden(name: &str, c: RunConfig) {
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e} (run with STLSIM_BLESS=1 to create it)"));
     if got != want {
-        let line = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
         panic!(
             "report differs from {path} at line {}: got `{}`, golden `{}` (rerun with STLSIM_BLESS=1 if the change is intended)",
             line + 1,
@@ -503,7 +640,10 @@ fn golden(name: &str, c: RunConfig) {
 #[test]
 fn golden_cmr_wdev_3_queue() {
     let mut c = cfg(drive_for_layer(&cmr::ENTRY), "cmr");
-    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.trace = TraceSpec {
+        path: data_path("wdev_3.csv"),
+        ..Default::default()
+    };
     c.verify = true;
     golden("cmr-wdev_3-queue", c);
 }
@@ -513,7 +653,10 @@ fn golden_cmr_wdev_3_flat_out_angular() {
     let mut d = drive_for_layer(&cmr::ENTRY);
     d.rotation = "angular".into();
     let mut c = cfg(d, "cmr");
-    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.trace = TraceSpec {
+        path: data_path("wdev_3.csv"),
+        ..Default::default()
+    };
     c.replay.mode = Mode::FlatOut;
     c.replay.write_cache = Some(false);
     golden("cmr-wdev_3-flat-out-angular", c);
@@ -522,7 +665,10 @@ fn golden_cmr_wdev_3_flat_out_angular() {
 #[test]
 fn golden_imr_rmw_wdev_3_queue() {
     let mut c = cfg(drive_for_layer(&crate::layers::imr::rmw::ENTRY), "imr-rmw");
-    c.trace = TraceSpec { path: data_path("wdev_3.csv"), ..Default::default() };
+    c.trace = TraceSpec {
+        path: data_path("wdev_3.csv"),
+        ..Default::default()
+    };
     c.verify = true;
     golden("imr-rmw-wdev_3-queue", c);
 }
@@ -534,19 +680,37 @@ fn every_registered_layer_is_deterministic() {
             let mut d = drive_for_layer(e);
             d.layout.top_ratio = 0.9;
             let mut c = cfg(d, e.name);
-            c.trace = TraceSpec { path: data_path("cloudPhysicsIO.vscsi"), ..Default::default() };
+            c.trace = TraceSpec {
+                path: data_path("cloudPhysicsIO.vscsi"),
+                ..Default::default()
+            };
             // Short intervals so the layers' own moves happen many times.
-            set_declared(&mut c, e, &[("interval_writes", "2000"), ("flip_threshold", "5"), ("swap_threshold", "5")]);
+            set_declared(
+                &mut c,
+                e,
+                &[
+                    ("interval_writes", "2000"),
+                    ("flip_threshold", "5"),
+                    ("swap_threshold", "5"),
+                ],
+            );
             let mut s = Simulation::new(c).unwrap();
             s.run().unwrap();
             let r = s.report();
-            let moves: f64 = ["flips", "swaps", "promotions"].iter().filter_map(|k| r.layer_counters.get(*k)).sum();
+            let moves: f64 = ["flips", "swaps", "promotions"]
+                .iter()
+                .filter_map(|k| r.layer_counters.get(*k))
+                .sum();
             (serde_json::to_string(&r).unwrap(), moves)
         };
         let (a, moves) = go();
         assert_eq!(a, go().0, "layer {}", e.name);
         if e.params.iter().any(|p| p.name == "interval_writes") {
-            assert!(moves > 10.0, "layer {} moved data only {moves} times", e.name);
+            assert!(
+                moves > 10.0,
+                "layer {} moved data only {moves} times",
+                e.name
+            );
         }
     }
 }
@@ -581,7 +745,12 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
     }
     if e.layout.kind() == Some("wave") {
         // Regions of 4 tracks, kappa = 2: 80 regions.
-        d.layout = crate::geometry::LayoutConfig { kind: "wave".into(), region_tracks: 4, kappa_tracks: 2, ..Default::default() };
+        d.layout = crate::geometry::LayoutConfig {
+            kind: "wave".into(),
+            region_tracks: 4,
+            kappa_tracks: 2,
+            ..Default::default()
+        };
     }
     // Hybrid layers: a memory buffer and an SSD (sized by BUSY's mem_mib and ssd_mib).
     d.memory = Some(crate::side_device::SideConfig::ddr3_1333(1.0));
@@ -614,7 +783,6 @@ pub(super) const BUSY: [(&str, &str); 11] = [
     ("foreground_every_writes", "8"),
 ];
 
-
 /// The busy parameters really make the layers that move data move it.
 #[test]
 fn busy_parameters_make_every_moving_layer_move_data() {
@@ -623,10 +791,20 @@ fn busy_parameters_make_every_moving_layer_move_data() {
         set_declared(&mut c, e, &BUSY);
         c.verify = true;
         let recs: Vec<_> = (0..200u64)
-            .map(|i| rec(i * 700, if i % 3 == 0 { Op::Read } else { Op::Write }, (i * 7919 + (i % 5) * 64) % 2400, 1 + i % 40))
+            .map(|i| {
+                rec(
+                    i * 700,
+                    if i % 3 == 0 { Op::Read } else { Op::Write },
+                    (i * 7919 + (i % 5) * 64) % 2400,
+                    1 + i % 40,
+                )
+            })
             .collect();
         let r = run(c, recs).unwrap().report();
-        let moves: f64 = ["flips", "swaps", "promotions"].iter().filter_map(|k| r.layer_counters.get(*k)).sum();
+        let moves: f64 = ["flips", "swaps", "promotions"]
+            .iter()
+            .filter_map(|k| r.layer_counters.get(*k))
+            .sum();
         if e.params.iter().any(|p| p.name == "interval_writes") {
             assert!(moves >= 5.0, "layer {} moved data {moves} times", e.name);
         }
@@ -636,7 +814,6 @@ fn busy_parameters_make_every_moving_layer_move_data() {
 mod layer_props {
     use super::*;
     use proptest::prelude::*;
-
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
@@ -667,9 +844,22 @@ fn vguard_waits_for_room_for_every_slot_a_write_makes() {
     let mut c = cfg(tiny_for(e, 0, 0.9), e.name);
     set_declared(&mut c, e, &BUSY);
     c.verify = true;
-    let seq = [(false,0,1,0),(true,244,13,0),(true,468,45,0),(true,174,19,0),(true,1058,31,0),(false,0,1,0),(true,575,2,0),(true,1110,43,404),(true,1693,36,1891),(true,1649,18,487)];
+    let seq = [
+        (false, 0, 1, 0),
+        (true, 244, 13, 0),
+        (true, 468, 45, 0),
+        (true, 174, 19, 0),
+        (true, 1058, 31, 0),
+        (false, 0, 1, 0),
+        (true, 575, 2, 0),
+        (true, 1110, 43, 404),
+        (true, 1693, 36, 1891),
+        (true, 1649, 18, 487),
+    ];
     let s = run(c, timed(&seq));
-    if let Err(e) = &s { panic!("{e}"); }
+    if let Err(e) = &s {
+        panic!("{e}");
+    }
 }
 
 /// Found by the property test: a disk read's SSD prefetches may replace the
@@ -682,7 +872,15 @@ fn hybrid_reads_look_again_after_prefetching_into_a_full_ssd() {
         let mut c = cfg(tiny_for(e, 0, 1.0), e.name);
         set_declared(&mut c, e, &BUSY);
         c.verify = true;
-        let seq = [(true, 0, 1, 0), (true, 772, 45, 0), (false, 0, 33, 0), (false, 42, 23, 0), (true, 80, 1, 0), (true, 95, 34, 0), (false, 0, 17, 0)];
+        let seq = [
+            (true, 0, 1, 0),
+            (true, 772, 45, 0),
+            (false, 0, 33, 0),
+            (false, 42, 23, 0),
+            (true, 80, 1, 0),
+            (true, 95, 34, 0),
+            (false, 0, 17, 0),
+        ];
         let s = run(c, timed(&seq));
         if let Err(e) = &s {
             panic!("{name}: {e}");
@@ -694,11 +892,16 @@ fn hybrid_reads_look_again_after_prefetching_into_a_full_ssd() {
 /// series interval was silently taken as 1. All three are now errors.
 #[test]
 fn zero_or_repeated_crash_points_and_a_zero_series_interval_are_errors() {
-    let recs: Vec<_> = (0..400u64).map(|i| rec(i * 500, Op::Write, i * 64, 8)).collect();
+    let recs: Vec<_> = (0..400u64)
+        .map(|i| rec(i * 500, Op::Write, i * 64, 8))
+        .collect();
     let err = |f: &dyn Fn(&mut RunConfig)| {
         let mut c = cfg(small_drive("cmr"), "cmr");
         f(&mut c);
-        run(c, recs.clone()).err().map(|e| e.to_string()).unwrap_or_default()
+        run(c, recs.clone())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     };
     assert!(err(&|c| c.crash_after = vec![0, 100, 300]).contains("crash_after 0"));
     assert!(err(&|c| c.crash_after = vec![100, 100, 300]).contains("given twice"));
@@ -717,6 +920,9 @@ fn a_request_ending_past_two_to_the_64_bytes_is_an_overflow_error() {
     r.offset = Bytes(4096);
     r.len = Bytes(u64::MAX);
     r.line = 7;
-    let e = run(cfg(small_drive("cmr"), "cmr"), vec![r]).err().unwrap().to_string();
+    let e = run(cfg(small_drive("cmr"), "cmr"), vec![r])
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("overflow") && e.contains(":7"), "{e}");
 }

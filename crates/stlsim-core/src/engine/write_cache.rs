@@ -66,13 +66,31 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
         let carries = !e.data.is_empty();
         if e.lba < lo {
             let n = (lo - e.lba) as usize;
-            let data = if carries { e.data[..n].to_vec() } else { vec![] };
-            out.push(Extent { lba: e.lba, len: n as u64, seq: e.seq, data });
+            let data = if carries {
+                e.data[..n].to_vec()
+            } else {
+                vec![]
+            };
+            out.push(Extent {
+                lba: e.lba,
+                len: n as u64,
+                seq: e.seq,
+                data,
+            });
         }
         if end > hi {
             let off = (hi - e.lba) as usize;
-            let data = if carries { e.data[off..].to_vec() } else { vec![] };
-            out.push(Extent { lba: hi, len: end - hi, seq: e.seq, data });
+            let data = if carries {
+                e.data[off..].to_vec()
+            } else {
+                vec![]
+            };
+            out.push(Extent {
+                lba: hi,
+                len: end - hi,
+                seq: e.seq,
+                data,
+            });
         }
         removed += end.min(hi) - e.lba.max(lo);
     }
@@ -115,7 +133,14 @@ fn pieces(geom: &Geometry, lba: u64, len: u64, mut f: impl FnMut(u64, u64, u64))
 impl WriteCache {
     /// A cache holding up to `capacity` sectors of a drive with geometry `geom`.
     pub fn new(capacity: u64, geom: Arc<Geometry>) -> WriteCache {
-        WriteCache { capacity, used: 0, next_seq: 0, geom, tracks: FxHashMap::default(), age: VecDeque::new() }
+        WriteCache {
+            capacity,
+            used: 0,
+            next_seq: 0,
+            geom,
+            tracks: FxHashMap::default(),
+            age: VecDeque::new(),
+        }
     }
     /// Capacity in sectors (0: no cache).
     pub fn capacity(&self) -> u64 {
@@ -176,7 +201,10 @@ impl WriteCache {
             let t = tracks.entry(lt).or_insert_with(|| {
                 *next_seq += 1;
                 age.push_back((*next_seq, lt));
-                TrackEntry { seq: *next_seq, extents: Vec::new() }
+                TrackEntry {
+                    seq: *next_seq,
+                    extents: Vec::new(),
+                }
             });
             removed += punch_list(&mut t.extents, lo, hi);
             let piece = if !carries {
@@ -184,9 +212,19 @@ impl WriteCache {
             } else if single {
                 data.take().unwrap_or_default()
             } else {
-                data.as_ref().map(|d| d[(lo - lba) as usize..(hi - lba) as usize].to_vec()).unwrap_or_default()
+                data.as_ref()
+                    .map(|d| d[(lo - lba) as usize..(hi - lba) as usize].to_vec())
+                    .unwrap_or_default()
             };
-            insert_merging(&mut t.extents, Extent { lba: lo, len: hi - lo, seq: t.seq, data: piece });
+            insert_merging(
+                &mut t.extents,
+                Extent {
+                    lba: lo,
+                    len: hi - lo,
+                    seq: t.seq,
+                    data: piece,
+                },
+            );
             added += hi - lo;
         };
         pieces(&geom, lba, len, &mut each);
@@ -235,7 +273,9 @@ impl WriteCache {
     /// Overlay cached tokens onto `out` (tokens of `[lba, lba+len)`).
     pub fn overlay(&self, lba: u64, len: u64, out: &mut [Token]) {
         pieces(&self.geom, lba, len, |lt, lo, hi| {
-            let Some(t) = self.tracks.get(&lt) else { return };
+            let Some(t) = self.tracks.get(&lt) else {
+                return;
+            };
             for e in &t.extents {
                 let a = e.lba.max(lo);
                 let b = (e.lba + e.len).min(hi);
@@ -277,7 +317,12 @@ mod tests {
 
     fn cache(capacity: u64) -> WriteCache {
         // 100-sector tracks.
-        let d = DriveConfig { track_bytes: 100 * 4096, tracks: Some(100), capacity_gib: None, ..Default::default() };
+        let d = DriveConfig {
+            track_bytes: 100 * 4096,
+            tracks: Some(100),
+            capacity_gib: None,
+            ..Default::default()
+        };
         WriteCache::new(capacity, Arc::new(Geometry::from_config(&d).unwrap()))
     }
 
@@ -327,7 +372,10 @@ mod tests {
         }
         c.insert(205, 5, vec![]);
         let b = c.take_batch();
-        assert_eq!(b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(), vec![(205, 35)]);
+        assert_eq!(
+            b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(),
+            vec![(205, 35)]
+        );
         assert_eq!(c.used(), 0);
     }
 
@@ -341,7 +389,10 @@ mod tests {
         assert_eq!(c.used(), 100);
         let b = c.take_batch();
         // The overwrite touches both remaining pieces, so the three merge back into one extent.
-        assert_eq!(b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(), vec![(50, 50)]);
+        assert_eq!(
+            b.iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>(),
+            vec![(50, 50)]
+        );
         assert_eq!(b[0].data[9], Token::data(Lba(59), 1));
         assert_eq!(b[0].data[10], Token::data(Lba(60), 2));
         assert_eq!(b[0].data[20], Token::data(Lba(70), 1));

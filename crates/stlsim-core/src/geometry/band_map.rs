@@ -36,14 +36,18 @@ pub struct BandMap {
 impl BandMap {
     /// The conventional map of a band of `n` tracks: `12..n`.
     pub fn sequential(n: u64) -> BandMap {
-        BandMap { groups: vec![(1..=n as u32).collect()] }
+        BandMap {
+            groups: vec![(1..=n as u32).collect()],
+        }
     }
 
     /// Parse `text` for bands of `n` tracks; empty text is the conventional map.
     pub fn parse(text: &str, n: u64) -> SimResult<BandMap> {
         let (lo, hi) = super::config::int_range("layout.band_tracks");
         if !(lo..=hi).contains(&n) {
-            return config_err(format!("layout.band_tracks = {n} is outside the range {lo} to {hi}"));
+            return config_err(format!(
+                "layout.band_tracks = {n} is outside the range {lo} to {hi}"
+            ));
         }
         let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
         if t.is_empty() {
@@ -55,8 +59,15 @@ impl BandMap {
         let mut rest = t.as_str();
         let bad = |why: &str| config_err(format!("smr mapping '{text}': {why}"));
         let number = |s: &str| -> Option<(u32, usize)> {
-            let len = if commas { s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()) } else { 1 };
-            s.get(..len).filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())).and_then(|d| d.parse().ok()).map(|v| (v, len))
+            let len = if commas {
+                s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len())
+            } else {
+                1
+            };
+            s.get(..len)
+                .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+                .and_then(|d| d.parse().ok())
+                .map(|v| (v, len))
         };
         while !rest.is_empty() {
             if let Some(r) = rest.strip_prefix(',') {
@@ -64,7 +75,9 @@ impl BandMap {
                 continue;
             }
             if let Some(r) = rest.strip_prefix("R(").or_else(|| rest.strip_prefix("r(")) {
-                let Some(close) = r.find(')') else { return bad("'R(' without ')'") };
+                let Some(close) = r.find(')') else {
+                    return bad("'R(' without ')'");
+                };
                 if !plain.is_empty() {
                     groups.push(std::mem::take(&mut plain));
                 }
@@ -77,7 +90,9 @@ impl BandMap {
                         inner = i;
                         continue;
                     }
-                    let Some((v, len)) = number(inner) else { return bad("R(...) holds track positions only") };
+                    let Some((v, len)) = number(inner) else {
+                        return bad("R(...) holds track positions only");
+                    };
                     groups.push(vec![v]);
                     inner = &inner[len..];
                 }
@@ -85,7 +100,9 @@ impl BandMap {
                 continue;
             }
             let Some((v, len)) = number(rest) else {
-                return bad("expected track positions and R(...), as in 1234, R(4123), 124R(3), 14R(23)");
+                return bad(
+                    "expected track positions and R(...), as in 1234, R(4123), 124R(3), 14R(23)",
+                );
             };
             plain.push(v);
             rest = &rest[len..];
@@ -96,7 +113,9 @@ impl BandMap {
         let mut seen = vec![false; n as usize];
         for &p in groups.iter().flatten() {
             if p == 0 || p as u64 > n {
-                return bad(&format!("track {p} is not in a band of {n} tracks (1..{n})"));
+                return bad(&format!(
+                    "track {p} is not in a band of {n} tracks (1..{n})"
+                ));
             }
             if std::mem::replace(&mut seen[p as usize - 1], true) {
                 return bad(&format!("track {p} is listed twice"));
@@ -120,7 +139,11 @@ impl BandMap {
 
     /// Whether this is the conventional map (one sequential group 1..N).
     pub fn is_sequential(&self) -> bool {
-        self.groups.len() == 1 && self.groups[0].iter().enumerate().all(|(i, &p)| p == i as u32 + 1)
+        self.groups.len() == 1
+            && self.groups[0]
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| p == i as u32 + 1)
     }
 
     /// The paper's notation: plain positions for a sequential group,
@@ -128,7 +151,12 @@ impl BandMap {
     pub fn notation(&self) -> String {
         let wide = self.groups.iter().flatten().any(|&p| p > 9);
         let sep = if wide { "," } else { "" };
-        let join = |ps: &[u32]| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(sep);
+        let join = |ps: &[u32]| {
+            ps.iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
         let mut out: Vec<String> = vec![];
         let mut rr: Vec<u32> = vec![];
         let n_groups = self.groups.len();
@@ -179,7 +207,11 @@ mod tests {
     #[test]
     fn malformed_mappings_say_what_is_wrong() {
         let e = |s: &str| BandMap::parse(s, 4).unwrap_err().to_string();
-        assert!(e("1235").contains("track 5 is not in a band of 4"), "{}", e("1235"));
+        assert!(
+            e("1235").contains("track 5 is not in a band of 4"),
+            "{}",
+            e("1235")
+        );
         assert!(e("1224").contains("listed twice"));
         assert!(e("124").contains("track 3 of the band of 4 is missing"));
         assert!(e("12R(34").contains("without ')'"));

@@ -20,8 +20,15 @@ use super::{ImrOrder, Layout, ZoneSpec};
 #[inline]
 pub(super) fn size_rule(layout: Layout, base: u32, t: u64) -> u32 {
     match layout {
-        Layout::Imr { top_ratio, .. } if t % 2 == 1 => ((base as f64 * top_ratio).round() as u32).max(1),
-        Layout::Smr { width, up, random_access, .. } if t < random_access => {
+        Layout::Imr { top_ratio, .. } if t % 2 == 1 => {
+            ((base as f64 * top_ratio).round() as u32).max(1)
+        }
+        Layout::Smr {
+            width,
+            up,
+            random_access,
+            ..
+        } if t < random_access => {
             // One usable track per head width; its overlap falls on the guards after it.
             let off = t % width;
             if (up && off == 0) || (!up && off == width - 1) {
@@ -30,7 +37,9 @@ pub(super) fn size_rule(layout: Layout, base: u32, t: u64) -> u32 {
                 0
             }
         }
-        Layout::Smr { width, up, cache, .. } if t < layout.bands_start() => {
+        Layout::Smr {
+            width, up, cache, ..
+        } if t < layout.bands_start() => {
             // The persistent cache: one shingled run of `cache` tracks and its guards.
             let off = t - layout.cache_unit().map(|c| c.0).unwrap_or(t);
             let guard = if up { off >= cache } else { off < width - 1 };
@@ -40,7 +49,9 @@ pub(super) fn size_rule(layout: Layout, base: u32, t: u64) -> u32 {
                 base
             }
         }
-        Layout::Smr { band, width, up, .. } => {
+        Layout::Smr {
+            band, width, up, ..
+        } => {
             let off = (t - layout.bands_start()) % (band + width - 1);
             let guard = if up { off >= band } else { off < width - 1 };
             if guard {
@@ -71,7 +82,10 @@ enum Pattern {
     /// Wave: the `r` tracks of the first region, a guard band of `kappa`, the `r` of the second.
     Wave { r: u64, kappa: u64 },
     /// SMR: groups of offsets from the band mapping, and each offset's (group, index).
-    Groups { groups: Vec<Vec<u32>>, at: Vec<Option<(u32, u32)>> },
+    Groups {
+        groups: Vec<Vec<u32>>,
+        at: Vec<Option<(u32, u32)>>,
+    },
 }
 
 impl Pattern {
@@ -145,7 +159,10 @@ impl Pattern {
     #[inline]
     fn tops_before(&self, i: u64) -> u64 {
         match *self {
-            Pattern::Imr { order: ImrOrder::Ascending, .. } => i / 2,
+            Pattern::Imr {
+                order: ImrOrder::Ascending,
+                ..
+            } => i / 2,
             Pattern::Imr { n, .. } => i.saturating_sub(n),
             _ => 0,
         }
@@ -192,18 +209,36 @@ pub(super) struct HomeOrder {
 impl HomeOrder {
     /// The home order of `tracks` tracks of `layout` over `zones`
     /// (`positions`: an SMR band's positions by group, in shingling order).
-    pub(super) fn new(layout: Layout, zones: &[ZoneSpec], tracks: u64, positions: Option<&[Vec<u32>]>) -> HomeOrder {
+    pub(super) fn new(
+        layout: Layout,
+        zones: &[ZoneSpec],
+        tracks: u64,
+        positions: Option<&[Vec<u32>]>,
+    ) -> HomeOrder {
         let (first, unit, pattern) = match layout {
             Layout::Cmr | Layout::Zoned { .. } => (0, 1, Pattern::Single),
             Layout::Imr { group, order, .. } => (0, 2 * group, Pattern::Imr { n: group, order }),
-            Layout::Wave { region, kappa } => (0, 2 * region + kappa, Pattern::Wave { r: region, kappa }),
-            Layout::Smr { band, width, up, .. } => {
+            Layout::Wave { region, kappa } => {
+                (0, 2 * region + kappa, Pattern::Wave { r: region, kappa })
+            }
+            Layout::Smr {
+                band, width, up, ..
+            } => {
                 let u = band + width - 1;
                 // Position p (1-based, in shingling order) of a band is this unit offset.
-                let off = |p: u32| if up { p as u64 - 1 } else { width - 1 + band - p as u64 };
+                let off = |p: u32| {
+                    if up {
+                        p as u64 - 1
+                    } else {
+                        width - 1 + band - p as u64
+                    }
+                };
                 let seq: Vec<Vec<u32>> = vec![(1..=band as u32).collect()];
-                let groups: Vec<Vec<u32>> =
-                    positions.unwrap_or(&seq).iter().map(|g| g.iter().map(|&p| off(p) as u32).collect()).collect();
+                let groups: Vec<Vec<u32>> = positions
+                    .unwrap_or(&seq)
+                    .iter()
+                    .map(|g| g.iter().map(|&p| off(p) as u32).collect())
+                    .collect();
                 let mut at = vec![None; u as usize];
                 for (gi, g) in groups.iter().enumerate() {
                     for (i, &o) in g.iter().enumerate() {
@@ -217,7 +252,10 @@ impl HomeOrder {
         let mut h = HomeOrder {
             layout,
             zones: zones.to_vec(),
-            tops: zones.iter().map(|z| size_rule(layout, z.sectors_per_track, 1)).collect(),
+            tops: zones
+                .iter()
+                .map(|z| size_rule(layout, z.sectors_per_track, 1))
+                .collect(),
             first,
             unit,
             units,
@@ -288,11 +326,23 @@ impl HomeOrder {
             if inside >= 1 {
                 let n = inside.min(self.units - b);
                 // An IMR top track's size (track 1 is a top); other layouts' data tracks are full.
-                let top = if matches!(self.layout, Layout::Imr { .. }) { size_rule(self.layout, base, 1) } else { base };
-                runs.push(Run { first_unit: b, units: n, sizes: Some((base, top)) });
+                let top = if matches!(self.layout, Layout::Imr { .. }) {
+                    size_rule(self.layout, base, 1)
+                } else {
+                    base
+                };
+                runs.push(Run {
+                    first_unit: b,
+                    units: n,
+                    sizes: Some((base, top)),
+                });
                 b += n;
             } else {
-                runs.push(Run { first_unit: b, units: 1, sizes: None });
+                runs.push(Run {
+                    first_unit: b,
+                    units: 1,
+                    sizes: None,
+                });
                 b += 1;
             }
         }
@@ -309,7 +359,9 @@ impl HomeOrder {
             }
             None => {
                 let base = self.first + b * self.unit;
-                (0..i).map(|j| self.size(base + self.pattern.offset(g, j)) as u64).sum()
+                (0..i)
+                    .map(|j| self.size(base + self.pattern.offset(g, j)) as u64)
+                    .sum()
             }
         }
     }
@@ -319,7 +371,9 @@ impl HomeOrder {
     #[inline]
     fn position(&self, r: usize, g: usize, b: u64, rem: u64) -> u64 {
         match (self.runs[r].sizes, &self.pattern) {
-            (Some((full, _)), Pattern::Single | Pattern::Wave { .. } | Pattern::Groups { .. }) => rem / full as u64,
+            (Some((full, _)), Pattern::Single | Pattern::Wave { .. } | Pattern::Groups { .. }) => {
+                rem / full as u64
+            }
             (Some((full, top)), &Pattern::Imr { n, order }) => {
                 let (full, top) = (full as u64, top as u64);
                 match order {
@@ -357,14 +411,17 @@ impl HomeOrder {
         for run in &self.runs {
             match run.sizes {
                 Some((full, top)) => {
-                    if !same(full as u64) || (matches!(self.pattern, Pattern::Imr { .. }) && !same(top as u64)) {
+                    if !same(full as u64)
+                        || (matches!(self.pattern, Pattern::Imr { .. }) && !same(top as u64))
+                    {
                         return None;
                     }
                 }
                 None => {
                     for g in 0..self.pattern.groups() {
                         for i in 0..self.pattern.len(g) {
-                            let t = self.first + run.first_unit * self.unit + self.pattern.offset(g, i);
+                            let t =
+                                self.first + run.first_unit * self.unit + self.pattern.offset(g, i);
                             if !same(self.size(t) as u64) {
                                 return None;
                             }
@@ -379,12 +436,18 @@ impl HomeOrder {
     /// Heap bytes held (the zone table, the unit's pattern, the runs).
     pub(super) fn heap_bytes(&self) -> u64 {
         let pattern = match &self.pattern {
-            Pattern::Groups { groups, at } => groups.iter().map(|g| g.capacity() * 4).sum::<usize>() + at.capacity() * 12,
+            Pattern::Groups { groups, at } => {
+                groups.iter().map(|g| g.capacity() * 4).sum::<usize>() + at.capacity() * 12
+            }
             _ => 0,
         };
         (self.zones.capacity() * std::mem::size_of::<ZoneSpec>()
             + pattern
-            + (self.group_lt.capacity() + self.group_lba.capacity() + self.run_lba.capacity() + self.run_cap.capacity()) * 8
+            + (self.group_lt.capacity()
+                + self.group_lba.capacity()
+                + self.run_lba.capacity()
+                + self.run_cap.capacity())
+                * 8
             + self.runs.capacity() * std::mem::size_of::<Run>()) as u64
     }
 
@@ -401,7 +464,11 @@ impl HomeOrder {
     /// (group, unit, position) of logical track `lt`.
     #[inline]
     fn split(&self, lt: u64) -> (usize, u64, u64) {
-        let g = if self.group_lt.len() == 2 { 0 } else { self.group_lt.partition_point(|&s| s <= lt) - 1 };
+        let g = if self.group_lt.len() == 2 {
+            0
+        } else {
+            self.group_lt.partition_point(|&s| s <= lt) - 1
+        };
         let rem = lt - self.group_lt[g];
         let len = self.pattern.len(g);
         (g, rem / len, rem % len)
@@ -458,10 +525,18 @@ impl HomeOrder {
         if let Some(n) = self.uniform {
             return lba / n;
         }
-        let g = if self.group_lba.len() == 2 { 0 } else { self.group_lba.partition_point(|&s| s <= lba) - 1 };
+        let g = if self.group_lba.len() == 2 {
+            0
+        } else {
+            self.group_lba.partition_point(|&s| s <= lba) - 1
+        };
         let nr = self.runs.len();
         let lbas = &self.run_lba[g * nr..(g + 1) * nr];
-        let r = if nr == 1 { 0 } else { lbas.partition_point(|&s| s <= lba) - 1 };
+        let r = if nr == 1 {
+            0
+        } else {
+            lbas.partition_point(|&s| s <= lba) - 1
+        };
         let k = g * nr + r;
         let off = lba - self.run_lba[k];
         let b = self.runs[r].first_unit + off / self.run_cap[k];
@@ -479,7 +554,9 @@ impl HomeOrder {
                 None => {
                     for g in 0..self.pattern.groups() {
                         for i in 0..self.pattern.len(g) {
-                            home = home.max(self.size(self.first + run.first_unit * self.unit + self.pattern.offset(g, i)));
+                            home = home.max(self.size(
+                                self.first + run.first_unit * self.unit + self.pattern.offset(g, i),
+                            ));
                         }
                     }
                 }
@@ -494,7 +571,11 @@ impl HomeOrder {
         };
         let mut any = home;
         for (zi, z) in self.zones.iter().enumerate() {
-            let end = self.zones.get(zi + 1).map_or(tracks, |n| n.first_track).min(tracks);
+            let end = self
+                .zones
+                .get(zi + 1)
+                .map_or(tracks, |n| n.first_track)
+                .min(tracks);
             for t in z.first_track..end.min(z.first_track + span) {
                 any = any.max(self.size(t));
             }

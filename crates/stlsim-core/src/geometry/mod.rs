@@ -18,7 +18,9 @@ pub mod segment_map;
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 pub use band_map::BandMap;
-pub use config::{DriveConfig, LayoutConfig, SeekConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS};
+pub use config::{
+    DriveConfig, LayoutConfig, SeekConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS,
+};
 
 /// IMR LBA order within a group of N bottom and N top tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,9 +159,17 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 "zigzag" | "zig-zag" => ImrOrder::ZigZag,
                 "serpentine" => ImrOrder::Serpentine,
                 "ascending" => ImrOrder::Ascending,
-                o => return config_err(format!("imr order '{o}' is not zigzag, serpentine or ascending")),
+                o => {
+                    return config_err(format!(
+                        "imr order '{o}' is not zigzag, serpentine or ascending"
+                    ))
+                }
             };
-            Layout::Imr { top_ratio: c.top_ratio, group: c.group_tracks, order }
+            Layout::Imr {
+                top_ratio: c.top_ratio,
+                group: c.group_tracks,
+                order,
+            }
         }
         "zoned" => {
             if c.zone_tracks == 0 {
@@ -176,9 +186,16 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
             if c.region_tracks == 0 || c.kappa_tracks == 0 {
                 return config_err("wave layout needs region_tracks >= 1 and kappa_tracks >= 1");
             }
-            Layout::Wave { region: c.region_tracks, kappa: c.kappa_tracks }
+            Layout::Wave {
+                region: c.region_tracks,
+                kappa: c.kappa_tracks,
+            }
         }
-        k => return config_err(format!("unknown layout kind '{k}' (known: cmr, smr, imr, zoned, wave)")),
+        k => {
+            return config_err(format!(
+                "unknown layout kind '{k}' (known: cmr, smr, imr, zoned, wave)"
+            ))
+        }
     })
 }
 
@@ -208,9 +225,12 @@ impl Layout {
     /// and the persistent cache with its guards).
     fn bands_start(&self) -> u64 {
         match *self {
-            Layout::Smr { width, random_access, cache, .. } => {
-                random_access + if cache > 0 { cache + width - 1 } else { 0 }
-            }
+            Layout::Smr {
+                width,
+                random_access,
+                cache,
+                ..
+            } => random_access + if cache > 0 { cache + width - 1 } else { 0 },
             _ => 0,
         }
     }
@@ -219,7 +239,12 @@ impl Layout {
     /// (its data tracks and guards), if there is one.
     fn cache_unit(&self) -> Option<(u64, u64)> {
         match *self {
-            Layout::Smr { width, random_access, cache, .. } if cache > 0 => Some((random_access, cache + width - 1)),
+            Layout::Smr {
+                width,
+                random_access,
+                cache,
+                ..
+            } if cache > 0 => Some((random_access, cache + width - 1)),
             _ => None,
         }
     }
@@ -228,7 +253,12 @@ impl Layout {
 /// Sectors on each physical track of a layout (0 for guards); the home
 /// tracks are the ones with sectors outside the SMR random-access zone and
 /// persistent cache.
-fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl FnMut(u64, u32) -> bool) {
+fn for_track_sizes(
+    layout: Layout,
+    zones: &[ZoneSpec],
+    tracks: u64,
+    mut f: impl FnMut(u64, u32) -> bool,
+) {
     let mut z = 0;
     for t in 0..tracks {
         while z + 1 < zones.len() && zones[z + 1].first_track <= t {
@@ -245,7 +275,11 @@ fn for_track_sizes(layout: Layout, zones: &[ZoneSpec], tracks: u64, mut f: impl 
 /// One pass over the track sizes, nothing allocated.
 fn tracks_for_capacity(layout: Layout, zones: &[ZoneSpec], want: u64) -> Option<u64> {
     let (first, unit) = (layout.extra_tracks(), layout.unit_tracks());
-    let max_spt = zones.iter().map(|z| z.sectors_per_track as u128).max().unwrap_or(0);
+    let max_spt = zones
+        .iter()
+        .map(|z| z.sectors_per_track as u128)
+        .max()
+        .unwrap_or(0);
     if want as u128 > MAX_TRACKS as u128 * max_spt {
         return None;
     }
@@ -268,7 +302,10 @@ impl Geometry {
     pub fn from_config(c: &DriveConfig) -> SimResult<Geometry> {
         c.check_ranges()?;
         if c.sector_bytes != 512 && c.sector_bytes != 4096 {
-            return config_err(format!("sector_bytes {} must be 512 or 4096", c.sector_bytes));
+            return config_err(format!(
+                "sector_bytes {} must be 512 or 4096",
+                c.sector_bytes
+            ));
         }
         let mut layout = layout_from(&c.layout)?;
         let mut zones = c.zones.clone();
@@ -283,7 +320,10 @@ impl Geometry {
             if spt > u32::MAX as u64 {
                 return config_err("track_bytes is too large");
             }
-            zones.push(ZoneSpec { first_track: 0, sectors_per_track: spt as u32 });
+            zones.push(ZoneSpec {
+                first_track: 0,
+                sectors_per_track: spt as u32,
+            });
         }
         if zones[0].first_track != 0 {
             return config_err("the first zone must start at track 0");
@@ -296,15 +336,26 @@ impl Geometry {
         if zones.iter().any(|z| z.sectors_per_track == 0) {
             return config_err("a zone has sectors_per_track = 0");
         }
-        if let Some(z) = zones.iter().find(|z| z.sectors_per_track > MAX_SECTORS_PER_TRACK) {
+        if let Some(z) = zones
+            .iter()
+            .find(|z| z.sectors_per_track > MAX_SECTORS_PER_TRACK)
+        {
             return config_err(format!(
                 "{} sectors per track is more than stlsim simulates ({MAX_SECTORS_PER_TRACK})",
                 z.sectors_per_track
             ));
         }
         if let Some(mib) = c.layout.cache_mib {
-            let Layout::Smr { random_access, ref mut cache, .. } = layout else {
-                return config_err(format!("'cache_mib' is an smr layout key; layout '{}' has none", c.layout.kind));
+            let Layout::Smr {
+                random_access,
+                ref mut cache,
+                ..
+            } = layout
+            else {
+                return config_err(format!(
+                    "'cache_mib' is an smr layout key; layout '{}' has none",
+                    c.layout.kind
+                ));
             };
             if c.layout.cache_tracks != 0 {
                 return config_err("give either cache_tracks or cache_mib, not both");
@@ -312,22 +363,34 @@ impl Geometry {
             if !(mib > 0.0) {
                 return config_err(format!("cache_mib {mib} must be positive"));
             }
-            let z = zones.iter().rev().find(|z| z.first_track <= random_access).unwrap_or(&zones[0]);
+            let z = zones
+                .iter()
+                .rev()
+                .find(|z| z.first_track <= random_access)
+                .unwrap_or(&zones[0]);
             let per_track = z.sectors_per_track as f64 * c.sector_bytes as f64;
             *cache = (mib * 1024.0 * 1024.0 / per_track).ceil() as u64;
         }
         if matches!(layout, Layout::Smr { cache, .. } if cache > MAX_TRACKS) {
-            return config_err(format!("the persistent cache needs more than {MAX_TRACKS} tracks"));
+            return config_err(format!(
+                "the persistent cache needs more than {MAX_TRACKS} tracks"
+            ));
         }
         if c.layout.kind != "smr" && c.layout.cache_tracks != 0 {
-            return config_err(format!("'cache_tracks' is an smr layout key; layout '{}' has none", c.layout.kind));
+            return config_err(format!(
+                "'cache_tracks' is an smr layout key; layout '{}' has none",
+                c.layout.kind
+            ));
         }
         let unit = layout.unit_tracks();
         let extra = layout.extra_tracks();
         let band_map = match layout {
             Layout::Smr { band, .. } => Some(BandMap::parse(&c.layout.mapping, band)?),
             _ if !c.layout.mapping.trim().is_empty() => {
-                return config_err(format!("'mapping' is an smr layout key; layout '{}' has none", c.layout.kind))
+                return config_err(format!(
+                    "'mapping' is an smr layout key; layout '{}' has none",
+                    c.layout.kind
+                ))
             }
             _ => None,
         };
@@ -360,14 +423,19 @@ impl Geometry {
             });
         }
         if tracks > MAX_TRACKS {
-            return config_err(format!("{tracks} tracks is more than stlsim simulates ({MAX_TRACKS})"));
+            return config_err(format!(
+                "{tracks} tracks is more than stlsim simulates ({MAX_TRACKS})"
+            ));
         }
         if c.tracks.is_none() {
             // A capacity that ends before the inner zones leaves them unused
             // (the same zone table serves several capacities and layouts).
             zones.retain(|z| z.first_track < tracks);
         } else if let Some(z) = zones.iter().find(|z| z.first_track >= tracks) {
-            return config_err(format!("zone starting at track {} lies beyond the last track", z.first_track));
+            return config_err(format!(
+                "zone starting at track {} lies beyond the last track",
+                z.first_track
+            ));
         }
         if let Layout::Imr { group, .. } = layout {
             if let Some(z) = zones.iter().find(|z| z.first_track % (2 * group) != 0) {
@@ -391,7 +459,8 @@ impl Geometry {
         tracks: u64,
         band_map: Option<BandMap>,
     ) -> SimResult<Geometry> {
-        let home = home::HomeOrder::new(layout, zones, tracks, band_map.as_ref().map(|m| m.groups()));
+        let home =
+            home::HomeOrder::new(layout, zones, tracks, band_map.as_ref().map(|m| m.groups()));
         let (max_home_spt, max_spt) = home.max_sizes(tracks);
         Ok(Geometry {
             sector_bytes,
@@ -490,12 +559,16 @@ impl Geometry {
     /// Home location of an LBA in the layout's static map.
     pub fn home(&self, lba: Lba) -> PhysAddr {
         let lt = self.logical_track_of(lba);
-        PhysAddr { track: self.logical_track_phys(lt), sector: (lba.0 - self.logical_track_start(lt).0) as u32 }
+        PhysAddr {
+            track: self.logical_track_phys(lt),
+            sector: (lba.0 - self.logical_track_start(lt).0) as u32,
+        }
     }
 
     /// The LBA whose home is a physical sector, if any.
     pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
-        self.phys_logical_track(at.track).map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
+        self.phys_logical_track(at.track)
+            .map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
     }
 
     /// Split `n` sectors from `lba` into per-track home extents
@@ -510,7 +583,10 @@ impl Geometry {
             // A logical track's sectors are its physical track's.
             let lt_end = start + self.sectors_in(track) as u64;
             let take = (end.min(lt_end) - cur) as u32;
-            let at = PhysAddr { track, sector: (cur - start) as u32 };
+            let at = PhysAddr {
+                track,
+                sector: (cur - start) as u32,
+            };
             f(at, take, Lba(cur));
             cur += take as u64;
         }
@@ -527,12 +603,21 @@ impl Geometry {
                 let hi = (t.0 + 1).min(n - 1);
                 (lo, hi)
             }
-            Layout::Smr { band, width, up, random_access, .. } if width > 1 => {
+            Layout::Smr {
+                band,
+                width,
+                up,
+                random_access,
+                ..
+            } if width > 1 => {
                 let first = self.layout.bands_start();
                 let (u, unit_start) = if t.0 < random_access {
                     (width, t.0 - t.0 % width)
                 } else if t.0 < first {
-                    let (start, len) = self.layout.cache_unit().expect("tracks between the zone and the bands are the cache");
+                    let (start, len) = self
+                        .layout
+                        .cache_unit()
+                        .expect("tracks between the zone and the bands are the cache");
                     (len, start)
                 } else {
                     let u = band + width - 1;
@@ -541,7 +626,10 @@ impl Geometry {
                 if up {
                     (t.0 + 1, (t.0 + width - 1).min(unit_start + u - 1))
                 } else {
-                    (t.0.saturating_sub(width - 1).max(unit_start), t.0.saturating_sub(1))
+                    (
+                        t.0.saturating_sub(width - 1).max(unit_start),
+                        t.0.saturating_sub(1),
+                    )
                 }
             }
             Layout::Wave { region, kappa } => {
@@ -569,7 +657,9 @@ impl Geometry {
             return (0, nspt as u32);
         }
         let lo = (sector as u64 * nspt) / spt;
-        let hi = ((sector as u64 + count as u64) * nspt).div_ceil(spt).min(nspt);
+        let hi = ((sector as u64 + count as u64) * nspt)
+            .div_ceil(spt)
+            .min(nspt);
         (lo as u32, hi as u32)
     }
 
@@ -581,7 +671,9 @@ impl Geometry {
     /// SMR: number of bands.
     pub fn bands(&self) -> u64 {
         match self.layout {
-            Layout::Smr { band, width, .. } => (self.tracks() - self.layout.bands_start()) / (band + width - 1),
+            Layout::Smr { band, width, .. } => {
+                (self.tracks() - self.layout.bands_start()) / (band + width - 1)
+            }
             _ => 0,
         }
     }
@@ -597,41 +689,67 @@ impl Geometry {
     /// SMR: the `i`-th persistent-cache track in shingling order (writing
     /// track `i` damages tracks `i+1 .. i+W-1`; the last ones damage guards).
     pub fn cache_track(&self, i: u64) -> Track {
-        let Layout::Smr { width, up, cache, .. } = self.layout else { panic!("cache_track on a drive without bands") };
+        let Layout::Smr {
+            width, up, cache, ..
+        } = self.layout
+        else {
+            panic!("cache_track on a drive without bands")
+        };
         assert!(i < cache, "cache track {i} of {cache}");
         let (start, _) = self.layout.cache_unit().expect("cache > 0");
-        Track(if up { start + i } else { start + width - 1 + cache - 1 - i })
+        Track(if up {
+            start + i
+        } else {
+            start + width - 1 + cache - 1 - i
+        })
     }
 
     /// SMR: the band of a data track and its 1-based position in shingling
     /// order (position p+1 is the track a write to p overlaps first).
     pub fn band_position(&self, t: Track) -> Option<(u64, u32)> {
-        let Layout::Smr { band, width, up, .. } = self.layout else { return None };
+        let Layout::Smr {
+            band, width, up, ..
+        } = self.layout
+        else {
+            return None;
+        };
         let first = self.layout.bands_start();
         if t.0 < first || self.sectors_in(t) == 0 {
             return None;
         }
         let u = band + width - 1;
         let (b, off) = ((t.0 - first) / u, (t.0 - first) % u);
-        let p = if up { off + 1 } else { band - (off - (width - 1)) };
+        let p = if up {
+            off + 1
+        } else {
+            band - (off - (width - 1))
+        };
         Some((b, p as u32))
     }
 
     /// SMR: the data track at 1-based position `p` of band `b`.
     pub fn band_track(&self, b: u64, p: u32) -> Track {
-        let Layout::Smr { band, width, up, .. } = self.layout else {
+        let Layout::Smr {
+            band, width, up, ..
+        } = self.layout
+        else {
             panic!("band_track on a drive without bands")
         };
         let base = self.layout.bands_start() + b * (band + width - 1);
-        Track(if up { base + p as u64 - 1 } else { base + width - 1 + band - p as u64 })
+        Track(if up {
+            base + p as u64 - 1
+        } else {
+            base + width - 1 + band - p as u64
+        })
     }
 
     /// SMR: the usable tracks of the random-access zone, outermost first.
     pub fn random_access_tracks(&self) -> Vec<Track> {
         match self.layout {
-            Layout::Smr { random_access, .. } => {
-                (0..random_access).map(Track).filter(|&t| self.sectors_in(t) > 0).collect()
-            }
+            Layout::Smr { random_access, .. } => (0..random_access)
+                .map(Track)
+                .filter(|&t| self.sectors_in(t) > 0)
+                .collect(),
             _ => vec![],
         }
     }
@@ -657,10 +775,16 @@ impl Geometry {
     /// number) of region `r`. Even regions shingle from their first track
     /// upwards, odd regions from their last track downwards.
     pub fn wave_track(&self, r: u64, i: u64) -> Track {
-        let Layout::Wave { region, kappa } = self.layout else { panic!("wave_track on a drive without wave regions") };
+        let Layout::Wave { region, kappa } = self.layout else {
+            panic!("wave_track on a drive without wave regions")
+        };
         debug_assert!(i < region);
         let base = (r / 2) * (2 * region + kappa);
-        Track(if r % 2 == 0 { base + i } else { base + region + kappa + i })
+        Track(if r % 2 == 0 {
+            base + i
+        } else {
+            base + region + kappa + i
+        })
     }
 
     /// Heap bytes of the home map: proportional to the zone table and the

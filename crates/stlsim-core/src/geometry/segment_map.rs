@@ -46,13 +46,21 @@ pub struct SegmentMap {
 
 impl SegmentMap {
     /// Tracks of `track_sectors`, blocks of `block_sectors`, regions of `region_tracks` tracks.
-    pub fn new(track_sectors: u64, block_sectors: u64, region_tracks: u64) -> SimResult<SegmentMap> {
+    pub fn new(
+        track_sectors: u64,
+        block_sectors: u64,
+        region_tracks: u64,
+    ) -> SimResult<SegmentMap> {
         if block_sectors == 0 || region_tracks == 0 || track_sectors % block_sectors.max(1) != 0 {
             return config_err(format!(
                 "a segment layout needs blocks ({block_sectors} sectors) that divide the track ({track_sectors} sectors) and regions of at least one track"
             ));
         }
-        Ok(SegmentMap { track_sectors, block_sectors, region_tracks })
+        Ok(SegmentMap {
+            track_sectors,
+            block_sectors,
+            region_tracks,
+        })
     }
     /// `S_reg`: sectors in a region.
     pub fn region_sectors(&self) -> u64 {
@@ -78,7 +86,10 @@ impl SegmentMap {
     /// Formula (5), exactly as the paper writes it.
     pub fn pba(&self, lba: u64) -> u64 {
         let a = self.split(lba);
-        a.region * self.region_sectors() + a.block * self.track_sectors + a.segment * self.block_sectors + a.offset
+        a.region * self.region_sectors()
+            + a.block * self.track_sectors
+            + a.segment * self.block_sectors
+            + a.offset
     }
     /// The track of region `region` that holds block `block` of every
     /// segment: block order follows the region's shingling direction, which
@@ -93,7 +104,11 @@ impl SegmentMap {
     /// Where the sector of `lba` lies: (region, track within the region, sector within the track).
     pub fn placed(&self, lba: u64) -> (u64, u64, u64) {
         let a = self.split(lba);
-        (a.region, self.track_in_region(a.region, a.block), a.segment * self.block_sectors + a.offset)
+        (
+            a.region,
+            self.track_in_region(a.region, a.block),
+            a.segment * self.block_sectors + a.offset,
+        )
     }
     /// The blocks an update of `lba`'s block rewrites: its own and every
     /// later block of its segment in shingling order (`block..S`).
@@ -120,7 +135,14 @@ mod tests {
     #[test]
     fn the_papers_worked_addresses() {
         let m = map();
-        assert_eq!((m.region_sectors(), m.segment_sectors(), m.segments_per_region()), (163_840, 1_280, 128));
+        assert_eq!(
+            (
+                m.region_sectors(),
+                m.segment_sectors(),
+                m.segments_per_region()
+            ),
+            (163_840, 1_280, 128)
+        );
         assert_eq!(m.pba(64), 8192);
         assert_eq!(m.pba(1300), 84);
         assert_eq!(m.pba(163_905), 172_033);
@@ -128,7 +150,15 @@ mod tests {
         // last track; the first sector of the second segment beside the first's first.
         assert_eq!(m.pba(1279), 19 * 8192 + 63);
         assert_eq!(m.pba(1280), 64);
-        assert_eq!(m.split(163_905), SegmentAddr { region: 1, segment: 0, block: 1, offset: 1 });
+        assert_eq!(
+            m.split(163_905),
+            SegmentAddr {
+                region: 1,
+                segment: 0,
+                block: 1,
+                offset: 1
+            }
+        );
     }
 
     #[test]

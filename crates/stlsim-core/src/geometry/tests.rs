@@ -6,7 +6,10 @@ pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
         track_bytes: spt as u64 * 4096,
         tracks: Some(tracks),
         capacity_gib: None,
-        layout: LayoutConfig { kind: kind.into(), ..Default::default() },
+        layout: LayoutConfig {
+            kind: kind.into(),
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -15,16 +18,36 @@ pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
 fn cmr_home_map_is_ascending() {
     let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
     assert_eq!(g.capacity(), Sectors(1000));
-    assert_eq!(g.home(Lba(0)), PhysAddr { track: Track(0), sector: 0 });
-    assert_eq!(g.home(Lba(250)), PhysAddr { track: Track(2), sector: 50 });
-    assert_eq!(g.home_lba(PhysAddr { track: Track(9), sector: 99 }), Some(Lba(999)));
+    assert_eq!(
+        g.home(Lba(0)),
+        PhysAddr {
+            track: Track(0),
+            sector: 0
+        }
+    );
+    assert_eq!(
+        g.home(Lba(250)),
+        PhysAddr {
+            track: Track(2),
+            sector: 50
+        }
+    );
+    assert_eq!(
+        g.home_lba(PhysAddr {
+            track: Track(9),
+            sector: 99
+        }),
+        Some(Lba(999))
+    );
 }
 
 #[test]
 fn requests_split_at_track_boundaries() {
     let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
     let mut v = vec![];
-    g.for_home_extents(Lba(90), Sectors(120), |at, n, lba| v.push((at.track.0, at.sector, n, lba.0)));
+    g.for_home_extents(Lba(90), Sectors(120), |at, n, lba| {
+        v.push((at.track.0, at.sector, n, lba.0))
+    });
     assert_eq!(v, vec![(0, 90, 10, 90), (1, 0, 100, 100), (2, 0, 10, 200)]);
 }
 
@@ -53,16 +76,40 @@ fn imr_top_ratio_shrinks_top_tracks() {
     assert_eq!(g.sectors_in(Track(1)), 90);
     assert_eq!(g.capacity(), Sectors(380));
     // Unequal logical tracks: lookups binary-search.
-    assert_eq!(g.home(Lba(100)), PhysAddr { track: Track(1), sector: 0 });
-    assert_eq!(g.home(Lba(189)), PhysAddr { track: Track(1), sector: 89 });
-    assert_eq!(g.home(Lba(190)), PhysAddr { track: Track(2), sector: 0 });
+    assert_eq!(
+        g.home(Lba(100)),
+        PhysAddr {
+            track: Track(1),
+            sector: 0
+        }
+    );
+    assert_eq!(
+        g.home(Lba(189)),
+        PhysAddr {
+            track: Track(1),
+            sector: 89
+        }
+    );
+    assert_eq!(
+        g.home(Lba(190)),
+        PhysAddr {
+            track: Track(2),
+            sector: 0
+        }
+    );
 }
 
 #[test]
 fn imr_bottom_write_damages_adjacent_tops_only() {
     let g = Geometry::from_config(&drive("imr", 6, 10)).unwrap();
-    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(1), Track(3)]);
-    assert_eq!(g.damaged_by_write(Track(0)).collect::<Vec<_>>(), vec![Track(1)]);
+    assert_eq!(
+        g.damaged_by_write(Track(2)).collect::<Vec<_>>(),
+        vec![Track(1), Track(3)]
+    );
+    assert_eq!(
+        g.damaged_by_write(Track(0)).collect::<Vec<_>>(),
+        vec![Track(1)]
+    );
     assert_eq!(g.damaged_by_write(Track(3)).count(), 0);
 }
 
@@ -76,14 +123,23 @@ fn smr_bands_guards_and_damage() {
     assert_eq!(g.kind(Track(4)), TrackKind::Guard);
     assert_eq!(g.kind(Track(5)), TrackKind::Guard);
     assert_eq!(g.home(Lba(40)).track, Track(6));
-    assert_eq!(g.damaged_by_write(Track(1)).collect::<Vec<_>>(), vec![Track(2), Track(3)]);
+    assert_eq!(
+        g.damaged_by_write(Track(1)).collect::<Vec<_>>(),
+        vec![Track(2), Track(3)]
+    );
     // The last data track's overlap falls on the guards, never on the next band.
-    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(4), Track(5)]);
+    assert_eq!(
+        g.damaged_by_write(Track(3)).collect::<Vec<_>>(),
+        vec![Track(4), Track(5)]
+    );
     d.layout.direction = "down".into();
     let g = Geometry::from_config(&d).unwrap();
     assert_eq!(g.kind(Track(0)), TrackKind::Guard);
     assert_eq!(g.home(Lba(0)).track, Track(5));
-    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(0), Track(1)]);
+    assert_eq!(
+        g.damaged_by_write(Track(2)).collect::<Vec<_>>(),
+        vec![Track(0), Track(1)]
+    );
 }
 
 #[test]
@@ -102,10 +158,25 @@ fn capacity_derivation_reaches_the_request() {
 #[test]
 fn zones_give_per_track_sizes() {
     let mut d = drive("cmr", 10, 100);
-    d.zones = vec![ZoneSpec { first_track: 0, sectors_per_track: 100 }, ZoneSpec { first_track: 5, sectors_per_track: 60 }];
+    d.zones = vec![
+        ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 100,
+        },
+        ZoneSpec {
+            first_track: 5,
+            sectors_per_track: 60,
+        },
+    ];
     let g = Geometry::from_config(&d).unwrap();
     assert_eq!(g.capacity(), Sectors(800));
-    assert_eq!(g.home(Lba(530)), PhysAddr { track: Track(5), sector: 30 });
+    assert_eq!(
+        g.home(Lba(530)),
+        PhysAddr {
+            track: Track(5),
+            sector: 30
+        }
+    );
 }
 
 #[test]
@@ -120,7 +191,11 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.tracks = Some(7)).contains("multiple"));
     assert!(bad(&|d| d.layout.kind = "hamr".into()).contains("unknown layout"));
     assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
-    assert!(bad(&|d| d.zones = vec![ZoneSpec { first_track: 3, sectors_per_track: 5 }]).contains("track 0"));
+    assert!(bad(&|d| d.zones = vec![ZoneSpec {
+        first_track: 3,
+        sectors_per_track: 5
+    }])
+    .contains("track 0"));
     // Sizes that would exhaust memory are refused up front, not attempted.
     assert!(bad(&|d| d.tracks = Some(1 << 40)).contains("more than stlsim simulates"));
     assert!(bad(&|d| d.track_bytes = 4096 << 30).contains("sectors per track"));
@@ -134,17 +209,31 @@ fn impossible_geometries_are_config_errors() {
 #[test]
 fn implausible_physical_quantities_are_one_line_errors_naming_the_key() {
     let bad = |f: &dyn Fn(&mut DriveConfig)| {
-        let mut d = DriveConfig { tracks: Some(100), ..Default::default() };
+        let mut d = DriveConfig {
+            tracks: Some(100),
+            ..Default::default()
+        };
         f(&mut d);
         let e = Geometry::from_config(&d).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         e
     };
-    for (rpm, shown) in [(1e12, "1000000000000"), (1e-300, "0.000"), (f64::NAN, "NaN"), (999.0, "999"), (30_001.0, "30001")] {
+    for (rpm, shown) in [
+        (1e12, "1000000000000"),
+        (1e-300, "0.000"),
+        (f64::NAN, "NaN"),
+        (999.0, "999"),
+        (30_001.0, "30001"),
+    ] {
         let e = bad(&|d| d.rpm = rpm);
-        assert!(e.contains("rpm = ") && e.contains(shown) && e.contains("1000 to 30000"), "{e}");
+        assert!(
+            e.contains("rpm = ") && e.contains(shown) && e.contains("1000 to 30000"),
+            "{e}"
+        );
     }
     assert!(bad(&|d| d.interface_mb_s = 1e-9).contains("interface_mb_s = 0.000000001 is outside"));
+    assert!(bad(&|d| d.interface_mb_s = 1e9)
+        .contains("interface_mb_s = 1000000000 is outside the plausible range 1 to 100000"));
     assert!(bad(&|d| d.seek.max_ms = 1e17).contains("seek.max_ms = 100000000000000000 is outside"));
     assert!(bad(&|d| d.seek.min_ms = -1.0).contains("seek.min_ms"));
     assert!(bad(&|d| d.write_cache_mib = f64::INFINITY).contains("write_cache_mib = inf"));
@@ -153,13 +242,21 @@ fn implausible_physical_quantities_are_one_line_errors_naming_the_key() {
         d.capacity_gib = Some(1e15);
     })
     .contains("capacity_gib = 1000000000000000 is outside"));
-    assert!(bad(&|d| d.layout.group_tracks = 1 << 63).contains("layout.group_tracks = 9223372036854775808 is outside"));
+    assert!(bad(&|d| d.layout.group_tracks = 1 << 63)
+        .contains("layout.group_tracks = 9223372036854775808 is outside"));
     assert!(bad(&|d| d.layout.band_tracks = u64::MAX).contains("layout.band_tracks"));
     assert!(bad(&|d| d.layout.top_ratio = 0.01).contains("layout.top_ratio"));
-    assert!(bad(&|d| d.ssd = Some(crate::side_device::SideConfig::intel_x25m(f64::NAN))).contains("ssd.mib = NaN"));
+    assert!(
+        bad(&|d| d.ssd = Some(crate::side_device::SideConfig::intel_x25m(f64::NAN)))
+            .contains("ssd.mib = NaN")
+    );
     // The edges themselves are accepted.
     for rpm in [1000.0, 30_000.0] {
-        let d = DriveConfig { tracks: Some(100), rpm, ..Default::default() };
+        let d = DriveConfig {
+            tracks: Some(100),
+            rpm,
+            ..Default::default()
+        };
         assert!(Geometry::from_config(&d).is_ok());
     }
 }
@@ -176,7 +273,9 @@ fn swd(mapping: &str, ra: u64) -> Geometry {
 
 /// Which (band, position) each logical track lands on.
 fn fill(g: &Geometry) -> Vec<(u64, u32)> {
-    (0..g.logical_tracks()).map(|lt| g.band_position(g.logical_track_phys(lt)).unwrap()).collect()
+    (0..g.logical_tracks())
+        .map(|lt| g.band_position(g.logical_track_phys(lt)).unwrap())
+        .collect()
 }
 
 #[test]
@@ -184,11 +283,59 @@ fn smr_mappings_fill_bands_in_the_papers_orders() {
     let g = swd("1234", 0);
     assert_eq!(&fill(&g)[..5], &[(0, 1), (0, 2), (0, 3), (0, 4), (1, 1)]);
     let g = swd("R(4123)", 0);
-    assert_eq!(fill(&g), vec![(0, 4), (1, 4), (2, 4), (0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2), (0, 3), (1, 3), (2, 3)]);
+    assert_eq!(
+        fill(&g),
+        vec![
+            (0, 4),
+            (1, 4),
+            (2, 4),
+            (0, 1),
+            (1, 1),
+            (2, 1),
+            (0, 2),
+            (1, 2),
+            (2, 2),
+            (0, 3),
+            (1, 3),
+            (2, 3)
+        ]
+    );
     let g = swd("124R(3)", 0);
-    assert_eq!(fill(&g), vec![(0, 1), (0, 2), (0, 4), (1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (2, 4), (0, 3), (1, 3), (2, 3)]);
+    assert_eq!(
+        fill(&g),
+        vec![
+            (0, 1),
+            (0, 2),
+            (0, 4),
+            (1, 1),
+            (1, 2),
+            (1, 4),
+            (2, 1),
+            (2, 2),
+            (2, 4),
+            (0, 3),
+            (1, 3),
+            (2, 3)
+        ]
+    );
     let g = swd("14R(23)", 0);
-    assert_eq!(fill(&g), vec![(0, 1), (0, 4), (1, 1), (1, 4), (2, 1), (2, 4), (0, 2), (1, 2), (2, 2), (0, 3), (1, 3), (2, 3)]);
+    assert_eq!(
+        fill(&g),
+        vec![
+            (0, 1),
+            (0, 4),
+            (1, 1),
+            (1, 4),
+            (2, 1),
+            (2, 4),
+            (0, 2),
+            (1, 2),
+            (2, 2),
+            (0, 3),
+            (1, 3),
+            (2, 3)
+        ]
+    );
     // Capacity does not depend on the mapping; every data track is used once.
     assert_eq!(g.capacity(), Sectors(120));
     assert_eq!(g.band_map().unwrap().notation(), "14R(23)");
@@ -202,10 +349,22 @@ fn smr_random_access_zone_sits_before_the_bands_outside_the_lba_space() {
     assert_eq!(g.kind(Track(0)), TrackKind::RandomAccess);
     assert_eq!(g.kind(Track(1)), TrackKind::Guard);
     assert_eq!(g.home(Lba(0)).track, Track(4));
-    assert_eq!(g.home_lba(PhysAddr { track: Track(2), sector: 0 }), None);
+    assert_eq!(
+        g.home_lba(PhysAddr {
+            track: Track(2),
+            sector: 0
+        }),
+        None
+    );
     // A random-access track's overlap falls on its guard; band damage stays in the band.
-    assert_eq!(g.damaged_by_write(Track(2)).collect::<Vec<_>>(), vec![Track(3)]);
-    assert_eq!(g.damaged_by_write(Track(7)).collect::<Vec<_>>(), vec![Track(8)]);
+    assert_eq!(
+        g.damaged_by_write(Track(2)).collect::<Vec<_>>(),
+        vec![Track(3)]
+    );
+    assert_eq!(
+        g.damaged_by_write(Track(7)).collect::<Vec<_>>(),
+        vec![Track(8)]
+    );
     assert_eq!(g.band_position(Track(9)), Some((1, 1)));
     assert_eq!(g.band_track(1, 4), Track(12));
     assert_eq!(g.bands(), 3);
@@ -216,10 +375,16 @@ fn smr_random_access_zone_sits_before_the_bands_outside_the_lba_space() {
     d.layout.random_access_tracks = 4;
     let g = Geometry::from_config(&d).unwrap();
     assert_eq!(g.random_access_tracks(), vec![Track(1), Track(3)]);
-    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(2)]);
+    assert_eq!(
+        g.damaged_by_write(Track(3)).collect::<Vec<_>>(),
+        vec![Track(2)]
+    );
     assert_eq!(g.band_track(0, 1), Track(8));
     assert_eq!(g.band_position(Track(5)), Some((0, 4)));
-    assert_eq!(g.damaged_by_write(g.band_track(0, 1)).collect::<Vec<_>>(), vec![g.band_track(0, 2)]);
+    assert_eq!(
+        g.damaged_by_write(g.band_track(0, 1)).collect::<Vec<_>>(),
+        vec![g.band_track(0, 2)]
+    );
 }
 
 #[test]
@@ -235,15 +400,27 @@ fn smr_space_gain_is_equation_1() {
 fn smr_layout_errors_are_clear() {
     let mut d = drive("smr", 15, 10);
     d.layout.random_access_tracks = 3;
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("multiple of head_width_tracks"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("multiple of head_width_tracks"));
     d.layout.random_access_tracks = 2;
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("persistent-cache tracks plus"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("persistent-cache tracks plus"));
     d.layout.random_access_tracks = 0;
     d.layout.mapping = "1243x".into();
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr mapping '1243x'"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("smr mapping '1243x'"));
     let mut d = drive("cmr", 15, 10);
     d.layout.mapping = "1234".into();
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("smr layout key"));
 }
 
 #[test]
@@ -254,17 +431,36 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     d.layout.random_access_tracks = 2;
     d.layout.cache_tracks = 5;
     let g = Geometry::from_config(&d).unwrap();
-    assert_eq!(g.capacity(), Sectors(120), "the cache adds no host capacity");
+    assert_eq!(
+        g.capacity(),
+        Sectors(120),
+        "the cache adds no host capacity"
+    );
     assert_eq!(g.cache_tracks(), 5);
-    assert_eq!((0..5).map(|i| g.cache_track(i).0).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6]);
+    assert_eq!(
+        (0..5).map(|i| g.cache_track(i).0).collect::<Vec<_>>(),
+        vec![2, 3, 4, 5, 6]
+    );
     assert_eq!(g.kind(Track(2)), TrackKind::Cache);
     assert_eq!(g.kind(Track(7)), TrackKind::Guard);
     assert_eq!(g.kind(Track(0)), TrackKind::RandomAccess);
     assert_eq!(g.home(Lba(0)).track, Track(8));
-    assert_eq!(g.home_lba(PhysAddr { track: Track(3), sector: 0 }), None);
+    assert_eq!(
+        g.home_lba(PhysAddr {
+            track: Track(3),
+            sector: 0
+        }),
+        None
+    );
     // A cache track damages the next one; the last damages the guard, never a band.
-    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(4)]);
-    assert_eq!(g.damaged_by_write(Track(6)).collect::<Vec<_>>(), vec![Track(7)]);
+    assert_eq!(
+        g.damaged_by_write(Track(3)).collect::<Vec<_>>(),
+        vec![Track(4)]
+    );
+    assert_eq!(
+        g.damaged_by_write(Track(6)).collect::<Vec<_>>(),
+        vec![Track(7)]
+    );
     assert_eq!(g.band_track(0, 1), Track(8));
     assert_eq!(g.band_position(Track(13)), Some((1, 1)));
     assert_eq!(g.bands(), 3);
@@ -273,30 +469,54 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     let g = Geometry::from_config(&d).unwrap();
     assert_eq!(g.kind(Track(2)), TrackKind::Guard);
     assert_eq!(g.cache_track(0), Track(7));
-    assert_eq!(g.damaged_by_write(Track(7)).collect::<Vec<_>>(), vec![Track(6)]);
-    assert_eq!(g.damaged_by_write(Track(3)).collect::<Vec<_>>(), vec![Track(2)]);
+    assert_eq!(
+        g.damaged_by_write(Track(7)).collect::<Vec<_>>(),
+        vec![Track(6)]
+    );
+    assert_eq!(
+        g.damaged_by_write(Track(3)).collect::<Vec<_>>(),
+        vec![Track(2)]
+    );
     // cache_mib rounds up to whole tracks (10 sectors of 4 KiB a track here).
     let mut d = drive("smr", 2 + 6 + 3 * 5, 10);
     d.layout.random_access_tracks = 2;
     d.layout.cache_mib = Some(0.17); // 178,258 B: 4.35 tracks of 40,960 B -> 5
     assert_eq!(Geometry::from_config(&d).unwrap().cache_tracks(), 5);
     d.layout.cache_tracks = 5;
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("either cache_tracks or cache_mib"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("either cache_tracks or cache_mib"));
     let mut d = drive("cmr", 10, 10);
     d.layout.cache_tracks = 3;
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("smr layout key"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("smr layout key"));
 }
 
 #[test]
 fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
     let mut d = drive("cmr", 10, 10);
-    d.zones = vec![ZoneSpec { first_track: 0, sectors_per_track: 10 }, ZoneSpec { first_track: 100, sectors_per_track: 5 }];
+    d.zones = vec![
+        ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 10,
+        },
+        ZoneSpec {
+            first_track: 100,
+            sectors_per_track: 5,
+        },
+    ];
     d.tracks = None;
     d.capacity_gib = Some(50.0 * 4096.0 / (1u64 << 30) as f64); // 50 sectors: 5 tracks of the outer zone
     assert_eq!(Geometry::from_config(&d).unwrap().tracks(), 5);
     // Given explicitly, a track count that leaves a zone out is a mistake.
     d.tracks = Some(5);
-    assert!(Geometry::from_config(&d).unwrap_err().to_string().contains("beyond the last track"));
+    assert!(Geometry::from_config(&d)
+        .unwrap_err()
+        .to_string()
+        .contains("beyond the last track"));
 }
 
 /// The per-track tables the geometry used to hold (sizes, logical track
@@ -309,7 +529,9 @@ fn reference_tables(g: &Geometry) -> (Vec<u32>, Vec<u64>, Vec<u64>) {
     match layout {
         Layout::Cmr | Layout::Zoned { .. } => lt_phys.extend(0..tracks),
         Layout::Wave { .. } => lt_phys.extend((0..tracks).filter(|&t| spt[t as usize] > 0)),
-        Layout::Smr { band, width, up, .. } => {
+        Layout::Smr {
+            band, width, up, ..
+        } => {
             let u = band + width - 1;
             let first = layout.bands_start();
             let bands = (tracks - first) / u;
@@ -320,7 +542,10 @@ fn reference_tables(g: &Geometry) -> (Vec<u32>, Vec<u64>, Vec<u64>) {
                     first + b * u + width - 1 + band - p as u64
                 }
             };
-            let map = g.band_map().cloned().unwrap_or_else(|| BandMap::sequential(band));
+            let map = g
+                .band_map()
+                .cloned()
+                .unwrap_or_else(|| BandMap::sequential(band));
             for grp in map.groups() {
                 for b in 0..bands {
                     lt_phys.extend(grp.iter().map(|&p| phys(b, p)));
@@ -359,66 +584,142 @@ fn reference_tables(g: &Geometry) -> (Vec<u32>, Vec<u64>, Vec<u64>) {
 fn assert_matches_tables(g: &Geometry, what: &str) {
     let (spt, lt_phys, lt_start) = reference_tables(g);
     let mut sizes = vec![];
-    assert_eq!(g.max_sectors_per_track(), spt.iter().copied().max().unwrap_or(0), "{what}: max spt");
+    assert_eq!(
+        g.max_sectors_per_track(),
+        spt.iter().copied().max().unwrap_or(0),
+        "{what}: max spt"
+    );
     let home_max = lt_phys.iter().map(|&p| spt[p as usize]).max().unwrap_or(0);
-    assert_eq!(g.max_home_sectors_per_track(), home_max, "{what}: max home spt");
-    assert_eq!(g.logical_tracks(), lt_phys.len() as u64, "{what}: logical tracks");
-    assert_eq!(g.capacity().0, *lt_start.last().unwrap(), "{what}: capacity");
+    assert_eq!(
+        g.max_home_sectors_per_track(),
+        home_max,
+        "{what}: max home spt"
+    );
+    assert_eq!(
+        g.logical_tracks(),
+        lt_phys.len() as u64,
+        "{what}: logical tracks"
+    );
+    assert_eq!(
+        g.capacity().0,
+        *lt_start.last().unwrap(),
+        "{what}: capacity"
+    );
     let mut phys_lt = vec![None; spt.len()];
     for (lt, &p) in lt_phys.iter().enumerate() {
         phys_lt[p as usize] = Some(lt as u64);
-        assert_eq!(g.logical_track_phys(lt as u64).0, p, "{what}: phys of lt {lt}");
-        assert_eq!(g.logical_track_start(lt as u64).0, lt_start[lt], "{what}: start of lt {lt}");
+        assert_eq!(
+            g.logical_track_phys(lt as u64).0,
+            p,
+            "{what}: phys of lt {lt}"
+        );
+        assert_eq!(
+            g.logical_track_start(lt as u64).0,
+            lt_start[lt],
+            "{what}: start of lt {lt}"
+        );
         let (s, e) = (lt_start[lt], lt_start[lt + 1]);
         for lba in [s, (s + e) / 2, e - 1] {
-            assert_eq!(g.logical_track_of(Lba(lba)), lt as u64, "{what}: lt of lba {lba}");
+            assert_eq!(
+                g.logical_track_of(Lba(lba)),
+                lt as u64,
+                "{what}: lt of lba {lba}"
+            );
         }
         sizes.push(spt[p as usize]);
     }
-    assert_eq!(g.logical_track_start(lt_phys.len() as u64).0, *lt_start.last().unwrap(), "{what}: end");
+    assert_eq!(
+        g.logical_track_start(lt_phys.len() as u64).0,
+        *lt_start.last().unwrap(),
+        "{what}: end"
+    );
     for (t, want) in phys_lt.iter().enumerate() {
-        assert_eq!(g.phys_logical_track(Track(t as u64)), *want, "{what}: lt of track {t}");
+        assert_eq!(
+            g.phys_logical_track(Track(t as u64)),
+            *want,
+            "{what}: lt of track {t}"
+        );
     }
-    let uniform = sizes.first().filter(|&&f| sizes.iter().all(|&s| s == f)).map(|&f| f as u64);
+    let uniform = sizes
+        .first()
+        .filter(|&&f| sizes.iter().all(|&s| s == f))
+        .map(|&f| f as u64);
     assert_eq!(g.uniform_lt, uniform, "{what}: uniform");
 }
 
 /// Drives of every layout, order, mapping and zone table, with zones that
 /// do and do not straddle units.
 fn home_order_cases() -> Vec<(String, DriveConfig)> {
-    let zones = |v: &[(u64, u32)]| v.iter().map(|&(f, s)| ZoneSpec { first_track: f, sectors_per_track: s }).collect::<Vec<_>>();
+    let zones = |v: &[(u64, u32)]| {
+        v.iter()
+            .map(|&(f, s)| ZoneSpec {
+                first_track: f,
+                sectors_per_track: s,
+            })
+            .collect::<Vec<_>>()
+    };
     let mut out = vec![];
-    for z in [zones(&[(0, 10)]), zones(&[(0, 12), (40, 9), (97, 5), (150, 7)])] {
+    for z in [
+        zones(&[(0, 10)]),
+        zones(&[(0, 12), (40, 9), (97, 5), (150, 7)]),
+    ] {
         let zoned_table = z.len() > 1;
         let mut cmr = drive("cmr", 200, 10);
         cmr.zones = z.clone();
         out.push((format!("cmr zones={zoned_table}"), cmr));
-        for (order, ratio, group) in [("zigzag", 1.0, 4), ("zigzag", 0.7, 4), ("serpentine", 0.9, 3), ("ascending", 0.5, 2)] {
+        for (order, ratio, group) in [
+            ("zigzag", 1.0, 4),
+            ("zigzag", 0.7, 4),
+            ("serpentine", 0.9, 3),
+            ("ascending", 0.5, 2),
+        ] {
             let mut d = drive("imr", 240, 10);
             d.layout.order = order.into();
             d.layout.top_ratio = ratio;
             d.layout.group_tracks = group;
             // IMR zones start on group boundaries.
-            d.zones = z.iter().map(|s| ZoneSpec { first_track: s.first_track / (2 * group) * (2 * group), ..*s }).collect();
+            d.zones = z
+                .iter()
+                .map(|s| ZoneSpec {
+                    first_track: s.first_track / (2 * group) * (2 * group),
+                    ..*s
+                })
+                .collect();
             d.zones.dedup_by_key(|s| s.first_track);
-            out.push((format!("imr {order} {ratio} N={group} zones={zoned_table}"), d));
+            out.push((
+                format!("imr {order} {ratio} N={group} zones={zoned_table}"),
+                d,
+            ));
         }
-        for (mapping, up, ra, cache) in
-            [("", true, 0, 0), ("R(4123)", true, 6, 0), ("14R(23)", false, 4, 7), ("124R(3)", true, 2, 5), ("1234", false, 0, 9)]
-        {
+        for (mapping, up, ra, cache) in [
+            ("", true, 0, 0),
+            ("R(4123)", true, 6, 0),
+            ("14R(23)", false, 4, 7),
+            ("124R(3)", true, 2, 5),
+            ("1234", false, 0, 9),
+        ] {
             let mut d = drive("smr", 0, 10);
             d.layout.band_tracks = 4;
             d.layout.head_width_tracks = 2 + u64::from(!up);
             d.layout.direction = if up { "up" } else { "down" }.into();
             d.layout.mapping = mapping.into();
             d.layout.random_access_tracks = ra * d.layout.head_width_tracks / 2;
-            d.layout.random_access_tracks -= d.layout.random_access_tracks % d.layout.head_width_tracks;
+            d.layout.random_access_tracks -=
+                d.layout.random_access_tracks % d.layout.head_width_tracks;
             d.layout.cache_tracks = cache;
             let unit = d.layout.band_tracks + d.layout.head_width_tracks - 1;
-            let extra = d.layout.random_access_tracks + if cache > 0 { cache + d.layout.head_width_tracks - 1 } else { 0 };
+            let extra = d.layout.random_access_tracks
+                + if cache > 0 {
+                    cache + d.layout.head_width_tracks - 1
+                } else {
+                    0
+                };
             d.tracks = Some(extra + 40 * unit);
             d.zones = z.clone();
-            out.push((format!("smr '{mapping}' up={up} ra={ra} cache={cache} zones={zoned_table}"), d));
+            out.push((
+                format!("smr '{mapping}' up={up} ra={ra} cache={cache} zones={zoned_table}"),
+                d,
+            ));
         }
         let mut w = drive("wave", 0, 10);
         w.layout.region_tracks = 5;
@@ -443,7 +744,11 @@ fn home_order_matches_the_per_track_tables() {
         assert_matches_tables(&g, &what);
     }
     // The presets' shapes at full size, on their own zone tables.
-    let mut d = DriveConfig { capacity_gib: Some(64.0), tracks: None, ..drive("imr", 0, 0) };
+    let mut d = DriveConfig {
+        capacity_gib: Some(64.0),
+        tracks: None,
+        ..drive("imr", 0, 0)
+    };
     d.track_bytes = 2 << 20;
     d.layout.group_tracks = 8;
     assert_matches_tables(&Geometry::from_config(&d).unwrap(), "imr 64 GiB");
@@ -453,7 +758,11 @@ fn home_order_matches_the_per_track_tables() {
 /// no table per track (it took 2 GB).
 #[test]
 fn a_huge_drive_costs_no_memory_per_track() {
-    let d = DriveConfig { capacity_gib: Some(200_000.0), tracks: None, ..drive("imr", 0, 512) };
+    let d = DriveConfig {
+        capacity_gib: Some(200_000.0),
+        tracks: None,
+        ..drive("imr", 0, 512)
+    };
     let g = Geometry::from_config(&d).unwrap();
     assert_eq!(g.tracks(), 102_400_000);
     let bytes = std::mem::size_of_val(&g) as u64 + g.home_heap_bytes();

@@ -100,8 +100,16 @@ mod tests {
     #[test]
     fn queue_view_answers_range_questions() {
         let reqs = [
-            QueuedRequest { write: false, lba: Lba(100), sectors: Sectors(8) },
-            QueuedRequest { write: true, lba: Lba(200), sectors: Sectors(8) },
+            QueuedRequest {
+                write: false,
+                lba: Lba(100),
+                sectors: Sectors(8),
+            },
+            QueuedRequest {
+                write: true,
+                lba: Lba(200),
+                sectors: Sectors(8),
+            },
         ];
         let q = QueueView::new(&reqs);
         assert!(q.touches(Lba(104), Sectors(1)));
@@ -139,7 +147,9 @@ pub(crate) mod direct {
     pub fn idle(l: &mut dyn Layer, dev: &mut Device, until: Nanos) -> SimResult<()> {
         overdue(l, dev)?;
         while dev.now() < until && l.background() != Background::None {
-            if l.stage(dev, &QueueView::default())? == StageOutcome::Nothing && l.background() != Background::None {
+            if l.stage(dev, &QueueView::default())? == StageOutcome::Nothing
+                && l.background() != Background::None
+            {
                 break;
             }
         }

@@ -33,7 +33,13 @@ pub static ENTRY: LayerEntry = LayerEntry {
 
 /// Read a range from its home sectors, track by track (shared by layers that
 /// keep data at home).
-pub fn read_home(dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+pub fn read_home(
+    dev: &mut Device,
+    cause: Cause,
+    lba: Lba,
+    n: Sectors,
+    out: &mut Vec<Token>,
+) -> SimResult<()> {
     let mut err = Ok(());
     let geom = dev.geometry_arc();
     geom.for_home_extents(lba, n, |at, count, _| {
@@ -71,14 +77,22 @@ pub fn for_home_pieces(
 /// Write a range to its home sectors, track by track.
 pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
     let geom = dev.geometry_arc();
-    for_home_pieces(&geom, w, |at, count, data| dev.write(w.cause, at, count, data).map(|_| ()))
+    for_home_pieces(&geom, w, |at, count, data| {
+        dev.write(w.cause, at, count, data).map(|_| ())
+    })
 }
 
 impl Layer for Cmr {
     fn name(&self) -> &'static str {
         "cmr"
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         read_home(dev, Cause::Host, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {

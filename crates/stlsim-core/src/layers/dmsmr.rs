@@ -91,7 +91,12 @@ pub struct TrackRing {
 impl TrackRing {
     /// An empty ring of `len` tracks.
     pub fn new(len: u64) -> TrackRing {
-        TrackRing { len, head: 0, tail: 0, live: vec![0; len as usize] }
+        TrackRing {
+            len,
+            head: 0,
+            tail: 0,
+            live: vec![0; len as usize],
+        }
     }
     /// Tracks in one lap.
     pub fn len(&self) -> u64 {
@@ -119,7 +124,11 @@ impl TrackRing {
     /// Remove `n` live units from the track at `off`.
     pub fn sub(&mut self, off: u64, n: u32) {
         let i = self.index(off);
-        debug_assert!(self.live[i] >= n, "ring track {i}: {} live, removing {n}", self.live[i]);
+        debug_assert!(
+            self.live[i] >= n,
+            "ring track {i}: {} live, removing {n}",
+            self.live[i]
+        );
         self.live[i] = self.live[i].saturating_sub(n);
     }
     /// Move the tail past dead tracks, but not beyond `limit`.
@@ -161,7 +170,10 @@ impl CacheSplit {
                 "layer '{name}' models bands separated by one guard track: the drive needs head_width_tracks = 2 (it has {width})"
             ));
         }
-        if let Some(m) = g.band_map().filter(|m| m.notation() != crate::geometry::BandMap::sequential(band).notation()) {
+        if let Some(m) = g
+            .band_map()
+            .filter(|m| m.notation() != crate::geometry::BandMap::sequential(band).notation())
+        {
             return config_err(format!(
                 "layer '{name}' maps LBAs to band tracks in order; the drive's mapping is {}",
                 m.notation()
@@ -181,7 +193,10 @@ impl CacheSplit {
         let home_bytes = home_spt as f64 * g.sector_bytes() as f64;
         let fit = (buffer_mib * 1024.0 * 1024.0 / home_bytes).floor() as u64;
         let stage_tracks = fit.saturating_sub(1).max(1).min(band) as u32;
-        let cache_spt = (0..c).map(|i| g.sectors_in(g.cache_track(i))).min().unwrap_or(1) as u64;
+        let cache_spt = (0..c)
+            .map(|i| g.sectors_in(g.cache_track(i)))
+            .min()
+            .unwrap_or(1) as u64;
         let need = (stage_tracks as u64 + 1) * home_spt as u64 + 1;
         let area = need.div_ceil(cache_spt);
         let reserved = 2 * (area + 1);
@@ -194,7 +209,10 @@ impl CacheSplit {
         }
         let t = |i: u64| g.cache_track(i);
         Ok(CacheSplit {
-            pad: [(0..area).map(t).collect(), (area + 1..2 * area + 1).map(t).collect()],
+            pad: [
+                (0..area).map(t).collect(),
+                (area + 1..2 * area + 1).map(t).collect(),
+            ],
             log: (reserved..c).map(t).collect(),
             stage_tracks,
             home_spt,
@@ -205,12 +223,28 @@ impl CacheSplit {
 /// Crash recovery's scan of the cache log: read every log track (timed,
 /// cause `recovery`) and return the intact metadata records whose first word
 /// is `magic`.
-pub fn scan_log(dev: &mut Device, log: &[Track], magic: u64) -> SimResult<Vec<crate::medium::MetaRecord>> {
+pub fn scan_log(
+    dev: &mut Device,
+    log: &[Track],
+    magic: u64,
+) -> SimResult<Vec<crate::medium::MetaRecord>> {
     let mut found = vec![];
     for &t in log {
         let spt = dev.geometry().sectors_in(t);
-        dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut vec![])?;
-        found.extend(dev.meta_records(t).into_iter().filter(|r| r.words.first() == Some(&magic)));
+        dev.read(
+            Cause::Recovery,
+            PhysAddr {
+                track: t,
+                sector: 0,
+            },
+            spt,
+            &mut vec![],
+        )?;
+        found.extend(
+            dev.meta_records(t)
+                .into_iter()
+                .filter(|r| r.words.first() == Some(&magic)),
+        );
     }
     Ok(found)
 }
@@ -238,7 +272,11 @@ pub struct ScratchPad {
 
 impl ScratchPad {
     fn new(areas: [Vec<Track>; 2]) -> ScratchPad {
-        ScratchPad { areas, next: 0, counter: 0 }
+        ScratchPad {
+            areas,
+            next: 0,
+            counter: 0,
+        }
     }
 
     /// Write a record: `sectors` of data (tokens in `data` when carried)
@@ -264,8 +302,20 @@ impl ScratchPad {
             }
             let room = dev.geometry().sectors_in(t) as u64 - if t == last { 1 } else { 0 };
             let take = left.min(room) as u32;
-            let chunk = if data.is_empty() { &[][..] } else { &data[off..off + take as usize] };
-            dev.write(Cause::Clean, PhysAddr { track: t, sector: 0 }, take, chunk)?;
+            let chunk = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[off..off + take as usize]
+            };
+            dev.write(
+                Cause::Clean,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                take,
+                chunk,
+            )?;
             off += take as usize;
             left -= take as u64;
             written += take as u64;
@@ -276,8 +326,21 @@ impl ScratchPad {
         words.extend(job);
         words.extend_from_slice(state);
         let spt = dev.geometry().sectors_in(last);
-        let blank = if dev.carries_data() { vec![Token::EMPTY] } else { vec![] };
-        dev.write_meta(Cause::Clean, PhysAddr { track: last, sector: spt - 1 }, 1, &blank, words)?;
+        let blank = if dev.carries_data() {
+            vec![Token::EMPTY]
+        } else {
+            vec![]
+        };
+        dev.write_meta(
+            Cause::Clean,
+            PhysAddr {
+                track: last,
+                sector: spt - 1,
+            },
+            1,
+            &blank,
+            words,
+        )?;
         self.next ^= 1;
         Ok(written + 1)
     }
@@ -288,12 +351,18 @@ impl ScratchPad {
         for (i, area) in self.areas.iter().enumerate() {
             let last = *area.last().expect("areas are not empty");
             let spt = dev.geometry().sectors_in(last);
-            dev.read(Cause::Recovery, PhysAddr { track: last, sector: spt - 1 }, 1, &mut vec![])?;
-            if let Some(r) = dev
-                .meta_records(last)
-                .into_iter()
-                .find(|r| r.sector == spt - 1 && r.words.first() == Some(&PAD_MAGIC) && r.words.len() >= 9)
-            {
+            dev.read(
+                Cause::Recovery,
+                PhysAddr {
+                    track: last,
+                    sector: spt - 1,
+                },
+                1,
+                &mut vec![],
+            )?;
+            if let Some(r) = dev.meta_records(last).into_iter().find(|r| {
+                r.sector == spt - 1 && r.words.first() == Some(&PAD_MAGIC) && r.words.len() >= 9
+            }) {
                 if best.as_ref().is_none_or(|b| r.words[1] > b.1[1]) {
                     best = Some((i, r.words));
                 }
@@ -311,15 +380,33 @@ impl ScratchPad {
                 if left == 0 {
                     break;
                 }
-                let room = dev.geometry().sectors_in(t) as u64 - if Some(&t) == self.areas[i].last() { 1 } else { 0 };
+                let room = dev.geometry().sectors_in(t) as u64
+                    - if Some(&t) == self.areas[i].last() {
+                        1
+                    } else {
+                        0
+                    };
                 let take = left.min(room) as u32;
                 let mut v = vec![];
-                dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, take, &mut v)?;
+                dev.read(
+                    Cause::Recovery,
+                    PhysAddr {
+                        track: t,
+                        sector: 0,
+                    },
+                    take,
+                    &mut v,
+                )?;
                 data.extend(v);
                 left -= take as u64;
             }
         }
-        Ok(Some(PadRecord { kind, job, state: w[9..].to_vec(), data }))
+        Ok(Some(PadRecord {
+            kind,
+            job,
+            state: w[9..].to_vec(),
+            data,
+        }))
     }
 }
 
@@ -352,7 +439,14 @@ pub struct BandJob {
 impl BandJob {
     /// A job rewriting positions `first..=last` of `band`.
     pub fn new(band: u64, first: u32, last: u32) -> BandJob {
-        BandJob { band, first, last, next: first, carried: false, carry: vec![] }
+        BandJob {
+            band,
+            first,
+            last,
+            next: first,
+            carried: false,
+            carry: vec![],
+        }
     }
 }
 
@@ -426,14 +520,18 @@ impl Cleaner {
 
     /// Host LBAs `[lo, hi)` of band `b` (bands of `band_tracks` tracks filled in order).
     pub fn band_lbas(g: &Geometry, band_tracks: u64, b: u64) -> (u64, u64) {
-        (g.logical_track_start(b * band_tracks).0, g.logical_track_start((b + 1) * band_tracks).0)
+        (
+            g.logical_track_start(b * band_tracks).0,
+            g.logical_track_start((b + 1) * band_tracks).0,
+        )
     }
 
     /// Whether any of `ws` writes into the band being rewritten (it must wait).
     pub fn touches_band(&self, g: &Geometry, band_tracks: u64, ws: &[super::WriteReq]) -> bool {
         self.band().is_some_and(|b| {
             let (lo, hi) = Self::band_lbas(g, band_tracks, b);
-            ws.iter().any(|w| w.lba.0 < hi && lo < w.lba.0 + w.sectors.0)
+            ws.iter()
+                .any(|w| w.lba.0 < hi && lo < w.lba.0 + w.sectors.0)
         })
     }
 
@@ -477,7 +575,11 @@ impl Cleaner {
 
     /// Run one stage of the band in progress; returns the job when it has
     /// just been written completely (the caller commits, then calls [`finish`](Self::finish)).
-    fn stage<S: BandContents>(&mut self, dev: &mut Device, src: &mut S) -> SimResult<Option<BandJob>> {
+    fn stage<S: BandContents>(
+        &mut self,
+        dev: &mut Device,
+        src: &mut S,
+    ) -> SimResult<Option<BandJob>> {
         let start = dev.now();
         let g = dev.geometry_arc();
         let job = self.job.as_mut().expect("a stage needs a job");
@@ -496,14 +598,33 @@ impl Cleaner {
             sectors += g.sectors_in(t) as u64;
         }
         let words = [job.band, job.first as u64, a as u64, upto as u64, e as u64];
-        self.stats.written_sectors += self.pad.write(dev, PAD_STAGE, words, sectors, &self.buf, &src.state_words())?;
+        self.stats.written_sectors += self.pad.write(
+            dev,
+            PAD_STAGE,
+            words,
+            sectors,
+            &self.buf,
+            &src.state_words(),
+        )?;
         let carries = dev.carries_data();
         let mut off = 0usize;
         for p in a..b {
             let t = g.band_track(job.band, p);
             let n = g.sectors_in(t);
-            let chunk = if carries { &self.buf[off..off + n as usize] } else { &[][..] };
-            dev.write(Cause::Clean, PhysAddr { track: t, sector: 0 }, n, chunk)?;
+            let chunk = if carries {
+                &self.buf[off..off + n as usize]
+            } else {
+                &[][..]
+            };
+            dev.write(
+                Cause::Clean,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                n,
+                chunk,
+            )?;
             off += n as usize;
             self.stats.written_sectors += n as u64;
             self.stats.tracks_rewritten += 1;
@@ -526,7 +647,9 @@ impl Cleaner {
 
     /// Persist the layer's state after a committed band (the done record).
     fn finish<S: BandContents>(&mut self, dev: &mut Device, src: &S) -> SimResult<()> {
-        self.stats.written_sectors += self.pad.write(dev, PAD_DONE, [0; 5], 0, &[], &src.state_words())?;
+        self.stats.written_sectors +=
+            self.pad
+                .write(dev, PAD_DONE, [0; 5], 0, &[], &src.state_words())?;
         Ok(())
     }
 
@@ -549,8 +672,20 @@ impl Cleaner {
         for p in a..b.min(last + 1) {
             let t = g.band_track(band, p);
             let n = g.sectors_in(t);
-            let chunk = if carries { &rec.data[off..off + n as usize] } else { &[][..] };
-            dev.write(Cause::Recovery, PhysAddr { track: t, sector: 0 }, n, chunk)?;
+            let chunk = if carries {
+                &rec.data[off..off + n as usize]
+            } else {
+                &[][..]
+            };
+            dev.write(
+                Cause::Recovery,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                n,
+                chunk,
+            )?;
             off += n as usize;
         }
         let mut job = BandJob::new(band, first as u32, last);
@@ -595,7 +730,12 @@ pub trait CleaningState: BandContents {
 
 /// Run one stage: start the episode's next band if none is in progress,
 /// rewrite one buffer of it, and commit it when it is done.
-pub fn run_stage<S: CleaningState>(cl: &mut Cleaner, st: &mut S, dev: &mut Device, idle_bands: u32) -> SimResult<StageOutcome> {
+pub fn run_stage<S: CleaningState>(
+    cl: &mut Cleaner,
+    st: &mut S,
+    dev: &mut Device,
+    idle_bands: u32,
+) -> SimResult<StageOutcome> {
     if cl.job.is_none() {
         if cl.episode_left == 0 {
             if idle_bands == 0 {
@@ -624,9 +764,17 @@ pub fn run_stage<S: CleaningState>(cl: &mut Cleaner, st: &mut S, dev: &mut Devic
 }
 
 /// Finish the band a recovered stage record describes, synchronously (crash recovery).
-pub fn finish_resumed<S: CleaningState>(cl: &mut Cleaner, st: &mut S, dev: &mut Device) -> SimResult<()> {
+pub fn finish_resumed<S: CleaningState>(
+    cl: &mut Cleaner,
+    st: &mut S,
+    dev: &mut Device,
+) -> SimResult<()> {
     while cl.job.is_some() {
-        let done = if cl.job.as_ref().is_some_and(|j| j.next > j.last) { cl.job.take() } else { cl.stage(dev, st)? };
+        let done = if cl.job.as_ref().is_some_and(|j| j.next > j.last) {
+            cl.job.take()
+        } else {
+            cl.stage(dev, st)?
+        };
         if let Some(job) = done {
             st.commit(dev.geometry(), &job);
             cl.finish(dev, st)?;

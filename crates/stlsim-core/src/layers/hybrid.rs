@@ -90,7 +90,12 @@ impl SectorSet {
     }
     /// Union.
     pub fn union(self, o: SectorSet) -> SectorSet {
-        SectorSet([self.0[0] | o.0[0], self.0[1] | o.0[1], self.0[2] | o.0[2], self.0[3] | o.0[3]])
+        SectorSet([
+            self.0[0] | o.0[0],
+            self.0[1] | o.0[1],
+            self.0[2] | o.0[2],
+            self.0[3] | o.0[3],
+        ])
     }
     /// Whether every sector of `[lo, lo + n)` is in the set.
     pub fn covers(&self, lo: u32, n: u32) -> bool {
@@ -138,7 +143,12 @@ struct Lru {
 
 impl Lru {
     fn new(n: usize) -> Lru {
-        Lru { prev: vec![NIL; n], next: vec![NIL; n], head: NIL, tail: NIL }
+        Lru {
+            prev: vec![NIL; n],
+            next: vec![NIL; n],
+            head: NIL,
+            tail: NIL,
+        }
     }
     fn grow(&mut self, n: usize) {
         if n > self.prev.len() {
@@ -212,7 +222,14 @@ pub trait Backend: Send {
     /// evicted block is `lo` (`None`: only the evicted blocks).
     fn span(&self, lo: u32) -> Option<std::ops::Range<u32>>;
     /// Read host sectors `[lba, lba + n)` from the disk.
-    fn read(&mut self, dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()>;
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()>;
     /// Write the images of one segment (sorted by index), reading from the
     /// disk what the buffer does not hold and keeping every block safe
     /// against power loss while it is rewritten.
@@ -324,11 +341,15 @@ pub fn shape_devices(p: &Params, d: &mut DriveConfig, ssd: bool) -> SimResult<()
 fn check_block(p: &Params, geom: &Geometry) -> SimResult<u32> {
     let b = p.u64("block_sectors");
     if b == 0 || b > MAX_BLOCK_SECTORS {
-        return Err(SimError::Config(format!("block_sectors {b} must be between 1 and {MAX_BLOCK_SECTORS}")));
+        return Err(SimError::Config(format!(
+            "block_sectors {b} must be between 1 and {MAX_BLOCK_SECTORS}"
+        )));
     }
     let spt = geom.max_sectors_per_track() as u64;
     if spt % b != 0 {
-        return Err(SimError::Config(format!("block_sectors {b} must divide the track of {spt} sectors")));
+        return Err(SimError::Config(format!(
+            "block_sectors {b} must divide the track of {spt} sectors"
+        )));
     }
     if p.choice("policy") == "lwa" && p.u64("window_blocks") == 0 {
         return Err(SimError::Config("window_blocks must be at least 1".into()));
@@ -395,7 +416,13 @@ impl Hybrid {
             return n;
         }
         let spb = self.spb as usize;
-        let node = SegNode { seg, mb: vec![NIL; spb], sb: vec![NIL; spb], in_mem: 0, in_ssd: 0 };
+        let node = SegNode {
+            seg,
+            mb: vec![NIL; spb],
+            sb: vec![NIL; spb],
+            in_mem: 0,
+            in_ssd: 0,
+        };
         let id = match self.node_free.pop() {
             Some(id) => {
                 self.nodes[id as usize] = node;
@@ -434,7 +461,13 @@ pub struct HybridLayer {
 
 impl HybridLayer {
     /// A layer over `backend`.
-    pub fn new(name: &'static str, p: &Params, geom: &Geometry, wants_ssd: bool, backend: Box<dyn Backend>) -> SimResult<HybridLayer> {
+    pub fn new(
+        name: &'static str,
+        p: &Params,
+        geom: &Geometry,
+        wants_ssd: bool,
+        backend: Box<dyn Backend>,
+    ) -> SimResult<HybridLayer> {
         let block_sectors = check_block(p, geom)?;
         let policy = match p.choice("policy") {
             "block" => Policy::Block,
@@ -459,7 +492,9 @@ impl HybridLayer {
         if self.state.is_some() {
             return Ok(());
         }
-        let m = dev.side(SideKind::Memory).ok_or_else(|| SimError::Config("the hybrid layer has no memory device".into()))?;
+        let m = dev
+            .side(SideKind::Memory)
+            .ok_or_else(|| SimError::Config("the hybrid layer has no memory device".into()))?;
         let staging = self.backend.staging_slots();
         if m.slots() <= staging + 1 {
             return Err(SimError::Config(format!(
@@ -471,7 +506,11 @@ impl HybridLayer {
         }
         let slots = m.slots() - staging;
         self.backend.set_staging(slots);
-        let ssd_slots = if self.wants_ssd { dev.side(SideKind::Ssd).map(|s| s.slots()).unwrap_or(0) } else { 0 };
+        let ssd_slots = if self.wants_ssd {
+            dev.side(SideKind::Ssd).map(|s| s.slots()).unwrap_or(0)
+        } else {
+            0
+        };
         self.state = Some(Hybrid {
             b: self.block_sectors,
             spb: self.backend.blocks_per_segment(),
@@ -549,7 +588,9 @@ impl HybridLayer {
     /// Remove a buffered block from the maps and free its slot.
     fn drop_mem(&mut self, dev: &mut Device, slot: u32) {
         let st = self.state.as_mut().expect("initialised");
-        let Some(m) = st.mem[slot as usize].take() else { return };
+        let Some(m) = st.mem[slot as usize].take() else {
+            return;
+        };
         let spb = st.spb as u64;
         let (seg, idx) = (m.block / spb, (m.block % spb) as usize);
         let n = st.sht[&seg];
@@ -581,7 +622,8 @@ impl HybridLayer {
                     let mut i = st.mem_lru.prev[t as usize];
                     let mut seen = 1;
                     while i != NIL && seen < self.window {
-                        if st.mem[i as usize].expect("listed slots are buffered").block / spb == seg {
+                        if st.mem[i as usize].expect("listed slots are buffered").block / spb == seg
+                        {
                             v.push(i);
                         }
                         i = st.mem_lru.prev[i as usize];
@@ -621,7 +663,8 @@ impl HybridLayer {
             for idx in idxs {
                 let s = mb[idx as usize];
                 let (valid, dirty) = if s != NIL {
-                    let m = self.state.as_ref().expect("initialised").mem[s as usize].expect("mapped slots are buffered");
+                    let m = self.state.as_ref().expect("initialised").mem[s as usize]
+                        .expect("mapped slots are buffered");
                     (m.valid, m.dirty)
                 } else {
                     (SectorSet::default(), false)
@@ -632,7 +675,12 @@ impl HybridLayer {
                 } else if carry {
                     data = vec![Token::EMPTY; b as usize];
                 }
-                images.push(BlockImage { idx, valid, dirty, data });
+                images.push(BlockImage {
+                    idx,
+                    valid,
+                    dirty,
+                    data,
+                });
             }
             self.backend.flush(dev, seg, &mut images)?;
             // Written: durable, and no longer what the SSD holds.
@@ -642,7 +690,10 @@ impl HybridLayer {
                 }
                 let block = seg * spb as u64 + im.idx as u64;
                 if carry {
-                    let d: Vec<Token> = (0..b).filter(|&i| im.valid.has(i)).map(|i| im.data[i as usize]).collect();
+                    let d: Vec<Token> = (0..b)
+                        .filter(|&i| im.valid.has(i))
+                        .map(|i| im.data[i as usize])
+                        .collect();
                     dev.note_durable(&d);
                 }
                 self.invalidate_ssd(dev, block);
@@ -670,7 +721,15 @@ impl HybridLayer {
         }
     }
 
-    fn write_block(&mut self, dev: &mut Device, cause: Cause, block: u64, off: u32, n: u32, data: &[Token]) -> SimResult<()> {
+    fn write_block(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        block: u64,
+        off: u32,
+        n: u32,
+        data: &[Token],
+    ) -> SimResult<()> {
         let (seg, idx) = self.locate(block);
         let slot = match self.mem_slot(block) {
             Some(s) => s,
@@ -683,7 +742,11 @@ impl HybridLayer {
                 if st.nodes[node as usize].in_mem == 1 {
                     st.seg_lru.push_front(node);
                 }
-                st.mem[s as usize] = Some(MemSlot { block, valid: SectorSet::default(), dirty: true });
+                st.mem[s as usize] = Some(MemSlot {
+                    block,
+                    valid: SectorSet::default(),
+                    dirty: true,
+                });
                 st.mem_lru.push_front(s);
                 s
             }
@@ -730,13 +793,30 @@ impl HybridLayer {
         st.ssd_lru.push_front(slot);
         self.counts.prefetched_blocks += 1;
         let b = self.block_sectors;
-        dev.side_write(SideKind::Ssd, Cause::Promote, slot as u64, 0, b, data, vec![block])?;
+        dev.side_write(
+            SideKind::Ssd,
+            Cause::Promote,
+            slot as u64,
+            0,
+            b,
+            data,
+            vec![block],
+        )?;
         Ok(())
     }
 
     /// Overlay the buffer's valid sectors of a block on `out[..]` (the piece `[off, off+n)`).
-    fn overlay(&mut self, dev: &mut Device, block: u64, off: u32, n: u32, out: &mut [Token]) -> SimResult<()> {
-        let Some(s) = self.mem_slot(block) else { return Ok(()) };
+    fn overlay(
+        &mut self,
+        dev: &mut Device,
+        block: u64,
+        off: u32,
+        n: u32,
+        out: &mut [Token],
+    ) -> SimResult<()> {
+        let Some(s) = self.mem_slot(block) else {
+            return Ok(());
+        };
         let m = self.state.as_ref().unwrap().mem[s as usize].unwrap();
         if !m.valid.meets(off, n) {
             return Ok(());
@@ -754,7 +834,15 @@ impl HybridLayer {
     }
 
     /// Serve blocks `[b0, b0 + k)` (the host range `[lba, lba + n)` within them) from the disk.
-    fn read_disk(&mut self, dev: &mut Device, b0: u64, k: u64, lba: u64, n: u64, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read_disk(
+        &mut self,
+        dev: &mut Device,
+        b0: u64,
+        k: u64,
+        lba: u64,
+        n: u64,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let b = self.block_sectors as u64;
         let carry = dev.carries_data();
         // A verification scan (accounting off) must leave the cache as it was.
@@ -765,15 +853,24 @@ impl HybridLayer {
         let prefetch = live && !self.state.as_ref().unwrap().ssd.is_empty();
         let (from, len) = if prefetch { (b0 * b, k * b) } else { (lba, n) };
         let mut buf = vec![];
-        self.backend.read(dev, Cause::Host, Lba(from), Sectors(len), &mut buf)?;
+        self.backend
+            .read(dev, Cause::Host, Lba(from), Sectors(len), &mut buf)?;
         if prefetch {
             for i in 0..k {
-                let d = if carry { &buf[(i * b) as usize..((i + 1) * b) as usize] } else { &[][..] };
+                let d = if carry {
+                    &buf[(i * b) as usize..((i + 1) * b) as usize]
+                } else {
+                    &[][..]
+                };
                 self.prefetch(dev, b0 + i, d)?;
             }
         }
         let skip = (lba - from) as usize;
-        let mut piece: Vec<Token> = if carry { buf[skip..skip + n as usize].to_vec() } else { vec![] };
+        let mut piece: Vec<Token> = if carry {
+            buf[skip..skip + n as usize].to_vec()
+        } else {
+            vec![]
+        };
         let mut at = lba;
         while at < lba + n {
             let block = at / b;
@@ -805,7 +902,13 @@ impl Layer for HybridLayer {
         v
     }
 
-    fn read(&mut self, dev: &mut Device, lba: Lba, sectors: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        sectors: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         self.init(dev)?;
         let b = self.block_sectors as u64;
         let carry = dev.carries_data();
@@ -817,7 +920,12 @@ impl Layer for HybridLayer {
             let block = at / b;
             let off = (at % b) as u32;
             let m = ((b - off as u64).min(end - at)) as u32;
-            let in_mem = self.mem_slot(block).map(|s| self.state.as_ref().unwrap().mem[s as usize].unwrap().valid.covers(off, m));
+            let in_mem = self.mem_slot(block).map(|s| {
+                self.state.as_ref().unwrap().mem[s as usize]
+                    .unwrap()
+                    .valid
+                    .covers(off, m)
+            });
             let ssd = self.ssd_slot(block);
             if in_mem == Some(true) || ssd.is_some() {
                 if let Some((b0, k, from)) = run.take() {
@@ -906,7 +1014,12 @@ impl Layer for HybridLayer {
             for s in 0..st.slots {
                 if let Some(sl) = m.slot(s) {
                     if sl.words.len() == 7 && sl.words[0] == MEM_TAG {
-                        found.push((sl.words[2], s as u32, sl.words[1], SectorSet::from_words(&sl.words[3..7])));
+                        found.push((
+                            sl.words[2],
+                            s as u32,
+                            sl.words[1],
+                            SectorSet::from_words(&sl.words[3..7]),
+                        ));
                     }
                 }
             }
@@ -914,7 +1027,10 @@ impl Layer for HybridLayer {
             let st = self.state.as_mut().unwrap();
             st.mem_free.clear();
             let used: std::collections::HashSet<u32> = found.iter().map(|f| f.1).collect();
-            st.mem_free = (0..st.slots as u32).rev().filter(|s| !used.contains(s)).collect();
+            st.mem_free = (0..st.slots as u32)
+                .rev()
+                .filter(|s| !used.contains(s))
+                .collect();
             let spb = st.spb as u64;
             for (sq, slot, block, valid) in found {
                 seq = seq.max(sq);
@@ -927,7 +1043,11 @@ impl Layer for HybridLayer {
                 } else {
                     st.seg_lru.touch(node);
                 }
-                st.mem[slot as usize] = Some(MemSlot { block, valid, dirty: true });
+                st.mem[slot as usize] = Some(MemSlot {
+                    block,
+                    valid,
+                    dirty: true,
+                });
                 st.mem_lru.push_front(slot);
             }
         }
@@ -963,7 +1083,10 @@ impl Layer for HybridLayer {
         if let Some(st) = &self.state {
             let bytes = |blocks: u64| blocks as f64 * st.b as f64 * self.sector_bytes;
             r.insert("memory_buffer_bytes".into(), bytes(st.slots));
-            r.insert("memory_used_bytes".into(), bytes(st.slots - st.mem_free.len() as u64));
+            r.insert(
+                "memory_used_bytes".into(),
+                bytes(st.slots - st.mem_free.len() as u64),
+            );
         }
         self.backend.report(&mut r);
         r

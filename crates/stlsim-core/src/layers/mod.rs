@@ -69,7 +69,13 @@ pub trait Layer: Send {
     /// The registered name.
     fn name(&self) -> &'static str;
     /// Read `sectors` from `lba`, appending one token per sector to `out` when data is carried.
-    fn read(&mut self, dev: &mut Device, lba: Lba, sectors: Sectors, out: &mut Vec<Token>) -> SimResult<()>;
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        sectors: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()>;
     /// Store one write.
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()>;
     /// Store several writes that were queued together (a write-cache destage
@@ -198,18 +204,41 @@ pub struct LayerEntry {
 }
 
 /// Every layer stlsim knows, in listing order. The only place layers are registered.
-pub static REGISTRY: &[&LayerEntry] = &[&cmr::ENTRY, &imr::rmw::ENTRY, &imr::flip::ENTRY, &imr::track_cache::ENTRY, &imr::dynamic_map::ENTRY,
-    &swd::ENTRY_1234, &swd::ENTRY_R4123, &swd::ENTRY_124R3, &swd::ENTRY_14R23, &swd::ENTRY,
-    &dmsmr::eregion::ENTRY, &dmsmr::vguard::ENTRY,
-    &zoned::fluid::ENTRY, &zoned::fluid::ENTRY_LOOP, &zoned::skylight::ENTRY, &zoned::amphisbaena::ENTRY,
-    &hybrid::hwsr::ENTRY, &hybrid::sblock::ENTRY, &hybrid::buffered_cmr::ENTRY];
+pub static REGISTRY: &[&LayerEntry] = &[
+    &cmr::ENTRY,
+    &imr::rmw::ENTRY,
+    &imr::flip::ENTRY,
+    &imr::track_cache::ENTRY,
+    &imr::dynamic_map::ENTRY,
+    &swd::ENTRY_1234,
+    &swd::ENTRY_R4123,
+    &swd::ENTRY_124R3,
+    &swd::ENTRY_14R23,
+    &swd::ENTRY,
+    &dmsmr::eregion::ENTRY,
+    &dmsmr::vguard::ENTRY,
+    &zoned::fluid::ENTRY,
+    &zoned::fluid::ENTRY_LOOP,
+    &zoned::skylight::ENTRY,
+    &zoned::amphisbaena::ENTRY,
+    &hybrid::hwsr::ENTRY,
+    &hybrid::sblock::ENTRY,
+    &hybrid::buffered_cmr::ENTRY,
+];
 
 /// Look a layer up by name.
 pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
-    REGISTRY.iter().copied().find(|e| e.name == name).ok_or_else(|| {
-        let known: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        SimError::Config(format!("unknown layer '{name}' (known: {})", known.join(", ")))
-    })
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+            SimError::Config(format!(
+                "unknown layer '{name}' (known: {})",
+                known.join(", ")
+            ))
+        })
 }
 
 impl LayerEntry {
@@ -226,7 +255,10 @@ impl LayerEntry {
                     d.tracks = Some(Geometry::from_config(drive)?.tracks());
                     d.capacity_gib = None;
                 }
-                d.layout = crate::geometry::LayoutConfig { kind: "cmr".into(), ..Default::default() };
+                d.layout = crate::geometry::LayoutConfig {
+                    kind: "cmr".into(),
+                    ..Default::default()
+                };
                 if let LayoutNeed::AsConventionalShaped(shape) = self.layout {
                     shape(params, &mut d)?;
                 }

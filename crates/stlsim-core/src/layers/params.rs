@@ -69,7 +69,9 @@ fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
             } else {
                 as_text(v).and_then(|s| s.replace('_', "").parse::<u64>().ok())
             };
-            u.filter(|&u| u <= MAX_INT_PARAM).map(Value::from).ok_or_else(want)
+            u.filter(|&u| u <= MAX_INT_PARAM)
+                .map(Value::from)
+                .ok_or_else(want)
         }
         ParamKind::Float => v
             .as_f64()
@@ -100,18 +102,28 @@ fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
 
 impl Params {
     /// Check user values against the declarations and fill in defaults.
-    pub fn resolve(layer: &str, specs: &[ParamSpec], user: &BTreeMap<String, Value>) -> SimResult<Params> {
+    pub fn resolve(
+        layer: &str,
+        specs: &[ParamSpec],
+        user: &BTreeMap<String, Value>,
+    ) -> SimResult<Params> {
         let mut values = BTreeMap::new();
         for (k, v) in user {
             let Some(spec) = specs.iter().find(|s| s.name == k) else {
                 let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 return Err(SimError::Config(format!(
                     "layer '{layer}' has no parameter '{k}' (its parameters: {})",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
             };
             let val = coerce(spec, v).map_err(|want| {
-                SimError::Config(format!("parameter '{k}' of layer '{layer}' must be {want}, got {v}"))
+                SimError::Config(format!(
+                    "parameter '{k}' of layer '{layer}' must be {want}, got {v}"
+                ))
             })?;
             values.insert(k.clone(), val);
         }
@@ -126,7 +138,9 @@ impl Params {
     }
 
     fn get(&self, name: &str) -> &Value {
-        self.values.get(name).unwrap_or_else(|| panic!("parameter '{name}' was not declared"))
+        self.values
+            .get(name)
+            .unwrap_or_else(|| panic!("parameter '{name}' was not declared"))
     }
     /// An integer parameter.
     pub fn u64(&self, name: &str) -> u64 {
@@ -159,19 +173,47 @@ mod tests {
     use super::*;
 
     const SPECS: &[ParamSpec] = &[
-        ParamSpec { name: "cache_tracks", kind: ParamKind::Int, unit: "tracks", default: "100", doc: "" },
-        ParamSpec { name: "threshold", kind: ParamKind::Float, unit: "-", default: "0.5", doc: "" },
-        ParamSpec { name: "skip_empty", kind: ParamKind::Bool, unit: "-", default: "true", doc: "" },
-        ParamSpec { name: "where", kind: ParamKind::Choice(&["outer", "spread"]), unit: "-", default: "outer", doc: "" },
+        ParamSpec {
+            name: "cache_tracks",
+            kind: ParamKind::Int,
+            unit: "tracks",
+            default: "100",
+            doc: "",
+        },
+        ParamSpec {
+            name: "threshold",
+            kind: ParamKind::Float,
+            unit: "-",
+            default: "0.5",
+            doc: "",
+        },
+        ParamSpec {
+            name: "skip_empty",
+            kind: ParamKind::Bool,
+            unit: "-",
+            default: "true",
+            doc: "",
+        },
+        ParamSpec {
+            name: "where",
+            kind: ParamKind::Choice(&["outer", "spread"]),
+            unit: "-",
+            default: "outer",
+            doc: "",
+        },
     ];
 
     fn user(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
     }
 
     #[test]
     fn defaults_fill_in_and_strings_coerce() {
-        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from("250"))])).unwrap();
+        let p =
+            Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from("250"))])).unwrap();
         assert_eq!(p.u64("cache_tracks"), 250);
         assert_eq!(p.f64("threshold"), 0.5);
         assert!(p.bool("skip_empty"));
@@ -182,19 +224,39 @@ mod tests {
     fn unknown_and_ill_typed_are_errors() {
         let e = Params::resolve("x", SPECS, &user(&[("cache_trax", Value::from(1))])).unwrap_err();
         assert!(e.to_string().contains("no parameter 'cache_trax'"), "{e}");
-        let e = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(-3))])).unwrap_err();
+        let e =
+            Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(-3))])).unwrap_err();
         assert!(e.to_string().contains("non-negative integer"), "{e}");
         // 2^64 and above arrive from JSON as floats: rejected, not saturated to 2^64-1.
-        for big in [Value::from(18446744073709551616.0f64), Value::from(1e300), Value::from("18446744073709551616")] {
-            let e = Params::resolve("x", SPECS, &user(&[("cache_tracks", big.clone())])).unwrap_err();
+        for big in [
+            Value::from(18446744073709551616.0f64),
+            Value::from(1e300),
+            Value::from("18446744073709551616"),
+        ] {
+            let e =
+                Params::resolve("x", SPECS, &user(&[("cache_tracks", big.clone())])).unwrap_err();
             assert!(e.to_string().contains("parameter 'cache_tracks' of layer 'x' must be a non-negative integer up to 2^40"), "{big}: {e}");
         }
-        for over in [Value::from(u64::MAX), Value::from(MAX_INT_PARAM + 1), Value::from(format!("{}", MAX_INT_PARAM + 1))] {
+        for over in [
+            Value::from(u64::MAX),
+            Value::from(MAX_INT_PARAM + 1),
+            Value::from(format!("{}", MAX_INT_PARAM + 1)),
+        ] {
             assert!(Params::resolve("x", SPECS, &user(&[("cache_tracks", over)])).is_err());
         }
-        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(MAX_INT_PARAM))])).unwrap();
+        let p = Params::resolve(
+            "x",
+            SPECS,
+            &user(&[("cache_tracks", Value::from(MAX_INT_PARAM))]),
+        )
+        .unwrap();
         assert_eq!(p.u64("cache_tracks"), MAX_INT_PARAM);
-        let p = Params::resolve("x", SPECS, &user(&[("cache_tracks", Value::from(1_000_000.0))])).unwrap();
+        let p = Params::resolve(
+            "x",
+            SPECS,
+            &user(&[("cache_tracks", Value::from(1_000_000.0))]),
+        )
+        .unwrap();
         assert_eq!(p.u64("cache_tracks"), 1_000_000);
         let e = Params::resolve("x", SPECS, &user(&[("where", Value::from("inner"))])).unwrap_err();
         assert!(e.to_string().contains("one of outer, spread"), "{e}");

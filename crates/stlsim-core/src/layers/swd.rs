@@ -109,7 +109,8 @@ macro_rules! swd_params {
     };
 }
 
-const FIXED: &str = "the static band mapping in paper 002's notation (fixed by this preset; layer 'swd' takes any)";
+const FIXED: &str =
+    "the static band mapping in paper 002's notation (fixed by this preset; layer 'swd' takes any)";
 
 /// Set the drive's band mapping from the layer's `mapping` parameter (empty: keep the drive's).
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
@@ -147,7 +148,8 @@ pub static ENTRY_1234: LayerEntry = LayerEntry {
 /// `R(4123)`: every band's 4th track, then 1st, 2nd, 3rd, round-robin.
 pub static ENTRY_R4123: LayerEntry = LayerEntry {
     name: "swd-r4123",
-    summary: "in-place-update SWD, mapping R(4123): 4th tracks of all bands first, then 1st, 2nd, 3rd",
+    summary:
+        "in-place-update SWD, mapping R(4123): 4th tracks of all bands first, then 1st, 2nd, 3rd",
     paper: "002 section 4.2",
     layout: LayoutNeed::Shaped("smr", shape),
     params: swd_params!("R(4123)", FIXED),
@@ -157,7 +159,8 @@ pub static ENTRY_R4123: LayerEntry = LayerEntry {
 /// `124R(3)`: tracks 1, 2, 4 of each band in order, then the 3rd tracks.
 pub static ENTRY_124R3: LayerEntry = LayerEntry {
     name: "swd-124r3",
-    summary: "in-place-update SWD, mapping 124R(3): tracks 1, 2, 4 band by band, then every 3rd track",
+    summary:
+        "in-place-update SWD, mapping 124R(3): tracks 1, 2, 4 band by band, then every 3rd track",
     paper: "002 section 4.3",
     layout: LayoutNeed::Shaped("smr", shape),
     params: swd_params!("124R(3)", FIXED),
@@ -192,10 +195,17 @@ impl Swd {
                 p.text("mapping")
             ));
         }
-        let rescue = if p.choice("rescue") == "track" { Rescue::Track } else { Rescue::Span };
+        let rescue = if p.choice("rescue") == "track" {
+            Rescue::Track
+        } else {
+            Rescue::Span
+        };
         let backup = if p.bool("rescue_copy") {
             let tracks = g.random_access_tracks();
-            let room: u64 = tracks.iter().map(|&t| g.sectors_in(t).saturating_sub(1) as u64).sum();
+            let room: u64 = tracks
+                .iter()
+                .map(|&t| g.sectors_in(t).saturating_sub(1) as u64)
+                .sum();
             let need = (band - 1) * g.max_sectors_per_track() as u64;
             if room < need {
                 let per = g.max_sectors_per_track().max(2) as u64 - 1;
@@ -246,7 +256,11 @@ impl Swd {
                     Rescue::Track => (0, g.sectors_in(t)),
                     Rescue::Span => g.overlap_span(from, lo, hi - lo, t),
                 };
-                self.saved.push(Saved { track: t, sector: l, count: h - l });
+                self.saved.push(Saved {
+                    track: t,
+                    sector: l,
+                    count: h - l,
+                });
                 (last, lo, hi, from) = (q, l, h, t);
             }
             q += 1;
@@ -255,13 +269,27 @@ impl Swd {
     }
 
     /// Write one home-track piece of a host write, amplified as needed.
-    fn write_piece(&mut self, dev: &mut Device, cause: Cause, at: PhysAddr, count: u32, data: &[Token]) -> SimResult<bool> {
+    fn write_piece(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+    ) -> SimResult<bool> {
         let band = self.cascade(dev, at, count);
         if self.saved.is_empty() {
             if let Some(bk) = self.backup.as_mut() {
                 // The live record restores extents of one band: stale once that band is written.
                 let g = dev.geometry();
-                if bk.live().first().and_then(|s| g.band_position(s.track)).map(|x| x.0) == band && band.is_some() {
+                if bk
+                    .live()
+                    .first()
+                    .and_then(|s| g.band_position(s.track))
+                    .map(|x| x.0)
+                    == band
+                    && band.is_some()
+                {
                     bk.clear(dev, Cause::Backup)?;
                 }
             }
@@ -272,7 +300,15 @@ impl Swd {
         let carries = dev.carries_data();
         self.buf.clear();
         for s in &self.saved {
-            dev.read(Cause::Rmw, PhysAddr { track: s.track, sector: s.sector }, s.count, &mut self.buf)?;
+            dev.read(
+                Cause::Rmw,
+                PhysAddr {
+                    track: s.track,
+                    sector: s.sector,
+                },
+                s.count,
+                &mut self.buf,
+            )?;
             self.counts.rescue_reads += 1;
             self.counts.rescued_sectors += s.count as u64;
         }
@@ -283,8 +319,20 @@ impl Swd {
         self.written.set(at.track);
         let mut off = 0usize;
         for s in &self.saved {
-            let chunk = if carries { &self.buf[off..off + s.count as usize] } else { &[][..] };
-            dev.write(Cause::Rmw, PhysAddr { track: s.track, sector: s.sector }, s.count, chunk)?;
+            let chunk = if carries {
+                &self.buf[off..off + s.count as usize]
+            } else {
+                &[][..]
+            };
+            dev.write(
+                Cause::Rmw,
+                PhysAddr {
+                    track: s.track,
+                    sector: s.sector,
+                },
+                s.count,
+                chunk,
+            )?;
             off += s.count as usize;
             self.counts.rescue_writes += 1;
         }
@@ -298,7 +346,13 @@ impl Layer for Swd {
     fn name(&self) -> &'static str {
         self.name
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         read_home(dev, Cause::Host, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {

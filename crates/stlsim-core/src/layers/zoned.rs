@@ -157,14 +157,20 @@ impl ZoneMap {
     /// The native zone's write pointer, as an offset into the zone.
     pub fn wp_off(&self, dev: &Device, nz: u64) -> u64 {
         let z = self.phys[nz as usize] as u64;
-        dev.medium().write_pointer(z).map(|w| w.0 - z * self.zone_sectors).unwrap_or(0)
+        dev.medium()
+            .write_pointer(z)
+            .map(|w| w.0 - z * self.zone_sectors)
+            .unwrap_or(0)
     }
     /// Reserved home ranges: conventional zones and the spares.
     pub fn reserved(&self) -> Vec<(Lba, Sectors)> {
         let spare_start = (self.conventional + self.natives) * self.zone_sectors;
         vec![
             (Lba(0), Sectors(self.conventional_sectors())),
-            (Lba(spare_start), Sectors(self.spares.len() as u64 * self.zone_sectors)),
+            (
+                Lba(spare_start),
+                Sectors(self.spares.len() as u64 * self.zone_sectors),
+            ),
         ]
     }
 }
@@ -234,7 +240,9 @@ impl Buffer {
         let slot_base = LOG_SECTORS + 2 * ckpt_sectors;
         let room = zones.conventional_sectors().saturating_sub(slot_base);
         if buffer_sectors == 0 {
-            return config_err("the buffer must hold at least one block (buffer_mib or buffer_percent too small)");
+            return config_err(
+                "the buffer must hold at least one block (buffer_mib or buffer_percent too small)",
+            );
         }
         if buffer_sectors > room {
             return config_err(format!(
@@ -261,7 +269,11 @@ impl Buffer {
     }
 
     /// The buffer size a layer's parameters ask for, given the trace's range.
-    pub fn sectors_wanted(p: &Params, range: Option<(Lba, Lba)>, sector_bytes: u64) -> SimResult<Option<u64>> {
+    pub fn sectors_wanted(
+        p: &Params,
+        range: Option<(Lba, Lba)>,
+        sector_bytes: u64,
+    ) -> SimResult<Option<u64>> {
         let mib = p.f64("buffer_mib");
         if mib > 0.0 {
             return Ok(Some(((mib * 1048576.0) / sector_bytes as f64).ceil() as u64));
@@ -270,7 +282,11 @@ impl Buffer {
         if !(pct > 0.0 && pct <= 100.0) {
             return config_err(format!("buffer_percent {pct} must be in (0, 100]"));
         }
-        Ok(range.map(|(lo, hi)| ((hi.0.saturating_sub(lo.0)) as f64 * pct / 100.0).ceil().max(1.0) as u64))
+        Ok(range.map(|(lo, hi)| {
+            ((hi.0.saturating_sub(lo.0)) as f64 * pct / 100.0)
+                .ceil()
+                .max(1.0) as u64
+        }))
     }
 
     /// Slot holding host block `h`, if buffered.
@@ -302,7 +318,10 @@ impl Buffer {
     }
     /// Every buffered block of native zone `nz` as write-back victims: (offset, slot), by offset.
     pub fn zone_victims(&self, nz: u64) -> Vec<(u32, u32)> {
-        self.by_zone.get(&nz).map(|m| m.iter().map(|(&o, &s)| (o, s)).collect()).unwrap_or_default()
+        self.by_zone
+            .get(&nz)
+            .map(|m| m.iter().map(|(&o, &s)| (o, s)).collect())
+            .unwrap_or_default()
     }
     /// Native zones with buffered blocks.
     pub fn zones_buffered(&self) -> impl Iterator<Item = (&u64, &BTreeMap<u32, u32>)> {
@@ -352,28 +371,54 @@ impl Buffer {
     /// Write host blocks into slots: `items` are (slot, host block) in the
     /// order of `data` (one token each when carried). Contiguous slots go in
     /// one command; each sector carries its record.
-    pub fn store(&mut self, dev: &mut Device, cause: Cause, items: &[(u32, u64)], data: &[Token]) -> SimResult<()> {
+    pub fn store(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        items: &[(u32, u64)],
+        data: &[Token],
+    ) -> SimResult<()> {
         self.store_tagged(dev, cause, items, data, &[])
     }
 
     /// [`store`](Self::store) with a policy tag per item (empty: all 0) kept in each slot's record.
-    pub fn store_tagged(&mut self, dev: &mut Device, cause: Cause, items: &[(u32, u64)], data: &[Token], tags: &[u8]) -> SimResult<()> {
+    pub fn store_tagged(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        items: &[(u32, u64)],
+        data: &[Token],
+        tags: &[u8],
+    ) -> SimResult<()> {
         let mut i = 0;
         while i < items.len() {
             let mut j = i + 1;
             while j < items.len() && items[j].0 == items[j - 1].0 + 1 {
                 j += 1;
             }
-            let d = if data.is_empty() { &[][..] } else { &data[i..j] };
+            let d = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[i..j]
+            };
             let first = self.slot_lba(items[i].0);
             let base = self.seq;
             let run = &items[i..j];
-            let tags_run = if tags.is_empty() { &[][..] } else { &tags[i..j] };
+            let tags_run = if tags.is_empty() {
+                &[][..]
+            } else {
+                &tags[i..j]
+            };
             let mut done = 0usize;
             let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l| {
                 let k = (l.0 - first.0) as usize;
                 done = done.max(k + 1);
-                vec![SLOT_MAGIC, run[k].1, base + k as u64, tags_run.get(k).copied().unwrap_or(0) as u64]
+                vec![
+                    SLOT_MAGIC,
+                    run[k].1,
+                    base + k as u64,
+                    tags_run.get(k).copied().unwrap_or(0) as u64,
+                ]
             });
             // Sectors written before a power loss are bound too (the layer is rebuilt anyway).
             for (k, &(s, h)) in run[..done].iter().enumerate() {
@@ -387,7 +432,13 @@ impl Buffer {
     }
 
     /// Read the blocks of `slots` (any order), appending their tokens in that order.
-    pub fn load(&self, dev: &mut Device, cause: Cause, slots: &[u32], out: &mut Vec<Token>) -> SimResult<()> {
+    pub fn load(
+        &self,
+        dev: &mut Device,
+        cause: Cause,
+        slots: &[u32],
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let mut i = 0;
         while i < slots.len() {
             let mut j = i + 1;
@@ -402,7 +453,13 @@ impl Buffer {
 
     /// Serve a host read: buffered blocks from their slots, the rest from
     /// their native zones (empty past a zone's write pointer, with no I/O).
-    pub fn read(&self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    pub fn read(
+        &self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let carries = dev.carries_data();
         let mut h = lba.0;
         let end = lba.0 + n.0;
@@ -425,7 +482,12 @@ impl Buffer {
             }
             let below = if off < wp { (wp - off).min(k) } else { 0 };
             if below > 0 {
-                dev.read_lbas(Cause::Host, Lba(self.zones.phys_start(nz) + off), Sectors(below), out)?;
+                dev.read_lbas(
+                    Cause::Host,
+                    Lba(self.zones.phys_start(nz) + off),
+                    Sectors(below),
+                    out,
+                )?;
             }
             if carries {
                 out.extend(std::iter::repeat_n(Token::EMPTY, (k - below) as usize));
@@ -441,7 +503,11 @@ impl Buffer {
         let runs = runs_of(&self.pending_free);
         let wps = (dev.geometry().sector_bytes() / 8) as usize;
         let per = (wps - 6) / 2;
-        let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() { vec![&[][..]] } else { runs.chunks(per).collect() };
+        let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() {
+            vec![&[][..]]
+        } else {
+            runs.chunks(per).collect()
+        };
         if self.log_pos + chunks.len() as u64 > LOG_SECTORS {
             return self.checkpoint(dev);
         }
@@ -449,13 +515,19 @@ impl Buffer {
         let blank = blank(dev, chunks.len());
         let (nz, pz) = remap.unwrap_or((FREE, FREE));
         let (gen, seq) = (self.log_gen, self.seq);
-        dev.write_lbas_tagged(Cause::Metadata, at, Sectors(chunks.len() as u64), &blank, |l| {
-            let k = (l.0 - at.0) as usize;
-            let c = chunks[k];
-            let mut w = vec![LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64];
-            w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
-            w
-        })?;
+        dev.write_lbas_tagged(
+            Cause::Metadata,
+            at,
+            Sectors(chunks.len() as u64),
+            &blank,
+            |l| {
+                let k = (l.0 - at.0) as usize;
+                let c = chunks[k];
+                let mut w = vec![LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64];
+                w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
+                w
+            },
+        )?;
         self.log_gen += chunks.len() as u64;
         self.seq += 1;
         self.log_pos += chunks.len() as u64;
@@ -494,7 +566,12 @@ impl Buffer {
     /// a power loss (timed reads of the log, the checkpoints and every slot).
     pub fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
         let mut scratch = vec![];
-        dev.read_lbas(Cause::Recovery, Lba(0), Sectors(self.slot_base), &mut scratch)?;
+        dev.read_lbas(
+            Cause::Recovery,
+            Lba(0),
+            Sectors(self.slot_base),
+            &mut scratch,
+        )?;
         // The newest intact checkpoint.
         let mut ckpt: Option<Vec<u64>> = None;
         for (_, r) in dev.meta_records_in(Lba(LOG_SECTORS), Sectors(2 * self.ckpt_sectors)) {
@@ -507,7 +584,11 @@ impl Buffer {
             let natives = c[3] as usize;
             for i in 0..natives {
                 let w = c[4 + i / 2];
-                self.zones.phys[i] = if i % 2 == 0 { w as u32 } else { (w >> 32) as u32 };
+                self.zones.phys[i] = if i % 2 == 0 {
+                    w as u32
+                } else {
+                    (w >> 32) as u32
+                };
             }
         }
         // Log records after the checkpoint, in order.
@@ -536,11 +617,20 @@ impl Buffer {
         }
         let used: BTreeSet<u64> = self.zones.phys.iter().map(|&p| p as u64).collect();
         let total = self.zones.conventional + self.zones.natives + self.zones.spares.len() as u64;
-        self.zones.spares = (self.zones.conventional..total).filter(|z| !used.contains(z)).collect();
+        self.zones.spares = (self.zones.conventional..total)
+            .filter(|z| !used.contains(z))
+            .collect();
         // Every slot's record: valid if written after it was last freed.
         scratch.clear();
-        dev.read_lbas(Cause::Recovery, Lba(self.slot_base), Sectors(self.slots), &mut scratch)?;
-        let bits = ckpt.as_ref().map(|c| c[4 + (c[3] as usize).div_ceil(2)..].to_vec());
+        dev.read_lbas(
+            Cause::Recovery,
+            Lba(self.slot_base),
+            Sectors(self.slots),
+            &mut scratch,
+        )?;
+        let bits = ckpt
+            .as_ref()
+            .map(|c| c[4 + (c[3] as usize).div_ceil(2)..].to_vec());
         let mut best: FxHashMap<u64, (u64, u32, u8)> = FxHashMap::default();
         for (at, r) in dev.meta_records_in(Lba(self.slot_base), Sectors(self.slots)) {
             let s = (at.0 - self.slot_base) as u32;
@@ -552,14 +642,20 @@ impl Buffer {
                 max_seq = max_seq.max(seq);
                 let valid = match freed_at.get(&s) {
                     Some(&f) => seq > f,
-                    None => seq > ck_seq || bits.as_ref().is_some_and(|b| b[s as usize / 64] >> (s % 64) & 1 == 1),
+                    None => {
+                        seq > ck_seq
+                            || bits
+                                .as_ref()
+                                .is_some_and(|b| b[s as usize / 64] >> (s % 64) & 1 == 1)
+                    }
                 };
                 if valid && best.get(&h).is_none_or(|&(q, _, _)| q < seq) {
                     best.insert(h, (seq, s, tag));
                 }
             }
         }
-        let mut by_slot: Vec<(u32, u64, u8)> = best.into_iter().map(|(h, (_, s, t))| (s, h, t)).collect();
+        let mut by_slot: Vec<(u32, u64, u8)> =
+            best.into_iter().map(|(h, (_, s, t))| (s, h, t)).collect();
         by_slot.sort_unstable();
         for (s, h, t) in by_slot {
             self.bind(s, h, t);
@@ -579,11 +675,17 @@ impl Buffer {
         r.insert("buffer_bytes".into(), (self.slots * sector_bytes) as f64);
         r.insert("blocks_written".into(), c.blocks_written as f64);
         r.insert("write_hits".into(), c.write_hits as f64);
-        r.insert("write_hit_rate".into(), ratio(c.write_hits, c.blocks_written));
+        r.insert(
+            "write_hit_rate".into(),
+            ratio(c.write_hits, c.blocks_written),
+        );
         r.insert("writebacks_rmw".into(), c.rmw as f64);
         r.insert("writebacks_rmw_free".into(), c.rmw_free as f64);
         r.insert("victim_blocks".into(), c.victim_blocks as f64);
-        r.insert("avg_victim_zone_blocks".into(), ratio(c.victim_blocks, c.rmw + c.rmw_free));
+        r.insert(
+            "avg_victim_zone_blocks".into(),
+            ratio(c.victim_blocks, c.rmw + c.rmw_free),
+        );
         r.insert("padding_sectors".into(), c.padding_sectors as f64);
         r.insert("collections_aborted".into(), c.collections_aborted as f64);
         r.insert("moved_blocks".into(), c.moved_blocks as f64);
@@ -689,7 +791,13 @@ impl WriteBack {
     }
 
     /// Run one stage; `Ok(true)` when the write-back has committed.
-    pub fn stage(&mut self, buf: &mut Buffer, dev: &mut Device, queue: &QueueView, collect_blocks: u64) -> SimResult<(StageOutcome, bool)> {
+    pub fn stage(
+        &mut self,
+        buf: &mut Buffer,
+        dev: &mut Device,
+        queue: &QueueView,
+        collect_blocks: u64,
+    ) -> SimResult<(StageOutcome, bool)> {
         let zs = buf.zones.zone_sectors;
         match self.phase {
             Phase::Collect => {
@@ -705,10 +813,16 @@ impl WriteBack {
                 let take = match self.cuts.iter().find(|&&c| c > self.collected) {
                     Some(&c) => c.min(self.victims.len()) - self.collected,
                     None if !self.cuts.is_empty() => self.victims.len() - self.collected,
-                    None => (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize),
+                    None => {
+                        (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize)
+                    }
                 };
-                let mut part: Vec<(u32, usize)> =
-                    self.victims[self.collected..self.collected + take].iter().enumerate().map(|(i, &(_, s))| (s, i)).collect();
+                let mut part: Vec<(u32, usize)> = self.victims
+                    [self.collected..self.collected + take]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(_, s))| (s, i))
+                    .collect();
                 part.sort_unstable();
                 let slots: Vec<u32> = part.iter().map(|&(s, _)| s).collect();
                 let mut got = vec![];
@@ -775,7 +889,10 @@ impl WriteBack {
     fn plan(&mut self, buf: &mut Buffer, dev: &mut Device) {
         self.wp = buf.zones.wp_off(dev, self.nz);
         let last = self.victims.last().map(|&(o, _)| o as u64 + 1).unwrap_or(0);
-        self.rmw = self.victims.first().is_some_and(|&(o, _)| (o as u64) < self.wp);
+        self.rmw = self
+            .victims
+            .first()
+            .is_some_and(|&(o, _)| (o as u64) < self.wp);
         self.end = self.wp.max(last);
         self.phase = if self.victims.is_empty() {
             Phase::Commit
@@ -790,7 +907,11 @@ impl WriteBack {
     }
 
     fn begin_write(&mut self, buf: &mut Buffer, dev: &mut Device) -> SimResult<()> {
-        let spare = *buf.zones.spares.first().ok_or_else(|| SimError::Medium("no spare zone for a write-back".into()))?;
+        let spare = *buf
+            .zones
+            .spares
+            .first()
+            .ok_or_else(|| SimError::Medium("no spare zone for a write-back".into()))?;
         if dev.medium().write_pointer(spare).map(|w| w.0) != Some(spare * buf.zones.zone_sectors) {
             // A spare left holding an old image by a crash after its commit.
             dev.reset_zone(Cause::Gc, spare)?;
@@ -812,7 +933,10 @@ impl WriteBack {
         while pos < b {
             let (cause, stop) = if vi < self.victims.len() && self.victims[vi].0 as u64 == pos {
                 let mut k = vi + 1;
-                while k < self.victims.len() && self.victims[k].0 as u64 == self.victims[k - 1].0 as u64 + 1 && (self.victims[k].0 as u64) < b {
+                while k < self.victims.len()
+                    && self.victims[k].0 as u64 == self.victims[k - 1].0 as u64 + 1
+                    && (self.victims[k].0 as u64) < b
+                {
                     k += 1;
                 }
                 let stop = self.victims[k - 1].0 as u64 + 1;
@@ -823,7 +947,12 @@ impl WriteBack {
                 vi = k;
                 (Cause::Gc, stop)
             } else {
-                let next_v = self.victims.get(vi).map(|&(o, _)| o as u64).unwrap_or(u64::MAX).min(b);
+                let next_v = self
+                    .victims
+                    .get(vi)
+                    .map(|&(o, _)| o as u64)
+                    .unwrap_or(u64::MAX)
+                    .min(b);
                 if pos < self.wp {
                     let stop = next_v.min(self.wp);
                     if carries {
@@ -873,7 +1002,14 @@ pub trait Placement: Send + 'static {
     /// block `lba`, appending (slot, block) to `out` in block order, as far
     /// as there is room; returns how many were placed (the rest is offered
     /// again after cleaning, with `first` false). Counts write hits.
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64>;
+    fn place(
+        &mut self,
+        buf: &mut Buffer,
+        lba: u64,
+        n: u64,
+        first: bool,
+        out: &mut Vec<(u32, u64)>,
+    ) -> SimResult<u64>;
     /// The next piece of cleaning work, to make room for the `waiting` writes.
     fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work;
     /// Whether the policy has planned work it must finish before the next host request.
@@ -936,7 +1072,12 @@ pub struct BufferLayer {
 impl BufferLayer {
     /// Build the layer; the buffer is laid out now if its size is absolute,
     /// else when the trace's range is known.
-    pub fn build(name: &'static str, p: &Params, geom: &Geometry, make: MakePlacement) -> SimResult<BufferLayer> {
+    pub fn build(
+        name: &'static str,
+        p: &Params,
+        geom: &Geometry,
+        make: MakePlacement,
+    ) -> SimResult<BufferLayer> {
         let zones = ZoneMap::new(geom, p.u64("spare_zones"))?;
         if p.u64("spare_zones") == 0 {
             return config_err("spare_zones must be at least 1 (a merged zone image is written to a spare before the old zone is reset)");
@@ -994,19 +1135,30 @@ impl crate::layers::Layer for BufferLayer {
         self.zones.reserved()
     }
     fn needs(&self) -> crate::layers::Needs {
-        crate::layers::Needs { arrivals: false, background: true, ..Default::default() }
+        crate::layers::Needs {
+            arrivals: false,
+            background: true,
+            ..Default::default()
+        }
     }
     fn wants_trace_range(&self) -> bool {
         self.buf.is_none()
     }
     fn set_trace_range(&mut self, lo: Lba, hi: Lba) -> SimResult<()> {
         if self.buf.is_none() {
-            let n = Buffer::sectors_wanted(&self.params, Some((lo, hi)), self.sector_bytes)?.unwrap_or(1);
+            let n = Buffer::sectors_wanted(&self.params, Some((lo, hi)), self.sector_bytes)?
+                .unwrap_or(1);
             self.lay_out(n)?;
         }
         Ok(())
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let (buf, _) = self.parts()?;
         buf.read(dev, lba, n, out)
     }
@@ -1036,7 +1188,11 @@ impl crate::layers::Layer for BufferLayer {
             };
             buf.counts.blocks_written += placed;
             let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
-            let data = if w.data.is_empty() { &[][..] } else { &w.data[done as usize..(done + placed) as usize] };
+            let data = if w.data.is_empty() {
+                &[][..]
+            } else {
+                &w.data[done as usize..(done + placed) as usize]
+            };
             if let Err(e) = buf.store_tagged(dev, w.cause, &items, data, &tags) {
                 self.scratch = items;
                 return Err(e);
@@ -1047,7 +1203,11 @@ impl crate::layers::Layer for BufferLayer {
             }
             *self.waiting.borrow_mut() = vec![(w.lba.0 + done, n - done)];
             let out = self.stage(dev, &QueueView::default())?;
-            stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() { stuck + 1 } else { 0 };
+            stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() {
+                stuck + 1
+            } else {
+                0
+            };
             if stuck > 1 {
                 self.scratch = items;
                 return Err(SimError::Medium(format!(
@@ -1061,17 +1221,27 @@ impl crate::layers::Layer for BufferLayer {
         Ok(())
     }
     fn background(&self) -> crate::layers::Background {
-        if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending() || p.wants_work()) {
+        if self.job.is_some()
+            || self
+                .policy
+                .as_ref()
+                .is_some_and(|p| p.pending() || p.wants_work())
+        {
             crate::layers::Background::Overdue
         } else {
             crate::layers::Background::None
         }
     }
     fn write_must_wait(&self, _geom: &Geometry, ws: &[crate::layers::WriteReq]) -> bool {
-        let (Some(buf), Some(_)) = (&self.buf, &self.policy) else { return false };
+        let (Some(buf), Some(_)) = (&self.buf, &self.policy) else {
+            return false;
+        };
         if let Some(j) = &self.job {
             let (l, n) = j.host_range(buf.zones.zone_sectors);
-            if ws.iter().any(|w| w.lba.0 < l.0 + n.0 && l.0 < w.lba.0 + w.sectors.0) {
+            if ws
+                .iter()
+                .any(|w| w.lba.0 < l.0 + n.0 && l.0 < w.lba.0 + w.sectors.0)
+            {
                 return true;
             }
         }
@@ -1097,7 +1267,9 @@ impl crate::layers::Layer for BufferLayer {
                     return Ok(StageOutcome::Ran);
                 }
                 Work::Move { from, to } => {
-                    let h = buf.owner(from).ok_or_else(|| SimError::Medium(format!("move from free slot {from}")))?;
+                    let h = buf
+                        .owner(from)
+                        .ok_or_else(|| SimError::Medium(format!("move from free slot {from}")))?;
                     let mut t = vec![];
                     buf.load(dev, Cause::Gc, &[from], &mut t)?;
                     let tag = pol.move_tag(to);
@@ -1133,7 +1305,10 @@ impl crate::layers::Layer for BufferLayer {
         let (buf, pol) = self.parts()?;
         let (out, done) = job.stage(buf, dev, &QueueView::new(&others), collect)?;
         if done {
-            pol.work_done(buf, &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)));
+            pol.work_done(
+                buf,
+                &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)),
+            );
         } else {
             self.job = Some(job);
         }

@@ -34,9 +34,9 @@ impl PrefillSpec {
     /// Check the value (a fraction must lie in [0, 1]).
     pub fn validate(&self) -> Result<(), String> {
         match *self {
-            PrefillSpec::Fraction(f) if !(0.0..=1.0).contains(&f) => {
-                Err(format!("prefill {f} must be a fraction between 0 and 1, or 'footprint'"))
-            }
+            PrefillSpec::Fraction(f) if !(0.0..=1.0).contains(&f) => Err(format!(
+                "prefill {f} must be a fraction between 0 and 1, or 'footprint'"
+            )),
             _ => Ok(()),
         }
     }
@@ -110,7 +110,10 @@ impl HomeMap {
             before.push(acc);
             acc += l;
         }
-        HomeMap { reserved: merged, before }
+        HomeMap {
+            reserved: merged,
+            before,
+        }
     }
 
     /// The home LBA of a host LBA.
@@ -133,7 +136,12 @@ impl HomeMap {
         while off < n {
             let home = self.home_of_host(host + off);
             // The piece runs until the next reserved range starts.
-            let next = self.reserved.iter().find(|r| r.0 > home).map(|r| r.0).unwrap_or(u64::MAX);
+            let next = self
+                .reserved
+                .iter()
+                .find(|r| r.0 > home)
+                .map(|r| r.0)
+                .unwrap_or(u64::MAX);
             let take = (n - off).min(next - home);
             f(home, take, off);
             off += take;
@@ -171,7 +179,12 @@ impl HomeMap {
                     continue;
                 }
             }
-            let next = self.reserved.get(i).map(|r| r.0).unwrap_or(u64::MAX).min(hi);
+            let next = self
+                .reserved
+                .get(i)
+                .map(|r| r.0)
+                .unwrap_or(u64::MAX)
+                .min(hi);
             if let Some(h) = self.host_of_home(cur) {
                 f(h, next - cur);
             }
@@ -202,7 +215,10 @@ impl Prefill {
         let mut tracks = TrackBits::new(if limit > 0 { geom.tracks() } else { 0 });
         if limit > 0 {
             for lt in 0..geom.logical_tracks() {
-                let (s, e) = (geom.logical_track_start(lt).0, geom.logical_track_start(lt + 1).0);
+                let (s, e) = (
+                    geom.logical_track_start(lt).0,
+                    geom.logical_track_start(lt + 1).0,
+                );
                 let mut first = None;
                 map.host_ranges(s, e, |h, _| {
                     first.get_or_insert(h);
@@ -212,12 +228,22 @@ impl Prefill {
                 }
             }
         }
-        Prefill { limit, map, tracks, footprint: false }
+        Prefill {
+            limit,
+            map,
+            tracks,
+            footprint: false,
+        }
     }
 
     /// These physical (home) tracks hold their host data, whole.
     pub fn tracks(map: HomeMap, tracks: TrackBits) -> Prefill {
-        Prefill { limit: u64::MAX, map, tracks, footprint: true }
+        Prefill {
+            limit: u64::MAX,
+            map,
+            tracks,
+            footprint: true,
+        }
     }
 
     /// Whether any track is prefilled.
@@ -282,7 +308,15 @@ impl Prefill {
 
     /// Append the prefilled contents of `count` sectors from `at` to `out`.
     pub fn tokens(&self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
-        out.extend((at.sector..at.sector + count).map(|s| self.token(geom, PhysAddr { track: at.track, sector: s })));
+        out.extend((at.sector..at.sector + count).map(|s| {
+            self.token(
+                geom,
+                PhysAddr {
+                    track: at.track,
+                    sector: s,
+                },
+            )
+        }));
     }
 
     /// Whether host LBA `host` started with data (version 0).
@@ -299,8 +333,13 @@ impl Prefill {
         if !self.tracks.get(t) {
             return;
         }
-        let Some(lt) = geom.phys_logical_track(t) else { return };
-        let (s, e) = (geom.logical_track_start(lt).0, geom.logical_track_start(lt + 1).0);
+        let Some(lt) = geom.phys_logical_track(t) else {
+            return;
+        };
+        let (s, e) = (
+            geom.logical_track_start(lt).0,
+            geom.logical_track_start(lt + 1).0,
+        );
         let limit = self.limit;
         self.map.host_ranges(s, e, |h, n| {
             let n = n.min(limit.saturating_sub(h));
@@ -312,7 +351,8 @@ impl Prefill {
 
     /// Heap bytes the prefill costs.
     pub fn heap_bytes(&self) -> u64 {
-        self.tracks.heap_bytes() + (self.map.reserved.capacity() * 16 + self.map.before.capacity() * 8) as u64
+        self.tracks.heap_bytes()
+            + (self.map.reserved.capacity() * 16 + self.map.before.capacity() * 8) as u64
     }
 }
 

@@ -2,7 +2,7 @@ use crate::device::{Cause, Device};
 use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
 use crate::mechanics::Mechanics;
 use crate::medium::Token;
-use crate::units::{Sectors, Lba, PhysAddr, Track};
+use crate::units::{Lba, PhysAddr, Sectors, Track};
 
 fn device(layout: LayoutConfig, tracks: u64, spt: u32) -> Device {
     let d = DriveConfig {
@@ -21,20 +21,42 @@ fn fill(dev: &mut Device, t: u64, spt: u32) {
     let g = dev.geometry_arc();
     let data: Vec<Token> = (0..spt)
         .map(|s| {
-            let at = PhysAddr { track: Track(t), sector: s };
+            let at = PhysAddr {
+                track: Track(t),
+                sector: s,
+            };
             Token::data(g.home_lba(at).unwrap_or(Lba(0)), 1)
         })
         .collect();
-    dev.write(Cause::Host, PhysAddr { track: Track(t), sector: 0 }, spt, &data).unwrap();
+    dev.write(
+        Cause::Host,
+        PhysAddr {
+            track: Track(t),
+            sector: 0,
+        },
+        spt,
+        &data,
+    )
+    .unwrap();
 }
 
 fn at(t: u64, s: u32) -> PhysAddr {
-    PhysAddr { track: Track(t), sector: s }
+    PhysAddr {
+        track: Track(t),
+        sector: s,
+    }
 }
 
 #[test]
 fn imr_bottom_write_destroys_overlapping_top_sectors() {
-    let mut dev = device(LayoutConfig { kind: "imr".into(), ..Default::default() }, 6, 100);
+    let mut dev = device(
+        LayoutConfig {
+            kind: "imr".into(),
+            ..Default::default()
+        },
+        6,
+        100,
+    );
     for t in [1, 3] {
         fill(&mut dev, t, 100);
     }
@@ -42,10 +64,16 @@ fn imr_bottom_write_destroys_overlapping_top_sectors() {
     let data: Vec<Token> = (0..10).map(|i| Token::data(Lba(1000 + i), 1)).collect();
     dev.write(Cause::Host, at(2, 10), 10, &data).unwrap();
     for t in [1, 3] {
-        assert!(dev.peek(at(t, 9)).destroyed_by().is_none(), "sector before the span survives");
+        assert!(
+            dev.peek(at(t, 9)).destroyed_by().is_none(),
+            "sector before the span survives"
+        );
         assert!(dev.peek(at(t, 10)).destroyed_by().is_some());
         assert!(dev.peek(at(t, 19)).destroyed_by().is_some());
-        assert!(dev.peek(at(t, 20)).destroyed_by().is_none(), "sector after the span survives");
+        assert!(
+            dev.peek(at(t, 20)).destroyed_by().is_none(),
+            "sector after the span survives"
+        );
     }
     // Top tracks can be rewritten freely: writing track 3 damages nothing.
     fill(&mut dev, 2, 100);
@@ -55,11 +83,21 @@ fn imr_bottom_write_destroys_overlapping_top_sectors() {
 
 #[test]
 fn imr_unequal_tracks_damage_by_angle() {
-    let layout = LayoutConfig { kind: "imr".into(), top_ratio: 0.5, ..Default::default() };
+    let layout = LayoutConfig {
+        kind: "imr".into(),
+        top_ratio: 0.5,
+        ..Default::default()
+    };
     let mut dev = device(layout, 4, 100);
     fill(&mut dev, 1, 50);
     // Bottom sectors 40..60 span angles 0.4..0.6: top (50 sectors) sectors 20..30.
-    dev.write(Cause::Host, at(2, 40), 20, &vec![Token::data(Lba(7), 1); 20]).unwrap();
+    dev.write(
+        Cause::Host,
+        at(2, 40),
+        20,
+        &vec![Token::data(Lba(7), 1); 20],
+    )
+    .unwrap();
     assert!(dev.peek(at(1, 19)).destroyed_by().is_none());
     assert!(dev.peek(at(1, 20)).destroyed_by().is_some());
     assert!(dev.peek(at(1, 29)).destroyed_by().is_some());
@@ -68,52 +106,108 @@ fn imr_unequal_tracks_damage_by_angle() {
 
 #[test]
 fn smr_write_destroys_downstream_within_band() {
-    let layout = LayoutConfig { kind: "smr".into(), band_tracks: 4, head_width_tracks: 3, ..Default::default() };
+    let layout = LayoutConfig {
+        kind: "smr".into(),
+        band_tracks: 4,
+        head_width_tracks: 3,
+        ..Default::default()
+    };
     let mut dev = device(layout, 12, 10);
     for t in [0, 1, 2, 3, 6] {
         fill(&mut dev, t, 10);
     }
-    dev.write(Cause::Host, at(1, 0), 10, &vec![Token::data(Lba(3), 2); 10]).unwrap();
-    assert!(dev.peek(at(0, 5)).destroyed_by().is_none(), "upstream survives");
+    dev.write(Cause::Host, at(1, 0), 10, &vec![Token::data(Lba(3), 2); 10])
+        .unwrap();
+    assert!(
+        dev.peek(at(0, 5)).destroyed_by().is_none(),
+        "upstream survives"
+    );
     assert!(dev.peek(at(2, 5)).destroyed_by().is_some());
     assert!(dev.peek(at(3, 5)).destroyed_by().is_some());
     // Writing the band's last track damages only guards: the next band survives.
-    dev.write(Cause::Host, at(3, 0), 10, &vec![Token::data(Lba(3), 3); 10]).unwrap();
+    dev.write(Cause::Host, at(3, 0), 10, &vec![Token::data(Lba(3), 3); 10])
+        .unwrap();
     assert!(dev.peek(at(6, 0)).destroyed_by().is_none());
 }
 
 #[test]
 fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
-    let layout = LayoutConfig { kind: "zoned".into(), zone_tracks: 2, conventional_zones: 1, ..Default::default() };
+    let layout = LayoutConfig {
+        kind: "zoned".into(),
+        zone_tracks: 2,
+        conventional_zones: 1,
+        ..Default::default()
+    };
     let mut dev = device(layout, 6, 10);
     // Zone 0 is conventional: any order.
-    dev.write(Cause::Host, at(1, 5), 2, &[Token::data(Lba(15), 1), Token::data(Lba(16), 1)]).unwrap();
+    dev.write(
+        Cause::Host,
+        at(1, 5),
+        2,
+        &[Token::data(Lba(15), 1), Token::data(Lba(16), 1)],
+    )
+    .unwrap();
     // Zone 1 (LBAs 20..40) must be written at its pointer.
-    let e = dev.write(Cause::Host, at(2, 3), 1, &[Token::data(Lba(23), 1)]).unwrap_err();
+    let e = dev
+        .write(Cause::Host, at(2, 3), 1, &[Token::data(Lba(23), 1)])
+        .unwrap_err();
     assert!(e.to_string().contains("write pointer"), "{e}");
-    dev.write(Cause::Host, at(2, 0), 10, &vec![Token::data(Lba(20), 1); 10]).unwrap();
+    dev.write(
+        Cause::Host,
+        at(2, 0),
+        10,
+        &vec![Token::data(Lba(20), 1); 10],
+    )
+    .unwrap();
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(30)));
-    dev.write(Cause::Host, at(3, 0), 4, &vec![Token::data(Lba(30), 1); 4]).unwrap();
+    dev.write(Cause::Host, at(3, 0), 4, &vec![Token::data(Lba(30), 1); 4])
+        .unwrap();
     dev.reset_zone(Cause::Gc, 1).unwrap();
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(20)));
     assert!(dev.peek(at(2, 0)).is_empty());
-    dev.write(Cause::Host, at(2, 0), 1, &[Token::data(Lba(20), 2)]).unwrap();
+    dev.write(Cause::Host, at(2, 0), 1, &[Token::data(Lba(20), 2)])
+        .unwrap();
     // A command crossing a zone's end fails whole, before any sector is written.
-    let e = dev.write_lbas(Cause::Host, Lba(21), Sectors(25), &vec![Token::data(Lba(21), 1); 25]).unwrap_err();
+    let e = dev
+        .write_lbas(
+            Cause::Host,
+            Lba(21),
+            Sectors(25),
+            &vec![Token::data(Lba(21), 1); 25],
+        )
+        .unwrap_err();
     assert!(e.to_string().contains("WRITE BOUNDARY VIOLATION"), "{e}");
     assert!(dev.peek(at(2, 1)).is_empty());
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(21)));
     // A command spanning tracks of one zone goes through; reads stop at the pointer.
-    dev.write_lbas(Cause::Host, Lba(21), Sectors(15), &vec![Token::data(Lba(21), 1); 15]).unwrap();
+    dev.write_lbas(
+        Cause::Host,
+        Lba(21),
+        Sectors(15),
+        &vec![Token::data(Lba(21), 1); 15],
+    )
+    .unwrap();
     let mut out = vec![];
-    dev.read_lbas(Cause::Host, Lba(20), Sectors(16), &mut out).unwrap();
-    let e = dev.read_lbas(Cause::Host, Lba(30), Sectors(7), &mut out).unwrap_err();
-    assert!(e.to_string().contains("ATTEMPT TO READ INVALID DATA"), "{e}");
+    dev.read_lbas(Cause::Host, Lba(20), Sectors(16), &mut out)
+        .unwrap();
+    let e = dev
+        .read_lbas(Cause::Host, Lba(30), Sectors(7), &mut out)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("ATTEMPT TO READ INVALID DATA"),
+        "{e}"
+    );
     // A power loss closes the open zone; finish makes it full.
     dev.power_cycle();
-    assert_eq!(dev.zone_info(1).cond, crate::medium::zones::ZoneCondition::Closed);
+    assert_eq!(
+        dev.zone_info(1).cond,
+        crate::medium::zones::ZoneCondition::Closed
+    );
     dev.finish_zone(Cause::Gc, 1).unwrap();
-    assert_eq!(dev.zone_info(1).cond, crate::medium::zones::ZoneCondition::Full);
+    assert_eq!(
+        dev.zone_info(1).cond,
+        crate::medium::zones::ZoneCondition::Full
+    );
     assert_eq!(dev.zone_counts().finishes, 1);
 }
 
@@ -128,7 +222,8 @@ fn cmr_writes_damage_nothing() {
 #[test]
 fn ops_are_counted_by_cause() {
     let mut dev = device(LayoutConfig::default(), 4, 10);
-    dev.write(Cause::Rmw, at(1, 0), 4, &vec![Token::data(Lba(10), 1); 4]).unwrap();
+    dev.write(Cause::Rmw, at(1, 0), 4, &vec![Token::data(Lba(10), 1); 4])
+        .unwrap();
     let mut out = vec![];
     dev.read(Cause::Backup, at(1, 0), 4, &mut out).unwrap();
     assert_eq!(out.len(), 4);
@@ -143,18 +238,40 @@ fn ops_are_counted_by_cause() {
 
 #[test]
 fn metadata_records_survive_until_overwritten_or_damaged() {
-    let mut dev = device(LayoutConfig { kind: "imr".into(), ..Default::default() }, 6, 100);
-    dev.write_meta(Cause::Metadata, at(1, 10), 2, &[], vec![7, 8, 9]).unwrap();
-    dev.write_meta(Cause::Metadata, at(1, 50), 1, &[], vec![1]).unwrap();
+    let mut dev = device(
+        LayoutConfig {
+            kind: "imr".into(),
+            ..Default::default()
+        },
+        6,
+        100,
+    );
+    dev.write_meta(Cause::Metadata, at(1, 10), 2, &[], vec![7, 8, 9])
+        .unwrap();
+    dev.write_meta(Cause::Metadata, at(1, 50), 1, &[], vec![1])
+        .unwrap();
     assert_eq!(dev.meta_records(Track(1)).len(), 2);
     assert_eq!(dev.meta_records(Track(1))[0].words, vec![7, 8, 9]);
     // A write elsewhere on the track leaves both.
-    dev.write(Cause::Host, at(1, 30), 5, &vec![Token::data(Lba(130), 1); 5]).unwrap();
+    dev.write(
+        Cause::Host,
+        at(1, 30),
+        5,
+        &vec![Token::data(Lba(130), 1); 5],
+    )
+    .unwrap();
     assert_eq!(dev.meta_records(Track(1)).len(), 2);
     // Overwriting one sector of a record loses it.
-    dev.write(Cause::Host, at(1, 11), 1, &[Token::data(Lba(111), 1)]).unwrap();
+    dev.write(Cause::Host, at(1, 11), 1, &[Token::data(Lba(111), 1)])
+        .unwrap();
     assert_eq!(dev.meta_records(Track(1)).len(), 1);
     // Writing the bottom track underneath damages the other.
-    dev.write(Cause::Host, at(2, 45), 10, &vec![Token::data(Lba(245), 1); 10]).unwrap();
+    dev.write(
+        Cause::Host,
+        at(2, 45),
+        10,
+        &vec![Token::data(Lba(245), 1); 10],
+    )
+    .unwrap();
     assert!(dev.meta_records(Track(1)).is_empty());
 }

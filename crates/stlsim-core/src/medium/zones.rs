@@ -120,7 +120,13 @@ fn zbc(sense: &str, msg: String) -> SimError {
 
 impl ZoneTable {
     /// Zones of `zone_sectors` over `capacity` sectors, the first `conventional` of them conventional.
-    pub fn new(zone_sectors: u64, conventional: u64, capacity: u64, max_open: u64, unrestricted_reads: bool) -> ZoneTable {
+    pub fn new(
+        zone_sectors: u64,
+        conventional: u64,
+        capacity: u64,
+        max_open: u64,
+        unrestricted_reads: bool,
+    ) -> ZoneTable {
         let zones = capacity.div_ceil(zone_sectors);
         ZoneTable {
             zone_sectors,
@@ -128,7 +134,13 @@ impl ZoneTable {
             capacity,
             wp: (0..zones).map(|z| z * zone_sectors).collect(),
             cond: (0..zones)
-                .map(|z| if z < conventional { ZoneCondition::NotWritePointer } else { ZoneCondition::Empty })
+                .map(|z| {
+                    if z < conventional {
+                        ZoneCondition::NotWritePointer
+                    } else {
+                        ZoneCondition::Empty
+                    }
+                })
                 .collect(),
             max_open,
             unrestricted_reads,
@@ -172,10 +184,19 @@ impl ZoneTable {
 
     fn check_zone(&self, z: u64, what: &str) -> SimResult<()> {
         if z >= self.zones() {
-            return Err(zbc("INVALID FIELD IN CDB", format!("{what} of zone {z}, but the drive has {} zones", self.zones())));
+            return Err(zbc(
+                "INVALID FIELD IN CDB",
+                format!(
+                    "{what} of zone {z}, but the drive has {} zones",
+                    self.zones()
+                ),
+            ));
         }
         if z < self.conventional {
-            return Err(zbc("INVALID FIELD IN CDB", format!("{what} of zone {z}, a conventional zone")));
+            return Err(zbc(
+                "INVALID FIELD IN CDB",
+                format!("{what} of zone {z}, a conventional zone"),
+            ));
         }
         Ok(())
     }
@@ -185,23 +206,35 @@ impl ZoneTable {
         let conv = z < self.conventional;
         ZoneInfo {
             zone: z,
-            kind: if conv { ZoneType::Conventional } else { ZoneType::SequentialWriteRequired },
+            kind: if conv {
+                ZoneType::Conventional
+            } else {
+                ZoneType::SequentialWriteRequired
+            },
             cond: self.cond[z as usize],
             start: Lba(z * self.zone_sectors),
             len: Sectors(self.end(z) - z * self.zone_sectors),
-            wp: Lba(if conv { self.end(z) } else { self.wp[z as usize] }),
+            wp: Lba(if conv {
+                self.end(z)
+            } else {
+                self.wp[z as usize]
+            }),
         }
     }
 
     /// REPORT ZONES: up to `max` zones from `from` (counted as one command).
     pub fn report(&mut self, from: u64, max: u64) -> Vec<ZoneInfo> {
         self.counts.reports += 1;
-        (from..self.zones().min(from.saturating_add(max))).map(|z| self.info(z)).collect()
+        (from..self.zones().min(from.saturating_add(max)))
+            .map(|z| self.info(z))
+            .collect()
     }
 
     /// The write pointer of a sequential zone.
     pub fn write_pointer(&self, z: u64) -> Option<Lba> {
-        (z >= self.conventional).then(|| self.wp.get(z as usize).map(|&w| Lba(w))).flatten()
+        (z >= self.conventional)
+            .then(|| self.wp.get(z as usize).map(|&w| Lba(w)))
+            .flatten()
     }
 
     fn is_open(c: ZoneCondition) -> bool {
@@ -220,7 +253,10 @@ impl ZoneTable {
         let Some(&(s, victim)) = self.implicit.iter().next() else {
             return Err(zbc(
                 "INSUFFICIENT ZONE RESOURCES",
-                format!("{what} zone {z}: {} zones are explicitly open, the drive's limit", self.explicit_open),
+                format!(
+                    "{what} zone {z}: {} zones are explicitly open, the drive's limit",
+                    self.explicit_open
+                ),
             ));
         };
         self.implicit.remove(&(s, victim));
@@ -279,7 +315,10 @@ impl ZoneTable {
         }
         let wp = self.wp[z as usize];
         if self.cond[z as usize] == ZoneCondition::Full {
-            return Err(zbc("INVALID FIELD IN CDB", format!("write at LBA {lba} to zone {z}, which is full")));
+            return Err(zbc(
+                "INVALID FIELD IN CDB",
+                format!("write at LBA {lba} to zone {z}, which is full"),
+            ));
         }
         if lba != wp {
             return Err(zbc(
@@ -291,7 +330,9 @@ impl ZoneTable {
         if lba + count > end {
             return Err(zbc(
                 "WRITE BOUNDARY VIOLATION",
-                format!("write at LBA {lba} of {count} sectors crosses the end of zone {z} (LBA {end})"),
+                format!(
+                    "write at LBA {lba} of {count} sectors crosses the end of zone {z} (LBA {end})"
+                ),
             ));
         }
         if self.max_open > 0
@@ -301,7 +342,10 @@ impl ZoneTable {
         {
             return Err(zbc(
                 "INSUFFICIENT ZONE RESOURCES",
-                format!("write to zone {z}: {} zones are explicitly open, the drive's limit", self.explicit_open),
+                format!(
+                    "write to zone {z}: {} zones are explicitly open, the drive's limit",
+                    self.explicit_open
+                ),
             ));
         }
         Ok(())
@@ -351,7 +395,10 @@ impl ZoneTable {
         match self.cond[z as usize] {
             ZoneCondition::ExplicitOpen => {}
             ZoneCondition::Full => {
-                return Err(zbc("INVALID FIELD IN CDB", format!("OPEN ZONE of zone {z}, which is full")))
+                return Err(zbc(
+                    "INVALID FIELD IN CDB",
+                    format!("OPEN ZONE of zone {z}, which is full"),
+                ))
             }
             ZoneCondition::ImplicitOpen => {
                 self.leave_open(z);
@@ -373,8 +420,11 @@ impl ZoneTable {
         self.check_zone(z, "CLOSE ZONE")?;
         if Self::is_open(self.cond[z as usize]) {
             self.leave_open(z);
-            self.cond[z as usize] =
-                if self.wp[z as usize] == z * self.zone_sectors { ZoneCondition::Empty } else { ZoneCondition::Closed };
+            self.cond[z as usize] = if self.wp[z as usize] == z * self.zone_sectors {
+                ZoneCondition::Empty
+            } else {
+                ZoneCondition::Closed
+            };
         }
         self.counts.closes += 1;
         Ok(())
@@ -384,8 +434,11 @@ impl ZoneTable {
     pub fn power_cycle(&mut self) {
         for z in self.conventional..self.zones() {
             if Self::is_open(self.cond[z as usize]) {
-                self.cond[z as usize] =
-                    if self.wp[z as usize] == z * self.zone_sectors { ZoneCondition::Empty } else { ZoneCondition::Closed };
+                self.cond[z as usize] = if self.wp[z as usize] == z * self.zone_sectors {
+                    ZoneCondition::Empty
+                } else {
+                    ZoneCondition::Closed
+                };
             }
         }
         self.implicit.clear();
@@ -456,9 +509,15 @@ mod tests {
         t.open(1).unwrap();
         assert_eq!(t.info(1).cond, ZoneCondition::ExplicitOpen);
         t.finish(1).unwrap();
-        assert_eq!((t.info(1).cond, t.info(1).wp), (ZoneCondition::Full, Lba(200)));
+        assert_eq!(
+            (t.info(1).cond, t.info(1).wp),
+            (ZoneCondition::Full, Lba(200))
+        );
         t.reset(1).unwrap();
-        assert_eq!((t.info(1).cond, t.info(1).wp), (ZoneCondition::Empty, Lba(100)));
+        assert_eq!(
+            (t.info(1).cond, t.info(1).wp),
+            (ZoneCondition::Empty, Lba(100))
+        );
         t.open(2).unwrap();
         t.close(2).unwrap();
         assert_eq!(t.info(2).cond, ZoneCondition::Empty);

@@ -35,7 +35,10 @@ pub struct LatencyHistogram {
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        LatencyHistogram { hist: Histogram::new(3).expect("3 significant figures is valid"), sum_ns: 0 }
+        LatencyHistogram {
+            hist: Histogram::new(3).expect("3 significant figures is valid"),
+            sum_ns: 0,
+        }
     }
 }
 
@@ -57,7 +60,15 @@ impl LatencyHistogram {
         if n == 0 {
             // No requests of this class: no figures (serialised as null), not zeros.
             let nan = f64::NAN;
-            return LatencySummary { count: 0, mean_ms: nan, p50_ms: nan, p90_ms: nan, p99_ms: nan, p999_ms: nan, max_ms: nan };
+            return LatencySummary {
+                count: 0,
+                mean_ms: nan,
+                p50_ms: nan,
+                p90_ms: nan,
+                p99_ms: nan,
+                p999_ms: nan,
+                max_ms: nan,
+            };
         }
         let q = |x: f64| self.hist.value_at_quantile(x) as f64 / 1e6;
         LatencySummary {
@@ -180,7 +191,9 @@ impl WafSeries {
             da.total_cmp(&db)
         })?;
         let stored = self.layer_write_sectors[n - 1] - self.layer_write_sectors[i];
-        (stored > 0).then(|| (self.media_write_sectors[n - 1] - self.media_write_sectors[i]) as f64 / stored as f64)
+        (stored > 0).then(|| {
+            (self.media_write_sectors[n - 1] - self.media_write_sectors[i]) as f64 / stored as f64
+        })
     }
 }
 
@@ -256,7 +269,13 @@ impl HostMetrics {
         if b.n == 0 {
             return false;
         }
-        let mean = |s: u128, n: u64| if n == 0 { f64::NAN } else { s as f64 / n as f64 / 1e6 };
+        let mean = |s: u128, n: u64| {
+            if n == 0 {
+                f64::NAN
+            } else {
+                s as f64 / n as f64 / 1e6
+            }
+        };
         let s = &mut self.series;
         s.requests.push(self.done);
         s.issue_s.push(self.last_issue.as_secs());
@@ -313,11 +332,20 @@ mod tests {
     fn series_buckets_every_n() {
         let mut m = HostMetrics::new(10);
         for i in 0..25u64 {
-            m.record(i % 2 == 0, Nanos(i * 1000), Nanos(i * 1000 + 2_000_000), Nanos(i));
+            m.record(
+                i % 2 == 0,
+                Nanos(i * 1000),
+                Nanos(i * 1000 + 2_000_000),
+                Nanos(i),
+            );
         }
         m.flush_bucket();
         assert_eq!(m.series.requests, vec![10, 20, 25]);
-        assert!(m.series.mean_latency_ms.iter().all(|&x| (x - 2.0).abs() < 1e-9));
+        assert!(m
+            .series
+            .mean_latency_ms
+            .iter()
+            .all(|&x| (x - 2.0).abs() < 1e-9));
         assert_eq!(m.max_disparity, Nanos(24));
     }
 }

@@ -6,9 +6,9 @@ use super::{HostMetrics, LatencySummary, WafSeries};
 use crate::device::{Cause, Device};
 use crate::engine::oracle::Oracle;
 use crate::engine::{BackgroundCounts, HostCounts, Irregular, Mode, RunConfig};
-use crate::medium::prefill::PrefillSpec;
 use crate::geometry::Layout;
 use crate::layers::{Layer, LayerEntry, LayerReport, Params};
+use crate::medium::prefill::PrefillSpec;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -102,7 +102,10 @@ pub struct DeviceRow {
     pub by_cause: Vec<CauseRow>,
 }
 
-fn cause_rows(reads: &[crate::device::OpCounts], writes: &[crate::device::OpCounts]) -> Vec<CauseRow> {
+fn cause_rows(
+    reads: &[crate::device::OpCounts],
+    writes: &[crate::device::OpCounts],
+) -> Vec<CauseRow> {
     let mut rows = vec![];
     for (k, c) in Cause::ALL.iter().enumerate() {
         let (r, w) = (reads[k], writes[k]);
@@ -292,10 +295,16 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
     }
     let x = i.irregular;
     if x.clamped > 0 {
-        w.push(format!("{} trace timestamp(s) went backwards and were replayed at the latest time seen", x.clamped));
+        w.push(format!(
+            "{} trace timestamp(s) went backwards and were replayed at the latest time seen",
+            x.clamped
+        ));
     }
     if x.folded > 0 {
-        w.push(format!("{} request(s) lay beyond the drive's capacity and were folded into it (fold)", x.folded));
+        w.push(format!(
+            "{} request(s) lay beyond the drive's capacity and were folded into it (fold)",
+            x.folded
+        ));
     }
     if x.folded_to_prefill > 0 {
         w.push(format!(
@@ -316,18 +325,32 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
         ));
     }
     if i.host.empty_skipped > 0 {
-        w.push(format!("{} zero-length trace record(s) were skipped", i.host.empty_skipped));
+        w.push(format!(
+            "{} zero-length trace record(s) were skipped",
+            i.host.empty_skipped
+        ));
     }
     if i.finished {
-        let late: Vec<String> = i.cfg.crash_at_ops.iter().filter(|&&p| p >= ops).map(|p| p.to_string()).collect();
+        let late: Vec<String> = i
+            .cfg
+            .crash_at_ops
+            .iter()
+            .filter(|&&p| p >= ops)
+            .map(|p| p.to_string())
+            .collect();
         if !late.is_empty() {
             w.push(format!(
                 "crash point(s) at physical operation {} lie beyond the run's {ops} operations and never fired",
                 late.join(", ")
             ));
         }
-        let late: Vec<String> =
-            i.cfg.crash_after.iter().filter(|&&p| p > i.host.requests).map(|p| p.to_string()).collect();
+        let late: Vec<String> = i
+            .cfg
+            .crash_after
+            .iter()
+            .filter(|&&p| p > i.host.requests)
+            .map(|p| p.to_string())
+            .collect();
         if !late.is_empty() {
             w.push(format!(
                 "crash point(s) after request {} lie beyond the run's {} requests and never fired",
@@ -354,7 +377,10 @@ pub fn build(i: Inputs) -> Report {
     let by_cause = cause_rows(dev.read_counts(), dev.write_counts());
     let (rt, wt) = dev.totals();
     let busy = (rt.busy + wt.busy).as_secs();
-    let simulated = dev.now().as_secs().max(i.metrics.series.issue_s.last().copied().unwrap_or(0.0));
+    let simulated = dev
+        .now()
+        .as_secs()
+        .max(i.metrics.series.issue_s.last().copied().unwrap_or(0.0));
     let layout = match g.layout() {
         Layout::Cmr => "cmr",
         Layout::Smr { .. } => "smr",
@@ -368,14 +394,20 @@ pub fn build(i: Inputs) -> Report {
     latency.insert("write", i.metrics.writes.summary());
     let host_bytes = (i.host.read_sectors + i.host.write_sectors) as f64 * g.sector_bytes() as f64;
     let stored = i.host.layer_write_sectors as f64;
-    let mut waf_by_group: BTreeMap<&'static str, f64> = Cause::GROUPS.iter().map(|&g| (g, 0.0)).collect();
+    let mut waf_by_group: BTreeMap<&'static str, f64> =
+        Cause::GROUPS.iter().map(|&g| (g, 0.0)).collect();
     for (k, c) in Cause::ALL.iter().enumerate() {
         *waf_by_group.entry(c.group()).or_insert(0.0) += dev.write_counts()[k].sectors as f64;
     }
     for v in waf_by_group.values_mut() {
         *v = ratio(*v, stored);
     }
-    let prefill_spec = i.cfg.replay.prefill.or(i.cfg.drive.prefill).unwrap_or(PrefillSpec::Fraction(0.0));
+    let prefill_spec = i
+        .cfg
+        .replay
+        .prefill
+        .or(i.cfg.drive.prefill)
+        .unwrap_or(PrefillSpec::Fraction(0.0));
     Report {
         layer: i.entry.name.to_string(),
         params: i.params.values().clone(),
@@ -420,12 +452,22 @@ pub fn build(i: Inputs) -> Report {
         },
         waf: ratio(wt.sectors as f64, stored),
         war: {
-            let k = Cause::ALL.iter().position(|&c| c == Cause::Rmw).expect("rmw is a cause");
+            let k = Cause::ALL
+                .iter()
+                .position(|&c| c == Cause::Rmw)
+                .expect("rmw is a cause");
             let ops = (dev.read_counts()[k].ops + dev.write_counts()[k].ops) as f64;
-            if i.host.writes == 0 { 1.0 } else { 1.0 + ops / i.host.writes as f64 }
+            if i.host.writes == 0 {
+                1.0
+            } else {
+                1.0 + ops / i.host.writes as f64
+            }
         },
         waf_by_group,
-        waf_excluding_moves: ratio(wt.sectors.saturating_sub(dev.stage_write_sectors()) as f64, stored),
+        waf_excluding_moves: ratio(
+            wt.sectors.saturating_sub(dev.stage_write_sectors()) as f64,
+            stored,
+        ),
         waf_steady: i.waf.waf_from(0.5),
         waf_every: i.cfg.replay.waf_every,
         intervals_completed: i.intervals,

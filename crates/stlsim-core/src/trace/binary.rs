@@ -80,9 +80,15 @@ impl<W: Write> BinaryWriter<W> {
     pub fn new(mut out: W, header_json: &str) -> std::io::Result<Self> {
         out.write_all(MAGIC)?;
         let h = header_json.as_bytes();
-        let n = u32::try_from(h.len()).ok().filter(|&n| n <= MAX_HEADER).ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "binary trace header larger than 16 MiB")
-        })?;
+        let n = u32::try_from(h.len())
+            .ok()
+            .filter(|&n| n <= MAX_HEADER)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "binary trace header larger than 16 MiB",
+                )
+            })?;
         out.write_all(&n.to_le_bytes())?;
         out.write_all(h)?;
         Ok(BinaryWriter {
@@ -107,7 +113,12 @@ impl<W: Write> BinaryWriter<W> {
 
     /// Append one record, its device and its measured response time. A
     /// measured response of `u64::MAX` ns (585 years) is stored as none.
-    pub fn push_measured(&mut self, rec: &TraceRecord, device: Option<u64>, measured: Option<Nanos>) -> std::io::Result<()> {
+    pub fn push_measured(
+        &mut self,
+        rec: &TraceRecord,
+        device: Option<u64>,
+        measured: Option<Nanos>,
+    ) -> std::io::Result<()> {
         let m = measured.map_or(NO_MEASURE, |m| m.0);
         self.any_measured |= m != NO_MEASURE;
         self.measured.push(m);
@@ -132,7 +143,13 @@ impl<W: Write> BinaryWriter<W> {
         b.clear();
         let flag = if self.any_measured { MEASURED_FLAG } else { 0 };
         b.extend_from_slice(&(n as u32 | flag).to_le_bytes());
-        for col in [&self.time, &self.offset, &self.len, &self.line, &self.device] {
+        for col in [
+            &self.time,
+            &self.offset,
+            &self.len,
+            &self.line,
+            &self.device,
+        ] {
             for v in col.iter() {
                 b.extend_from_slice(&v.to_le_bytes());
             }
@@ -145,7 +162,14 @@ impl<W: Write> BinaryWriter<W> {
         }
         self.out.write_all(b)?;
         self.written += n as u64;
-        for col in [&mut self.time, &mut self.offset, &mut self.len, &mut self.line, &mut self.device, &mut self.measured] {
+        for col in [
+            &mut self.time,
+            &mut self.offset,
+            &mut self.len,
+            &mut self.line,
+            &mut self.device,
+            &mut self.measured,
+        ] {
             col.clear();
         }
         self.op.clear();
@@ -195,18 +219,37 @@ impl BinaryReader {
         let mut magic = [0u8; 8];
         read_exact_or(&mut *input, &mut magic, file, "in its magic")?;
         if &magic != MAGIC {
-            return Err(SimError::Io(format!("'{file}' is not an stlsim binary trace (its first bytes are not {MAGIC:?})")));
+            return Err(SimError::Io(format!(
+                "'{file}' is not an stlsim binary trace (its first bytes are not {MAGIC:?})"
+            )));
         }
         let mut n = [0u8; 4];
         read_exact_or(&mut *input, &mut n, file, "in its header")?;
         let n = u32::from_le_bytes(n);
         if n > MAX_HEADER {
-            return Err(SimError::Io(format!("binary trace '{file}' is corrupt: a header of {n} bytes")));
+            return Err(SimError::Io(format!(
+                "binary trace '{file}' is corrupt: a header of {n} bytes"
+            )));
         }
         let mut h = vec![0u8; n as usize];
         read_exact_or(&mut *input, &mut h, file, "in its header")?;
-        let header = String::from_utf8(h).map_err(|_| SimError::Io(format!("binary trace '{file}' is corrupt: its header is not UTF-8")))?;
-        Ok(BinaryReader { input, file: file.to_string(), header, block: Vec::new(), n: 0, next: 0, has_measured: false, blocks: 0, records: 0, done: false })
+        let header = String::from_utf8(h).map_err(|_| {
+            SimError::Io(format!(
+                "binary trace '{file}' is corrupt: its header is not UTF-8"
+            ))
+        })?;
+        Ok(BinaryReader {
+            input,
+            file: file.to_string(),
+            header,
+            block: Vec::new(),
+            n: 0,
+            next: 0,
+            has_measured: false,
+            blocks: 0,
+            records: 0,
+            done: false,
+        })
     }
 
     /// The header's JSON text (the source's provenance).
@@ -231,20 +274,37 @@ impl BinaryReader {
         self.blocks += 1;
         if n == 0 && !has_measured {
             let mut total = [0u8; 8];
-            read_exact_or(&mut *self.input, &mut total, &self.file, "no record count after the end marker")?;
+            read_exact_or(
+                &mut *self.input,
+                &mut total,
+                &self.file,
+                "no record count after the end marker",
+            )?;
             let total = u64::from_le_bytes(total);
             if total != self.records {
-                return Err(self.corrupt(format!("it says {total} records but holds {}", self.records)));
+                return Err(self.corrupt(format!(
+                    "it says {total} records but holds {}",
+                    self.records
+                )));
             }
             return Ok(false);
         }
         if n > BLOCK || n == 0 {
             return Err(self.corrupt(format!("a block of {n} records, not 1 to {BLOCK}")));
         }
-        self.block.resize(n * (RECORD_BYTES + if has_measured { 8 } else { 0 }), 0);
-        let what = format!("inside block {}, records {} to {}", self.blocks, self.records + 1, self.records + n as u64);
+        self.block
+            .resize(n * (RECORD_BYTES + if has_measured { 8 } else { 0 }), 0);
+        let what = format!(
+            "inside block {}, records {} to {}",
+            self.blocks,
+            self.records + 1,
+            self.records + n as u64
+        );
         read_exact_or(&mut *self.input, &mut self.block, &self.file, &what)?;
-        if let Some(i) = self.block[5 * 8 * n..RECORD_BYTES * n].iter().position(|&o| o > 1) {
+        if let Some(i) = self.block[5 * 8 * n..RECORD_BYTES * n]
+            .iter()
+            .position(|&o| o > 1)
+        {
             // A malformed record: named by its number, as a text line is.
             return Err(SimError::TraceFormat {
                 at: Location { file: self.file.clone(), line: self.records + i as u64 + 1 },
@@ -279,7 +339,11 @@ impl RawTraceReader for BinaryReader {
         let i = self.next;
         self.next += 1;
         self.records += 1;
-        let op = if self.block[5 * 8 * self.n + i] == 1 { Op::Write } else { Op::Read };
+        let op = if self.block[5 * 8 * self.n + i] == 1 {
+            Op::Write
+        } else {
+            Op::Read
+        };
         let device = self.word(4, i);
         let rec = TraceRecord {
             time: Nanos(self.word(0, i)),
@@ -298,7 +362,11 @@ impl RawTraceReader for BinaryReader {
             return None;
         }
         let at = RECORD_BYTES * self.n + 8 * (self.next - 1);
-        let m = self.block.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(NO_MEASURE, u64::from_le_bytes);
+        let m = self
+            .block
+            .get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(NO_MEASURE, u64::from_le_bytes);
         (m != NO_MEASURE).then_some(Nanos(m))
     }
 }
@@ -311,7 +379,13 @@ mod tests {
         (0..n)
             .map(|i| {
                 let op = if i % 3 == 0 { Op::Read } else { Op::Write };
-                let rec = TraceRecord { time: Nanos(i * 1000), op, offset: Bytes(i * 4096), len: Bytes(512 + i), line: i + 2 };
+                let rec = TraceRecord {
+                    time: Nanos(i * 1000),
+                    op,
+                    offset: Bytes(i * 4096),
+                    len: Bytes(512 + i),
+                    line: i + 2,
+                };
                 (rec, (i % 2 == 0).then_some(i % 5))
             })
             .collect()
@@ -349,26 +423,50 @@ mod tests {
     fn damage_is_an_error_naming_the_file_never_a_panic() {
         let good = write(&recs(1000));
         // Every truncation.
-        for cut in [0, 4, 8, 11, 30, good.len() / 2, good.len() - 9, good.len() - 1] {
+        for cut in [
+            0,
+            4,
+            8,
+            11,
+            30,
+            good.len() / 2,
+            good.len() - 9,
+            good.len() - 1,
+        ] {
             let e = read(good[..cut].to_vec()).unwrap_err().to_string();
-            assert!(e.contains("t.stlt") && (e.contains("truncated") || e.contains("not an stlsim binary trace")), "{cut}: {e}");
+            assert!(
+                e.contains("t.stlt")
+                    && (e.contains("truncated") || e.contains("not an stlsim binary trace")),
+                "{cut}: {e}"
+            );
         }
         // A wrong record count, an op code out of range, a huge block.
         let mut bad = good.clone();
         let at = bad.len() - 8;
         bad[at] ^= 1;
-        assert!(read(bad).unwrap_err().to_string().contains("says 1001 records"));
+        assert!(read(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("says 1001 records"));
         let header_end = 8 + 4 + 14;
         let mut bad = good.clone();
         bad[header_end + 4 + 5 * 8 * 1000 + 3] = 7;
         // A bad operation code names its record (the fourth).
         assert_eq!(read(bad).unwrap_err().to_string(), "t.stlt:4: record 4 has operation code 7 (0 read, 1 write): the binary trace is corrupt (block 1)");
         // Truncation inside a block names the records it cuts.
-        let e = read(good[..header_end + 100].to_vec()).unwrap_err().to_string();
-        assert!(e.contains("t.stlt") && e.contains("truncated (inside block 1, records 1 to 1000)"), "{e}");
+        let e = read(good[..header_end + 100].to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.stlt") && e.contains("truncated (inside block 1, records 1 to 1000)"),
+            "{e}"
+        );
         let mut bad = good;
         bad[header_end..header_end + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(read(bad).unwrap_err().to_string().contains("not 1 to 65536"));
+        assert!(read(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("not 1 to 65536"));
     }
 
     #[test]
@@ -414,7 +512,8 @@ mod tests {
         let done = convert(&s, &out, serde_json::json!({})).unwrap();
         assert_eq!(done.records, 100);
         let (_, mut src) = crate::trace::open::open_selection(&s).unwrap();
-        let (_, mut back) = crate::trace::open::open_selection(&spec(&out.to_string_lossy())).unwrap();
+        let (_, mut back) =
+            crate::trace::open::open_selection(&spec(&out.to_string_lossy())).unwrap();
         while let Some((rec, _)) = src.next_record().unwrap() {
             let (again, _) = back.next_record().unwrap().unwrap();
             assert_eq!((again, back.measured()), (rec, src.measured()));
@@ -439,7 +538,11 @@ pub struct Converted {
 /// after `disk`, `start` and `limit`, each with its disk and source line;
 /// `header` (a JSON object: the caller's provenance) gains the source's
 /// `format`. Written to a temporary file beside `out`, renamed when complete.
-pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: serde_json::Value) -> SimResult<Converted> {
+pub fn convert(
+    spec: &crate::trace::TraceSpec,
+    out: &std::path::Path,
+    header: serde_json::Value,
+) -> SimResult<Converted> {
     use crate::trace::open::{format_name, open_selection};
     if spec.repeat != 1 {
         return Err(SimError::Config("convert writes the trace once: leave 'repeat' at 1 (replay the converted file with --repeat)".into()));
@@ -449,13 +552,21 @@ pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: se
     if let serde_json::Value::Object(m) = &mut header {
         m.insert("format".into(), format_name(format).into());
     }
-    let tmp = out.with_file_name(format!(".{}.tmp", out.file_name().and_then(|n| n.to_str()).unwrap_or("trace")));
+    let tmp = out.with_file_name(format!(
+        ".{}.tmp",
+        out.file_name().and_then(|n| n.to_str()).unwrap_or("trace")
+    ));
     let io_err = |e: std::io::Error| SimError::Io(format!("cannot write '{}': {e}", out.display()));
     let file = std::fs::File::create(&tmp).map_err(io_err)?;
     let result = (|| {
-        let mut w = BinaryWriter::new(std::io::BufWriter::with_capacity(1 << 20, file), &header.to_string()).map_err(io_err)?;
+        let mut w = BinaryWriter::new(
+            std::io::BufWriter::with_capacity(1 << 20, file),
+            &header.to_string(),
+        )
+        .map_err(io_err)?;
         while let Some((rec, disk)) = sel.next_record()? {
-            w.push_measured(&rec, disk, sel.measured()).map_err(io_err)?;
+            w.push_measured(&rec, disk, sel.measured())
+                .map_err(io_err)?;
         }
         let (records, _) = w.finish().map_err(io_err)?;
         Ok(records)
@@ -469,5 +580,9 @@ pub fn convert(spec: &crate::trace::TraceSpec, out: &std::path::Path, header: se
     };
     std::fs::rename(&tmp, out).map_err(io_err)?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    Ok(Converted { records, format: format_name(format), bytes })
+    Ok(Converted {
+        records,
+        format: format_name(format),
+        bytes,
+    })
 }

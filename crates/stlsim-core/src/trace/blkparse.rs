@@ -207,7 +207,14 @@ impl Pairing {
         if let Some(prev) = older.and_then(|o| self.get(o)) {
             prev.newer = Some(seq);
         }
-        self.held.push_back(Held { rec, dev, measured: None, waiting: true, newer: None, older });
+        self.held.push_back(Held {
+            rec,
+            dev,
+            measured: None,
+            waiting: true,
+            newer: None,
+            older,
+        });
         if seq - self.first >= self.window && self.held.front().is_some_and(|h| h.waiting) {
             self.give_up_front();
         }
@@ -215,7 +222,9 @@ impl Pairing {
 
     /// Stop waiting for the oldest request (the oldest of its extent too).
     fn give_up_front(&mut self) {
-        let Some(extent) = self.held.front().map(Held::extent) else { return };
+        let Some(extent) = self.held.front().map(Held::extent) else {
+            return;
+        };
         self.pop_oldest(extent);
         if let Some(front) = self.held.front_mut() {
             front.waiting = false;
@@ -231,8 +240,12 @@ impl Pairing {
             self.counts.unpaired_completions += 1;
             return Ok(());
         };
-        let Some(h) = self.get(seq) else { return Ok(()) };
-        let response = time.checked_sub(h.rec.time.0).ok_or((h.rec.line, h.rec.time.0))?;
+        let Some(h) = self.get(seq) else {
+            return Ok(());
+        };
+        let response = time
+            .checked_sub(h.rec.time.0)
+            .ok_or((h.rec.line, h.rec.time.0))?;
         h.measured = Some(Nanos(response));
         h.waiting = false;
         self.counts.paired += 1;
@@ -242,7 +255,9 @@ impl Pairing {
     /// A merge of `extent`: the newest request of that extent (the one just
     /// queued) joined another and will not complete on its own.
     fn merged(&mut self, extent: Extent) {
-        let Some(seq) = self.pop_newest(extent) else { return };
+        let Some(seq) = self.pop_newest(extent) else {
+            return;
+        };
         if let Some(h) = self.get(seq) {
             h.waiting = false;
             self.counts.merged += 1;
@@ -295,7 +310,13 @@ pub struct BlkparseReader {
 impl BlkparseReader {
     /// A reader over decompressed blkparse text; `file` labels error messages.
     pub fn new(input: Box<dyn Read + Send>, file: &str, event: Event) -> Self {
-        BlkparseReader { src: CsvLines::words(input, file), event, summary: false, pairing: None, measured: None }
+        BlkparseReader {
+            src: CsvLines::words(input, file),
+            event,
+            summary: false,
+            pairing: None,
+            measured: None,
+        }
     }
 
     /// Pair each request with its completion (when `pair`), see the module
@@ -375,17 +396,32 @@ impl BlkparseReader {
                     show(rwbs)
                 )));
             }
-            let dev = device_number(major, minor)
-                .ok_or_else(|| s.err(format!("device {major},{minor} is out of Linux's range (major < 4096, minor < 2^20)")))?;
+            let dev = device_number(major, minor).ok_or_else(|| {
+                s.err(format!(
+                    "device {major},{minor} is out of Linux's range (major < 4096, minor < 2^20)"
+                ))
+            })?;
             let time = s.scaled_field(3, 1_000_000_000, "SECONDS")?;
             let sector = s.u64_field(7, "SECTOR")?;
             let sectors = if sized { s.u64_field(9, "SECTORS")? } else { 0 };
             let extent = (dev, sector, sectors);
             match kind {
                 Kind::Request => {
-                    let offset = sector.checked_mul(512).ok_or_else(|| s.err(format!("SECTOR (field 8) overflows: {sector} sectors of 512 bytes")))?;
-                    let len = sectors.checked_mul(512).ok_or_else(|| s.err(format!("SECTORS (field 10) overflows: {sectors}")))?;
-                    let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+                    let offset = sector.checked_mul(512).ok_or_else(|| {
+                        s.err(format!(
+                            "SECTOR (field 8) overflows: {sector} sectors of 512 bytes"
+                        ))
+                    })?;
+                    let len = sectors
+                        .checked_mul(512)
+                        .ok_or_else(|| s.err(format!("SECTORS (field 10) overflows: {sectors}")))?;
+                    let rec = TraceRecord {
+                        time: Nanos(time),
+                        op,
+                        offset: Bytes(offset),
+                        len: Bytes(len),
+                        line: s.line(),
+                    };
                     return Ok(Some(Line::Request(rec, dev, extent)));
                 }
                 Kind::Completion => return Ok(Some(Line::Completion(time, extent))),
@@ -405,7 +441,8 @@ fn parse_device(f: &[u8]) -> Option<(u64, u64)> {
 
 /// Whether a line starts blkparse's closing summary.
 fn starts_summary(first: &[u8], second: &[u8]) -> bool {
-    let cpu = first.len() > 3 && first.starts_with(b"CPU") && first[3..].iter().all(u8::is_ascii_digit);
+    let cpu =
+        first.len() > 3 && first.starts_with(b"CPU") && first[3..].iter().all(u8::is_ascii_digit);
     (cpu || first == b"Total") && second.first() == Some(&b'(')
 }
 
@@ -453,7 +490,9 @@ impl RawTraceReader for BlkparseReader {
     }
 
     fn unpaired_completions(&self) -> u64 {
-        self.pairing.as_ref().map_or(0, |p| p.counts.unpaired_completions)
+        self.pairing
+            .as_ref()
+            .map_or(0, |p| p.counts.unpaired_completions)
     }
 }
 
@@ -462,7 +501,8 @@ mod tests {
     use super::*;
     use crate::trace::open::test_util::*;
 
-    const SAMPLE: &str = "  8,16   5        1     0.000000000 18615  A   R 1444645666 + 256 <- (8,17) 1444645632\n\
+    const SAMPLE: &str =
+        "  8,16   5        1     0.000000000 18615  A   R 1444645666 + 256 <- (8,17) 1444645632\n\
   8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]\n\
   8,16   5        3     0.000006438 18615  G   R 1444645666 + 256 [java]\n\
   8,16   5        0     0.000012990     0  m   N cfq18615S / insert_request\n\
@@ -480,7 +520,11 @@ Total (8,16):\n\
 Throughput (R/W): 0KiB/s / 0KiB/s\n";
 
     fn read(text: &str, event: Event) -> SimResult<Vec<(TraceRecord, Option<u64>)>> {
-        let mut r = BlkparseReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.blk", event);
+        let mut r = BlkparseReader::new(
+            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+            "t.blk",
+            event,
+        );
         let mut v = vec![];
         while let Some(x) = r.next_raw()? {
             v.push(x);
@@ -493,9 +537,21 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
         let v = read(SAMPLE, Event::Queued).unwrap();
         assert_eq!(v.len(), 3, "{v:?}");
         let (r, dev) = v[0];
-        assert_eq!((r.time, r.op, r.offset, r.len, r.line), (Nanos(1_850), Op::Read, Bytes(1444645666 * 512), Bytes(256 * 512), 2));
+        assert_eq!(
+            (r.time, r.op, r.offset, r.len, r.line),
+            (
+                Nanos(1_850),
+                Op::Read,
+                Bytes(1444645666 * 512),
+                Bytes(256 * 512),
+                2
+            )
+        );
         assert_eq!(dev, Some(8 << 20 | 16));
-        assert_eq!((v[1].0.op, v[1].0.time, v[1].1), (Op::Write, Nanos(1_500_000_000), Some(8 << 20 | 32)));
+        assert_eq!(
+            (v[1].0.op, v[1].0.time, v[1].1),
+            (Op::Write, Nanos(1_500_000_000), Some(8 << 20 | 32))
+        );
         // A flush with a zero-length payload stays (the engine skips empty requests); FN has no payload.
         assert_eq!((v[2].0.op, v[2].0.len), (Op::Write, Bytes(0)));
     }
@@ -506,10 +562,19 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].0.time, Nanos(31_865));
         let c = read(SAMPLE, Event::Completed).unwrap();
-        assert_eq!((c.len(), c[0].0.time, c[0].0.line), (2, Nanos(2_000_000_000), 9));
+        assert_eq!(
+            (c.len(), c[0].0.time, c[0].0.line),
+            (2, Nanos(2_000_000_000), 9)
+        );
         // A completion printed without a size (a flush's) is a zero-length write.
-        assert_eq!((c[1].0.op, c[1].0.len, c[1].0.offset), (Op::Write, Bytes(0), Bytes(1950885322 * 512)));
-        assert!(Event::parse("X").unwrap_err().to_string().contains("Q (queued)"));
+        assert_eq!(
+            (c[1].0.op, c[1].0.len, c[1].0.offset),
+            (Op::Write, Bytes(0), Bytes(1950885322 * 512))
+        );
+        assert!(Event::parse("X")
+            .unwrap_err()
+            .to_string()
+            .contains("Q (queued)"));
     }
 
     #[test]
@@ -521,10 +586,21 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
             ("garbage here\n", "MAJ,MIN"),
             ("  8,16 0 1 -0.5 1 Q W 10 + 8 [x]\n", "SECONDS"),
             ("  8,16 0 1 0.5 1 Q W 10 + x [x]\n", "SECTORS"),
-            ("  9999,16 0 1 0.5 1 Q W 10 + 8 [x]\n", "out of Linux's range"),
-            ("  8,16 0 1 0.5 1 Q W 36028797018963968 + 8 [x]\n", "overflows"),
+            (
+                "  9999,16 0 1 0.5 1 Q W 10 + 8 [x]\n",
+                "out of Linux's range",
+            ),
+            (
+                "  8,16 0 1 0.5 1 Q W 36028797018963968 + 8 [x]\n",
+                "overflows",
+            ),
         ] {
-            let e = read(&format!("  8,16 0 1 0.1 1 Q W 0 + 8 [x]\n{bad}"), Event::Queued).unwrap_err().to_string();
+            let e = read(
+                &format!("  8,16 0 1 0.1 1 Q W 0 + 8 [x]\n{bad}"),
+                Event::Queued,
+            )
+            .unwrap_err()
+            .to_string();
             assert!(e.contains("t.blk:2") && e.contains(needle), "{bad:?}: {e}");
         }
     }
@@ -541,7 +617,11 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
     type Measured = Vec<(TraceRecord, Option<Nanos>)>;
 
     /// Every record with its measured response, and the pairing counts.
-    fn read_paired(text: &str, event: Event, window: Option<u64>) -> SimResult<(Measured, PairCounts)> {
+    fn read_paired(
+        text: &str,
+        event: Event,
+        window: Option<u64>,
+    ) -> SimResult<(Measured, PairCounts)> {
         let input = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
         let mut r = BlkparseReader::new(input, "p.blk", event).with_pairing(true)?;
         if let (Some(w), Some(p)) = (window, r.pairing.as_mut()) {
@@ -584,13 +664,33 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
                 (8, Some(Nanos(800))),
             ]
         );
-        assert_eq!(counts, PairCounts { paired: 4, merged: 1, unfinished: 1, unpaired_completions: 1 });
+        assert_eq!(
+            counts,
+            PairCounts {
+                paired: 4,
+                merged: 1,
+                unfinished: 1,
+                unpaired_completions: 1
+            }
+        );
         // The same records as without pairing, in the same order.
-        let plain: Vec<TraceRecord> = read(text, Event::Queued).unwrap().into_iter().map(|x| x.0).collect();
+        let plain: Vec<TraceRecord> = read(text, Event::Queued)
+            .unwrap()
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
         assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), plain);
         // D events pair too (line 6's completion never comes; merges are Q's business).
         let (v, counts) = read_paired(text, Event::Issued, None).unwrap();
-        assert_eq!((v.len(), v[0].1, counts.unfinished, counts.unpaired_completions), (1, None, 1, 5));
+        assert_eq!(
+            (
+                v.len(),
+                v[0].1,
+                counts.unfinished,
+                counts.unpaired_completions
+            ),
+            (1, None, 1, 5)
+        );
     }
 
     #[test]
@@ -603,8 +703,19 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
   8,16 0 6 1.5 0 C W 1 + 8 [0]\n";
         let (v, counts) = read_paired(text, Event::Queued, Some(2)).unwrap();
         let got: Vec<Option<Nanos>> = v.iter().map(|x| x.1).collect();
-        assert_eq!(got, vec![None, Some(Nanos(100_000_000)), Some(Nanos(100_000_000))]);
-        assert_eq!(counts, PairCounts { paired: 2, merged: 0, unfinished: 1, unpaired_completions: 1 });
+        assert_eq!(
+            got,
+            vec![None, Some(Nanos(100_000_000)), Some(Nanos(100_000_000))]
+        );
+        assert_eq!(
+            counts,
+            PairCounts {
+                paired: 2,
+                merged: 0,
+                unfinished: 1,
+                unpaired_completions: 1
+            }
+        );
         // With the full window, the first one is paired after all.
         let (v, _) = read_paired(text, Event::Queued, None).unwrap();
         assert_eq!(v[0].1, Some(Nanos(500_000_000)));
@@ -612,12 +723,21 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
 
     #[test]
     fn pairing_refuses_completions_as_requests_and_completions_before_requests() {
-        let e = read_paired("", Event::Completed, None).unwrap_err().to_string();
-        assert!(e.contains("Q (queued) or D (issued)"), "{e}");
-        let e = read_paired("  8,16 0 1 2.0 1 Q W 1 + 8 [a]\n  8,16 0 2 1.0 0 C W 1 + 8 [0]\n", Event::Queued, None)
+        let e = read_paired("", Event::Completed, None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("p.blk:2") && e.contains("before its request (line 1)"), "{e}");
+        assert!(e.contains("Q (queued) or D (issued)"), "{e}");
+        let e = read_paired(
+            "  8,16 0 1 2.0 1 Q W 1 + 8 [a]\n  8,16 0 2 1.0 0 C W 1 + 8 [0]\n",
+            Event::Queued,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("p.blk:2") && e.contains("before its request (line 1)"),
+            "{e}"
+        );
         // Other formats do not take the option.
         let mut s = spec(&data("wdev_3.csv"));
         s.pair = true;
@@ -638,8 +758,15 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
         }
         assert_eq!(n, 15_524);
         // Most Q events were merged into others; the ones issued as they were get their completion.
-        assert!(measured.len() > 50 && measured.len() < 200, "{}", measured.len());
-        assert!(measured.iter().all(|m| m.0 > 0 && m.0 < 10_000_000_000), "{measured:?}");
+        assert!(
+            measured.len() > 50 && measured.len() < 200,
+            "{}",
+            measured.len()
+        );
+        assert!(
+            measured.iter().all(|m| m.0 > 0 && m.0 < 10_000_000_000),
+            "{measured:?}"
+        );
         // The first request completes 354,819 ns after it was queued (lines 2 and 34).
         assert_eq!(measured[0], Nanos(356_669 - 1_850));
     }

@@ -122,9 +122,19 @@ mod tests {
         let bin = read_all(&spec(&data("cloudPhysicsIO.vscsi"))).unwrap();
         assert_eq!(bin.len(), csv.len());
         for (i, (c, b)) in csv.iter().zip(&bin).enumerate() {
-            assert_eq!((c.op, c.offset, c.len), (b.op, b.offset, b.len), "record {}", i + 1);
+            assert_eq!(
+                (c.op, c.offset, c.len),
+                (b.op, b.offset, b.len),
+                "record {}",
+                i + 1
+            );
             // The CSV time is the vscsi microsecond timestamp truncated to whole seconds.
-            assert_eq!(c.time.0, b.time.0 / 1_000_000_000 * 1_000_000_000, "record {}", i + 1);
+            assert_eq!(
+                c.time.0,
+                b.time.0 / 1_000_000_000 * 1_000_000_000,
+                "record {}",
+                i + 1
+            );
             assert_eq!(c.line, b.line + 1);
         }
     }
@@ -141,7 +151,10 @@ mod tests {
             (r[0].time, r[0].op, r[0].offset, r[0].line),
             (Nanos(1_250_000_000), Op::Read, Bytes(4096), 1)
         );
-        assert_eq!((r[1].time, r[1].op, r[1].line), (Nanos(3_000_000_000), Op::Write, 4));
+        assert_eq!(
+            (r[1].time, r[1].op, r[1].line),
+            (Nanos(3_000_000_000), Op::Write, 4)
+        );
     }
 
     #[test]

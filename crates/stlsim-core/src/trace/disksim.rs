@@ -54,13 +54,27 @@ impl DisksimAsciiReader {
     /// A reader over decompressed trace text; `file` labels error messages.
     /// With `skip_unknown`, an MQSim record whose TYPE is neither 0 nor 1 is
     /// skipped and counted instead of being an error.
-    pub fn new(input: Box<dyn Read + Send>, file: &str, flavour: Flavour, skip_unknown: bool) -> Self {
-        DisksimAsciiReader { src: CsvLines::words(input, file), flavour, skip_unknown, skipped: 0 }
+    pub fn new(
+        input: Box<dyn Read + Send>,
+        file: &str,
+        flavour: Flavour,
+        skip_unknown: bool,
+    ) -> Self {
+        DisksimAsciiReader {
+            src: CsvLines::words(input, file),
+            flavour,
+            skip_unknown,
+            skipped: 0,
+        }
     }
 }
 
 fn sectors_to_bytes(s: &CsvLines, v: u64, name: &str, field: usize) -> SimResult<u64> {
-    v.checked_mul(512).ok_or_else(|| s.err(format!("{name} (field {field}) overflows: {v} blocks of 512 bytes")))
+    v.checked_mul(512).ok_or_else(|| {
+        s.err(format!(
+            "{name} (field {field}) overflows: {v} blocks of 512 bytes"
+        ))
+    })
 }
 
 impl RawTraceReader for DisksimAsciiReader {
@@ -79,11 +93,19 @@ impl RawTraceReader for DisksimAsciiReader {
                     s.expect_fields(5, "TIME_MS DEVNO BLKNO BCOUNT FLAGS")?;
                     let time = s.scaled_field(0, 1_000_000, "TIME (ms)")?;
                     let f = s.field(4);
-                    let hex = f.strip_prefix(b"0x").or_else(|| f.strip_prefix(b"0X")).unwrap_or(f);
+                    let hex = f
+                        .strip_prefix(b"0x")
+                        .or_else(|| f.strip_prefix(b"0X"))
+                        .unwrap_or(f);
                     let flags = std::str::from_utf8(hex)
                         .ok()
                         .and_then(|t| u64::from_str_radix(t, 16).ok())
-                        .ok_or_else(|| s.err(format!("FLAGS (field 5) is not a hexadecimal number: '{}'", show(f))))?;
+                        .ok_or_else(|| {
+                            s.err(format!(
+                                "FLAGS (field 5) is not a hexadecimal number: '{}'",
+                                show(f)
+                            ))
+                        })?;
                     (time, if flags & 1 == 1 { Op::Read } else { Op::Write })
                 }
                 Flavour::Mqsim => {
@@ -93,7 +115,10 @@ impl RawTraceReader for DisksimAsciiReader {
                         b"0" => Op::Write,
                         other => {
                             s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                                format!("TYPE (field 5) is '{}', expected 1 (read) or 0 (write)", show(other))
+                                format!(
+                                    "TYPE (field 5) is '{}', expected 1 (read) or 0 (write)",
+                                    show(other)
+                                )
                             })?;
                             continue;
                         }
@@ -106,7 +131,13 @@ impl RawTraceReader for DisksimAsciiReader {
             let count = s.u64_field(3, "BCOUNT")?;
             let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
             let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
-            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+            let rec = TraceRecord {
+                time: Nanos(time),
+                op,
+                offset: Bytes(offset),
+                len: Bytes(len),
+                line: s.line(),
+            };
             return Ok(Some((rec, Some(dev))));
         }
     }
@@ -128,7 +159,13 @@ impl DisksimValidateReader {
     /// With `skip_unknown`, a record whose first field is neither R nor W is
     /// skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
-        DisksimValidateReader { src: CsvLines::words(input, file), next_arrival: 0, skip_unknown, skipped: 0, measured: None }
+        DisksimValidateReader {
+            src: CsvLines::words(input, file),
+            next_arrival: 0,
+            skip_unknown,
+            skipped: 0,
+            measured: None,
+        }
     }
 }
 
@@ -148,15 +185,21 @@ impl RawTraceReader for DisksimValidateReader {
                 b"R" => Some(Op::Read),
                 b"W" => Some(Op::Write),
                 other => {
-                    s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("field 1 is '{}', expected R or W", show(other)))?;
+                    s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                        format!("field 1 is '{}', expected R or W", show(other))
+                    })?;
                     None
                 }
             };
             let blk = s.u64_field(2, "BLKNO")?;
             let count = s.u64_field(3, "BCOUNT")?;
             let service = s.scaled_field(4, 1_000, "SERVICE (us)")?;
-            let next = parse_scaled(s.field(5), 1_000)
-                .ok_or_else(|| s.err(format!("NEXT (us) (field 6) is not a valid non-negative number: '{}'", show(s.field(5)))))?;
+            let next = parse_scaled(s.field(5), 1_000).ok_or_else(|| {
+                s.err(format!(
+                    "NEXT (us) (field 6) is not a valid non-negative number: '{}'",
+                    show(s.field(5))
+                ))
+            })?;
             let time = self.next_arrival;
             // A skipped record still took its time on the measured drive: the
             // arrivals after it keep the measured run's clock.
@@ -168,7 +211,13 @@ impl RawTraceReader for DisksimValidateReader {
             let offset = sectors_to_bytes(s, blk, "BLKNO", 3)?;
             let len = sectors_to_bytes(s, count, "BCOUNT", 4)?;
             self.measured = Some(Nanos(service));
-            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(offset), len: Bytes(len), line: s.line() };
+            let rec = TraceRecord {
+                time: Nanos(time),
+                op,
+                offset: Bytes(offset),
+                len: Bytes(len),
+                line: s.line(),
+            };
             return Ok(Some((rec, None)));
         }
     }
@@ -197,31 +246,87 @@ mod tests {
 
     #[test]
     fn disksim_ascii_units_and_flags() {
-        let v = read(DisksimAsciiReader::new(input("0.5 0 100 8 1\n12.25\t3  200 16 0x0\n\n13 1 0 1 a\n"), "t.trace", Flavour::Disksim, false)).unwrap();
+        let v = read(DisksimAsciiReader::new(
+            input("0.5 0 100 8 1\n12.25\t3  200 16 0x0\n\n13 1 0 1 a\n"),
+            "t.trace",
+            Flavour::Disksim,
+            false,
+        ))
+        .unwrap();
         assert_eq!(v.len(), 3);
-        assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1), (Nanos(500_000), Op::Read, Bytes(51_200), Bytes(4096), Some(0)));
-        assert_eq!((v[1].0.time, v[1].0.op, v[1].1), (Nanos(12_250_000), Op::Write, Some(3)));
+        assert_eq!(
+            (v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1),
+            (
+                Nanos(500_000),
+                Op::Read,
+                Bytes(51_200),
+                Bytes(4096),
+                Some(0)
+            )
+        );
+        assert_eq!(
+            (v[1].0.time, v[1].0.op, v[1].1),
+            (Nanos(12_250_000), Op::Write, Some(3))
+        );
         assert_eq!((v[2].0.op, v[2].0.line), (Op::Write, 4)); // 0xa: bit 0 clear
-        let e = read(DisksimAsciiReader::new(input("1 0 1 1 zz\n"), "t.trace", Flavour::Disksim, false)).unwrap_err();
-        assert!(e.to_string().contains("t.trace:1") && e.to_string().contains("FLAGS"), "{e}");
+        let e = read(DisksimAsciiReader::new(
+            input("1 0 1 1 zz\n"),
+            "t.trace",
+            Flavour::Disksim,
+            false,
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("t.trace:1") && e.to_string().contains("FLAGS"),
+            "{e}"
+        );
     }
 
     #[test]
     fn mqsim_units_and_the_real_sample() {
-        let v = read(DisksimAsciiReader::new(input("11413000 0 657728 16 1\n11565000 1 31244784 64 0\n"), "t.trace", Flavour::Mqsim, false)).unwrap();
-        assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len), (Nanos(11_413_000), Op::Read, Bytes(657_728 * 512), Bytes(8192)));
+        let v = read(DisksimAsciiReader::new(
+            input("11413000 0 657728 16 1\n11565000 1 31244784 64 0\n"),
+            "t.trace",
+            Flavour::Mqsim,
+            false,
+        ))
+        .unwrap();
+        assert_eq!(
+            (v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len),
+            (
+                Nanos(11_413_000),
+                Op::Read,
+                Bytes(657_728 * 512),
+                Bytes(8192)
+            )
+        );
         assert_eq!((v[1].0.op, v[1].1), (Op::Write, Some(1)));
-        let e = read(DisksimAsciiReader::new(input("1 0 1 1 2\n"), "t.trace", Flavour::Mqsim, false)).unwrap_err();
-        assert!(e.to_string().contains("TYPE") && e.to_string().contains("--skip-unknown"), "{e}");
+        let e = read(DisksimAsciiReader::new(
+            input("1 0 1 1 2\n"),
+            "t.trace",
+            Flavour::Mqsim,
+            false,
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("TYPE") && e.to_string().contains("--skip-unknown"),
+            "{e}"
+        );
         // With skip_unknown: skipped and counted, the rest read.
-        let mut r = DisksimAsciiReader::new(input("1 0 1 1 2\n2 0 8 8 1\n3 0 9 1 x\n4 1 0 8 0\n"), "t.trace", Flavour::Mqsim, true);
+        let mut r = DisksimAsciiReader::new(
+            input("1 0 1 1 2\n2 0 8 8 1\n3 0 9 1 x\n4 1 0 8 0\n"),
+            "t.trace",
+            Flavour::Mqsim,
+            true,
+        );
         let mut lines = vec![];
         while let Some((rec, _)) = r.next_raw().unwrap() {
             lines.push(rec.line);
         }
         assert_eq!((lines, r.skipped_unknown()), (vec![2, 4], 2));
         // DiskSim's FLAGS have no unknown case: the option changes nothing.
-        let mut r = DisksimAsciiReader::new(input("0.5 0 1 1 2\n"), "t.trace", Flavour::Disksim, true);
+        let mut r =
+            DisksimAsciiReader::new(input("0.5 0 1 1 2\n"), "t.trace", Flavour::Disksim, true);
         assert_eq!(r.next_raw().unwrap().map(|x| x.0.op), Some(Op::Write));
         assert_eq!(r.skipped_unknown(), 0);
         // tests/data/wsrch-small.trace.gz: MQSim's own excerpt, 24,783 requests.
@@ -233,16 +338,36 @@ mod tests {
 
     #[test]
     fn validate_arrivals_follow_the_measured_run() {
-        let v = read(DisksimValidateReader::new(input("R Hit 265552 2 14901.0 4757.5\nW Miss    311664 30 12628.000000 17035.849408\n"), "v.trace", false)).unwrap();
-        assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len), (Nanos(0), Op::Read, Bytes(265_552 * 512), Bytes(1024)));
+        let v = read(DisksimValidateReader::new(
+            input("R Hit 265552 2 14901.0 4757.5\nW Miss    311664 30 12628.000000 17035.849408\n"),
+            "v.trace",
+            false,
+        ))
+        .unwrap();
+        assert_eq!(
+            (v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len),
+            (Nanos(0), Op::Read, Bytes(265_552 * 512), Bytes(1024))
+        );
         // Arrives 14.901 ms (response) + 4.7575 ms (think time) after the first.
         assert_eq!((v[1].0.time, v[1].0.op), (Nanos(19_658_500), Op::Write));
-        let e = read(DisksimValidateReader::new(input("X Hit 1 1 1 1\n"), "v.trace", false)).unwrap_err();
-        assert!(e.to_string().contains("v.trace:1") && e.to_string().contains("expected R or W"), "{e}");
+        let e = read(DisksimValidateReader::new(
+            input("X Hit 1 1 1 1\n"),
+            "v.trace",
+            false,
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("v.trace:1") && e.to_string().contains("expected R or W"),
+            "{e}"
+        );
         assert!(e.to_string().contains("--skip-unknown"), "{e}");
         // With skip_unknown the record is skipped and counted, and the next
         // arrives when it did in the measured run (after the skipped one's times).
-        let mut r = DisksimValidateReader::new(input("R Hit 1 2 1000 500\nX Miss 5 2 2000 250\nW Hit 9 2 10 0\n"), "v.trace", true);
+        let mut r = DisksimValidateReader::new(
+            input("R Hit 1 2 1000 500\nX Miss 5 2 2000 250\nW Hit 9 2 10 0\n"),
+            "v.trace",
+            true,
+        );
         let mut got = vec![];
         while let Some((rec, _)) = r.next_raw().unwrap() {
             got.push((rec.line, rec.time));

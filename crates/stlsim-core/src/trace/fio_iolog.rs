@@ -50,7 +50,15 @@ impl FioIologReader {
     /// With `skip_unknown`, a line whose action is none of those fio writes
     /// is skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
-        FioIologReader { src: CsvLines::words(input, file), files: vec![], version: 0, skip_unknown, skipped: 0, gap: None, issued: 0 }
+        FioIologReader {
+            src: CsvLines::words(input, file),
+            files: vec![],
+            version: 0,
+            skip_unknown,
+            skipped: 0,
+            gap: None,
+            issued: 0,
+        }
     }
 
     /// Give a version-2 log (which records no times) request `i` the time
@@ -82,14 +90,25 @@ impl RawTraceReader for FioIologReader {
             if self.version == 0 {
                 // The words of the line, one space apart (quoted in an error
                 // as one field is: at most 60 characters).
-                let line = (0..s.len()).map(|i| s.field(i)).collect::<Vec<_>>().join(&b' ');
+                let line = (0..s.len())
+                    .map(|i| s.field(i))
+                    .collect::<Vec<_>>()
+                    .join(&b' ');
                 self.version = match line.as_slice() {
                     l if l == HEADER_V2.as_bytes() => 2,
                     l if l == HEADER_V3.as_bytes() => 3,
                     l if l.starts_with(b"fio version") => {
-                        return Err(s.err(format!("'{}': fio iolog versions 2 and 3 are read, not this one", show(l))))
+                        return Err(s.err(format!(
+                            "'{}': fio iolog versions 2 and 3 are read, not this one",
+                            show(l)
+                        )))
                     }
-                    l => return Err(s.err(format!("expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'", show(l)))),
+                    l => {
+                        return Err(s.err(format!(
+                            "expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'",
+                            show(l)
+                        )))
+                    }
                 };
                 if self.version == 3 && self.gap.is_some() {
                     return Err(s.err("rate_iops (--rate) gives times to a version-2 log, which has none; this version-3 log records its own"));
@@ -100,11 +119,17 @@ impl RawTraceReader for FioIologReader {
             let at = usize::from(self.version == 3);
             let time = if at == 1 {
                 let us = s.u64_field(0, "TIMESTAMP (us)")?;
-                Nanos(us.checked_mul(1_000).ok_or_else(|| s.err(format!("TIMESTAMP (field 1) overflows: {us} us")))?)
+                Nanos(
+                    us.checked_mul(1_000)
+                        .ok_or_else(|| s.err(format!("TIMESTAMP (field 1) overflows: {us} us")))?,
+                )
             } else {
                 // Counted before the action is known: the time is only used
                 // for reads and writes, which are numbered below.
-                Nanos(self.gap.map_or(0, |g| (self.issued as f64 * g).round() as u64))
+                Nanos(
+                    self.gap
+                        .map_or(0, |g| (self.issued as f64 * g).round() as u64),
+                )
             };
             let action = s.field(at + 1);
             let op = match action {
@@ -142,7 +167,13 @@ impl RawTraceReader for FioIologReader {
                 }
             };
             self.issued += 1;
-            let rec = TraceRecord { time, op, offset: Bytes(offset), len: Bytes(len), line };
+            let rec = TraceRecord {
+                time,
+                op,
+                offset: Bytes(offset),
+                len: Bytes(len),
+                line,
+            };
             return Ok(Some((rec, Some(dev as u64))));
         }
     }
@@ -163,12 +194,19 @@ mod tests {
 
     #[test]
     fn reads_version_2_actions_and_skips_file_actions() {
-        let text = "fio version 2 iolog\n/dev/sda add\n/dev/sda open\n/dev/sda write 2188587008 4096\n\
+        let text =
+            "fio version 2 iolog\n/dev/sda add\n/dev/sda open\n/dev/sda write 2188587008 4096\n\
                     /dev/sda read 4096 8192\n/dev/sda sync\n/dev/sda close\n";
         let recs = read_all(text).unwrap();
         assert_eq!(recs.len(), 2);
-        assert_eq!((recs[0].op, recs[0].offset, recs[0].len, recs[0].line), (Op::Write, Bytes(2188587008), Bytes(4096), 4));
-        assert_eq!((recs[1].op, recs[1].offset, recs[1].len), (Op::Read, Bytes(4096), Bytes(8192)));
+        assert_eq!(
+            (recs[0].op, recs[0].offset, recs[0].len, recs[0].line),
+            (Op::Write, Bytes(2188587008), Bytes(4096), 4)
+        );
+        assert_eq!(
+            (recs[1].op, recs[1].offset, recs[1].len),
+            (Op::Read, Bytes(4096), Bytes(8192))
+        );
     }
 
     #[test]
@@ -178,7 +216,10 @@ mod tests {
         let e = read_all("fio version 4 iolog\n").unwrap_err();
         assert!(e.to_string().contains("versions 2 and 3"), "{e}");
         let e = read_all("fio version 2 iolog\n/dev/sda erase 0 1\n").unwrap_err();
-        assert!(e.to_string().contains("t.log:2") && e.to_string().contains("erase"), "{e}");
+        assert!(
+            e.to_string().contains("t.log:2") && e.to_string().contains("erase"),
+            "{e}"
+        );
         assert!(e.to_string().contains("--skip-unknown"), "{e}");
     }
 
@@ -202,7 +243,10 @@ mod tests {
                 Err(e) => break e,
             }
         };
-        assert!(e.to_string().starts_with("t.log:4: ") && e.to_string().contains("--skip-unknown"), "{e}");
+        assert!(
+            e.to_string().starts_with("t.log:4: ") && e.to_string().contains("--skip-unknown"),
+            "{e}"
+        );
     }
 
     /// Found by fuzzing (tests/fuzz_readers.rs, fio-v2 case 85): a first
@@ -216,7 +260,10 @@ mod tests {
         assert!(e.starts_with("t.log:1: expected the header 'fio version 2 iolog' or 'fio version 3 iolog', found 'fio 1 1 1"), "{e}");
         assert!(e.ends_with("1 1 ...'") && e.len() < 200, "{e}");
         let e = read_all("fio version 9 iolog\r\n").unwrap_err().to_string();
-        assert_eq!(e, "t.log:1: 'fio version 9 iolog': fio iolog versions 2 and 3 are read, not this one");
+        assert_eq!(
+            e,
+            "t.log:1: 'fio version 9 iolog': fio iolog versions 2 and 3 are read, not this one"
+        );
         assert!(read_all("fio  version\t2 iolog \n/dev/a write 0 1\n").is_ok());
     }
 
@@ -230,11 +277,20 @@ mod tests {
             v.push(x);
         }
         assert_eq!(v.len(), 3);
-        assert_eq!((v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1), (Nanos(878_000), Op::Write, Bytes(0), Bytes(16384), Some(0)));
-        assert_eq!((v[1].0.time, v[1].0.op, v[1].0.line), (Nanos(888_000), Op::Read, 5));
+        assert_eq!(
+            (v[0].0.time, v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1),
+            (Nanos(878_000), Op::Write, Bytes(0), Bytes(16384), Some(0))
+        );
+        assert_eq!(
+            (v[1].0.time, v[1].0.op, v[1].0.line),
+            (Nanos(888_000), Op::Read, 5)
+        );
         assert_eq!((v[2].0.time, v[2].1), (Nanos(891_000), Some(1)));
         let e = read_all("fio version 3 iolog\n5 f write 0\n").unwrap_err();
-        assert!(e.to_string().contains("t.log:2") && e.to_string().contains("expected 5 fields"), "{e}");
+        assert!(
+            e.to_string().contains("t.log:2") && e.to_string().contains("expected 5 fields"),
+            "{e}"
+        );
         let e = read_all("fio version 3 iolog\nx f write 0 1\n").unwrap_err();
         assert!(e.to_string().contains("TIMESTAMP"), "{e}");
     }
@@ -243,7 +299,12 @@ mod tests {
     fn a_rate_gives_a_version_2_log_its_times() {
         let v2 = "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync\nf read 0 512\nf write 4096 4096\n";
         let read = |text: &str, rate: Option<f64>| -> SimResult<Vec<u64>> {
-            let mut r = FioIologReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.log", false).with_rate(rate)?;
+            let mut r = FioIologReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.log",
+                false,
+            )
+            .with_rate(rate)?;
             let mut t = vec![];
             while let Some((rec, _)) = r.next_raw()? {
                 t.push(rec.time.0);
@@ -253,10 +314,15 @@ mod tests {
         assert_eq!(read(v2, None).unwrap(), vec![0, 0, 0]);
         // 4,000 requests a second: one every 250 us, the sync not counted.
         assert_eq!(read(v2, Some(4000.0)).unwrap(), vec![0, 250_000, 500_000]);
-        let e = read("fio version 3 iolog\n1 f write 0 512\n", Some(10.0)).unwrap_err().to_string();
+        let e = read("fio version 3 iolog\n1 f write 0 512\n", Some(10.0))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.log:1: ") && e.contains("version-3"), "{e}");
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            assert!(read(v2, Some(bad)).unwrap_err().to_string().contains("rate_iops"));
+            assert!(read(v2, Some(bad))
+                .unwrap_err()
+                .to_string()
+                .contains("rate_iops"));
         }
     }
 }

@@ -24,7 +24,9 @@ pub fn time_unit_nanos(unit: TimeUnit) -> u64 {
 }
 
 fn norm_values(v: &[String]) -> Vec<Vec<u8>> {
-    v.iter().map(|s| s.trim().to_ascii_lowercase().into_bytes()).collect()
+    v.iter()
+        .map(|s| s.trim().to_ascii_lowercase().into_bytes())
+        .collect()
 }
 
 /// The most columns a layout may name (a column beyond it would make every
@@ -33,7 +35,12 @@ pub const MAX_CSV_COLUMN: usize = 4096;
 
 impl GenericCsv {
     fn columns(&self) -> Vec<(&'static str, usize)> {
-        let mut c = vec![("time_col", self.time_col), ("op_col", self.op_col), ("offset_col", self.offset_col), ("size_col", self.size_col)];
+        let mut c = vec![
+            ("time_col", self.time_col),
+            ("op_col", self.op_col),
+            ("offset_col", self.offset_col),
+            ("size_col", self.size_col),
+        ];
         if let Some(d) = self.device_col {
             c.push(("device_col", d));
         }
@@ -50,20 +57,29 @@ impl GenericCsv {
             )));
         }
         if self.offset_unit_bytes == 0 || self.size_unit_bytes == 0 {
-            return Err(SimError::Config("csv offset_unit_bytes and size_unit_bytes must be at least 1".into()));
+            return Err(SimError::Config(
+                "csv offset_unit_bytes and size_unit_bytes must be at least 1".into(),
+            ));
         }
         let cols = self.columns();
         for (i, (a, ca)) in cols.iter().enumerate() {
             if *ca > MAX_CSV_COLUMN {
-                return Err(SimError::Config(format!("csv {a} = {ca} is beyond column {MAX_CSV_COLUMN}")));
+                return Err(SimError::Config(format!(
+                    "csv {a} = {ca} is beyond column {MAX_CSV_COLUMN}"
+                )));
             }
             for (b, cb) in &cols[i + 1..] {
                 if ca == cb {
-                    return Err(SimError::Config(format!("csv {a} and {b} are both column {ca}")));
+                    return Err(SimError::Config(format!(
+                        "csv {a} and {b} are both column {ca}"
+                    )));
                 }
             }
         }
-        let (read_values, write_values) = (norm_values(&self.read_values), norm_values(&self.write_values));
+        let (read_values, write_values) = (
+            norm_values(&self.read_values),
+            norm_values(&self.write_values),
+        );
         if let Some(both) = read_values.iter().find(|v| write_values.contains(v)) {
             return Err(SimError::Config(format!(
                 "csv read_values and write_values both list '{}'",
@@ -81,7 +97,9 @@ pub fn delimiter_usable(c: char) -> bool {
 
 /// Deserialise a delimiter from text, so that `";;"` or `""` is an error
 /// naming the rule rather than serde's "expected a character".
-pub(crate) fn deserialize_delimiter<'de, D: serde::Deserializer<'de>>(d: D) -> Result<char, D::Error> {
+pub(crate) fn deserialize_delimiter<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<char, D::Error> {
     use serde::de::Error;
     let s = <String as serde::Deserialize>::deserialize(d)?;
     let mut chars = s.chars();
@@ -111,13 +129,28 @@ impl GenericCsvReader {
     /// messages. A `Config` error if the layout is unusable.
     /// With `skip_unknown`, a record whose op is neither a read nor a write
     /// value is skipped and counted instead of being an error.
-    pub fn new(input: Box<dyn Read + Send>, file: &str, cfg: &GenericCsv, skip_unknown: bool) -> SimResult<Self> {
+    pub fn new(
+        input: Box<dyn Read + Send>,
+        file: &str,
+        cfg: &GenericCsv,
+        skip_unknown: bool,
+    ) -> SimResult<Self> {
         cfg.validate()?;
         let read_values = norm_values(&cfg.read_values);
         let write_values = norm_values(&cfg.write_values);
-        let min_fields = cfg.columns().iter().map(|(_, c)| *c).max().unwrap_or(0).saturating_add(1);
+        let min_fields = cfg
+            .columns()
+            .iter()
+            .map(|(_, c)| *c)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1);
         Ok(GenericCsvReader {
-            src: if cfg.whitespace { CsvLines::words(input, file) } else { CsvLines::new(input, file, cfg.delimiter as u8) },
+            src: if cfg.whitespace {
+                CsvLines::words(input, file)
+            } else {
+                CsvLines::new(input, file, cfg.delimiter as u8)
+            },
             skip_unknown,
             skipped: 0,
             time_scale: time_unit_nanos(cfg.time_unit),
@@ -248,7 +281,10 @@ mod tests {
                 line: 1
             }
         );
-        assert_eq!((r[1].op, r[1].offset, r[1].len), (Op::Write, Bytes(8192), Bytes(512)));
+        assert_eq!(
+            (r[1].op, r[1].offset, r[1].len),
+            (Op::Write, Bytes(8192), Bytes(512))
+        );
         assert_eq!((r[2].time, r[2].line), (Nanos(2_000_000_001), 4));
     }
 
@@ -391,20 +427,37 @@ mod tests {
         ];
         for (format, text, want) in cases {
             let p = write_temp("layouts", &format!("{format:?}.txt"), text.as_bytes());
-            let spec = TraceSpec { path: p.clone(), format: Some(format), all_devices: true, ..TraceSpec::default() };
+            let spec = TraceSpec {
+                path: p.clone(),
+                format: Some(format),
+                all_devices: true,
+                ..TraceSpec::default()
+            };
             let mut r = crate::trace::open_trace(&spec).unwrap();
             let mut got = vec![];
             while let Some(rec) = r.next_record().unwrap() {
                 got.push(rec);
             }
-            let got: Vec<_> = got.iter().map(|r| (r.time.0, r.op, r.offset.0, r.len.0)).collect();
+            let got: Vec<_> = got
+                .iter()
+                .map(|r| (r.time.0, r.op, r.offset.0, r.len.0))
+                .collect();
             let want_t: Vec<_> = want.iter().map(|w| (w.0, w.1, w.2, w.3)).collect();
             assert_eq!(got, want_t, "{format:?}");
             // The device column selects.
             let dev = want[1].4.unwrap();
-            let sel = TraceSpec { path: p, format: Some(format), disk: Some(dev), ..TraceSpec::default() };
+            let sel = TraceSpec {
+                path: p,
+                format: Some(format),
+                disk: Some(dev),
+                ..TraceSpec::default()
+            };
             let n = read_all(&sel).unwrap().len();
-            assert_eq!(n, want.iter().filter(|w| w.4 == Some(dev)).count(), "{format:?}");
+            assert_eq!(
+                n,
+                want.iter().filter(|w| w.4 == Some(dev)).count(),
+                "{format:?}"
+            );
         }
     }
 
@@ -413,10 +466,20 @@ mod tests {
         // SYSTOR '17 has lines with no IOType.
         let text = "Timestamp,Response,IOType,LUN,Offset,Size\n1.0,0.1,W,3,0,4096\n1.5,0.1,,3,0,512\n2.0,0.1,R,3,4096,4096\n";
         let p = write_temp("systor-blank", "vdi.csv", text.as_bytes());
-        let spec = TraceSpec { path: p.clone(), format: Some(Format::Systor17), ..TraceSpec::default() };
+        let spec = TraceSpec {
+            path: p.clone(),
+            format: Some(Format::Systor17),
+            ..TraceSpec::default()
+        };
         let e = read_err(&spec).to_string();
-        assert!(e.contains("vdi.csv:3") && e.contains("--skip-unknown"), "{e}");
-        let spec = TraceSpec { skip_unknown: true, ..spec };
+        assert!(
+            e.contains("vdi.csv:3") && e.contains("--skip-unknown"),
+            "{e}"
+        );
+        let spec = TraceSpec {
+            skip_unknown: true,
+            ..spec
+        };
         let mut r = crate::trace::open_trace(&spec).unwrap();
         let mut n = 0;
         while r.next_record().unwrap().is_some() {
@@ -437,8 +500,15 @@ mod tests {
     fn a_file_of_lone_carriage_returns_is_one_line_and_one_error_line() {
         let text = "1538323200,12058624,8,1,1286\r1538323201,7990312,16,0,1283\r";
         let p = write_temp("tencent-cr", "cr.txt", text.as_bytes());
-        let spec = TraceSpec { path: p.clone(), format: Some(Format::Tencent), ..TraceSpec::default() };
+        let spec = TraceSpec {
+            path: p.clone(),
+            format: Some(Format::Tencent),
+            ..TraceSpec::default()
+        };
         let msg = format_error_at(&spec, 1);
-        assert_eq!(msg, "device (field 5) is not a non-negative integer: '1286\\r1538323201'");
+        assert_eq!(
+            msg,
+            "device (field 5) is not a non-negative integer: '1286\\r1538323201'"
+        );
     }
 }

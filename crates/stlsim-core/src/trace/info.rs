@@ -70,7 +70,10 @@ pub struct TraceInfo {
 pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<TraceInfo> {
     let geom = drive.map(Geometry::from_config).transpose()?;
     let (format, mut sel) = open_selection(spec)?;
-    let mut info = TraceInfo { format: crate::trace::open::format_name(format).to_string(), ..TraceInfo::default() };
+    let mut info = TraceInfo {
+        format: crate::trace::open::format_name(format).to_string(),
+        ..TraceInfo::default()
+    };
     let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
     let mut tracks: HashSet<u64> = HashSet::new();
     let mut beyond = 0u64;
@@ -96,7 +99,10 @@ pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<Tr
             info.empty += 1;
         }
         *sizes.entry(len.max(1).next_power_of_two()).or_default() += 1;
-        info.first_byte = Some(info.first_byte.map_or(rec.offset.0, |b| b.min(rec.offset.0)));
+        info.first_byte = Some(
+            info.first_byte
+                .map_or(rec.offset.0, |b| b.min(rec.offset.0)),
+        );
         info.end_byte = Some(info.end_byte.map_or(end, |b| b.max(end)));
         info.first_ns = Some(info.first_ns.map_or(rec.time.0, |t| t.min(rec.time.0)));
         info.last_ns = Some(info.last_ns.map_or(rec.time.0, |t| t.max(rec.time.0)));
@@ -143,13 +149,22 @@ mod tests {
     #[test]
     fn sums_up_a_real_trace() {
         let i = trace_info(&spec(&data("wdev_3.csv")), None).unwrap();
-        assert_eq!((i.format.as_str(), i.requests, i.reads, i.writes), ("msr", 682, 11, 671));
+        assert_eq!(
+            (i.format.as_str(), i.requests, i.reads, i.writes),
+            ("msr", 682, 11, 671)
+        );
         assert_eq!(i.sizes.iter().map(|s| s.1).sum::<u64>(), 682);
-        assert!(i.first_byte.unwrap() < i.end_byte.unwrap() && i.first_ns.unwrap() <= i.last_ns.unwrap());
+        assert!(
+            i.first_byte.unwrap() < i.end_byte.unwrap()
+                && i.first_ns.unwrap() <= i.last_ns.unwrap()
+        );
         assert_eq!(i.devices.values().sum::<u64>(), 682);
         assert_eq!(i.write_tracks, None);
         // MSR's ResponseTime column: every request has one.
-        assert_eq!((i.measured.as_ref().map(|m| m.count), i.measured_missing), (Some(682), 0));
+        assert_eq!(
+            (i.measured.as_ref().map(|m| m.count), i.measured_missing),
+            (Some(682), 0)
+        );
     }
 
     #[test]
@@ -158,23 +173,39 @@ mod tests {
         // averaging 15.765 ms, at most 57.456 ms.
         let i = trace_info(&spec(&data("disksim/hp_c3323a.trace")), None).unwrap();
         let m = i.measured.unwrap();
-        assert_eq!((m.count, i.measured_missing, i.unpaired_completions), (9_074, 0, 0));
+        assert_eq!(
+            (m.count, i.measured_missing, i.unpaired_completions),
+            (9_074, 0, 0)
+        );
         assert!((m.mean_ms - 15.7649).abs() < 1e-3, "{m:?}");
         assert!((m.max_ms - 57.456).abs() < 0.06, "{m:?}");
-        assert!(m.p50_ms > 5.0 && m.p50_ms < m.p99_ms && m.p99_ms <= m.max_ms, "{m:?}");
+        assert!(
+            m.p50_ms > 5.0 && m.p50_ms < m.p99_ms && m.p99_ms <= m.max_ms,
+            "{m:?}"
+        );
         // blkparse with pairing: most Q events were merged and have none.
         let mut s = spec(&data("blktrace.txt.gz"));
         s.pair = true;
         let i = trace_info(&s, None).unwrap();
         let m = i.measured.unwrap();
         assert_eq!(m.count + i.measured_missing, 15_524);
-        assert!(m.count > 50 && i.unpaired_completions < 171, "{m:?} {}", i.unpaired_completions);
+        assert!(
+            m.count > 50 && i.unpaired_completions < 171,
+            "{m:?} {}",
+            i.unpaired_completions
+        );
     }
 
     #[test]
     fn counts_the_tracks_writes_touch() {
         // 2,000 tracks of 100 sectors of 4 KiB: 800 MiB.
-        let drive = DriveConfig { sector_bytes: 4096, track_bytes: 100 * 4096, tracks: Some(2000), capacity_gib: None, ..DriveConfig::default() };
+        let drive = DriveConfig {
+            sector_bytes: 4096,
+            track_bytes: 100 * 4096,
+            tracks: Some(2000),
+            capacity_gib: None,
+            ..DriveConfig::default()
+        };
         // Generic CSV: offsets and sizes in 512-byte units. Writes to sectors
         // 0, 0, 1-2 (track 0), 100 (track 1); a read; a write past the end.
         let text = "0,w,0,8\n1,w,0,8\n2,w,8,16\n3,w,800,8\n4,r,1600,8\n5,w,100000000,8\n";

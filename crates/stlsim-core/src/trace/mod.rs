@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 pub mod binary;
 pub mod blkparse;
+pub mod cloudphysics_csv;
 pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
@@ -22,7 +23,6 @@ pub mod spc;
 pub mod synth;
 pub mod thesios;
 pub mod vscsi;
-pub mod cloudphysics_csv;
 
 pub use open::open_trace;
 pub use synth::{SynthKind, SynthReader, SynthSpec};
@@ -57,13 +57,19 @@ pub struct TraceRecord {
 /// wrapped end would make a short request of a huge one).
 #[inline]
 pub fn request_end(rec: &TraceRecord, file: &str) -> SimResult<u64> {
-    rec.offset.0.checked_add(rec.len.0).ok_or_else(|| SimError::TraceFormat {
-        at: crate::error::Location { file: file.to_string(), line: rec.line },
-        msg: format!(
-            "offset {} plus length {} overflows: the request would end past 2^64 bytes",
-            rec.offset.0, rec.len.0
-        ),
-    })
+    rec.offset
+        .0
+        .checked_add(rec.len.0)
+        .ok_or_else(|| SimError::TraceFormat {
+            at: crate::error::Location {
+                file: file.to_string(),
+                line: rec.line,
+            },
+            msg: format!(
+                "offset {} plus length {} overflows: the request would end past 2^64 bytes",
+                rec.offset.0, rec.len.0
+            ),
+        })
 }
 
 /// The trace formats stlsim reads.
@@ -225,7 +231,10 @@ impl Format {
 
     /// Guess the format from a file name (after stripping `.gz` / `.zst`).
     pub fn guess(path: &str) -> Option<Format> {
-        let p = path.trim_end_matches(".gz").trim_end_matches(".zst").to_ascii_lowercase();
+        let p = path
+            .trim_end_matches(".gz")
+            .trim_end_matches(".zst")
+            .to_ascii_lowercase();
         if p.ends_with(".vscsi") {
             Some(Format::Vscsi)
         } else if p.ends_with(".stlt") {
@@ -427,7 +436,10 @@ pub struct VecTrace {
 impl VecTrace {
     /// A trace of these records, in order.
     pub fn new(records: Vec<TraceRecord>) -> VecTrace {
-        VecTrace { records: records.into(), next: 0 }
+        VecTrace {
+            records: records.into(),
+            next: 0,
+        }
     }
 }
 
@@ -442,6 +454,9 @@ impl TraceReader for VecTrace {
         (self.next as f64 / self.records.len().max(1) as f64).min(1.0)
     }
     fn reopen(&self) -> Option<SimResult<Box<dyn TraceReader>>> {
-        Some(Ok(Box::new(VecTrace { records: std::sync::Arc::clone(&self.records), next: 0 })))
+        Some(Ok(Box::new(VecTrace {
+            records: std::sync::Arc::clone(&self.records),
+            next: 0,
+        })))
     }
 }

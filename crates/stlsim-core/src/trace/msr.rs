@@ -69,7 +69,12 @@ impl RawTraceReader for MsrReader {
             s.expect_fields(7, LAYOUT)?;
             let Some(op) = parse_rw_word(s.field(3)) else {
                 // A skipped record is set aside whole: its other fields are not read.
-                s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("Type (field 4) is '{}', expected Read or Write", show(s.field(3))))?;
+                s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                    format!(
+                        "Type (field 4) is '{}', expected Read or Write",
+                        show(s.field(3))
+                    )
+                })?;
                 continue;
             };
             let ticks = s.u64_field(0, "Timestamp")?;
@@ -82,7 +87,11 @@ impl RawTraceReader for MsrReader {
             let offset = s.u64_field(4, "Offset")?;
             let len = s.u64_field(5, "Size")?;
             // 0 or empty: not measured (stlsim's own MSR writer writes 0).
-            let response = if s.field(6).is_empty() { 0 } else { s.u64_field(6, "ResponseTime")? };
+            let response = if s.field(6).is_empty() {
+                0
+            } else {
+                s.u64_field(6, "ResponseTime")?
+            };
             self.measured = response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
             let rec = TraceRecord {
                 time: Nanos(time),
@@ -124,7 +133,14 @@ pub fn write_msr(
             Op::Read => "Read",
             Op::Write => "Write",
         };
-        writeln!(out, "{},{hostname},{disk},{op},{},{},0", r.time.0 / 100, r.offset.0, r.len.0).map_err(io)?;
+        writeln!(
+            out,
+            "{},{hostname},{disk},{op},{},{},0",
+            r.time.0 / 100,
+            r.offset.0,
+            r.len.0
+        )
+        .map_err(io)?;
         n += 1;
     }
     out.flush().map_err(io)?;
@@ -147,7 +163,10 @@ pub fn write_msr_file(
     let lower = path.to_ascii_lowercase();
     let io = |e: std::io::Error| SimError::Io(format!("cannot write trace '{path}': {e}"));
     let with_path = |e: SimError| match e {
-        SimError::Io(m) => SimError::Io(m.replace("cannot write trace:", &format!("cannot write trace '{path}':"))),
+        SimError::Io(m) => SimError::Io(m.replace(
+            "cannot write trace:",
+            &format!("cannot write trace '{path}':"),
+        )),
         e => e,
     };
     let buffered = BufWriter::with_capacity(1 << 16, file);
@@ -157,7 +176,10 @@ pub fn write_msr_file(
         enc.finish().and_then(|mut w| w.flush()).map_err(io)?;
         Ok(n)
     } else if lower.ends_with(".zst") {
-        let mut enc = ZstdFrames { out: buffered, buf: Vec::with_capacity(ZSTD_FRAME) };
+        let mut enc = ZstdFrames {
+            out: buffered,
+            buf: Vec::with_capacity(ZSTD_FRAME),
+        };
         let n = write_msr(reader, &mut enc, hostname, disk).map_err(with_path)?;
         enc.finish().map_err(io)?;
         Ok(n)
@@ -180,7 +202,10 @@ struct ZstdFrames<W: std::io::Write> {
 impl<W: std::io::Write> ZstdFrames<W> {
     fn frame(&mut self) -> std::io::Result<()> {
         if !self.buf.is_empty() {
-            let c = ruzstd::encoding::compress_to_vec(&self.buf[..], ruzstd::encoding::CompressionLevel::Fastest);
+            let c = ruzstd::encoding::compress_to_vec(
+                &self.buf[..],
+                ruzstd::encoding::CompressionLevel::Fastest,
+            );
             self.out.write_all(&c)?;
             self.buf.clear();
         }
@@ -212,8 +237,8 @@ impl<W: std::io::Write> std::io::Write for ZstdFrames<W> {
 mod tests {
     use super::*;
     use crate::error::{Location, SimError};
-    use crate::trace::open::test_util::*;
     use crate::trace::open::test_util::spec as spec_of;
+    use crate::trace::open::test_util::*;
     use crate::trace::Format;
 
     #[test]
@@ -246,7 +271,12 @@ mod tests {
     fn written_msr_reads_back_the_same_records() {
         use crate::trace::synth::{SynthReader, SynthSpec};
         use crate::trace::TraceReader;
-        let spec = SynthSpec { write_fraction: Some(0.4), seed: 3, request_bytes: 512_000, ..SynthSpec::uniform(2000, 1 << 34) };
+        let spec = SynthSpec {
+            write_fraction: Some(0.4),
+            seed: 3,
+            request_bytes: 512_000,
+            ..SynthSpec::uniform(2000, 1 << 34)
+        };
         let mut buf = Vec::new();
         let n = write_msr(&mut SynthReader::new(&spec).unwrap(), &mut buf, "synth", 2).unwrap();
         assert_eq!(n, 2000);
@@ -266,10 +296,19 @@ mod tests {
         let mut s = spec_of(&p);
         s.disk = Some(2);
         assert_eq!(read_all(&s).unwrap().len(), 2000);
-        assert!(write_msr(&mut SynthReader::new(&spec).unwrap(), &mut Vec::new(), "a,b", 0).is_err());
+        assert!(write_msr(
+            &mut SynthReader::new(&spec).unwrap(),
+            &mut Vec::new(),
+            "a,b",
+            0
+        )
+        .is_err());
         // Files, plain and compressed (zstd over several frames).
         let dir = temp_dir("msr-write-files");
-        let big = SynthSpec { seed: 4, ..SynthSpec::uniform(120_000, 1 << 34) };
+        let big = SynthSpec {
+            seed: 4,
+            ..SynthSpec::uniform(120_000, 1 << 34)
+        };
         let mut want_big = Vec::new();
         let mut gen = SynthReader::new(&big).unwrap();
         while let Some(r) = gen.next_record().unwrap() {
@@ -283,9 +322,19 @@ mod tests {
         }
         let zst = std::fs::metadata(dir.join("t.csv.zst")).unwrap().len();
         let plain = std::fs::metadata(dir.join("t.csv")).unwrap().len();
-        assert!(plain > ZSTD_FRAME as u64 && zst < plain / 2, "{zst} {plain}");
-        match write_msr_file(&mut SynthReader::new(&spec).unwrap(), "/nonexistent/dir/t.csv", "h", 0) {
-            Err(crate::error::SimError::Io(m)) => assert!(m.contains("/nonexistent/dir/t.csv"), "{m}"),
+        assert!(
+            plain > ZSTD_FRAME as u64 && zst < plain / 2,
+            "{zst} {plain}"
+        );
+        match write_msr_file(
+            &mut SynthReader::new(&spec).unwrap(),
+            "/nonexistent/dir/t.csv",
+            "h",
+            0,
+        ) {
+            Err(crate::error::SimError::Io(m)) => {
+                assert!(m.contains("/nonexistent/dir/t.csv"), "{m}")
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -306,7 +355,10 @@ mod tests {
         let p = write_temp("msr-misc", "misc.csv", text.as_bytes());
         let r = read_all(&spec(&p)).unwrap();
         assert_eq!(r.len(), 3);
-        assert_eq!((r[0].time, r[0].op, r[0].line), (Nanos(10_000), Op::Write, 2));
+        assert_eq!(
+            (r[0].time, r[0].op, r[0].line),
+            (Nanos(10_000), Op::Write, 2)
+        );
         assert_eq!(
             (r[1].time, r[1].op, r[1].offset, r[1].len, r[1].line),
             (Nanos(20_000), Op::Read, Bytes(512), Bytes(1024), 5)
@@ -337,9 +389,15 @@ mod tests {
     #[test]
     fn malformed_lines_name_file_line_field_and_value() {
         let (_, m) = bad_third_line("3,h,0,Wrote,0,512,1");
-        assert!(m.contains("Type") && m.contains("'Wrote'") && m.contains("--skip-unknown"), "{m}");
+        assert!(
+            m.contains("Type") && m.contains("'Wrote'") && m.contains("--skip-unknown"),
+            "{m}"
+        );
         let (_, m) = bad_third_line("3,h,0,Write,0,512");
-        assert!(m.contains("expected 7 fields") && m.contains("found 6"), "{m}");
+        assert!(
+            m.contains("expected 7 fields") && m.contains("found 6"),
+            "{m}"
+        );
         let (_, m) = bad_third_line("3,h,0,Write,0x10,512,1");
         assert!(m.contains("Offset") && m.contains("'0x10'"), "{m}");
         let (_, m) = bad_third_line("3,h,0,Write,0,-512,1");

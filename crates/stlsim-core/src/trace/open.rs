@@ -7,15 +7,21 @@
 //! options and reports progress as the fraction of the (compressed) file read.
 
 use crate::error::{SimError, SimResult};
-use crate::units::Nanos;
+use crate::trace::selection::{Selection, Verdict};
 use crate::trace::{
     binary::BinaryReader,
     blkparse::{BlkparseReader, Event},
+    cloudphysics_csv::CloudphysicsCsvReader,
     disksim::{DisksimAsciiReader, DisksimValidateReader, Flavour},
-    cloudphysics_csv::CloudphysicsCsvReader, generic_csv::GenericCsvReader, msr::MsrReader, spc::SpcReader,
-    synth::{SynthReader, SynthSpec}, thesios::ThesiosReader, vscsi::VscsiReader, Format, TraceReader, TraceRecord, TraceSpec,
+    generic_csv::GenericCsvReader,
+    msr::MsrReader,
+    spc::SpcReader,
+    synth::{SynthReader, SynthSpec},
+    thesios::ThesiosReader,
+    vscsi::VscsiReader,
+    Format, TraceReader, TraceRecord, TraceSpec,
 };
-use crate::trace::selection::{Selection, Verdict};
+use crate::units::Nanos;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +55,9 @@ pub trait RawTraceReader: Send {
 /// and apply `spec.disk`, `spec.start` and `spec.limit`.
 pub fn open_trace(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
     match spec.repeat {
-        0 => Err(SimError::Config("trace option 'repeat' must be at least 1".into())),
+        0 => Err(SimError::Config(
+            "trace option 'repeat' must be at least 1".into(),
+        )),
         1 => open_once(spec),
         _ => Ok(Box::new(RepeatReader::new(spec.clone())?)),
     }
@@ -67,7 +75,8 @@ fn open_once(spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
 /// The file at `path`, decompressed by its extension (`.gz`, `.zst`), with a
 /// count of the (compressed) bytes read so far and the file's size.
 fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u64)> {
-    let file = File::open(path).map_err(|e| SimError::Io(format!("cannot open trace '{path}': {e}")))?;
+    let file =
+        File::open(path).map_err(|e| SimError::Io(format!("cannot open trace '{path}': {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let consumed = Arc::new(AtomicU64::new(0));
     let counted = CountingReader {
@@ -76,17 +85,18 @@ fn open_input(path: &str) -> SimResult<(Box<dyn Read + Send>, Arc<AtomicU64>, u6
     };
     let lower = path.to_ascii_lowercase();
     let decoded: Box<dyn Read + Send> = if lower.ends_with(".gz") {
-        Box::new(flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 16,
-            counted,
-        )))
+        Box::new(flate2::bufread::MultiGzDecoder::new(
+            BufReader::with_capacity(1 << 16, counted),
+        ))
     } else if lower.ends_with(".zst") {
         Box::new(ZstdReader::new(BufReader::with_capacity(1 << 16, counted)))
     } else {
         let mut plain = BufReader::with_capacity(1 << 16, counted);
         // Checked by content too: a bzip2 file under another name would
         // otherwise be read as text and fail at line 1 on binary garbage.
-        let head = plain.fill_buf().map_err(|e| SimError::Io(format!("error reading trace '{path}': {e}")))?;
+        let head = plain
+            .fill_buf()
+            .map_err(|e| SimError::Io(format!("error reading trace '{path}': {e}")))?;
         if lower.ends_with(".bz2") || is_bzip2(head) {
             return Err(bzip2_unsupported(path));
         }
@@ -135,7 +145,10 @@ fn bzip2_unsupported(path: &str) -> SimError {
 #[allow(clippy::type_complexity)]
 pub fn open_selected(
     spec: &TraceSpec,
-) -> SimResult<(Format, Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>)> {
+) -> SimResult<(
+    Format,
+    Box<dyn FnMut() -> SimResult<Option<(TraceRecord, Option<u64>)>> + Send>,
+)> {
     let (format, mut sel) = open_selection(spec)?;
     Ok((format, Box::new(move || sel.next_record())))
 }
@@ -146,9 +159,20 @@ pub fn open_selected(
 pub fn open_selection(spec: &TraceSpec) -> SimResult<(Format, Selected)> {
     // These tools see every device (each record keeps its own): a second
     // device is not an error here, as it is for a replay.
-    let sel = Selection::new(&TraceSpec { all_devices: true, ..spec.clone() })?;
+    let sel = Selection::new(&TraceSpec {
+        all_devices: true,
+        ..spec.clone()
+    })?;
     let (format, raw) = open_raw(spec)?;
-    Ok((format, Selected { raw, sel, file: spec.path.clone(), done: false }))
+    Ok((
+        format,
+        Selected {
+            raw,
+            sel,
+            file: spec.path.clone(),
+            done: false,
+        },
+    ))
 }
 
 /// The records of a trace file after the selection options ([`Selection`]),
@@ -164,7 +188,9 @@ impl Selected {
     /// The next selected record and its disk; `None` at the end.
     pub fn next_record(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         while !self.done && !self.sel.full() {
-            let Some((rec, disk)) = self.raw.next_raw()? else { break };
+            let Some((rec, disk)) = self.raw.next_raw()? else {
+                break;
+            };
             crate::trace::request_end(&rec, &self.file)?;
             match self.sel.judge(&rec, disk)? {
                 Verdict::Keep => return Ok(Some((rec, disk))),
@@ -193,7 +219,10 @@ impl Selected {
 /// need each record's disk (`stlsim convert`, `stlsim trace-info`).
 pub fn open_raw(spec: &TraceSpec) -> SimResult<(Format, Box<dyn RawTraceReader>)> {
     if spec.synth.is_some() {
-        return Err(SimError::Config(format!("'{}' is a synthetic trace, not a file", spec.path)));
+        return Err(SimError::Config(format!(
+            "'{}' is a synthetic trace, not a file",
+            spec.path
+        )));
     }
     let (decoded, _, _) = open_input(&spec.path)?;
     let (format, input) = detect(decoded, spec)?;
@@ -214,41 +243,88 @@ fn open_synth(spec: &TraceSpec, synth: &SynthSpec) -> SimResult<Box<dyn TraceRea
     if spec.format.is_some() {
         return unset("format");
     }
-    Ok(Box::new(SynthReader::with_selection(synth, spec.start, spec.limit)?))
+    Ok(Box::new(SynthReader::with_selection(
+        synth, spec.start, spec.limit,
+    )?))
 }
 
 /// Read a trace from an already opened, already decompressed stream (for
 /// example an in-memory buffer). `spec.path` only labels error messages and
 /// guides format detection; progress is unknown (0.0) until the end.
-pub fn open_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<Box<dyn TraceReader>> {
+pub fn open_reader(
+    input: Box<dyn Read + Send>,
+    spec: &TraceSpec,
+) -> SimResult<Box<dyn TraceReader>> {
     build(input, spec, None, false)
 }
 
 /// Whether records of `format` carry a disk number / ASU that `disk` can select.
 pub fn format_has_disks(format: Format) -> bool {
-    matches!(format, Format::Msr | Format::Spc | Format::FioIolog | Format::Blkparse | Format::Disksim | Format::Mqsim | Format::Binary)
-        || format.layout().is_some_and(|l| l.device_col.is_some())
+    matches!(
+        format,
+        Format::Msr
+            | Format::Spc
+            | Format::FioIolog
+            | Format::Blkparse
+            | Format::Disksim
+            | Format::Mqsim
+            | Format::Binary
+    ) || format.layout().is_some_and(|l| l.device_col.is_some())
 }
 
 /// The reader of `format` over a decompressed stream, without the spec's
 /// selection options (its `csv`, `event` and `skip_unknown` apply).
-pub fn raw_reader(input: Box<dyn Read + Send>, format: Format, spec: &TraceSpec) -> SimResult<Box<dyn RawTraceReader>> {
+pub fn raw_reader(
+    input: Box<dyn Read + Send>,
+    format: Format,
+    spec: &TraceSpec,
+) -> SimResult<Box<dyn RawTraceReader>> {
     let file = spec.path.as_str();
     Ok(match format {
         Format::Msr => Box::new(MsrReader::new(input, file, spec.skip_unknown)),
         Format::Spc => Box::new(SpcReader::new(input, file, spec.skip_unknown)),
-        Format::FioIolog => Box::new(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown).with_rate(spec.rate_iops)?),
+        Format::FioIolog => Box::new(
+            crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown)
+                .with_rate(spec.rate_iops)?,
+        ),
         Format::Vscsi => Box::new(VscsiReader::new(input, file)?),
         Format::CloudphysicsCsv => Box::new(CloudphysicsCsvReader::new(input, file)),
-        Format::Csv => Box::new(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?),
+        Format::Csv => Box::new(GenericCsvReader::new(
+            input,
+            file,
+            &spec.csv,
+            spec.skip_unknown,
+        )?),
         Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
-            Box::new(GenericCsvReader::new(input, file, &format.layout().unwrap_or_default(), spec.skip_unknown)?)
+            Box::new(GenericCsvReader::new(
+                input,
+                file,
+                &format.layout().unwrap_or_default(),
+                spec.skip_unknown,
+            )?)
         }
         Format::Blkparse => Box::new(blkparse_reader(input, spec)?),
-        Format::Disksim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown)),
-        Format::Mqsim => Box::new(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown)),
-        Format::DisksimValidate => Box::new(DisksimValidateReader::new(input, file, spec.skip_unknown)),
-        Format::Thesios => Box::new(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?),
+        Format::Disksim => Box::new(DisksimAsciiReader::new(
+            input,
+            file,
+            Flavour::Disksim,
+            spec.skip_unknown,
+        )),
+        Format::Mqsim => Box::new(DisksimAsciiReader::new(
+            input,
+            file,
+            Flavour::Mqsim,
+            spec.skip_unknown,
+        )),
+        Format::DisksimValidate => {
+            Box::new(DisksimValidateReader::new(input, file, spec.skip_unknown))
+        }
+        Format::Thesios => Box::new(ThesiosReader::new(
+            input,
+            file,
+            spec.file_extent_mib,
+            spec.skip_unknown,
+        )?),
         Format::Binary => Box::new(BinaryReader::new(input, file)?),
     })
 }
@@ -263,7 +339,10 @@ fn blkparse_reader(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<B
 /// The format (named, else guessed from the name, else sniffed) and the
 /// stream still at its start; errors for options the format does not take
 /// (`event` but for blkparse, `disk` for a format without devices).
-fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, Box<dyn Read + Send>)> {
+fn detect(
+    input: Box<dyn Read + Send>,
+    spec: &TraceSpec,
+) -> SimResult<(Format, Box<dyn Read + Send>)> {
     let (format, input) = match spec.format.or_else(|| Format::guess(&spec.path)) {
         Some(f) => (f, input),
         None => sniff(input, &spec.path)?,
@@ -298,7 +377,11 @@ fn detect(input: Box<dyn Read + Send>, spec: &TraceSpec) -> SimResult<(Format, B
     }
     let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
     if spec.disk.is_some() && !format_has_disks(format) && !csv_devices {
-        let hint = if format == Format::Csv { " (name its device column: device_col)" } else { "" };
+        let hint = if format == Format::Csv {
+            " (name its device column: device_col)"
+        } else {
+            ""
+        };
         return Err(SimError::Config(format!(
             "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none{hint}",
             spec.path,
@@ -329,7 +412,10 @@ fn build(
             sel: Selection::new(spec)?,
             done: false,
             progress,
-            again: from_file.then(|| TraceSpec { repeat: 1, ..spec.clone() }),
+            again: from_file.then(|| TraceSpec {
+                repeat: 1,
+                ..spec.clone()
+            }),
         }))
     }
     let file = spec.path.as_str();
@@ -338,21 +424,55 @@ fn build(
     match format {
         Format::Msr => wrap(MsrReader::new(input, file, spec.skip_unknown), spec, p, f),
         Format::Spc => wrap(SpcReader::new(input, file, spec.skip_unknown), spec, p, f),
-        Format::FioIolog => wrap(crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown).with_rate(spec.rate_iops)?, spec, p, f),
+        Format::FioIolog => wrap(
+            crate::trace::fio_iolog::FioIologReader::new(input, file, spec.skip_unknown)
+                .with_rate(spec.rate_iops)?,
+            spec,
+            p,
+            f,
+        ),
         Format::Vscsi => wrap(VscsiReader::new(input, file)?, spec, p, f),
         Format::CloudphysicsCsv => wrap(CloudphysicsCsvReader::new(input, file), spec, p, f),
-        Format::Csv => wrap(GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?, spec, p, f),
+        Format::Csv => wrap(
+            GenericCsvReader::new(input, file, &spec.csv, spec.skip_unknown)?,
+            spec,
+            p,
+            f,
+        ),
         Format::Systor17 | Format::Alibaba | Format::Tencent | Format::Fiu => {
             let layout = format.layout().unwrap_or_default();
-            wrap(GenericCsvReader::new(input, file, &layout, spec.skip_unknown)?, spec, p, f)
+            wrap(
+                GenericCsvReader::new(input, file, &layout, spec.skip_unknown)?,
+                spec,
+                p,
+                f,
+            )
         }
-        Format::Blkparse => {
-            wrap(blkparse_reader(input, spec)?, spec, p, f)
-        }
-        Format::Disksim => wrap(DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown), spec, p, f),
-        Format::Mqsim => wrap(DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown), spec, p, f),
-        Format::DisksimValidate => wrap(DisksimValidateReader::new(input, file, spec.skip_unknown), spec, p, f),
-        Format::Thesios => wrap(ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?, spec, p, f),
+        Format::Blkparse => wrap(blkparse_reader(input, spec)?, spec, p, f),
+        Format::Disksim => wrap(
+            DisksimAsciiReader::new(input, file, Flavour::Disksim, spec.skip_unknown),
+            spec,
+            p,
+            f,
+        ),
+        Format::Mqsim => wrap(
+            DisksimAsciiReader::new(input, file, Flavour::Mqsim, spec.skip_unknown),
+            spec,
+            p,
+            f,
+        ),
+        Format::DisksimValidate => wrap(
+            DisksimValidateReader::new(input, file, spec.skip_unknown),
+            spec,
+            p,
+            f,
+        ),
+        Format::Thesios => wrap(
+            ThesiosReader::new(input, file, spec.file_extent_mib, spec.skip_unknown)?,
+            spec,
+            p,
+            f,
+        ),
         Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
     }
 }
@@ -390,7 +510,10 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         .to_ascii_lowercase();
     let words: Vec<&str> = line.split_ascii_whitespace().collect();
     let number = |w: &str| !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit() || c == b'.');
-    let device = |w: &str| w.split_once(',').is_some_and(|(a, b)| number(a) && number(b) && !a.contains('.'));
+    let device = |w: &str| {
+        w.split_once(',')
+            .is_some_and(|(a, b)| number(a) && number(b) && !a.contains('.'))
+    };
     if line.starts_with("fio version") && line.ends_with("iolog") {
         Some(Format::FioIolog)
     } else if words.len() >= 7 && device(words[0]) && number(words[3]) && words[5].len() <= 2 {
@@ -400,13 +523,26 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         && (words[1].eq_ignore_ascii_case("hit") || words[1].eq_ignore_ascii_case("miss"))
     {
         Some(Format::DisksimValidate)
-    } else if words.len() == 5 && fields.len() == 1 && words[..4].iter().all(|w| number(w)) && words[0].contains('.') {
+    } else if words.len() == 5
+        && fields.len() == 1
+        && words[..4].iter().all(|w| number(w))
+        && words[0].contains('.')
+    {
         Some(Format::Disksim)
-    } else if words.len() == 5 && fields.len() == 1 && words[..4].iter().all(|w| number(w)) && (words[4] == "0" || words[4] == "1") {
+    } else if words.len() == 5
+        && fields.len() == 1
+        && words[..4].iter().all(|w| number(w))
+        && (words[4] == "0" || words[4] == "1")
+    {
         Some(Format::Mqsim)
-    } else if fields.len() == 7 && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write")) {
+    } else if fields.len() == 7
+        && (fields[3].eq_ignore_ascii_case("read") || fields[3].eq_ignore_ascii_case("write"))
+    {
         Some(Format::Msr)
-    } else if [",filename,", ",file_offset,", ",op_type,", ",start_time,"].iter().all(|c| format!(",{compact},").contains(c)) {
+    } else if [",filename,", ",file_offset,", ",op_type,", ",start_time,"]
+        .iter()
+        .all(|c| format!(",{compact},").contains(c))
+    {
         Some(Format::Thesios)
     } else if compact.starts_with("version,time,op,size,lbn") {
         Some(Format::CloudphysicsCsv)
@@ -414,10 +550,16 @@ pub fn sniff_line(line: &str) -> Option<Format> {
         Some(Format::Systor17)
     } else if fields.len() == 5
         && (fields[1] == "R" || fields[1] == "W")
-        && [0, 2, 3, 4].iter().all(|&i| number(fields[i]) && !fields[i].contains('.'))
+        && [0, 2, 3, 4]
+            .iter()
+            .all(|&i| number(fields[i]) && !fields[i].contains('.'))
     {
         Some(Format::Alibaba)
-    } else if words.len() == 9 && fields.len() == 1 && number(words[0]) && (words[5] == "R" || words[5] == "W") {
+    } else if words.len() == 9
+        && fields.len() == 1
+        && number(words[0])
+        && (words[5] == "R" || words[5] == "W")
+    {
         Some(Format::Fiu)
     } else if fields.len() >= 5
         && (fields[3].eq_ignore_ascii_case("r") || fields[3].eq_ignore_ascii_case("w"))
@@ -457,7 +599,10 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
             // No trace format has such lines.
             let line = memchr::memchr_iter(b'\n', &prefix[..start]).count() as u64 + 1;
             return Err(SimError::TraceFormat {
-                at: crate::error::Location { file: path.to_string(), line },
+                at: crate::error::Location {
+                    file: path.to_string(),
+                    line,
+                },
                 msg: text::too_long_msg(),
             });
         }
@@ -469,9 +614,16 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(SimError::Io(format!("error reading trace '{path}': {e}"))),
         };
-        if prefix.len() < 8 && prefix.len() + n >= 8 && chunk[..8 - prefix.len()] == crate::trace::binary::MAGIC[prefix.len()..] && prefix[..] == crate::trace::binary::MAGIC[..prefix.len()] {
+        if prefix.len() < 8
+            && prefix.len() + n >= 8
+            && chunk[..8 - prefix.len()] == crate::trace::binary::MAGIC[prefix.len()..]
+            && prefix[..] == crate::trace::binary::MAGIC[..prefix.len()]
+        {
             prefix.extend_from_slice(&chunk[..n]);
-            return Ok((Format::Binary, Box::new(io::Cursor::new(prefix).chain(input))));
+            return Ok((
+                Format::Binary,
+                Box::new(io::Cursor::new(prefix).chain(input)),
+            ));
         }
         if n == 0 {
             let rest = &prefix[start..];
@@ -517,7 +669,9 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
         // A full request window stops before reading on: a malformed line
         // past the selection is not the run's business.
         while !self.done && !self.sel.full() {
-            let Some((rec, disk)) = self.inner.next_raw()? else { break };
+            let Some((rec, disk)) = self.inner.next_raw()? else {
+                break;
+            };
             // Every format's records: an end past 2^64 bytes is an error here,
             // before anything sizes or folds the request.
             crate::trace::request_end(&rec, &self.file)?;
@@ -536,7 +690,9 @@ impl<R: RawTraceReader> TraceReader for SpecReader<R> {
             return 1.0;
         }
         let file = match &self.progress {
-            Some((consumed, size)) if *size > 0 => consumed.load(Ordering::Relaxed) as f64 / *size as f64,
+            Some((consumed, size)) if *size > 0 => {
+                consumed.load(Ordering::Relaxed) as f64 / *size as f64
+            }
             _ => 0.0,
         };
         let by_limit = match self.sel.limit() {
@@ -580,8 +736,21 @@ struct RepeatReader {
 
 impl RepeatReader {
     fn new(spec: TraceSpec) -> SimResult<RepeatReader> {
-        let inner = open_once(&TraceSpec { repeat: 1, ..spec.clone() })?;
-        Ok(RepeatReader { spec, inner, pass: 0, first: None, last: 0, count: 0, base: 0, end: 0, skipped_before: 0 })
+        let inner = open_once(&TraceSpec {
+            repeat: 1,
+            ..spec.clone()
+        })?;
+        Ok(RepeatReader {
+            spec,
+            inner,
+            pass: 0,
+            first: None,
+            last: 0,
+            count: 0,
+            base: 0,
+            end: 0,
+            skipped_before: 0,
+        })
     }
 }
 
@@ -607,10 +776,17 @@ impl TraceReader for RepeatReader {
                 return Ok(None);
             }
             let span = self.last - self.first.unwrap_or(0);
-            let gap = if self.count > 1 { (span / (self.count - 1)).max(1) } else { 1_000_000 };
+            let gap = if self.count > 1 {
+                (span / (self.count - 1)).max(1)
+            } else {
+                1_000_000
+            };
             self.base = self.end + gap;
             self.skipped_before += self.inner.skipped_unknown();
-            self.inner = open_once(&TraceSpec { repeat: 1, ..self.spec.clone() })?;
+            self.inner = open_once(&TraceSpec {
+                repeat: 1,
+                ..self.spec.clone()
+            })?;
         }
     }
 
@@ -673,12 +849,18 @@ impl<R: BufRead> ZstdReader<R> {
     fn corrupt(&self, e: impl std::fmt::Display) -> io::Error {
         let text = e.to_string();
         let msg = if text.contains("UnexpectedEof") || text.contains("failed to fill") {
-            format!("the zstd data ends inside frame {} (truncated file?)", self.frame)
+            format!(
+                "the zstd data ends inside frame {} (truncated file?)",
+                self.frame
+            )
         } else if text.contains("BadMagicNumber") {
             if self.frame <= 1 {
                 "not zstd data (bad magic number)".to_string()
             } else {
-                format!("garbage after zstd frame {} (bad magic number)", self.frame - 1)
+                format!(
+                    "garbage after zstd frame {} (bad magic number)",
+                    self.frame - 1
+                )
             }
         } else {
             format!("corrupt zstd data: frame {} does not decode", self.frame)
@@ -688,7 +870,9 @@ impl<R: BufRead> ZstdReader<R> {
 
     /// At the end of a frame: its content checksum, if it has one, must match.
     fn verify_checksum(&self) -> io::Result<()> {
-        let Some(stored) = self.decoder.get_checksum_from_data() else { return Ok(()) };
+        let Some(stored) = self.decoder.get_checksum_from_data() else {
+            return Ok(());
+        };
         match self.decoder.get_calculated_checksum() {
             Some(computed) if computed == stored => Ok(()),
             computed => Err(io::Error::new(
@@ -715,7 +899,9 @@ impl<R: BufRead> Read for ZstdReader<R> {
                 let dec = &mut self.decoder;
                 while dec.can_collect() < buf.len() && !dec.is_finished() {
                     let need = buf.len() - dec.can_collect();
-                    if let Err(e) = dec.decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(need)) {
+                    if let Err(e) =
+                        dec.decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBytes(need))
+                    {
                         return Err(self.corrupt(e));
                     }
                 }
@@ -737,12 +923,21 @@ impl<R: BufRead> Read for ZstdReader<R> {
             self.frame += 1;
             match self.decoder.reset(&mut self.source) {
                 Ok(()) => self.in_frame = true,
-                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame { length, .. })) => {
-                    let skipped = io::copy(&mut (&mut self.source).take(u64::from(length)), &mut io::sink())?;
+                Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
+                    length,
+                    ..
+                })) => {
+                    let skipped = io::copy(
+                        &mut (&mut self.source).take(u64::from(length)),
+                        &mut io::sink(),
+                    )?;
                     if skipped < u64::from(length) {
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
-                            format!("the zstd data ends inside skippable frame {} (truncated file?)", self.frame),
+                            format!(
+                                "the zstd data ends inside skippable frame {} (truncated file?)",
+                                self.frame
+                            ),
                         ));
                     }
                 }
@@ -870,7 +1065,8 @@ pub(crate) mod text {
         /// Move to the next non-blank line; `false` at the end.
         pub(crate) fn advance(&mut self) -> SimResult<bool> {
             loop {
-                let (start, stop, next) = match memchr::memchr(b'\n', &self.buf[self.pos..self.end]) {
+                let (start, stop, next) = match memchr::memchr(b'\n', &self.buf[self.pos..self.end])
+                {
                     Some(i) => (self.pos, self.pos + i, self.pos + i + 1),
                     None if self.eof => {
                         if self.pos == self.end {
@@ -900,7 +1096,9 @@ pub(crate) mod text {
                 }
                 let blank = match self.fields.as_slice() {
                     [] => true,
-                    [(a, b)] => trim(&self.buf[start + *a as usize..start + *b as usize]).is_empty(),
+                    [(a, b)] => {
+                        trim(&self.buf[start + *a as usize..start + *b as usize]).is_empty()
+                    }
                     _ => false,
                 };
                 if !blank {
@@ -975,7 +1173,12 @@ pub(crate) mod text {
         /// The unknown-operation policy every reader shares: with `skip`,
         /// count the record in `skipped` (the caller moves on to the next);
         /// without it, the error `what` says, ending with the way out.
-        pub(crate) fn unknown_op(&self, skip: bool, skipped: &mut u64, what: impl FnOnce() -> String) -> SimResult<()> {
+        pub(crate) fn unknown_op(
+            &self,
+            skip: bool,
+            skipped: &mut u64,
+            what: impl FnOnce() -> String,
+        ) -> SimResult<()> {
             if skip {
                 *skipped += 1;
                 Ok(())
@@ -1000,7 +1203,10 @@ pub(crate) mod text {
             if self.len() == n {
                 Ok(())
             } else {
-                Err(self.err(format!("expected {n} fields ({layout}), found {}", self.len())))
+                Err(self.err(format!(
+                    "expected {n} fields ({layout}), found {}",
+                    self.len()
+                )))
             }
         }
 
@@ -1010,9 +1216,17 @@ pub(crate) mod text {
             parse_u64(f).ok_or_else(|| {
                 let digits = f.strip_prefix(b"+").unwrap_or(f);
                 if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
-                    self.err(format!("{name} (field {}) overflows 64 bits: '{}'", i + 1, show(f)))
+                    self.err(format!(
+                        "{name} (field {}) overflows 64 bits: '{}'",
+                        i + 1,
+                        show(f)
+                    ))
                 } else {
-                    self.err(format!("{name} (field {}) is not a non-negative integer: '{}'", i + 1, show(f)))
+                    self.err(format!(
+                        "{name} (field {}) is not a non-negative integer: '{}'",
+                        i + 1,
+                        show(f)
+                    ))
                 }
             })
         }
@@ -1022,9 +1236,13 @@ pub(crate) mod text {
             let f = self.field(i);
             parse_scaled(f, scale).ok_or_else(|| {
                 // A well-formed non-negative number that is too large once scaled.
-                let number = std::str::from_utf8(f).ok().and_then(|s| s.parse::<f64>().ok());
+                let number = std::str::from_utf8(f)
+                    .ok()
+                    .and_then(|s| s.parse::<f64>().ok());
                 let digits = f.strip_prefix(b"+").unwrap_or(f);
-                let well_formed = digits.iter().all(|c| c.is_ascii_digit() || b".eE+".contains(c));
+                let well_formed = digits
+                    .iter()
+                    .all(|c| c.is_ascii_digit() || b".eE+".contains(c));
                 match number {
                     Some(v) if v >= 0.0 && well_formed && !digits.is_empty() => self.err(format!(
                         "{name} (field {}) overflows: '{}' x {scale} is past 2^64",
@@ -1091,7 +1309,8 @@ pub(crate) mod text {
     #[inline]
     fn eight_digits(w: u64) -> bool {
         const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
-        ((w & HIGH) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) >> 4)) == 0x3333_3333_3333_3333
+        ((w & HIGH) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) >> 4))
+            == 0x3333_3333_3333_3333
     }
 
     /// The value of eight ASCII digits in `w` (little-endian, first digit
@@ -1103,7 +1322,10 @@ pub(crate) mod text {
         const MUL2: u64 = 1 + (10_000 << 32);
         let v = w - 0x3030_3030_3030_3030;
         let v = v * 10 + (v >> 8);
-        ((v & MASK).wrapping_mul(MUL1).wrapping_add(((v >> 16) & MASK).wrapping_mul(MUL2))) >> 32
+        ((v & MASK)
+            .wrapping_mul(MUL1)
+            .wrapping_add(((v >> 16) & MASK).wrapping_mul(MUL2)))
+            >> 32
     }
 
     /// A non-empty string of decimal digits, without overflow.
@@ -1166,7 +1388,11 @@ pub(crate) mod text {
         if int.is_empty() && frac.is_empty() {
             return None;
         }
-        let i = if int.is_empty() { 0 } else { parse_digits(int)? };
+        let i = if int.is_empty() {
+            0
+        } else {
+            parse_digits(int)?
+        };
         if frac.iter().any(|c| !c.is_ascii_digit()) {
             return None;
         }
@@ -1174,7 +1400,9 @@ pub(crate) mod text {
         if !frac.is_empty() {
             // frac * scale, exact on the first 18 digits, rounded half up.
             let digits = &frac[..frac.len().min(18)];
-            let num: u128 = digits.iter().fold(0u128, |a, &c| a * 10 + u128::from(c - b'0'));
+            let num: u128 = digits
+                .iter()
+                .fold(0u128, |a, &c| a * 10 + u128::from(c - b'0'));
             let den: u128 = 10u128.pow(digits.len() as u32);
             let part = (num * u128::from(scale) + den / 2) / den;
             v = v.checked_add(u64::try_from(part).ok()?)?;
@@ -1184,7 +1412,10 @@ pub(crate) mod text {
 
     /// A hexadecimal byte (`2a`, `0x2A`).
     pub(crate) fn parse_hex_u8(s: &[u8]) -> Option<u8> {
-        let s = s.strip_prefix(b"0x").or_else(|| s.strip_prefix(b"0X")).unwrap_or(s);
+        let s = s
+            .strip_prefix(b"0x")
+            .or_else(|| s.strip_prefix(b"0X"))
+            .unwrap_or(s);
         if s.is_empty() || s.len() > 2 {
             return None;
         }
@@ -1298,7 +1529,14 @@ pub(crate) mod test_util {
     pub(crate) fn format_error_at(spec: &TraceSpec, line: u64) -> String {
         match read_err(spec) {
             SimError::TraceFormat { at, msg } => {
-                assert_eq!(at, crate::error::Location { file: spec.path.clone(), line }, "{msg}");
+                assert_eq!(
+                    at,
+                    crate::error::Location {
+                        file: spec.path.clone(),
+                        line
+                    },
+                    "{msg}"
+                );
                 msg
             }
             e => panic!("expected a trace format error at line {line}, got {e:?}"),
@@ -1317,8 +1555,8 @@ pub(crate) mod test_util {
 mod tests {
     use super::test_util::*;
     use super::*;
-    use crate::trace::GenericCsv;
     use crate::error::Location;
+    use crate::trace::GenericCsv;
     use crate::trace::Op;
     use std::io::Write;
 
@@ -1326,7 +1564,10 @@ mod tests {
     fn missing_file_is_io_error() {
         let e = open_trace(&spec("/nonexistent/trace.csv")).err().unwrap();
         match e {
-            SimError::Io(m) => assert!(m.starts_with("cannot open trace '/nonexistent/trace.csv': "), "{m}"),
+            SimError::Io(m) => assert!(
+                m.starts_with("cannot open trace '/nonexistent/trace.csv': "),
+                "{m}"
+            ),
             other => panic!("{other:?}"),
         }
     }
@@ -1347,18 +1588,39 @@ mod tests {
         }
         assert_eq!(sniff_line("0,20941264,8192,W,0.551706"), Some(Format::Spc));
         assert_eq!(sniff_line(" 1 , 2 , 3 , r , 0.5 "), Some(Format::Spc));
-        assert_eq!(sniff_line("Version, Time,op,size,lbn"), Some(Format::CloudphysicsCsv));
+        assert_eq!(
+            sniff_line("Version, Time,op,size,lbn"),
+            Some(Format::CloudphysicsCsv)
+        );
         assert_eq!(sniff_line("a,b,c"), None);
         // Whitespace-separated formats.
-        assert_eq!(sniff_line("  8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]"), Some(Format::Blkparse));
-        assert_eq!(sniff_line("R Hit 265552 2 14901.000000 4757.708232"), Some(Format::DisksimValidate));
-        assert_eq!(sniff_line("W Miss\t4583176   4    663.00000  45422.00000"), Some(Format::DisksimValidate));
+        assert_eq!(
+            sniff_line("  8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]"),
+            Some(Format::Blkparse)
+        );
+        assert_eq!(
+            sniff_line("R Hit 265552 2 14901.000000 4757.708232"),
+            Some(Format::DisksimValidate)
+        );
+        assert_eq!(
+            sniff_line("W Miss\t4583176   4    663.00000  45422.00000"),
+            Some(Format::DisksimValidate)
+        );
         assert_eq!(sniff_line("12.5 0 1000 8 1"), Some(Format::Disksim));
         assert_eq!(sniff_line("11413000 0 657728 16 1"), Some(Format::Mqsim));
         assert_eq!(sniff_line("11413000 0 657728 16 7"), None); // integer time, flags not 0/1: ask
-        assert_eq!(sniff_line("Timestamp,Response,IOType,LUN,Offset,Size"), Some(Format::Systor17));
-        assert_eq!(sniff_line("419,W,8111259648,4096,1577808000000171"), Some(Format::Alibaba));
-        assert_eq!(sniff_line("89967404324372 4485 syslogd 32632 8 W 8 0 ff0fcb9f"), Some(Format::Fiu));
+        assert_eq!(
+            sniff_line("Timestamp,Response,IOType,LUN,Offset,Size"),
+            Some(Format::Systor17)
+        );
+        assert_eq!(
+            sniff_line("419,W,8111259648,4096,1577808000000171"),
+            Some(Format::Alibaba)
+        );
+        assert_eq!(
+            sniff_line("89967404324372 4485 syslogd 32632 8 W 8 0 ff0fcb9f"),
+            Some(Format::Fiu)
+        );
         assert_eq!(sniff_line("1538323200,12058624,8,1,1283"), None); // Tencent: all numbers, ask
         for (name, want, n) in [
             ("blktrace.txt.gz", Format::Blkparse, 15_524),
@@ -1373,14 +1635,18 @@ mod tests {
         assert_eq!(f, Format::Spc);
         // A first line with control characters is quoted escaped, on one line.
         match sniff(Box::new(&b"time\x0bop\x1b[2J lba\n"[..]), "t.csv") {
-            Err(SimError::Config(m)) => assert!(m.contains("('time\\u{b}op\\u{1b}[2J lba')"), "{m}"),
+            Err(SimError::Config(m)) => {
+                assert!(m.contains("('time\\u{b}op\\u{1b}[2J lba')"), "{m}")
+            }
             Err(e) => panic!("{e:?}"),
             Ok((f, _)) => panic!("{f:?}"),
         }
         // Undecidable and empty inputs ask for --format.
         for input in [&b"time op lba\n1 2 3\n"[..], b"", b"\n\n"] {
             match sniff(Box::new(input), "t.csv") {
-                Err(SimError::Config(m)) => assert!(m.contains("--format") && m.contains("t.csv"), "{m}"),
+                Err(SimError::Config(m)) => {
+                    assert!(m.contains("--format") && m.contains("t.csv"), "{m}")
+                }
                 Err(e) => panic!("{e:?}"),
                 Ok((f, _)) => panic!("{f:?}"),
             }
@@ -1413,7 +1679,8 @@ mod tests {
             enc.write_all(part).unwrap();
             gz.extend(enc.finish().unwrap());
         }
-        let mut zst = ruzstd::encoding::compress_to_vec(a, ruzstd::encoding::CompressionLevel::Fastest);
+        let mut zst =
+            ruzstd::encoding::compress_to_vec(a, ruzstd::encoding::CompressionLevel::Fastest);
         zst.extend_from_slice(&0x184D_2A50u32.to_le_bytes());
         zst.extend_from_slice(&3u32.to_le_bytes());
         zst.extend_from_slice(b"xyz");
@@ -1429,7 +1696,8 @@ mod tests {
         }
         // The binary format compressed.
         let vs = std::fs::read(data("cloudPhysicsIO.vscsi")).unwrap();
-        let zst = ruzstd::encoding::compress_to_vec(&vs[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let zst =
+            ruzstd::encoding::compress_to_vec(&vs[..], ruzstd::encoding::CompressionLevel::Fastest);
         let p = write_temp("compressed-vscsi", "cloudPhysicsIO.vscsi.zst", &zst);
         let got = read_all(&spec(&p)).unwrap();
         assert_eq!(got, read_all(&spec(&data("cloudPhysicsIO.vscsi"))).unwrap());
@@ -1458,7 +1726,10 @@ mod tests {
         rec.extend([0u8; 60]);
         let p = write_temp("blktrace-bin", "sdb.blktrace.0", &rec);
         match open_trace(&spec(&p)).err() {
-            Some(SimError::Io(m)) => assert!(m.contains("blkparse -i") && m.contains(&p) && !m.contains('\n'), "{m}"),
+            Some(SimError::Io(m)) => assert!(
+                m.contains("blkparse -i") && m.contains(&p) && !m.contains('\n'),
+                "{m}"
+            ),
             other => panic!("{other:?}"),
         }
     }
@@ -1476,27 +1747,52 @@ mod tests {
             b
         };
         let cases: [(&str, Vec<u8>, &str); 5] = [
-            ("sum.csv.zst", flip(n - 1, 0xff), "zstd frame 1 fails its checksum (stored 0x"),
+            (
+                "sum.csv.zst",
+                flip(n - 1, 0xff),
+                "zstd frame 1 fails its checksum (stored 0x",
+            ),
             ("mid.csv.zst", flip(n / 2, 0x55), "frame 1"),
-            ("cut.csv.zst", good[..n / 2].to_vec(), "the zstd data ends inside frame 1 (truncated file?)"),
-            ("junk.csv.zst", b"hello, this is not zstd at all\n".to_vec(), "not zstd data (bad magic number)"),
-            ("tail.csv.zst", [&good[..], b"garbage!"].concat(), "garbage after zstd frame 1 (bad magic number)"),
+            (
+                "cut.csv.zst",
+                good[..n / 2].to_vec(),
+                "the zstd data ends inside frame 1 (truncated file?)",
+            ),
+            (
+                "junk.csv.zst",
+                b"hello, this is not zstd at all\n".to_vec(),
+                "not zstd data (bad magic number)",
+            ),
+            (
+                "tail.csv.zst",
+                [&good[..], b"garbage!"].concat(),
+                "garbage after zstd frame 1 (bad magic number)",
+            ),
         ];
         for (name, bytes, needle) in cases {
             let p = write_temp("zstd-corrupt", name, &bytes);
             match read_err(&spec(&p)) {
                 SimError::Io(m) => {
                     assert!(m.contains(&p) && m.contains(needle), "{name}: {m}");
-                    assert!(!m.contains('\n') && !m.contains('{') && !m.contains("Error("), "{name}: {m}");
+                    assert!(
+                        !m.contains('\n') && !m.contains('{') && !m.contains("Error("),
+                        "{name}: {m}"
+                    );
                 }
                 e => panic!("{name}: {e:?}"),
             }
         }
         // Frames written by the project's own encoder verify too.
         let text = std::fs::read(data("wdev_3.csv")).unwrap();
-        let zst = ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest);
+        let zst = ruzstd::encoding::compress_to_vec(
+            &text[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
         let p = write_temp("zstd-own", "own.csv.zst", &zst);
-        assert_eq!(read_all(&spec(&p)).unwrap(), read_all(&spec(&data("wdev_3.csv"))).unwrap());
+        assert_eq!(
+            read_all(&spec(&p)).unwrap(),
+            read_all(&spec(&data("wdev_3.csv"))).unwrap()
+        );
     }
 
     /// A giant line (plain, inside a small .gz, a run of delimiters) is an
@@ -1506,9 +1802,15 @@ mod tests {
     fn giant_lines_and_field_counts_are_bounded_in_every_text_reader() {
         use super::text::{MAX_FIELDS, MAX_LINE_BYTES};
         let firsts: [(Format, &str); 6] = [
-            (Format::Msr, "128166481075232275,rsrch,1,Write,281358336,45056,94872\n"),
+            (
+                Format::Msr,
+                "128166481075232275,rsrch,1,Write,281358336,45056,94872\n",
+            ),
             (Format::Spc, "0,303567,3584,w,0.000000\n"),
-            (Format::CloudphysicsCsv, "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"),
+            (
+                Format::CloudphysicsCsv,
+                "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n",
+            ),
             (Format::Csv, "0.5,r,8,8\n"),
             (Format::FioIolog, "fio version 2 iolog\n/dev/sda add\n"),
             (Format::Msr, "\n\n"),
@@ -1525,7 +1827,8 @@ mod tests {
                     let name = format!("giant{i}-{what}.txt{}", if gz { ".gz" } else { "" });
                     let bytes = if gz {
                         use std::io::Write;
-                        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                        let mut enc =
+                            flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
                         enc.write_all(&text).unwrap();
                         enc.finish().unwrap()
                     } else {
@@ -1535,7 +1838,10 @@ mod tests {
                     let mut s = spec(&p);
                     s.format = Some(*format);
                     let msg = format_error_at(&s, line);
-                    assert!(msg.starts_with("line longer than 1 MiB (1048576 bytes)"), "{name}: {msg}");
+                    assert!(
+                        msg.starts_with("line longer than 1 MiB (1048576 bytes)"),
+                        "{name}: {msg}"
+                    );
                 }
             }
         }
@@ -1559,7 +1865,13 @@ mod tests {
         let p = write_temp("giant", "fields.txt", &text);
         s.path = p;
         let msg = format_error_at(&s, 2);
-        assert!(msg.contains(&format!("line has {} fields, more than {MAX_FIELDS}", MAX_FIELDS + 9)), "{msg}");
+        assert!(
+            msg.contains(&format!(
+                "line has {} fields, more than {MAX_FIELDS}",
+                MAX_FIELDS + 9
+            )),
+            "{msg}"
+        );
     }
 
     /// An offset near 2^64 is an overflow in every text format, never "beyond
@@ -1569,17 +1881,66 @@ mod tests {
     fn offsets_near_2_64_overflow_in_every_text_reader() {
         let max = u64::MAX;
         let near = max - 100;
-        let csv_bytes = GenericCsv { offset_unit_bytes: 1, size_unit_bytes: 1, ..GenericCsv::default() };
+        let csv_bytes = GenericCsv {
+            offset_unit_bytes: 1,
+            size_unit_bytes: 1,
+            ..GenericCsv::default()
+        };
         let cases: Vec<(Format, GenericCsv, String, &str)> = vec![
-            (Format::Msr, GenericCsv::default(), format!("1,h,0,Write,{near},4096,0\n"), "offset"),
-            (Format::Msr, GenericCsv::default(), "1,h,0,Write,18446744073709551616,512,0\n".into(), "Offset (field 5) overflows 64 bits"),
-            (Format::Spc, GenericCsv::default(), format!("0,{},4096,w,0.0\n", max / 512), "offset"),
-            (Format::Spc, GenericCsv::default(), format!("0,{},512,w,0.0\n", max / 256), "LBA (field 2) is too large"),
-            (Format::CloudphysicsCsv, GenericCsv::default(), format!("version,time,op,size,lbn\n1,1,2a,4096,{}\n", max / 512), "offset"),
-            (Format::Csv, csv_bytes.clone(), format!("0,w,{near},4096\n"), "offset"),
-            (Format::Csv, GenericCsv::default(), format!("0,w,{},8\n", max / 256), "offset (field 3) overflows"),
-            (Format::Csv, csv_bytes, "0,w,1e30,8\n".into(), "offset (field 3) overflows"),
-            (Format::FioIolog, GenericCsv::default(), format!("fio version 2 iolog\n/dev/a write {near} 4096\n"), "offset"),
+            (
+                Format::Msr,
+                GenericCsv::default(),
+                format!("1,h,0,Write,{near},4096,0\n"),
+                "offset",
+            ),
+            (
+                Format::Msr,
+                GenericCsv::default(),
+                "1,h,0,Write,18446744073709551616,512,0\n".into(),
+                "Offset (field 5) overflows 64 bits",
+            ),
+            (
+                Format::Spc,
+                GenericCsv::default(),
+                format!("0,{},4096,w,0.0\n", max / 512),
+                "offset",
+            ),
+            (
+                Format::Spc,
+                GenericCsv::default(),
+                format!("0,{},512,w,0.0\n", max / 256),
+                "LBA (field 2) is too large",
+            ),
+            (
+                Format::CloudphysicsCsv,
+                GenericCsv::default(),
+                format!("version,time,op,size,lbn\n1,1,2a,4096,{}\n", max / 512),
+                "offset",
+            ),
+            (
+                Format::Csv,
+                csv_bytes.clone(),
+                format!("0,w,{near},4096\n"),
+                "offset",
+            ),
+            (
+                Format::Csv,
+                GenericCsv::default(),
+                format!("0,w,{},8\n", max / 256),
+                "offset (field 3) overflows",
+            ),
+            (
+                Format::Csv,
+                csv_bytes,
+                "0,w,1e30,8\n".into(),
+                "offset (field 3) overflows",
+            ),
+            (
+                Format::FioIolog,
+                GenericCsv::default(),
+                format!("fio version 2 iolog\n/dev/a write {near} 4096\n"),
+                "offset",
+            ),
         ];
         for (format, csv, text, needle) in cases {
             let p = write_temp("near-2-64", "t.txt", text.as_bytes());
@@ -1589,7 +1950,10 @@ mod tests {
             let line = text.matches('\n').count() as u64;
             let msg = format_error_at(&s, line);
             assert!(msg.contains("overflow"), "{format:?} {text}: {msg}");
-            assert!(msg.contains(needle) && !msg.contains("larger than") && !msg.contains("beyond"), "{format:?}: {msg}");
+            assert!(
+                msg.contains(needle) && !msg.contains("larger than") && !msg.contains("beyond"),
+                "{format:?}: {msg}"
+            );
         }
     }
 
@@ -1602,13 +1966,25 @@ mod tests {
                     5,h,0,Read,2048,512,1\n\
                     6,h,0,Write,2560,512,1\n";
         let p = write_temp("disk", "mixed.csv", text.as_bytes());
-        let times = |s: &TraceSpec| read_all(s).unwrap().iter().map(|r| r.time.0 / 100).collect::<Vec<_>>();
+        let times = |s: &TraceSpec| {
+            read_all(s)
+                .unwrap()
+                .iter()
+                .map(|r| r.time.0 / 100)
+                .collect::<Vec<_>>()
+        };
         let mut s = spec(&p);
         assert_eq!(times(&s), vec![1, 2, 3, 4, 5, 6]);
         // Without a choice, a second device is an error naming both and the line.
-        let one = TraceSpec { all_devices: false, ..s.clone() };
+        let one = TraceSpec {
+            all_devices: false,
+            ..s.clone()
+        };
         let e = read_err(&one).to_string();
-        assert!(e.contains("mixed.csv:2") && e.contains("0 and 1") && e.contains("--device all"), "{e}");
+        assert!(
+            e.contains("mixed.csv:2") && e.contains("0 and 1") && e.contains("--device all"),
+            "{e}"
+        );
         s.disk = Some(0);
         assert_eq!(times(&s), vec![1, 3, 5, 6]);
         s.start = 1;
@@ -1662,45 +2038,118 @@ mod tests {
             g = 20 * s,
         );
         let p = write_temp("window", "w.csv", text.as_bytes());
-        let lines = |sp: &TraceSpec| read_all(sp).unwrap().iter().map(|r| r.line).collect::<Vec<_>>();
-        let base = TraceSpec { disk: Some(0), ..spec(&p) };
+        let lines = |sp: &TraceSpec| {
+            read_all(sp)
+                .unwrap()
+                .iter()
+                .map(|r| r.line)
+                .collect::<Vec<_>>()
+        };
+        let base = TraceSpec {
+            disk: Some(0),
+            ..spec(&p)
+        };
         assert_eq!(lines(&base), vec![2, 3, 4, 5, 6, 7]);
-        let w = TraceSpec { time_from_s: Some(1.0), time_to_s: Some(3.0), ..base.clone() };
+        let w = TraceSpec {
+            time_from_s: Some(1.0),
+            time_to_s: Some(3.0),
+            ..base.clone()
+        };
         // [1 s, 3 s) from 5 s: lines 3 (1 s), 4 (2 s) and 6 (2.5 s); 5 is at 3 s (outside, half-open).
         assert_eq!(lines(&w), vec![3, 4, 6]);
-        assert_eq!(lines(&TraceSpec { only: Some(Op::Write), ..w.clone() }), vec![3, 6]);
-        assert_eq!(lines(&TraceSpec { only: Some(Op::Read), ..base.clone() }), vec![2, 4, 7]);
+        assert_eq!(
+            lines(&TraceSpec {
+                only: Some(Op::Write),
+                ..w.clone()
+            }),
+            vec![3, 6]
+        );
+        assert_eq!(
+            lines(&TraceSpec {
+                only: Some(Op::Read),
+                ..base.clone()
+            }),
+            vec![2, 4, 7]
+        );
         // start and limit count what the window and the filter leave.
-        assert_eq!(lines(&TraceSpec { start: 1, limit: Some(1), ..w.clone() }), vec![4]);
-        assert_eq!(lines(&TraceSpec { time_from_s: Some(2.0), ..base.clone() }), vec![4, 5, 6, 7]);
-        assert_eq!(lines(&TraceSpec { time_to_s: Some(2.0), ..base.clone() }), vec![2, 3]);
+        assert_eq!(
+            lines(&TraceSpec {
+                start: 1,
+                limit: Some(1),
+                ..w.clone()
+            }),
+            vec![4]
+        );
+        assert_eq!(
+            lines(&TraceSpec {
+                time_from_s: Some(2.0),
+                ..base.clone()
+            }),
+            vec![4, 5, 6, 7]
+        );
+        assert_eq!(
+            lines(&TraceSpec {
+                time_to_s: Some(2.0),
+                ..base.clone()
+            }),
+            vec![2, 3]
+        );
         // Reading stops a second past the window: a malformed line after that is never read.
         let mut bad = text.clone();
         bad.push_str("garbage\n");
         let q = write_temp("window-bad", "bad.csv", bad.as_bytes());
-        let stop = TraceSpec { disk: Some(0), time_to_s: Some(3.0), ..spec(&q) };
+        let stop = TraceSpec {
+            disk: Some(0),
+            time_to_s: Some(3.0),
+            ..spec(&q)
+        };
         assert_eq!(lines(&stop), vec![2, 3, 4, 6]);
-        assert!(read_all(&TraceSpec { disk: Some(0), ..spec(&q) }).is_err());
+        assert!(read_all(&TraceSpec {
+            disk: Some(0),
+            ..spec(&q)
+        })
+        .is_err());
         // The same selection through open_selected (convert, trace-info).
-        let (_, mut next) = open_selected(&TraceSpec { only: Some(Op::Write), ..w.clone() }).unwrap();
+        let (_, mut next) = open_selected(&TraceSpec {
+            only: Some(Op::Write),
+            ..w.clone()
+        })
+        .unwrap();
         let mut got = vec![];
         while let Some((r, d)) = next().unwrap() {
             got.push((r.line, d));
         }
         assert_eq!(got, vec![(3, Some(0)), (6, Some(0))]);
         // An empty or impossible window is a one-line configuration error.
-        for (from, to) in [(Some(3.0), Some(3.0)), (Some(-1.0), None), (None, Some(f64::NAN))] {
-            let e = open_trace(&TraceSpec { time_from_s: from, time_to_s: to, ..base.clone() }).err().unwrap();
-            assert!(matches!(e, SimError::Config(ref m) if m.contains("time_") && !m.contains('\n')), "{e}");
+        for (from, to) in [
+            (Some(3.0), Some(3.0)),
+            (Some(-1.0), None),
+            (None, Some(f64::NAN)),
+        ] {
+            let e = open_trace(&TraceSpec {
+                time_from_s: from,
+                time_to_s: to,
+                ..base.clone()
+            })
+            .err()
+            .unwrap();
+            assert!(
+                matches!(e, SimError::Config(ref m) if m.contains("time_") && !m.contains('\n')),
+                "{e}"
+            );
         }
         // A synthetic trace has its own mix and clock.
         let synth = TraceSpec {
             path: "synth".into(),
-            synth: Some(crate::trace::synth::SynthSpec::new(crate::trace::synth::SynthKind::Sequential)),
+            synth: Some(crate::trace::synth::SynthSpec::new(
+                crate::trace::synth::SynthKind::Sequential,
+            )),
             only: Some(Op::Read),
             ..TraceSpec::default()
         };
-        assert!(matches!(open_trace(&synth).err(), Some(SimError::Config(ref m)) if m.contains("'only'")));
+        assert!(
+            matches!(open_trace(&synth).err(), Some(SimError::Config(ref m)) if m.contains("'only'"))
+        );
     }
 
     #[test]
@@ -1743,13 +2192,21 @@ mod tests {
     fn open_reader_in_memory() {
         let mut s = spec("memory.msr");
         s.format = Some(Format::Msr);
-        let mut r = open_reader(Box::new(io::Cursor::new(b"10,h,0,Write,4096,8192,5".to_vec())), &s).unwrap();
+        let mut r = open_reader(
+            Box::new(io::Cursor::new(b"10,h,0,Write,4096,8192,5".to_vec())),
+            &s,
+        )
+        .unwrap();
         let rec = r.next_record().unwrap().unwrap();
         assert_eq!(rec.op, Op::Write);
         assert_eq!(rec.time.0, 1000);
         assert_eq!(r.next_record().unwrap(), None);
         // The label is used in errors.
-        let mut r = open_reader(Box::new(io::Cursor::new(b"10,h,0,Wrote,4096,8192,5".to_vec())), &s).unwrap();
+        let mut r = open_reader(
+            Box::new(io::Cursor::new(b"10,h,0,Wrote,4096,8192,5".to_vec())),
+            &s,
+        )
+        .unwrap();
         match r.next_record().unwrap_err() {
             SimError::TraceFormat { at, .. } => assert_eq!(
                 at,
@@ -1767,14 +2224,21 @@ mod tests {
         for (text, want) in [
             ("1,h,0,Read,0,1,1\n\n\n4,h,0,Read,0,1,1", vec![1, 4]),
             ("1,h,0,Read,0,1,1\n\n\n4,h,0,Read,0,1,1\n", vec![1, 4]),
-            ("\n\n3,h,0,Read,0,1,1\r\n\r\n5,h,0,Read,0,1,1\r\n\r\n", vec![3, 5]),
-            ("1,h,0,Read,0,1,1\n   \n\t\n4,h,0,Read,0,1,1\n\n", vec![1, 4]),
+            (
+                "\n\n3,h,0,Read,0,1,1\r\n\r\n5,h,0,Read,0,1,1\r\n\r\n",
+                vec![3, 5],
+            ),
+            (
+                "1,h,0,Read,0,1,1\n   \n\t\n4,h,0,Read,0,1,1\n\n",
+                vec![1, 4],
+            ),
             ("1,h,0,Read,0,1,1", vec![1]),
             ("\n2,h,0,Read,0,1,1", vec![2]),
         ] {
             let mut s = spec("mem");
             s.format = Some(Format::Msr);
-            let mut r = open_reader(Box::new(io::Cursor::new(text.as_bytes().to_vec())), &s).unwrap();
+            let mut r =
+                open_reader(Box::new(io::Cursor::new(text.as_bytes().to_vec())), &s).unwrap();
             let mut lines = Vec::new();
             while let Some(rec) = r.next_record().unwrap() {
                 lines.push(rec.line);

@@ -139,7 +139,11 @@ impl Selection {
             let at = rec.time.0.saturating_sub(origin.0);
             if let Some(to) = self.to {
                 if at >= to.0 {
-                    return Ok(if at >= to.0.saturating_add(REORDER_SLACK.0) { Verdict::Stop } else { Verdict::Skip });
+                    return Ok(if at >= to.0.saturating_add(REORDER_SLACK.0) {
+                        Verdict::Stop
+                    } else {
+                        Verdict::Skip
+                    });
                 }
             }
             if self.from.is_some_and(|f| at < f.0) {

@@ -99,7 +99,12 @@ impl RawTraceReader for SpcReader {
                 Err(e) => return Err(e),
             };
             let Some(op) = parse_opcode(s.field(3)) else {
-                s.unknown_op(self.skip_unknown, &mut self.skipped, || format!("Opcode (field 4) is '{}', expected r or w", show(s.field(3))))?;
+                s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                    format!(
+                        "Opcode (field 4) is '{}', expected r or w",
+                        show(s.field(3))
+                    )
+                })?;
                 continue;
             };
             let lba = s.u64_field(1, "LBA")?;
@@ -152,7 +157,10 @@ mod tests {
                 line: 3
             }
         );
-        assert_eq!((r[4].time, r[4].op, r[4].line), (Nanos(1_500_000_000), Op::Read, 6));
+        assert_eq!(
+            (r[4].time, r[4].op, r[4].line),
+            (Nanos(1_500_000_000), Op::Read, 6)
+        );
         assert_eq!(r[5].time, Nanos(12_345_123_456_789));
 
         // ASU selection.
@@ -202,7 +210,11 @@ mod tests {
     type Got = (Vec<(TraceRecord, Option<u64>)>, u64);
 
     fn read_text(tag: &str, name: &str, text: &str, skip_unknown: bool) -> SimResult<Got> {
-        let mut r = SpcReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), &format!("{tag}/{name}"), skip_unknown);
+        let mut r = SpcReader::new(
+            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+            &format!("{tag}/{name}"),
+            skip_unknown,
+        );
         let mut v = vec![];
         while let Some(x) = r.next_raw()? {
             v.push(x);
@@ -220,14 +232,26 @@ mod tests {
                     1,9031,512,r,1.300000,\n";
         let (v, _) = read_text("spc-opt", "opt.spc", text, false).unwrap();
         assert_eq!(v.len(), 4);
-        assert_eq!((v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1), (Op::Write, Bytes(100 * 512), Bytes(8192), Some(0)));
-        assert_eq!((v[2].0.time, v[2].0.len, v[2].1, v[2].0.line), (Nanos(1_250_000_000), Bytes(15872), Some(1), 3));
+        assert_eq!(
+            (v[0].0.op, v[0].0.offset, v[0].0.len, v[0].1),
+            (Op::Write, Bytes(100 * 512), Bytes(8192), Some(0))
+        );
+        assert_eq!(
+            (v[2].0.time, v[2].0.len, v[2].1, v[2].0.line),
+            (Nanos(1_250_000_000), Bytes(15872), Some(1), 3)
+        );
         assert_eq!((v[3].0.op, v[3].0.offset), (Op::Read, Bytes(9031 * 512)));
         // Such a file is recognised from its first line.
         let p = write_temp("spc-opt-sniff", "fin.txt", text.as_bytes());
         assert_eq!(read_all(&spec(&p)).unwrap().len(), 4);
-        assert_eq!(crate::trace::open::sniff_line("0,100,8192,W,0.500000,host-a"), Some(crate::trace::Format::Spc));
-        assert_eq!(crate::trace::open::sniff_line("a,100,8192,W,0.5,host-a"), None);
+        assert_eq!(
+            crate::trace::open::sniff_line("0,100,8192,W,0.500000,host-a"),
+            Some(crate::trace::Format::Spc)
+        );
+        assert_eq!(
+            crate::trace::open::sniff_line("a,100,8192,W,0.5,host-a"),
+            None
+        );
     }
 
     #[test]
@@ -235,8 +259,14 @@ mod tests {
         // Revision 1.0.1 allowed white space between a comma and the next field.
         let text = "0, 100,\t4096, r, 1.000000\n 1 ,200 , 512 ,W , 2.5 , opt \n";
         let (v, _) = read_text("spc-ws", "ws.spc", text, false).unwrap();
-        assert_eq!((v[0].0.op, v[0].0.offset, v[0].0.len, v[0].0.time), (Op::Read, Bytes(51_200), Bytes(4096), Nanos(1_000_000_000)));
-        assert_eq!((v[1].0.op, v[1].1, v[1].0.time), (Op::Write, Some(1), Nanos(2_500_000_000)));
+        assert_eq!(
+            (v[0].0.op, v[0].0.offset, v[0].0.len, v[0].0.time),
+            (Op::Read, Bytes(51_200), Bytes(4096), Nanos(1_000_000_000))
+        );
+        assert_eq!(
+            (v[1].0.op, v[1].1, v[1].0.time),
+            (Op::Write, Some(1), Nanos(2_500_000_000))
+        );
     }
 
     #[test]
@@ -246,9 +276,29 @@ mod tests {
         let text = "0,1,512,r,0.000774\n0,2,512,R,0.1\n0,3,512,w,12.123456789012\n0,4,512,W,1.9999999996\n0,5,512,Read,3\n0,6,512,WRITE,4.0\n";
         let (v, _) = read_text("spc-case", "case.spc", text, false).unwrap();
         let ops: Vec<Op> = v.iter().map(|x| x.0.op).collect();
-        assert_eq!(ops, vec![Op::Read, Op::Read, Op::Write, Op::Write, Op::Read, Op::Write]);
+        assert_eq!(
+            ops,
+            vec![
+                Op::Read,
+                Op::Read,
+                Op::Write,
+                Op::Write,
+                Op::Read,
+                Op::Write
+            ]
+        );
         let times: Vec<u64> = v.iter().map(|x| x.0.time.0).collect();
-        assert_eq!(times, vec![774_000, 100_000_000, 12_123_456_789, 2_000_000_000, 3_000_000_000, 4_000_000_000]);
+        assert_eq!(
+            times,
+            vec![
+                774_000,
+                100_000_000,
+                12_123_456_789,
+                2_000_000_000,
+                3_000_000_000,
+                4_000_000_000
+            ]
+        );
     }
 
     #[test]
@@ -259,7 +309,10 @@ mod tests {
         gz.write_all(SAMPLE.as_bytes()).unwrap();
         let p = write_temp("spc-gz", "Financial1.spc.gz", &gz.finish().unwrap());
         let plain = write_temp("spc-plain", "Financial1.spc", SAMPLE.as_bytes());
-        assert_eq!(read_all(&spec(&p)).unwrap(), read_all(&spec(&plain)).unwrap());
+        assert_eq!(
+            read_all(&spec(&p)).unwrap(),
+            read_all(&spec(&plain)).unwrap()
+        );
         // bzip2, as the repository serves them: one line saying what to do,
         // by name and by content.
         let bz = b"BZh91AY&SY\x00\x01\x02";
@@ -267,7 +320,10 @@ mod tests {
             let p = write_temp("spc-bz2", name, bz);
             match open_trace(&spec(&p)).err() {
                 Some(crate::error::SimError::Io(m)) => {
-                    assert!(m.contains(&p) && m.contains("bzip2") && m.contains("bunzip2"), "{m}");
+                    assert!(
+                        m.contains(&p) && m.contains("bzip2") && m.contains("bunzip2"),
+                        "{m}"
+                    );
                     assert_eq!(m.lines().count(), 1, "{m}");
                 }
                 other => panic!("{name}: {other:?}"),
@@ -277,9 +333,16 @@ mod tests {
 
     #[test]
     fn a_header_line_is_not_a_variant() {
-        let p = write_temp("spc-header", "h.spc", b"ASU,LBA,Size,Opcode,Timestamp\n0,1,512,w,0.5\n");
+        let p = write_temp(
+            "spc-header",
+            "h.spc",
+            b"ASU,LBA,Size,Opcode,Timestamp\n0,1,512,w,0.5\n",
+        );
         let msg = format_error_at(&spec(&p), 1);
-        assert!(msg.contains("header") && msg.contains("--format csv"), "{msg}");
+        assert!(
+            msg.contains("header") && msg.contains("--format csv"),
+            "{msg}"
+        );
         let mut s = spec(&p);
         s.skip_unknown = true;
         assert!(format_error_at(&s, 1).contains("header"));
@@ -292,7 +355,11 @@ mod tests {
         assert_eq!(v.iter().map(|x| x.0.line).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(skipped, 2);
         let e = read_text("spc-skip", "s.spc", text, false).unwrap_err();
-        assert!(e.to_string().starts_with("spc-skip/s.spc:2: ") && e.to_string().contains("--skip-unknown"), "{e}");
+        assert!(
+            e.to_string().starts_with("spc-skip/s.spc:2: ")
+                && e.to_string().contains("--skip-unknown"),
+            "{e}"
+        );
         // Through the opener, the count reaches the reader the engine sees.
         let p = write_temp("spc-skip-open", "s.spc", text.as_bytes());
         let mut sp = spec(&p);

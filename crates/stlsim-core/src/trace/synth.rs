@@ -128,12 +128,19 @@ impl SynthSpec {
 
     /// A sequential spec writing `total_bytes` (other fields at their defaults).
     pub fn sequential(total_bytes: u64) -> SynthSpec {
-        SynthSpec { total_bytes: Some(total_bytes), ..SynthSpec::new(SynthKind::Sequential) }
+        SynthSpec {
+            total_bytes: Some(total_bytes),
+            ..SynthSpec::new(SynthKind::Sequential)
+        }
     }
 
     /// A uniform spec of `count` requests over `span_bytes` (other fields at their defaults).
     pub fn uniform(count: u64, span_bytes: u64) -> SynthSpec {
-        SynthSpec { count: Some(count), span_bytes: Some(span_bytes), ..SynthSpec::new(SynthKind::Uniform) }
+        SynthSpec {
+            count: Some(count),
+            span_bytes: Some(span_bytes),
+            ..SynthSpec::new(SynthKind::Uniform)
+        }
     }
 
     /// Check the spec; the error is one line naming the field at fault.
@@ -159,17 +166,25 @@ impl SynthSpec {
         };
         for (name, set) in given {
             if set && !own.contains(&name) {
-                return err(format!("{name} does not apply to kind {kind} (it takes {takes})"));
+                return err(format!(
+                    "{name} does not apply to kind {kind} (it takes {takes})"
+                ));
             }
         }
         if self.request_bytes == 0 {
             return err("request_bytes must be positive, got 0".into());
         }
         if !self.iat_mean_ms.is_finite() || self.iat_mean_ms < 0.0 {
-            return err(format!("iat_mean_ms must be a non-negative number, got {}", self.iat_mean_ms));
+            return err(format!(
+                "iat_mean_ms must be a non-negative number, got {}",
+                self.iat_mean_ms
+            ));
         }
         if !self.iat_sd_ms.is_finite() || self.iat_sd_ms < 0.0 {
-            return err(format!("iat_sd_ms must be a non-negative number, got {}", self.iat_sd_ms));
+            return err(format!(
+                "iat_sd_ms must be a non-negative number, got {}",
+                self.iat_sd_ms
+            ));
         }
         match self.kind {
             SynthKind::Sequential => {
@@ -180,7 +195,10 @@ impl SynthSpec {
                     return err("total_bytes must be positive, got 0".into());
                 }
                 if self.start_bytes.checked_add(total).is_none() {
-                    return err(format!("start_bytes + total_bytes overflows ({} + {total})", self.start_bytes));
+                    return err(format!(
+                        "start_bytes + total_bytes overflows ({} + {total})",
+                        self.start_bytes
+                    ));
                 }
             }
             SynthKind::Uniform => {
@@ -208,7 +226,10 @@ impl SynthSpec {
                     }
                 }
                 if self.start_bytes.checked_add(span).is_none() {
-                    return err(format!("start_bytes + span_bytes overflows ({} + {span})", self.start_bytes));
+                    return err(format!(
+                        "start_bytes + span_bytes overflows ({} + {span})",
+                        self.start_bytes
+                    ));
                 }
             }
         }
@@ -218,7 +239,10 @@ impl SynthSpec {
     /// Number of requests the trace holds (of a valid spec).
     pub fn requests(&self) -> u64 {
         match self.kind {
-            SynthKind::Sequential => self.total_bytes.unwrap_or(0).div_ceil(self.request_bytes.max(1)),
+            SynthKind::Sequential => self
+                .total_bytes
+                .unwrap_or(0)
+                .div_ceil(self.request_bytes.max(1)),
             SynthKind::Uniform => self.count.unwrap_or(0),
         }
     }
@@ -227,7 +251,9 @@ impl SynthSpec {
     pub fn bytes(&self) -> u128 {
         match self.kind {
             SynthKind::Sequential => u128::from(self.total_bytes.unwrap_or(0)),
-            SynthKind::Uniform => u128::from(self.count.unwrap_or(0)) * u128::from(self.request_bytes),
+            SynthKind::Uniform => {
+                u128::from(self.count.unwrap_or(0)) * u128::from(self.request_bytes)
+            }
         }
     }
 }
@@ -291,7 +317,11 @@ impl SynthReader {
     /// A reader skipping the first `start` requests and emitting at most
     /// `limit`. Record `line`s stay the 1-based request numbers of the
     /// whole trace.
-    pub fn with_selection(spec: &SynthSpec, start: u64, limit: Option<u64>) -> SimResult<SynthReader> {
+    pub fn with_selection(
+        spec: &SynthSpec,
+        start: u64,
+        limit: Option<u64>,
+    ) -> SimResult<SynthReader> {
         spec.validate()?;
         let count = spec.requests();
         let first = start.min(count);
@@ -312,7 +342,10 @@ impl SynthReader {
             next: 0,
             end,
             time: 0,
-            iat: Normal { rng: Rand64::new_inc(seed, STREAM_IAT), spare: None },
+            iat: Normal {
+                rng: Rand64::new_inc(seed, STREAM_IAT),
+                spare: None,
+            },
             offsets: Rand64::new_inc(seed, STREAM_OFFSET),
             ops: Rand64::new_inc(seed, STREAM_OP),
             slots,
@@ -353,13 +386,27 @@ impl SynthReader {
                 (Op::Write, s.start_bytes + done, len)
             }
             SynthKind::Uniform => {
-                let slot = if self.slots > 1 { self.offsets.rand_range(0..self.slots) } else { 0 };
-                let op = if self.ops.rand_float() < self.write_fraction { Op::Write } else { Op::Read };
+                let slot = if self.slots > 1 {
+                    self.offsets.rand_range(0..self.slots)
+                } else {
+                    0
+                };
+                let op = if self.ops.rand_float() < self.write_fraction {
+                    Op::Write
+                } else {
+                    Op::Read
+                };
                 (op, s.start_bytes + slot * self.align, s.request_bytes)
             }
         };
         self.next += 1;
-        TraceRecord { time: Nanos(self.time), op, offset: Bytes(offset), len: Bytes(len), line: i + 1 }
+        TraceRecord {
+            time: Nanos(self.time),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(len),
+            line: i + 1,
+        }
     }
 }
 
@@ -413,7 +460,10 @@ mod tests {
     fn config_err(spec: &SynthSpec) -> String {
         match spec.validate() {
             Err(SimError::Config(m)) => {
-                assert!(m.starts_with("synthetic trace: ") && !m.contains('\n'), "{m}");
+                assert!(
+                    m.starts_with("synthetic trace: ") && !m.contains('\n'),
+                    "{m}"
+                );
                 m
             }
             other => panic!("expected a configuration error, got {other:?}"),
@@ -422,7 +472,10 @@ mod tests {
 
     /// Sample mean and standard deviation of the gaps, ms.
     fn gap_stats(recs: &[TraceRecord]) -> (f64, f64) {
-        let gaps: Vec<f64> = recs.windows(2).map(|w| (w[1].time.0 - w[0].time.0) as f64 / 1e6).collect();
+        let gaps: Vec<f64> = recs
+            .windows(2)
+            .map(|w| (w[1].time.0 - w[0].time.0) as f64 / 1e6)
+            .collect();
         let n = gaps.len() as f64;
         let mean = gaps.iter().sum::<f64>() / n;
         let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
@@ -433,21 +486,32 @@ mod tests {
     fn sequential_is_contiguous_and_exact() {
         // 10 000 full requests and a short last one.
         let total = 4096 * 10_000 + 1000;
-        let spec = SynthSpec { start_bytes: 1 << 20, ..SynthSpec::sequential(total) };
+        let spec = SynthSpec {
+            start_bytes: 1 << 20,
+            ..SynthSpec::sequential(total)
+        };
         assert_eq!(spec.requests(), 10_001);
         let r = records(&spec);
         assert_eq!(r.len(), 10_001);
         assert_eq!(r[0].offset, Bytes(1 << 20));
         assert_eq!(r[0].time, Nanos(0));
         for (i, w) in r.windows(2).enumerate() {
-            assert_eq!(w[1].offset.0, w[0].offset.0 + w[0].len.0, "request {}", i + 2);
+            assert_eq!(
+                w[1].offset.0,
+                w[0].offset.0 + w[0].len.0,
+                "request {}",
+                i + 2
+            );
             assert!(w[1].time >= w[0].time);
         }
         assert!(r.iter().all(|x| x.op == Op::Write));
         assert!(r[..10_000].iter().all(|x| x.len == Bytes(4096)));
         assert_eq!(r[10_000].len, Bytes(1000));
         assert_eq!(r.iter().map(|x| x.len.0).sum::<u64>(), total);
-        assert_eq!(r.last().unwrap().offset.0 + r.last().unwrap().len.0, (1 << 20) + total);
+        assert_eq!(
+            r.last().unwrap().offset.0 + r.last().unwrap().len.0,
+            (1 << 20) + total
+        );
         let lines: Vec<u64> = r.iter().map(|x| x.line).collect();
         assert_eq!(lines, (1..=10_001).collect::<Vec<_>>());
         // Times are whole 100 ns ticks.
@@ -456,19 +520,35 @@ mod tests {
 
     #[test]
     fn interarrival_times_follow_the_normal_model() {
-        let r = records(&SynthSpec { seed: 7, ..SynthSpec::sequential(4096 * 20_000) });
+        let r = records(&SynthSpec {
+            seed: 7,
+            ..SynthSpec::sequential(4096 * 20_000)
+        });
         let (mean, sd) = gap_stats(&r);
         assert!((mean - 50.0).abs() < 0.3, "mean {mean}");
         assert!((sd - 10.0).abs() < 0.3, "sd {sd}");
-        let spec = SynthSpec { iat_mean_ms: 2.0, iat_sd_ms: 0.5, seed: 3, ..SynthSpec::uniform(20_000, 1 << 30) };
+        let spec = SynthSpec {
+            iat_mean_ms: 2.0,
+            iat_sd_ms: 0.5,
+            seed: 3,
+            ..SynthSpec::uniform(20_000, 1 << 30)
+        };
         let (mean, sd) = gap_stats(&records(&spec));
         assert!((mean - 2.0).abs() < 0.02, "mean {mean}");
         assert!((sd - 0.5).abs() < 0.02, "sd {sd}");
         // sd 0: constant gaps.
-        let r = records(&SynthSpec { iat_mean_ms: 1.5, iat_sd_ms: 0.0, ..SynthSpec::sequential(4096 * 100) });
+        let r = records(&SynthSpec {
+            iat_mean_ms: 1.5,
+            iat_sd_ms: 0.0,
+            ..SynthSpec::sequential(4096 * 100)
+        });
         assert!(r.windows(2).all(|w| w[1].time.0 - w[0].time.0 == 1_500_000));
         // A wide distribution is clamped at 0, never negative (times never go back).
-        let r = records(&SynthSpec { iat_mean_ms: 1.0, iat_sd_ms: 5.0, ..SynthSpec::sequential(4096 * 5_000) });
+        let r = records(&SynthSpec {
+            iat_mean_ms: 1.0,
+            iat_sd_ms: 5.0,
+            ..SynthSpec::sequential(4096 * 5_000)
+        });
         let zeros = r.windows(2).filter(|w| w[1].time == w[0].time).count();
         assert!(zeros > 1_000, "{zeros} zero gaps");
     }
@@ -487,7 +567,10 @@ mod tests {
         assert_eq!(r.len(), 20_000);
         for x in &r {
             assert_eq!(x.len, Bytes(512_000));
-            assert!(x.offset.0 >= 4096 && x.offset.0 + x.len.0 <= 4096 + span, "{x:?}");
+            assert!(
+                x.offset.0 >= 4096 && x.offset.0 + x.len.0 <= 4096 + span,
+                "{x:?}"
+            );
             assert_eq!((x.offset.0 - 4096) % 4096, 0);
         }
         // Spread over the whole span: each tenth gets about 10 %.
@@ -495,21 +578,42 @@ mod tests {
         for x in &r {
             tenths[((x.offset.0 - 4096) * 10 / (span - 512_000 + 4096)) as usize] += 1;
         }
-        assert!(tenths.iter().all(|&n| (1_700..2_300).contains(&n)), "{tenths:?}");
+        assert!(
+            tenths.iter().all(|&n| (1_700..2_300).contains(&n)),
+            "{tenths:?}"
+        );
         // Default alignment: the request size.
-        let r = records(&SynthSpec { request_bytes: 8192, ..SynthSpec::uniform(1000, 8192 * 50 + 100) });
-        assert!(r.iter().all(|x| x.offset.0 % 8192 == 0 && x.offset.0 + 8192 <= 8192 * 50 + 100));
-        assert!(r.iter().any(|x| x.offset.0 == 8192 * 49), "the last slot is reachable");
-        assert!(r.iter().any(|x| x.offset.0 == 0), "the first slot is reachable");
+        let r = records(&SynthSpec {
+            request_bytes: 8192,
+            ..SynthSpec::uniform(1000, 8192 * 50 + 100)
+        });
+        assert!(r
+            .iter()
+            .all(|x| x.offset.0 % 8192 == 0 && x.offset.0 + 8192 <= 8192 * 50 + 100));
+        assert!(
+            r.iter().any(|x| x.offset.0 == 8192 * 49),
+            "the last slot is reachable"
+        );
+        assert!(
+            r.iter().any(|x| x.offset.0 == 0),
+            "the first slot is reachable"
+        );
         // A span holding one request: every offset is the start.
-        let r = records(&SynthSpec { start_bytes: 512, ..SynthSpec::uniform(10, 4096) });
+        let r = records(&SynthSpec {
+            start_bytes: 512,
+            ..SynthSpec::uniform(10, 4096)
+        });
         assert!(r.iter().all(|x| x.offset == Bytes(512)));
     }
 
     #[test]
     fn write_fraction() {
         let count = |f: f64| {
-            let r = records(&SynthSpec { write_fraction: Some(f), seed: 5, ..SynthSpec::uniform(20_000, 1 << 30) });
+            let r = records(&SynthSpec {
+                write_fraction: Some(f),
+                seed: 5,
+                ..SynthSpec::uniform(20_000, 1 << 30)
+            });
             r.iter().filter(|x| x.op == Op::Write).count()
         };
         assert_eq!(count(1.0), 20_000);
@@ -517,23 +621,45 @@ mod tests {
         let w = count(0.3);
         assert!((5_700..6_300).contains(&w), "{w}");
         // The op stream is separate: the offsets and times do not change with the fraction.
-        let a = records(&SynthSpec { write_fraction: Some(0.3), ..SynthSpec::uniform(500, 1 << 30) });
+        let a = records(&SynthSpec {
+            write_fraction: Some(0.3),
+            ..SynthSpec::uniform(500, 1 << 30)
+        });
         let b = records(&SynthSpec::uniform(500, 1 << 30));
-        assert!(a.iter().zip(&b).all(|(x, y)| x.offset == y.offset && x.time == y.time));
+        assert!(a
+            .iter()
+            .zip(&b)
+            .all(|(x, y)| x.offset == y.offset && x.time == y.time));
         assert!(a.iter().zip(&b).any(|(x, y)| x.op != y.op));
     }
 
     #[test]
     fn same_seed_same_trace_other_seed_other_trace() {
-        for spec in [SynthSpec::sequential(4096 * 3000), SynthSpec::uniform(3000, 1 << 32)] {
-            let a = records(&SynthSpec { seed: 42, ..spec.clone() });
-            let b = records(&SynthSpec { seed: 42, ..spec.clone() });
-            let c = records(&SynthSpec { seed: 43, ..spec.clone() });
+        for spec in [
+            SynthSpec::sequential(4096 * 3000),
+            SynthSpec::uniform(3000, 1 << 32),
+        ] {
+            let a = records(&SynthSpec {
+                seed: 42,
+                ..spec.clone()
+            });
+            let b = records(&SynthSpec {
+                seed: 42,
+                ..spec.clone()
+            });
+            let c = records(&SynthSpec {
+                seed: 43,
+                ..spec.clone()
+            });
             assert_eq!(a, b);
             assert_eq!(a.len(), c.len());
             assert_ne!(a, c);
             // reopen() regenerates the identical stream, even mid-way.
-            let mut r = SynthReader::new(&SynthSpec { seed: 42, ..spec.clone() }).unwrap();
+            let mut r = SynthReader::new(&SynthSpec {
+                seed: 42,
+                ..spec.clone()
+            })
+            .unwrap();
             for _ in 0..100 {
                 r.next_record().unwrap();
             }
@@ -544,7 +670,10 @@ mod tests {
 
     #[test]
     fn start_limit_and_progress() {
-        let spec = SynthSpec { seed: 9, ..SynthSpec::uniform(1000, 1 << 30) };
+        let spec = SynthSpec {
+            seed: 9,
+            ..SynthSpec::uniform(1000, 1 << 30)
+        };
         let whole = records(&spec);
         let mut r = SynthReader::with_selection(&spec, 100, Some(50)).unwrap();
         assert_eq!(r.progress(), 0.0);
@@ -562,13 +691,23 @@ mod tests {
         // Beyond the end, and a zero limit: nothing.
         assert!(all(&mut SynthReader::with_selection(&spec, 5000, None).unwrap()).is_empty());
         assert!(all(&mut SynthReader::with_selection(&spec, 0, Some(0)).unwrap()).is_empty());
-        assert_eq!(all(&mut SynthReader::with_selection(&spec, 990, Some(50)).unwrap()), whole[990..]);
+        assert_eq!(
+            all(&mut SynthReader::with_selection(&spec, 990, Some(50)).unwrap()),
+            whole[990..]
+        );
     }
 
     #[test]
     fn through_open_trace() {
-        let synth = SynthSpec { seed: 1, ..SynthSpec::sequential(4096 * 1000) };
-        let mut spec = TraceSpec { path: "synth:sequential".into(), synth: Some(synth.clone()), ..Default::default() };
+        let synth = SynthSpec {
+            seed: 1,
+            ..SynthSpec::sequential(4096 * 1000)
+        };
+        let mut spec = TraceSpec {
+            path: "synth:sequential".into(),
+            synth: Some(synth.clone()),
+            ..Default::default()
+        };
         let whole = records(&synth);
         assert_eq!(all(&mut *open_trace(&spec).unwrap()), whole);
         spec.start = 10;
@@ -582,18 +721,32 @@ mod tests {
         let rep = all(&mut *open_trace(&spec).unwrap());
         assert_eq!(rep.len(), 60);
         assert!(rep.windows(2).all(|w| w[0].time < w[1].time));
-        assert!(rep[20..40].iter().zip(&sel).all(|(a, b)| a.offset == b.offset && a.len == b.len));
+        assert!(rep[20..40]
+            .iter()
+            .zip(&sel)
+            .all(|(a, b)| a.offset == b.offset && a.len == b.len));
         // Options that only make sense for files.
-        let s = TraceSpec { disk: Some(0), ..spec.clone() };
+        let s = TraceSpec {
+            disk: Some(0),
+            ..spec.clone()
+        };
         match open_trace(&s).err().unwrap() {
             SimError::Config(m) => assert!(m.contains("disk") && m.contains("synthetic"), "{m}"),
             e => panic!("{e:?}"),
         }
-        let s = TraceSpec { format: Some(crate::trace::Format::Msr), ..spec.clone() };
+        let s = TraceSpec {
+            format: Some(crate::trace::Format::Msr),
+            ..spec.clone()
+        };
         assert!(matches!(open_trace(&s).err().unwrap(), SimError::Config(_)));
         // An invalid spec fails at open.
-        let s = TraceSpec { synth: Some(SynthSpec::new(SynthKind::Uniform)), ..spec.clone() };
-        assert!(matches!(open_trace(&s).err().unwrap(), SimError::Config(m) if m.contains("needs count")));
+        let s = TraceSpec {
+            synth: Some(SynthSpec::new(SynthKind::Uniform)),
+            ..spec.clone()
+        };
+        assert!(
+            matches!(open_trace(&s).err().unwrap(), SimError::Config(m) if m.contains("needs count"))
+        );
     }
 
     #[test]
@@ -602,25 +755,133 @@ mod tests {
         let uni = SynthSpec::uniform(10, 1 << 20);
         assert!(seq.validate().is_ok() && uni.validate().is_ok());
         for (spec, want) in [
-            (SynthSpec { request_bytes: 0, ..seq.clone() }, "request_bytes must be positive"),
-            (SynthSpec { total_bytes: Some(0), ..seq.clone() }, "total_bytes must be positive"),
+            (
+                SynthSpec {
+                    request_bytes: 0,
+                    ..seq.clone()
+                },
+                "request_bytes must be positive",
+            ),
+            (
+                SynthSpec {
+                    total_bytes: Some(0),
+                    ..seq.clone()
+                },
+                "total_bytes must be positive",
+            ),
             (SynthSpec::new(SynthKind::Sequential), "needs total_bytes"),
-            (SynthSpec { count: Some(5), ..seq.clone() }, "count does not apply to kind sequential"),
-            (SynthSpec { write_fraction: Some(0.5), ..seq.clone() }, "write_fraction does not apply"),
-            (SynthSpec { total_bytes: Some(5), ..uni.clone() }, "total_bytes does not apply to kind uniform"),
-            (SynthSpec { iat_sd_ms: -1.0, ..seq.clone() }, "iat_sd_ms must be a non-negative number, got -1"),
-            (SynthSpec { iat_mean_ms: f64::NAN, ..seq.clone() }, "iat_mean_ms must be"),
-            (SynthSpec { iat_mean_ms: -0.5, ..uni.clone() }, "iat_mean_ms must be"),
-            (SynthSpec { count: Some(0), ..uni.clone() }, "count must be positive"),
-            (SynthSpec { count: None, ..uni.clone() }, "needs count"),
-            (SynthSpec { span_bytes: None, ..uni.clone() }, "needs span_bytes"),
-            (SynthSpec { span_bytes: Some(4095), ..uni.clone() }, "span_bytes (4095) is smaller than request_bytes (4096)"),
-            (SynthSpec { span_bytes: Some(0), ..uni.clone() }, "span_bytes (0) is smaller"),
-            (SynthSpec { align_bytes: Some(0), ..uni.clone() }, "align_bytes must be positive"),
-            (SynthSpec { write_fraction: Some(1.5), ..uni.clone() }, "write_fraction must be between 0 and 1"),
-            (SynthSpec { write_fraction: Some(f64::NAN), ..uni.clone() }, "write_fraction must be between 0 and 1"),
-            (SynthSpec { start_bytes: u64::MAX, ..seq.clone() }, "overflows"),
-            (SynthSpec { start_bytes: u64::MAX, ..uni.clone() }, "overflows"),
+            (
+                SynthSpec {
+                    count: Some(5),
+                    ..seq.clone()
+                },
+                "count does not apply to kind sequential",
+            ),
+            (
+                SynthSpec {
+                    write_fraction: Some(0.5),
+                    ..seq.clone()
+                },
+                "write_fraction does not apply",
+            ),
+            (
+                SynthSpec {
+                    total_bytes: Some(5),
+                    ..uni.clone()
+                },
+                "total_bytes does not apply to kind uniform",
+            ),
+            (
+                SynthSpec {
+                    iat_sd_ms: -1.0,
+                    ..seq.clone()
+                },
+                "iat_sd_ms must be a non-negative number, got -1",
+            ),
+            (
+                SynthSpec {
+                    iat_mean_ms: f64::NAN,
+                    ..seq.clone()
+                },
+                "iat_mean_ms must be",
+            ),
+            (
+                SynthSpec {
+                    iat_mean_ms: -0.5,
+                    ..uni.clone()
+                },
+                "iat_mean_ms must be",
+            ),
+            (
+                SynthSpec {
+                    count: Some(0),
+                    ..uni.clone()
+                },
+                "count must be positive",
+            ),
+            (
+                SynthSpec {
+                    count: None,
+                    ..uni.clone()
+                },
+                "needs count",
+            ),
+            (
+                SynthSpec {
+                    span_bytes: None,
+                    ..uni.clone()
+                },
+                "needs span_bytes",
+            ),
+            (
+                SynthSpec {
+                    span_bytes: Some(4095),
+                    ..uni.clone()
+                },
+                "span_bytes (4095) is smaller than request_bytes (4096)",
+            ),
+            (
+                SynthSpec {
+                    span_bytes: Some(0),
+                    ..uni.clone()
+                },
+                "span_bytes (0) is smaller",
+            ),
+            (
+                SynthSpec {
+                    align_bytes: Some(0),
+                    ..uni.clone()
+                },
+                "align_bytes must be positive",
+            ),
+            (
+                SynthSpec {
+                    write_fraction: Some(1.5),
+                    ..uni.clone()
+                },
+                "write_fraction must be between 0 and 1",
+            ),
+            (
+                SynthSpec {
+                    write_fraction: Some(f64::NAN),
+                    ..uni.clone()
+                },
+                "write_fraction must be between 0 and 1",
+            ),
+            (
+                SynthSpec {
+                    start_bytes: u64::MAX,
+                    ..seq.clone()
+                },
+                "overflows",
+            ),
+            (
+                SynthSpec {
+                    start_bytes: u64::MAX,
+                    ..uni.clone()
+                },
+                "overflows",
+            ),
         ] {
             let m = config_err(&spec);
             assert!(m.contains(want), "{m} (wanted: {want})");
@@ -630,9 +891,13 @@ mod tests {
 
     #[test]
     fn serde_shape() {
-        let s: SynthSpec = serde_json::from_str(r#"{"kind":"sequential","total_bytes":8192}"#).unwrap();
+        let s: SynthSpec =
+            serde_json::from_str(r#"{"kind":"sequential","total_bytes":8192}"#).unwrap();
         assert_eq!(s, SynthSpec::sequential(8192));
-        assert_eq!((s.request_bytes, s.iat_mean_ms, s.iat_sd_ms, s.seed), (4096, 50.0, 10.0, 0));
+        assert_eq!(
+            (s.request_bytes, s.iat_mean_ms, s.iat_sd_ms, s.seed),
+            (4096, 50.0, 10.0, 0)
+        );
         let s: SynthSpec = serde_json::from_str(
             r#"{"kind":"uniform","count":3,"span_bytes":65536,"align_bytes":512,"write_fraction":0.5,"seed":2}"#,
         )
@@ -642,13 +907,16 @@ mod tests {
         let back: SynthSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         // Unknown fields and kinds are rejected.
-        let e = serde_json::from_str::<SynthSpec>(r#"{"kind":"sequential","total":1}"#).unwrap_err();
+        let e =
+            serde_json::from_str::<SynthSpec>(r#"{"kind":"sequential","total":1}"#).unwrap_err();
         assert!(e.to_string().contains("unknown field `total`"), "{e}");
         let e = serde_json::from_str::<SynthSpec>(r#"{"kind":"zipf"}"#).unwrap_err();
         assert!(e.to_string().contains("unknown variant `zipf`"), "{e}");
         // Inside a TraceSpec.
-        let t: TraceSpec =
-            serde_json::from_str(r#"{"path":"x","synth":{"kind":"uniform","count":1,"span_bytes":4096}}"#).unwrap();
+        let t: TraceSpec = serde_json::from_str(
+            r#"{"path":"x","synth":{"kind":"uniform","count":1,"span_bytes":4096}}"#,
+        )
+        .unwrap();
         assert_eq!(t.synth, Some(SynthSpec::uniform(1, 4096)));
     }
 
@@ -657,7 +925,11 @@ mod tests {
     fn streams_without_materialising() {
         let big = SynthReader::new(&SynthSpec::uniform(10_000_000, 1 << 40)).unwrap();
         assert!(std::mem::size_of_val(&big) < 512);
-        let mut r = SynthReader::new(&SynthSpec { iat_sd_ms: 0.0, ..SynthSpec::sequential(4096 * 10_000_000) }).unwrap();
+        let mut r = SynthReader::new(&SynthSpec {
+            iat_sd_ms: 0.0,
+            ..SynthSpec::sequential(4096 * 10_000_000)
+        })
+        .unwrap();
         let mut n = 0u64;
         let mut last = None;
         while let Some(x) = r.next_record().unwrap() {

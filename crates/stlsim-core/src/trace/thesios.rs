@@ -45,7 +45,14 @@ pub const DEFAULT_FILE_EXTENT_MIB: u64 = 64;
 const MAX_FILES: usize = 50_000_000;
 
 /// The columns this reader needs, by header name.
-const NEEDED: [&str; 6] = ["start_time", "op_type", "filename", "file_offset", "request_io_size_bytes", "disk_io_size_bytes"];
+const NEEDED: [&str; 6] = [
+    "start_time",
+    "op_type",
+    "filename",
+    "file_offset",
+    "request_io_size_bytes",
+    "disk_io_size_bytes",
+];
 
 /// Reader of Thesios CSV shards.
 pub struct ThesiosReader {
@@ -62,7 +69,12 @@ pub struct ThesiosReader {
 impl ThesiosReader {
     /// A reader over a decompressed shard; `file` labels error messages;
     /// each traced file gets `extent_mib` MiB of addresses.
-    pub fn new(input: Box<dyn Read + Send>, file: &str, extent_mib: Option<u64>, skip_unknown: bool) -> SimResult<Self> {
+    pub fn new(
+        input: Box<dyn Read + Send>,
+        file: &str,
+        extent_mib: Option<u64>,
+        skip_unknown: bool,
+    ) -> SimResult<Self> {
         let mib = extent_mib.unwrap_or(DEFAULT_FILE_EXTENT_MIB);
         if !(1..=1 << 30).contains(&mib) {
             return Err(SimError::Config(format!(
@@ -88,7 +100,9 @@ impl ThesiosReader {
     /// The column indices from the header line (the current line).
     fn header(&self) -> SimResult<([usize; 6], Option<usize>)> {
         let s = &self.src;
-        let find = |name: &str| (0..s.len()).find(|&i| trim(s.field(i)).eq_ignore_ascii_case(name.as_bytes()));
+        let find = |name: &str| {
+            (0..s.len()).find(|&i| trim(s.field(i)).eq_ignore_ascii_case(name.as_bytes()))
+        };
         let mut cols = [0; 6];
         for (slot, name) in cols.iter_mut().zip(NEEDED) {
             *slot = find(name).ok_or_else(|| {
@@ -115,7 +129,10 @@ impl RawTraceReader for ThesiosReader {
             let s = &self.src;
             let width = c.iter().copied().chain(hit_col).max().unwrap_or(0) + 1;
             if s.len() < width {
-                return Err(s.err(format!("expected at least {width} fields (the header's columns), found {}", s.len())));
+                return Err(s.err(format!(
+                    "expected at least {width} fields (the header's columns), found {}",
+                    s.len()
+                )));
             }
             let time = s.scaled_field(c[0], 1_000_000_000, "start_time (Unix seconds)")?;
             let opf = trim(s.field(c[1]));
@@ -125,7 +142,11 @@ impl RawTraceReader for ThesiosReader {
                 Op::Write
             } else {
                 s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                    format!("op_type (field {}) is '{}', expected READ or WRITE", c[1] + 1, show(opf))
+                    format!(
+                        "op_type (field {}) is '{}', expected READ or WRITE",
+                        c[1] + 1,
+                        show(opf)
+                    )
                 })?;
                 continue;
             };
@@ -154,7 +175,9 @@ impl RawTraceReader for ThesiosReader {
                 Some(&b) => b,
                 None => {
                     if self.files.len() >= MAX_FILES {
-                        return Err(s.err(format!("more than {MAX_FILES} distinct files in one trace")));
+                        return Err(
+                            s.err(format!("more than {MAX_FILES} distinct files in one trace"))
+                        );
                     }
                     let b = next.checked_mul(self.extent).ok_or_else(|| {
                         s.err(format!("file number {next} at {} MiB each passes 2^64 bytes: lower file_extent_mib", self.extent >> 20))
@@ -163,7 +186,13 @@ impl RawTraceReader for ThesiosReader {
                     b
                 }
             };
-            let rec = TraceRecord { time: Nanos(time), op, offset: Bytes(base + at), len: Bytes(len), line: s.line() };
+            let rec = TraceRecord {
+                time: Nanos(time),
+                op,
+                offset: Bytes(base + at),
+                len: Bytes(len),
+                line: s.line(),
+            };
             return Ok(Some((rec, None)));
         }
     }
@@ -191,15 +220,26 @@ mod tests {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut h);
-        let p = write_temp(&format!("thesios-{:x}", h.finish()), "data-00000-of-00001", text.as_bytes());
-        read_all(&TraceSpec { path: p, format: Some(Format::Thesios), ..spec })
+        let p = write_temp(
+            &format!("thesios-{:x}", h.finish()),
+            "data-00000-of-00001",
+            text.as_bytes(),
+        );
+        read_all(&TraceSpec {
+            path: p,
+            format: Some(Format::Thesios),
+            ..spec
+        })
     }
 
     #[test]
     fn files_get_extents_hits_are_left_out_and_sizes_follow_the_disk() {
         let r = read(SAMPLE, TraceSpec::default()).unwrap();
         let mib = 1 << 20;
-        let got: Vec<_> = r.iter().map(|r| (r.time.0, r.op, r.offset.0, r.len.0, r.line)).collect();
+        let got: Vec<_> = r
+            .iter()
+            .map(|r| (r.time.0, r.op, r.offset.0, r.len.0, r.line))
+            .collect();
         assert_eq!(
             got,
             vec![
@@ -208,11 +248,27 @@ mod tests {
                 (1_705_312_802_250_000_000, Op::Read, 65536, 4096, 5), // line 4, a cache hit, is left out
             ]
         );
-        let r = read(SAMPLE, TraceSpec { file_extent_mib: Some(1), ..TraceSpec::default() }).unwrap();
+        let r = read(
+            SAMPLE,
+            TraceSpec {
+                file_extent_mib: Some(1),
+                ..TraceSpec::default()
+            },
+        )
+        .unwrap();
         assert_eq!(r[1].offset.0, mib);
         // Found by name: another column order reads the same.
-        let swapped = SAMPLE.replace("filename,application,file_offset", "application,filename,file_offset").replace("f1,bigtable", "bigtable,f1").replace("f2,spanner", "spanner,f2");
-        assert_eq!(read(&swapped, TraceSpec::default()).unwrap(), read(SAMPLE, TraceSpec::default()).unwrap());
+        let swapped = SAMPLE
+            .replace(
+                "filename,application,file_offset",
+                "application,filename,file_offset",
+            )
+            .replace("f1,bigtable", "bigtable,f1")
+            .replace("f2,spanner", "spanner,f2");
+        assert_eq!(
+            read(&swapped, TraceSpec::default()).unwrap(),
+            read(SAMPLE, TraceSpec::default()).unwrap()
+        );
         // Detected from the header.
         let p = write_temp("thesios-sniff", "data-00000", SAMPLE.as_bytes());
         assert_eq!(read_all(&spec(&p)).unwrap().len(), 3);
@@ -220,21 +276,47 @@ mod tests {
 
     #[test]
     fn errors_name_the_line_and_the_way_out() {
-        let e = read(&SAMPLE.replace("65536,", "67108864,"), TraceSpec::default()).unwrap_err().to_string();
+        let e = read(&SAMPLE.replace("65536,", "67108864,"), TraceSpec::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":5:") && e.contains("file_extent_mib"), "{e}");
-        let e = read(&SAMPLE.replace("WRITE", "TRIM"), TraceSpec::default()).unwrap_err().to_string();
-        assert!(e.contains(":3:") && e.contains("op_type") && e.contains("--skip-unknown"), "{e}");
-        let p = write_temp("thesios-skip", "d", SAMPLE.replace("WRITE", "TRIM").as_bytes());
-        let spec = TraceSpec { path: p, format: Some(Format::Thesios), skip_unknown: true, ..TraceSpec::default() };
+        let e = read(&SAMPLE.replace("WRITE", "TRIM"), TraceSpec::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(":3:") && e.contains("op_type") && e.contains("--skip-unknown"),
+            "{e}"
+        );
+        let p = write_temp(
+            "thesios-skip",
+            "d",
+            SAMPLE.replace("WRITE", "TRIM").as_bytes(),
+        );
+        let spec = TraceSpec {
+            path: p,
+            format: Some(Format::Thesios),
+            skip_unknown: true,
+            ..TraceSpec::default()
+        };
         let mut r = crate::trace::open::open_trace(&spec).unwrap();
         let mut n = 0;
         while r.next_record().unwrap().is_some() {
             n += 1;
         }
         assert_eq!((n, r.skipped_unknown()), (2, 1));
-        let e = read(&SAMPLE.replace("op_type", "kind"), TraceSpec::default()).unwrap_err().to_string();
+        let e = read(&SAMPLE.replace("op_type", "kind"), TraceSpec::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":1:") && e.contains("'op_type'"), "{e}");
-        let e = read(SAMPLE, TraceSpec { file_extent_mib: Some(0), ..TraceSpec::default() }).unwrap_err().to_string();
+        let e = read(
+            SAMPLE,
+            TraceSpec {
+                file_extent_mib: Some(0),
+                ..TraceSpec::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("file_extent_mib"), "{e}");
     }
 }

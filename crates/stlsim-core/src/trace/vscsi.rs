@@ -137,7 +137,10 @@ impl VscsiReader {
             r.version = VscsiVersion::V1;
         } else if !avail.is_empty() {
             let msg = if avail.len() < 32 {
-                format!("not a vscsi trace: only {} bytes, shorter than one record", avail.len())
+                format!(
+                    "not a vscsi trace: only {} bytes, shorter than one record",
+                    avail.len()
+                )
             } else {
                 format!(
                     "not a vscsi trace: the first records carry neither version 1 (byte 15 = 1, 32-byte records) \
@@ -378,7 +381,10 @@ mod tests {
                     line: 1
                 }
             );
-            assert_eq!((r[1].op, r[1].offset, r[1].len), (Op::Write, Bytes(8192), Bytes(512)));
+            assert_eq!(
+                (r[1].op, r[1].offset, r[1].len),
+                (Op::Write, Bytes(8192), Bytes(512))
+            );
             assert_eq!((r[2].op, r[2].line, r[2].time), (Op::Read, 4, Nanos(4000)));
             assert_eq!((r[3].op, r[3].len, r[3].line), (Op::Write, Bytes(0), 5));
         }
@@ -460,7 +466,13 @@ mod tests {
         match crate::trace::open::test_util::read_err(&spec(&p)) {
             SimError::TraceFormat { at, msg } => {
                 assert_eq!(at.line, 2);
-                assert!(msg.starts_with(&format!("offset {} plus length 4096 overflows", u64::MAX / 512 * 512)), "{msg}");
+                assert!(
+                    msg.starts_with(&format!(
+                        "offset {} plus length 4096 overflows",
+                        u64::MAX / 512 * 512
+                    )),
+                    "{msg}"
+                );
             }
             e => panic!("{e:?}"),
         }
@@ -484,7 +496,10 @@ mod tests {
             match r.unwrap_err() {
                 SimError::TraceFormat { at, msg } => {
                     assert_eq!(at.line, 3, "{msg}");
-                    assert!(msg.contains("record 3 carries version") && msg.contains("out of step"), "{msg}");
+                    assert!(
+                        msg.contains("record 3 carries version") && msg.contains("out of step"),
+                        "{msg}"
+                    );
                 }
                 e => panic!("{e:?}"),
             }
@@ -496,7 +511,10 @@ mod tests {
             let at = if size == 32 { 4 * 32 + 15 } else { 4 * 40 + 3 };
             bytes[at] = 7;
             let e = read_bytes(bytes).0.unwrap_err().to_string();
-            assert!(e.starts_with("mem.vscsi:5: record 5 carries version 7"), "{e}");
+            assert!(
+                e.starts_with("mem.vscsi:5: record 5 carries version 7"),
+                "{e}"
+            );
         }
     }
 

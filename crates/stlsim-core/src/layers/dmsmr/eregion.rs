@@ -39,13 +39,16 @@
 //!   cleaned since the tail last moved come back as live after a crash:
 //!   their data equals the band's, so nothing is lost; they are cleaned again.
 
-use super::{map_bytes_eq1, run_stage, scan_log, finish_resumed, BandContents, BandJob, CacheSplit, CleaningState, Cleaner, TrackRing, CLEAN_BUFFER};
+use super::{
+    finish_resumed, map_bytes_eq1, run_stage, scan_log, BandContents, BandJob, CacheSplit, Cleaner,
+    CleaningState, TrackRing, CLEAN_BUFFER,
+};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::Geometry;
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
-    StageOutcome, WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
+    QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -147,15 +150,26 @@ impl ERegion {
         let split = CacheSplit::new("smr-eregion", g, p.f64("clean_buffer_mib"), 4)?;
         let map_entries = p.u64("map_entries");
         if map_entries < 16 {
-            return config_err(format!("smr-eregion map_entries {map_entries} must be at least 16"));
+            return config_err(format!(
+                "smr-eregion map_entries {map_entries} must be at least 16"
+            ));
         }
         let reserve = p.f64("clean_reserve");
         if !(0.0..0.5).contains(&reserve) {
-            return config_err(format!("smr-eregion clean_reserve {reserve} must be in [0, 0.5)"));
+            return config_err(format!(
+                "smr-eregion clean_reserve {reserve} must be in [0, 0.5)"
+            ));
         }
-        let crate::geometry::Layout::Smr { band, .. } = g.layout() else { unreachable!("checked by CacheSplit") };
+        let crate::geometry::Layout::Smr { band, .. } = g.layout() else {
+            unreachable!("checked by CacheSplit")
+        };
         let log_sectors = split.log.iter().map(|&t| g.sectors_in(t) as u64).sum();
-        let min_spt = split.log.iter().map(|&t| g.sectors_in(t) as u64).min().unwrap_or(1);
+        let min_spt = split
+            .log
+            .iter()
+            .map(|&t| g.sectors_in(t) as u64)
+            .min()
+            .unwrap_or(1);
         Ok(ERegion {
             cl: Cleaner::new(&split),
             st: State {
@@ -193,7 +207,8 @@ impl ERegion {
     fn low(&self) -> bool {
         let s = &self.st;
         let free = s.free_sectors() as f64 / s.log_sectors as f64;
-        let entries = s.map_entries.saturating_sub(s.map.len() as u64) as f64 / s.map_entries as f64;
+        let entries =
+            s.map_entries.saturating_sub(s.map.len() as u64) as f64 / s.map_entries as f64;
         free < self.reserve.max(1e-9) || entries < self.reserve.max(1e-9)
     }
 }
@@ -201,7 +216,10 @@ impl ERegion {
 impl State {
     /// Sectors that can still be appended.
     fn free_sectors(&self) -> u64 {
-        let cur = self.cur.map(|(off, s)| self.spt(off) - s as u64).unwrap_or(0);
+        let cur = self
+            .cur
+            .map(|(off, s)| self.spt(off) - s as u64)
+            .unwrap_or(0);
         cur + self.ring.free() * self.min_spt
     }
 
@@ -216,7 +234,11 @@ impl State {
     /// Whether `n` sectors in `pieces` extents can be stored now.
     fn fits(&self, n: u64) -> bool {
         // What the current log track still holds, then whole new tracks (one extent each).
-        let here = self.cur.map(|(off, s)| self.spt(off) - s as u64).unwrap_or(0).min(n);
+        let here = self
+            .cur
+            .map(|(off, s)| self.spt(off) - s as u64)
+            .unwrap_or(0)
+            .min(n);
         let new_tracks = (n - here).div_ceil(self.min_spt);
         let pieces = (here > 0) as u64 + new_tracks;
         // A piece landing inside an older extent splits it: up to two entries more each.
@@ -226,7 +248,12 @@ impl State {
     /// The first LBA of the extent holding `lba`, or `lba` itself: where a
     /// walk of the extents meeting a range from `lba` starts.
     fn covering_start(&self, lba: u64) -> u64 {
-        self.map.range(..=lba).next_back().filter(|(&s, e)| s + e.len > lba).map(|(&s, _)| s).unwrap_or(lba)
+        self.map
+            .range(..=lba)
+            .next_back()
+            .filter(|(&s, e)| s + e.len > lba)
+            .map(|(&s, _)| s)
+            .unwrap_or(lba)
     }
 
     /// Drop (trim) extents overlapping `[lo, hi)`.
@@ -246,7 +273,11 @@ impl State {
                 self.by_pos.insert((e.off, e.sector), k);
             }
             if b < k + e.len {
-                let right = Ext { len: k + e.len - b, off: e.off, sector: e.sector + (b - k) as u32 };
+                let right = Ext {
+                    len: k + e.len - b,
+                    off: e.off,
+                    sector: e.sector + (b - k) as u32,
+                };
                 self.map.insert(b, right);
                 self.by_pos.insert((right.off, right.sector), b);
             }
@@ -287,13 +318,27 @@ impl State {
             };
             let take = (w.sectors.0 - done).min(self.spt(off) - sector as u64) as u32;
             let lba = w.lba.0 + done;
-            let data = if w.data.is_empty() { &[][..] } else { &w.data[done as usize..done as usize + take as usize] };
+            let data = if w.data.is_empty() {
+                &[][..]
+            } else {
+                &w.data[done as usize..done as usize + take as usize]
+            };
             self.seq += 1;
             let words = vec![EXT, self.seq, lba, take as u64, off, self.ring.tail];
-            let at = PhysAddr { track: self.log_track(off), sector };
+            let at = PhysAddr {
+                track: self.log_track(off),
+                sector,
+            };
             dev.write_meta(w.cause, at, take, data, words)?;
             self.cur = Some((off, sector + take));
-            self.insert(lba, Ext { len: take as u64, off, sector });
+            self.insert(
+                lba,
+                Ext {
+                    len: take as u64,
+                    off,
+                    sector,
+                },
+            );
             self.appended_sectors += take as u64;
             done += take as u64;
         }
@@ -327,7 +372,10 @@ impl State {
             if cur < a {
                 home(dev, cur, a - cur, out)?;
             }
-            let at = PhysAddr { track: self.log_track(e.off), sector: e.sector + (a - k) as u32 };
+            let at = PhysAddr {
+                track: self.log_track(e.off),
+                sector: e.sector + (a - k) as u32,
+            };
             dev.read(cause, at, (b - a) as u32, out)?;
             cur = b;
         }
@@ -342,10 +390,24 @@ impl BandContents for State {
     fn merged_track(&mut self, dev: &mut Device, t: Track, out: &mut Vec<Token>) -> SimResult<u64> {
         let g = dev.geometry_arc();
         let spt = g.sectors_in(t);
-        let lba = g.home_lba(PhysAddr { track: t, sector: 0 }).expect("band tracks hold host data").0;
+        let lba = g
+            .home_lba(PhysAddr {
+                track: t,
+                sector: 0,
+            })
+            .expect("band tracks hold host data")
+            .0;
         let mut home = std::mem::take(&mut self.tmp);
         home.clear();
-        dev.read(Cause::Clean, PhysAddr { track: t, sector: 0 }, spt, &mut home)?;
+        dev.read(
+            Cause::Clean,
+            PhysAddr {
+                track: t,
+                sector: 0,
+            },
+            spt,
+            &mut home,
+        )?;
         let mut read = spt as u64;
         let carries = dev.carries_data();
         // Overlay the cached extents of this track, read from the log.
@@ -355,7 +417,10 @@ impl BandContents for State {
         let mut piece = vec![];
         for (k, e) in hits {
             let (a, b) = (k.max(lba), (k + e.len).min(end));
-            let at = PhysAddr { track: self.log_track(e.off), sector: e.sector + (a - k) as u32 };
+            let at = PhysAddr {
+                track: self.log_track(e.off),
+                sector: e.sector + (a - k) as u32,
+            };
             piece.clear();
             dev.read(Cause::Clean, at, (b - a) as u32, &mut piece)?;
             read += b - a;
@@ -379,8 +444,16 @@ impl CleaningState for State {
         let (b, _) = g.band_position(g.home(Lba(lba)).track)?;
         let (lo, hi) = self.band_lbas(g, b);
         let first = if self.skip_leading {
-            let straddles = self.map.range(..lo).next_back().is_some_and(|(&s, e)| s + e.len > lo);
-            let k = if straddles { lo } else { *self.map.range(lo..hi).next()?.0 };
+            let straddles = self
+                .map
+                .range(..lo)
+                .next_back()
+                .is_some_and(|(&s, e)| s + e.len > lo);
+            let k = if straddles {
+                lo
+            } else {
+                *self.map.range(lo..hi).next()?.0
+            };
             g.band_position(g.home(Lba(k)).track)?.1
         } else {
             1
@@ -400,26 +473,40 @@ impl Layer for ERegion {
         "smr-eregion"
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: false, background: true, ..Default::default() }
+        Needs {
+            arrivals: false,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let g = dev.geometry_arc();
         let cl = &self.cl;
-        let mut home = |dev: &mut Device, lba: u64, n: u64, out: &mut Vec<Token>| -> SimResult<()> {
-            let mut err = Ok(());
-            g.for_home_extents(Lba(lba), Sectors(n), |at, count, _| {
-                if err.is_err() {
-                    return;
-                }
-                match cl.carried(&g, at.track) {
-                    Some(buf) if !buf.is_empty() => out.extend_from_slice(&buf[at.sector as usize..(at.sector + count) as usize]),
-                    Some(_) => {}
-                    None => err = dev.read(Cause::Host, at, count, out).map(|_| ()),
-                }
-            });
-            err
-        };
-        self.st.read_cached(dev, Cause::Host, lba.0, n.0, out, &mut home)?;
+        let mut home =
+            |dev: &mut Device, lba: u64, n: u64, out: &mut Vec<Token>| -> SimResult<()> {
+                let mut err = Ok(());
+                g.for_home_extents(Lba(lba), Sectors(n), |at, count, _| {
+                    if err.is_err() {
+                        return;
+                    }
+                    match cl.carried(&g, at.track) {
+                        Some(buf) if !buf.is_empty() => out.extend_from_slice(
+                            &buf[at.sector as usize..(at.sector + count) as usize],
+                        ),
+                        Some(_) => {}
+                        None => err = dev.read(Cause::Host, at, count, out).map(|_| ()),
+                    }
+                });
+                err
+            };
+        self.st
+            .read_cached(dev, Cause::Host, lba.0, n.0, out, &mut home)?;
         self.cl.owed = self.cl.busy();
         Ok(())
     }
@@ -438,7 +525,8 @@ impl Layer for ERegion {
         Ok(())
     }
     fn background(&self) -> Background {
-        self.cl.background(self.idle_clean && !self.st.map.is_empty())
+        self.cl
+            .background(self.idle_clean && !self.st.map.is_empty())
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         // Called in idle time (idle_clean), for an episode, or for a write
@@ -460,7 +548,16 @@ impl Layer for ERegion {
         let mut recs: Vec<[u64; 6]> = scan_log(dev, &st.log, EXT)?
             .into_iter()
             .filter(|r| r.words.len() == 6)
-            .map(|r| [r.words[1], r.words[2], r.words[3], r.words[4], r.words[5], r.sector as u64])
+            .map(|r| {
+                [
+                    r.words[1],
+                    r.words[2],
+                    r.words[3],
+                    r.words[4],
+                    r.words[5],
+                    r.sector as u64,
+                ]
+            })
             .collect();
         let mut tail = recs.iter().map(|r| r[4]).max().unwrap_or(0);
         let mut head = recs.iter().map(|r| r[3] + 1).max().unwrap_or(0);
@@ -478,7 +575,14 @@ impl Layer for ERegion {
         st.by_pos.clear();
         st.ring.reset(head, tail);
         for r in &recs {
-            st.insert(r[1], Ext { len: r[2], off: r[3], sector: r[5] as u32 });
+            st.insert(
+                r[1],
+                Ext {
+                    len: r[2],
+                    off: r[3],
+                    sector: r[5] as u32,
+                },
+            );
         }
         st.seq = seq;
         st.cur = None;
@@ -492,16 +596,25 @@ impl Layer for ERegion {
     fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
         let s = &self.st;
         out.push(("cache_span_tracks", s.ring.span() as f64));
-        out.push(("cache_span_fraction", s.ring.span() as f64 / s.ring.len() as f64));
+        out.push((
+            "cache_span_fraction",
+            s.ring.span() as f64 / s.ring.len() as f64,
+        ));
         out.push(("map_entries", s.map.len() as f64));
-        out.push(("map_entries_fraction", s.map.len() as f64 / s.map_entries as f64));
+        out.push((
+            "map_entries_fraction",
+            s.map.len() as f64 / s.map_entries as f64,
+        ));
         out.push(("clean_bands", self.cl.stats.bands as f64));
     }
     fn report(&self) -> LayerReport {
         let mut r = LayerReport::new();
         let s = &self.st;
         r.insert("map_bytes".into(), self.map_bytes() as f64);
-        r.insert("map_eq1_bytes".into(), map_bytes_eq1(s.map_entries, self.tracks, self.cache_tracks) as f64);
+        r.insert(
+            "map_eq1_bytes".into(),
+            map_bytes_eq1(s.map_entries, self.tracks, self.cache_tracks) as f64,
+        );
         r.insert("map_entries_limit".into(), s.map_entries as f64);
         r.insert("map_entries_peak".into(), s.peak_entries as f64);
         r.insert("cache_log_tracks".into(), s.ring.len() as f64);

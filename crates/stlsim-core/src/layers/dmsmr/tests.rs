@@ -22,12 +22,18 @@ fn drive(bands: u64) -> DriveConfig {
         sector_bytes: 4096,
         rpm: 5900.0,
         zones: vec![
-            ZoneSpec { first_track: 0, sectors_per_track: 80 },
-            ZoneSpec { first_track: CACHE + 1, sectors_per_track: SPT as u32 },
+            ZoneSpec {
+                first_track: 0,
+                sectors_per_track: 80,
+            },
+            ZoneSpec {
+                first_track: CACHE + 1,
+                sectors_per_track: SPT as u32,
+            },
         ],
         tracks: Some(CACHE + 1 + bands * (N + 1)),
         capacity_gib: None,
-        interface_mb_s: 1e9,
+        interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
         layout: LayoutConfig {
             kind: "smr".into(),
@@ -42,9 +48,15 @@ fn drive(bands: u64) -> DriveConfig {
 
 fn cfg(layer: &str, bands: u64, params: &[(&str, &str)]) -> RunConfig {
     let mut c = RunConfig {
-        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        trace: TraceSpec {
+            path: "memory".into(),
+            ..Default::default()
+        },
         drive: drive(bands),
-        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params: Default::default(),
+        },
         ..Default::default()
     };
     // Paper 003's replay: queue depth 1, flat out, write cache off; a full drive.
@@ -53,12 +65,17 @@ fn cfg(layer: &str, bands: u64, params: &[(&str, &str)]) -> RunConfig {
     c.replay.prefill = Some(PrefillSpec::Fraction(1.0));
     c.verify = true;
     // A 1 MiB cleaning buffer: 4 home tracks, so a band takes three stages.
-    c.layer.params.insert("clean_buffer_mib".into(), serde_json::Value::from(1.0));
+    c.layer
+        .params
+        .insert("clean_buffer_mib".into(), serde_json::Value::from(1.0));
     for &(k, v) in params {
-        let v = v.parse::<f64>().map(serde_json::Value::from).unwrap_or_else(|_| match v {
-            "true" | "false" => serde_json::Value::from(v == "true"),
-            _ => serde_json::Value::from(v),
-        });
+        let v = v
+            .parse::<f64>()
+            .map(serde_json::Value::from)
+            .unwrap_or_else(|_| match v {
+                "true" | "false" => serde_json::Value::from(v == "true"),
+                _ => serde_json::Value::from(v),
+            });
         c.layer.params.insert(k.into(), v);
     }
     c
@@ -89,7 +106,9 @@ fn run(c: RunConfig, recs: Vec<TraceRecord>) -> Report {
 }
 
 fn counter(r: &Report, k: &str) -> f64 {
-    *r.layer_counters.get(k).unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
+    *r.layer_counters
+        .get(k)
+        .unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
 }
 
 use crate::test_rng::Rng;
@@ -101,7 +120,12 @@ fn random_requests(seed: u64, n: u64, bands: u64, read_every: u64) -> Vec<TraceR
     (0..n)
         .map(|i| {
             let (b, p) = (rng.below(bands), 1 + rng.below(N));
-            rec(i, i % read_every != read_every - 1, lba(b, p) + rng.below(SPT - 8), 1 + rng.below(8))
+            rec(
+                i,
+                i % read_every != read_every - 1,
+                lba(b, p) + rng.below(SPT - 8),
+                1 + rng.below(8),
+            )
         })
         .collect()
 }
@@ -118,11 +142,11 @@ fn equation_1_counts_bits_of_a_track_and_a_cache_track_number() {
 #[test]
 fn first_write_copies_the_next_track_once_and_last_tracks_copy_nothing() {
     let recs = vec![
-        rec(0, true, lba(0, 3) + 5, 1),  // track 3: copy track 4
-        rec(1, true, lba(0, 3) + 9, 2),  // again: nothing
-        rec(2, true, lba(1, N) + 1, 4),  // the band's last track: nothing
-        rec(3, true, lba(2, 1), SPT),    // a whole track 1: copy track 2
-        rec(4, false, lba(0, 4), SPT),   // the cached track 4 reads from the cache
+        rec(0, true, lba(0, 3) + 5, 1), // track 3: copy track 4
+        rec(1, true, lba(0, 3) + 9, 2), // again: nothing
+        rec(2, true, lba(1, N) + 1, 4), // the band's last track: nothing
+        rec(3, true, lba(2, 1), SPT),   // a whole track 1: copy track 2
+        rec(4, false, lba(0, 4), SPT),  // the cached track 4 reads from the cache
     ];
     let r = run(cfg("smr-vguard", 6, &[]), recs);
     assert_eq!(counter(&r, "guard_copies"), 2.0);
@@ -131,7 +155,12 @@ fn first_write_copies_the_next_track_once_and_last_tracks_copy_nothing() {
     assert_eq!(counter(&r, "tracks_copied"), 2.0);
     assert_eq!(counter(&r, "clean_episodes"), 0.0);
     // Each copy is one track read and one cache-track write (cause promote).
-    let promote = r.device.by_cause.iter().find(|c| c.cause == "promote").unwrap();
+    let promote = r
+        .device
+        .by_cause
+        .iter()
+        .find(|c| c.cause == "promote")
+        .unwrap();
     assert_eq!((promote.read_ops, promote.write_ops), (2, 2));
     assert_eq!(promote.read_sectors, 2 * SPT);
 }
@@ -148,10 +177,18 @@ fn writes_to_cached_tracks_follow_figure_1() {
     ];
     let r = run(cfg("smr-vguard", 6, &[]), recs.clone());
     assert_eq!(counter(&r, "in_place_cache"), 1.0);
-    assert_eq!(counter(&r, "relocations"), 1.0, "Figure 1(d): the written track moves to the frontier");
+    assert_eq!(
+        counter(&r, "relocations"),
+        1.0,
+        "Figure 1(d): the written track moves to the frontier"
+    );
     assert_eq!(counter(&r, "tracks_copied"), 3.0);
     let r = run(cfg("smr-vguard", 6, &[("cache_write", "copy-next")]), recs);
-    assert_eq!(counter(&r, "next_copies"), 1.0, "the text's rule copies the track in front instead");
+    assert_eq!(
+        counter(&r, "next_copies"),
+        1.0,
+        "the text's rule copies the track in front instead"
+    );
     assert_eq!(counter(&r, "in_place_cache"), 2.0);
     assert_eq!(counter(&r, "tracks_copied"), 3.0);
 }
@@ -164,7 +201,10 @@ fn cleaning_starts_at_beta_and_cleans_two_bands_from_the_tail() {
     let (eps, cleaned) = (counter(&r, "clean_episodes"), counter(&r, "clean_bands"));
     assert!(eps >= 10.0, "{eps} episodes");
     // Each episode cleans two bands (the last one may still be running).
-    assert!(cleaned >= 2.0 * (eps - 1.0) && cleaned <= 2.0 * eps, "{cleaned} bands in {eps} episodes");
+    assert!(
+        cleaned >= 2.0 * (eps - 1.0) && cleaned <= 2.0 * eps,
+        "{cleaned} bands in {eps} episodes"
+    );
     assert!(counter(&r, "cache_span_peak_tracks") <= 32.0);
     // Cleaning is staged: host requests waited behind single stages.
     assert!(r.background.stages_foreground > 0);
@@ -177,12 +217,24 @@ fn skip_leading_halves_the_cleaning_work_when_one_track_of_a_band_is_cached() {
     let work = |skip: &str| {
         let mut rng = Rng(11);
         let bands = 60;
-        let recs: Vec<_> = (0..bands).map(|b| rec(b, true, lba(b, 1 + rng.below(N - 1)), 1)).collect();
-        let r = run(cfg("smr-vguard", bands, &[("beta", "10"), ("skip_leading", skip)]), recs);
+        let recs: Vec<_> = (0..bands)
+            .map(|b| rec(b, true, lba(b, 1 + rng.below(N - 1)), 1))
+            .collect();
+        let r = run(
+            cfg(
+                "smr-vguard",
+                bands,
+                &[("beta", "10"), ("skip_leading", skip)],
+            ),
+            recs,
+        );
         counter(&r, "clean_tracks_rewritten") / counter(&r, "clean_bands")
     };
     let (with, without) = (work("true"), work("false"));
-    assert_eq!(without, N as f64, "without the optimisation every band is rewritten whole");
+    assert_eq!(
+        without, N as f64,
+        "without the optimisation every band is rewritten whole"
+    );
     let ratio = with / without;
     assert!((0.4..=0.6).contains(&ratio), "skip-leading ratio {ratio}");
 }
@@ -203,8 +255,15 @@ fn partial_cleaning_stops_before_the_next_cached_track() {
     let r = run(cfg("smr-vguard", 6, &p), recs(4));
     assert_eq!(counter(&r, "clean_bands"), 1.0);
     assert_eq!(counter(&r, "clean_tracks_rewritten"), 3.0, "positions 3..5");
-    assert_eq!(counter(&r, "cache_active_tracks"), 3.0, "(0,6), (1,2) and (2,2) stay cached");
-    let r = run(cfg("smr-vguard", 6, &[p[0], p[1], ("partial_clean", "false")]), recs(4));
+    assert_eq!(
+        counter(&r, "cache_active_tracks"),
+        3.0,
+        "(0,6), (1,2) and (2,2) stay cached"
+    );
+    let r = run(
+        cfg("smr-vguard", 6, &[p[0], p[1], ("partial_clean", "false")]),
+        recs(4),
+    );
     assert_eq!(counter(&r, "clean_tracks_rewritten"), 6.0, "positions 3..8");
     assert_eq!(counter(&r, "cache_active_tracks"), 2.0);
 }
@@ -213,14 +272,29 @@ fn partial_cleaning_stops_before_the_next_cached_track() {
 fn eregion_appends_writes_and_cleans_when_map_entries_run_out() {
     let bands = 30;
     let recs = random_requests(3, 400, bands, 3);
-    let r = run(cfg("smr-eregion", bands, &[("map_entries", "32")]), recs.clone());
+    let r = run(
+        cfg("smr-eregion", bands, &[("map_entries", "32")]),
+        recs.clone(),
+    );
     assert!(counter(&r, "clean_bands") >= 20.0);
     assert!(counter(&r, "map_entries_peak") <= 32.0);
     // Host writes go to the cache, never home: home is written only by cleaning.
-    let host = r.device.by_cause.iter().find(|c| c.cause == "host").unwrap();
+    let host = r
+        .device
+        .by_cause
+        .iter()
+        .find(|c| c.cause == "host")
+        .unwrap();
     assert_eq!(host.write_sectors, r.host.write_sectors);
     // With room for every write, nothing is cleaned in a flat-out replay.
-    let r = run(cfg("smr-eregion", bands, &[("map_entries", "100000"), ("idle_clean", "false")]), recs);
+    let r = run(
+        cfg(
+            "smr-eregion",
+            bands,
+            &[("map_entries", "100000"), ("idle_clean", "false")],
+        ),
+        recs,
+    );
     assert_eq!(counter(&r, "clean_bands"), 0.0);
 }
 
@@ -230,7 +304,11 @@ fn eregion_cleans_when_cache_space_runs_out() {
     let bands = 12;
     let recs: Vec<_> = (0..bands * N).map(|i| rec(i, true, i * SPT, SPT)).collect();
     let r = run(cfg("smr-eregion", bands, &[("map_entries", "10000")]), recs);
-    assert!(counter(&r, "clean_bands") >= 6.0, "{}", counter(&r, "clean_bands"));
+    assert!(
+        counter(&r, "clean_bands") >= 6.0,
+        "{}",
+        counter(&r, "clean_bands")
+    );
     assert!(counter(&r, "map_entries_peak") < 100.0);
 }
 
@@ -255,21 +333,38 @@ fn crash_sweep(layer: &str, params: &[(&str, &str)], runs: u64, step: u64) -> (u
 fn vguard_survives_crashes_inside_cleaning_and_scratch_pad_replays() {
     let (clean, recovery, resumed) = crash_sweep("smr-vguard", &[("beta", "12")], 16, 53);
     assert!(clean >= 1000, "{clean} crashes fell inside cleaning");
-    assert!(resumed >= 100, "{resumed} band rewrites resumed from the scratch pad");
-    assert!(recovery >= 50, "{recovery} crashes fell inside recovery (replays included)");
+    assert!(
+        resumed >= 100,
+        "{resumed} band rewrites resumed from the scratch pad"
+    );
+    assert!(
+        recovery >= 50,
+        "{recovery} crashes fell inside recovery (replays included)"
+    );
 }
 
 #[test]
 fn eregion_survives_crashes_inside_cleaning_and_scratch_pad_replays() {
     let (clean, recovery, resumed) = crash_sweep("smr-eregion", &[("map_entries", "24")], 16, 53);
     assert!(clean >= 1000, "{clean} crashes fell inside cleaning");
-    assert!(resumed >= 100, "{resumed} band rewrites resumed from the scratch pad");
-    assert!(recovery >= 50, "{recovery} crashes fell inside recovery (replays included)");
+    assert!(
+        resumed >= 100,
+        "{resumed} band rewrites resumed from the scratch pad"
+    );
+    assert!(
+        recovery >= 50,
+        "{recovery} crashes fell inside recovery (replays included)"
+    );
 }
 
 #[test]
 fn bad_configurations_get_one_line_errors() {
-    let err = |c: RunConfig| Simulation::with_reader(c, Box::new(VecTrace::new(vec![]))).err().unwrap().to_string();
+    let err = |c: RunConfig| {
+        Simulation::with_reader(c, Box::new(VecTrace::new(vec![])))
+            .err()
+            .unwrap()
+            .to_string()
+    };
     let mut c = cfg("smr-vguard", 6, &[]);
     c.drive.layout.cache_tracks = 0;
     c.drive.tracks = Some(6 * (N + 1));

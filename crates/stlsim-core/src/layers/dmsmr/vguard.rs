@@ -57,16 +57,16 @@
 //!   a limited number of times) is not modelled.
 
 use super::{
-    bits_for, finish_resumed, map_bytes_eq1, run_stage, scan_log, BandContents, BandJob, CacheSplit, CleaningState, Cleaner,
-    TrackRing, CLEAN_BUFFER,
+    bits_for, finish_resumed, map_bytes_eq1, run_stage, scan_log, BandContents, BandJob,
+    CacheSplit, Cleaner, CleaningState, TrackRing, CLEAN_BUFFER,
 };
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
 use crate::geometry::{Geometry, Layout};
 use crate::layers::cmr::for_home_pieces;
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
-    StageOutcome, WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
+    QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
@@ -213,10 +213,21 @@ impl VGuard {
     /// Build for an `smr` drive with a persistent cache.
     pub fn new(p: &Params, g: &Geometry) -> SimResult<VGuard> {
         let split = CacheSplit::new("smr-vguard", g, p.f64("clean_buffer_mib"), 8)?;
-        let Layout::Smr { band, .. } = g.layout() else { unreachable!("checked by CacheSplit") };
+        let Layout::Smr { band, .. } = g.layout() else {
+            unreachable!("checked by CacheSplit")
+        };
         let log_len = split.log.len() as u64;
-        let cache_spt = split.log.iter().map(|&t| g.sectors_in(t)).min().unwrap_or(1);
-        let kmax = State::slot_tracks_for(split.home_spt, cache_spt, Self::header_for(g, log_len, log_len));
+        let cache_spt = split
+            .log
+            .iter()
+            .map(|&t| g.sectors_in(t))
+            .min()
+            .unwrap_or(1);
+        let kmax = State::slot_tracks_for(
+            split.home_spt,
+            cache_spt,
+            Self::header_for(g, log_len, log_len),
+        );
         if kmax as u64 * 4 > log_len {
             return config_err(format!(
                 "smr-vguard: the cache log ({log_len} tracks) must hold at least 4 slots of {kmax} tracks"
@@ -235,7 +246,9 @@ impl VGuard {
             b => b,
         };
         if alpha >= map_entries {
-            return config_err(format!("smr-vguard alpha {alpha} must be below map_entries {map_entries}"));
+            return config_err(format!(
+                "smr-vguard alpha {alpha} must be below map_entries {map_entries}"
+            ));
         }
         if beta + 1 >= log_len || beta < 2 * kmax as u64 {
             return config_err(format!(
@@ -303,7 +316,8 @@ impl State {
     }
 
     fn header(&self, g: &Geometry) -> u32 {
-        1 + map_bytes_eq1(self.map.len() as u64 + 1, self.tracks, self.ring.len()).div_ceil(g.sector_bytes() as u64) as u32
+        1 + map_bytes_eq1(self.map.len() as u64 + 1, self.tracks, self.ring.len())
+            .div_ceil(g.sector_bytes() as u64) as u32
     }
 
     fn kmax(&self, g: &Geometry) -> u32 {
@@ -315,7 +329,14 @@ impl State {
     }
 
     /// The physical sectors of home sector range `[s, s+n)` of a slot, piece by piece.
-    fn slot_pieces(&self, slot: Slot, header: u32, s: u32, n: u32, mut f: impl FnMut(PhysAddr, u32, u32)) {
+    fn slot_pieces(
+        &self,
+        slot: Slot,
+        header: u32,
+        s: u32,
+        n: u32,
+        mut f: impl FnMut(PhysAddr, u32, u32),
+    ) {
         let cs = self.cache_spt;
         let first_part = (slot.k - 1) * cs;
         let (mut cur, end) = (s, s + n);
@@ -323,10 +344,21 @@ impl State {
             let (i, sector, room) = if cur < first_part {
                 (cur / cs, cur % cs, cs - cur % cs)
             } else {
-                (slot.k - 1, header + cur - first_part, cs - (header + cur - first_part))
+                (
+                    slot.k - 1,
+                    header + cur - first_part,
+                    cs - (header + cur - first_part),
+                )
             };
             let take = room.min(end - cur);
-            f(PhysAddr { track: self.log[self.ring.index(slot.off + i as u64)], sector }, take, cur - s);
+            f(
+                PhysAddr {
+                    track: self.log[self.ring.index(slot.off + i as u64)],
+                    sector,
+                },
+                take,
+                cur - s,
+            );
             cur += take;
         }
     }
@@ -406,7 +438,11 @@ impl State {
         #[cfg(test)]
         assert!(
             self.flat.len() == 4 * self.map.len()
-                && self.flat.chunks_exact(4).zip(&self.map).all(|(q, (&h, s))| q == [h, s.off, s.k as u64, s.h as u64]),
+                && self
+                    .flat
+                    .chunks_exact(4)
+                    .zip(&self.map)
+                    .all(|(q, (&h, s))| q == [h, s.off, s.k as u64, s.h as u64]),
             "the flat map copy is out of step with the map"
         );
         let mut v = Vec::with_capacity(3 + self.flat.len());
@@ -417,20 +453,31 @@ impl State {
 
     /// Write home track `home`'s newest contents (`data`: one token per
     /// sector, or empty) as a new slot at the log head, and map it there.
-    fn write_slot(&mut self, dev: &mut Device, cause: Cause, home: Track, data: &[Token]) -> SimResult<()> {
+    fn write_slot(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        home: Track,
+        data: &[Token],
+    ) -> SimResult<()> {
         let g = dev.geometry_arc();
         let spt = g.sectors_in(home);
         let header = self.header(&g);
         let k = Self::slot_tracks_for(spt, self.cache_spt, header);
         if self.ring.index(self.ring.head) as u64 + k as u64 > self.ring.len() {
-            self.ring.head += self.ring.len() - self.ring.index(self.ring.head) as u64; // skip to the next lap
+            self.ring.head += self.ring.len() - self.ring.index(self.ring.head) as u64;
+            // skip to the next lap
         }
         if self.ring.free() < k as u64 {
             return Err(SimError::Medium(format!(
                 "smr-vguard: no room for a {k}-track slot in the cache log (a write was not made to wait for cleaning)"
             )));
         }
-        let slot = Slot { off: self.ring.head, k, h: header };
+        let slot = Slot {
+            off: self.ring.head,
+            k,
+            h: header,
+        };
         self.ring.head += k as u64;
         self.seq += 1;
         self.drop_slot(home.0);
@@ -443,8 +490,20 @@ impl State {
         for i in 0..k - 1 {
             let t = self.log[self.ring.index(slot.off + i as u64)];
             let from = (i * cs) as usize;
-            let chunk = if carries { &data[from..from + cs as usize] } else { &[][..] };
-            dev.write(cause, PhysAddr { track: t, sector: 0 }, cs, chunk)?;
+            let chunk = if carries {
+                &data[from..from + cs as usize]
+            } else {
+                &[][..]
+            };
+            dev.write(
+                cause,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                cs,
+                chunk,
+            )?;
         }
         let last = self.log[self.ring.index(slot.off + k as u64 - 1)];
         let rest = spt - (k - 1) * cs;
@@ -453,7 +512,17 @@ impl State {
             payload.resize(header as usize, Token::EMPTY);
             payload.extend_from_slice(&data[((k - 1) * cs) as usize..]);
         }
-        dev.write_meta_head(cause, PhysAddr { track: last, sector: 0 }, header + rest, &payload, header, words)?;
+        dev.write_meta_head(
+            cause,
+            PhysAddr {
+                track: last,
+                sector: 0,
+            },
+            header + rest,
+            &payload,
+            header,
+            words,
+        )?;
         self.c.slot_tracks_written += k as u64;
         self.c.peak_active = self.c.peak_active.max(self.active);
         self.c.peak_span = self.c.peak_span.max(self.ring.span());
@@ -461,7 +530,14 @@ impl State {
     }
 
     /// Read all of a slot's data (cause `cause`), appending tokens to `out`.
-    fn read_slot(&self, dev: &mut Device, cause: Cause, home: Track, slot: Slot, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read_slot(
+        &self,
+        dev: &mut Device,
+        cause: Cause,
+        home: Track,
+        slot: Slot,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let spt = dev.geometry().sectors_in(home);
         let mut err = Ok(());
         self.slot_pieces(slot, slot.h, 0, spt, |at, n, _| {
@@ -473,10 +549,26 @@ impl State {
     }
 
     /// Read home track `t` in full from wherever its newest data is.
-    fn read_track(&self, dev: &mut Device, cause: Cause, t: Track, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read_track(
+        &self,
+        dev: &mut Device,
+        cause: Cause,
+        t: Track,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         match self.map.get(&t.0) {
             Some(&slot) => self.read_slot(dev, cause, t, slot, out),
-            None => dev.read(cause, PhysAddr { track: t, sector: 0 }, dev.geometry().sectors_in(t), out).map(|_| ()),
+            None => dev
+                .read(
+                    cause,
+                    PhysAddr {
+                        track: t,
+                        sector: 0,
+                    },
+                    dev.geometry().sectors_in(t),
+                    out,
+                )
+                .map(|_| ()),
         }
     }
 
@@ -484,21 +576,35 @@ impl State {
     /// home) to a new slot at the log head, overlaying `piece` (sectors
     /// `[s, s+n)` with `data`) on the way: a guard copy, a copy of the track
     /// in front, or a relocation.
-    fn copy_track(&mut self, dev: &mut Device, home: Track, piece: Option<(u32, u32, &[Token])>) -> SimResult<()> {
+    fn copy_track(
+        &mut self,
+        dev: &mut Device,
+        home: Track,
+        piece: Option<(u32, u32, &[Token])>,
+    ) -> SimResult<()> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        let r = self.read_track(dev, Cause::Promote, home, &mut buf).and_then(|_| {
-            if let Some((s, n, data)) = piece.filter(|p| !p.2.is_empty()) {
-                buf[s as usize..(s + n) as usize].copy_from_slice(data);
-            }
-            self.write_slot(dev, Cause::Promote, home, &buf)
-        });
+        let r = self
+            .read_track(dev, Cause::Promote, home, &mut buf)
+            .and_then(|_| {
+                if let Some((s, n, data)) = piece.filter(|p| !p.2.is_empty()) {
+                    buf[s as usize..(s + n) as usize].copy_from_slice(data);
+                }
+                self.write_slot(dev, Cause::Promote, home, &buf)
+            });
         self.buf = buf;
         r
     }
 
     /// One home-track piece of a host write.
-    fn write_piece(&mut self, dev: &mut Device, cause: Cause, at: PhysAddr, n: u32, data: &[Token]) -> SimResult<()> {
+    fn write_piece(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        at: PhysAddr,
+        n: u32,
+        data: &[Token],
+    ) -> SimResult<()> {
         let g = dev.geometry_arc();
         let t = at.track;
         self.c.write_pieces += 1;
@@ -520,7 +626,11 @@ impl State {
             let mut err = Ok(());
             self.slot_pieces(slot, slot.h, at.sector, n, |pa, m, off| {
                 if err.is_ok() {
-                    let chunk = if data.is_empty() { &[][..] } else { &data[off as usize..(off + m) as usize] };
+                    let chunk = if data.is_empty() {
+                        &[][..]
+                    } else {
+                        &data[off as usize..(off + m) as usize]
+                    };
                     err = dev.write(cause, pa, m, chunk).map(|_| ());
                 }
             });
@@ -558,7 +668,10 @@ impl State {
             g.for_home_extents(w.lba, w.sectors, |at, _, _| {
                 let t = at.track;
                 let cached = |x: u64| self.map.contains_key(&x) || copied.contains(&x);
-                let next = g.band_position(t).filter(|&(_, p)| (p as u64) < self.band).map(|(b, p)| g.band_track(b, p + 1).0);
+                let next = g
+                    .band_position(t)
+                    .filter(|&(_, p)| (p as u64) < self.band)
+                    .map(|(b, p)| g.band_track(b, p + 1).0);
                 let copies = cached(t.0) || next.is_some_and(|n| !cached(n));
                 if let Some(n) = next.filter(|&n| !cached(t.0) && !cached(n)) {
                     copied.push(n);
@@ -603,8 +716,9 @@ impl CleaningState for State {
         let home = self.owner[self.ring.index(self.ring.tail)];
         debug_assert!(home != NONE, "the tail track is live after advance_tail");
         let (b, px) = g.band_position(Track(home))?;
-        let cached: Vec<u32> =
-            (1..=self.band as u32).filter(|&p| self.map.contains_key(&g.band_track(b, p).0)).collect();
+        let cached: Vec<u32> = (1..=self.band as u32)
+            .filter(|&p| self.map.contains_key(&g.band_track(b, p).0))
+            .collect();
         let first = if self.skip_leading { cached[0] } else { 1 };
         let last = match cached.iter().find(|&&p| p > px) {
             Some(&q) if self.partial => q - 1,
@@ -629,9 +743,19 @@ impl Layer for VGuard {
         "smr-vguard"
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: false, background: true, ..Default::default() }
+        Needs {
+            arrivals: false,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let g = dev.geometry_arc();
         let mut err = Ok(());
         let (st, cl) = (&self.st, &self.cl);
@@ -658,7 +782,9 @@ impl Layer for VGuard {
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        for_home_pieces(&geom, w, |at, count, data| self.st.write_piece(dev, w.cause, at, count, data))?;
+        for_home_pieces(&geom, w, |at, count, data| {
+            self.st.write_piece(dev, w.cause, at, count, data)
+        })?;
         self.st.advance_tail();
         if self.triggered() {
             self.cl.start_episode(self.bands_per_episode, dev.now());
@@ -671,12 +797,17 @@ impl Layer for VGuard {
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         // A write that cannot be stored starts an episode if none is running.
-        let forced = if self.st.map.is_empty() { 0 } else { self.bands_per_episode };
+        let forced = if self.st.map.is_empty() {
+            0
+        } else {
+            self.bands_per_episode
+        };
         run_stage(&mut self.cl, &mut self.st, dev, forced)
     }
     fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
         let (tracks, entries) = self.st.needs(geom, ws);
-        if self.st.ring.free() < tracks || self.st.map_entries < self.st.map.len() as u64 + entries {
+        if self.st.ring.free() < tracks || self.st.map_entries < self.st.map.len() as u64 + entries
+        {
             return !self.st.map.is_empty() || self.cl.job.is_some();
         }
         self.cl.touches_band(geom, self.st.band, ws)
@@ -685,9 +816,13 @@ impl Layer for VGuard {
         let pad = self.cl.recover_pad(dev)?;
         let st = &mut self.st;
         // Read every log track for the slot headers.
-        let mut slots: Vec<Vec<u64>> = scan_log(dev, &st.log, SLOT)?.into_iter().map(|r| r.words).collect();
+        let mut slots: Vec<Vec<u64>> = scan_log(dev, &st.log, SLOT)?
+            .into_iter()
+            .map(|r| r.words)
+            .collect();
         // The newest full copy: a scratch record, or a slot header carrying one.
-        let mut full: Option<(u64, Vec<u64>)> = pad.as_ref().map(|p| (p.state[0], p.state[1..].to_vec()));
+        let mut full: Option<(u64, Vec<u64>)> =
+            pad.as_ref().map(|p| (p.state[0], p.state[1..].to_vec()));
         for w in slots.iter().filter(|w| w.len() > 6) {
             if full.as_ref().is_none_or(|f| w[1] > f.0) {
                 full = Some((w[1], w[6..].to_vec()));
@@ -702,7 +837,14 @@ impl Layer for VGuard {
             head = v[0];
             st.ring.reset(v[0], v[1]);
             for e in v[3..].chunks(4) {
-                st.map_insert(e[0], Slot { off: e[1], k: e[2] as u32, h: e[3] as u32 });
+                st.map_insert(
+                    e[0],
+                    Slot {
+                        off: e[1],
+                        k: e[2] as u32,
+                        h: e[3] as u32,
+                    },
+                );
             }
         } else {
             st.ring.reset(0, 0);
@@ -715,7 +857,11 @@ impl Layer for VGuard {
                 break;
             }
             seq = w[1];
-            let slot = Slot { off: w[3], k: w[4] as u32, h: w[5] as u32 };
+            let slot = Slot {
+                off: w[3],
+                k: w[4] as u32,
+                h: w[5] as u32,
+            };
             st.map_insert(w[2], slot);
             head = head.max(slot.off + slot.k as u64);
         }
@@ -741,8 +887,14 @@ impl Layer for VGuard {
         out.push(("cache_active_tracks", s.active as f64));
         out.push(("cache_span_tracks", s.ring.span() as f64));
         out.push(("tracks_copied", s.c.slot_tracks_written as f64));
-        out.push(("cache_active_fraction", s.active as f64 / self.cache_tracks as f64));
-        out.push(("cache_span_fraction_of_beta", s.ring.span() as f64 / s.beta as f64));
+        out.push((
+            "cache_active_fraction",
+            s.active as f64 / self.cache_tracks as f64,
+        ));
+        out.push((
+            "cache_span_fraction_of_beta",
+            s.ring.span() as f64 / s.beta as f64,
+        ));
         out.push(("map_entries", s.map.len() as f64));
         out.push(("clean_bands", self.cl.stats.bands as f64));
     }
@@ -752,7 +904,10 @@ impl Layer for VGuard {
         let mut r = LayerReport::new();
         r.insert("map_bytes".into(), self.map_bytes() as f64);
         r.insert("map_entries_limit".into(), s.map_entries as f64);
-        r.insert("map_entry_bits".into(), (bits_for(s.tracks) + bits_for(self.cache_tracks)) as f64);
+        r.insert(
+            "map_entry_bits".into(),
+            (bits_for(s.tracks) + bits_for(self.cache_tracks)) as f64,
+        );
         r.insert("alpha_entries".into(), s.alpha as f64);
         r.insert("beta_tracks".into(), s.beta as f64);
         r.insert("cache_log_tracks".into(), s.ring.len() as f64);
@@ -762,8 +917,14 @@ impl Layer for VGuard {
         r.insert("tracks_copied".into(), c.slot_tracks_written as f64);
         // Paper 003 Figure 3: the most tracks active at once as a share of the
         // whole cache, and the longest log as a share of beta.
-        r.insert("cache_active_peak_fraction".into(), c.peak_active as f64 / self.cache_tracks as f64);
-        r.insert("log_peak_fraction_of_beta".into(), c.peak_span as f64 / s.beta as f64);
+        r.insert(
+            "cache_active_peak_fraction".into(),
+            c.peak_active as f64 / self.cache_tracks as f64,
+        );
+        r.insert(
+            "log_peak_fraction_of_beta".into(),
+            c.peak_span as f64 / s.beta as f64,
+        );
         r.insert("write_pieces".into(), c.write_pieces as f64);
         r.insert("guard_copies".into(), c.guard_copies as f64);
         r.insert("in_place_home".into(), c.in_place_home as f64);

@@ -18,7 +18,9 @@ use crate::device::{Cause, Device};
 use crate::error::SimResult;
 use crate::geometry::{DriveConfig, Geometry};
 use crate::layers::cmr::{read_home, write_home};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::layers::{
+    Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq,
+};
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 
@@ -32,7 +34,8 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "buffered-cmr",
-    summary: "conventional disk behind HWSR's memory write buffer, no SSD (paper 001's traditional disk)",
+    summary:
+        "conventional disk behind HWSR's memory write buffer, no SSD (paper 001's traditional disk)",
     paper: "001 section IV.A (traditional disk)",
     layout: LayoutNeed::AsConventionalShaped(shape),
     params: &PARAMS,
@@ -44,8 +47,19 @@ pub static ENTRY: LayerEntry = LayerEntry {
                 "segment_blocks = {spb} must be between 1 and {MAX_SEGMENT_BLOCKS}"
             )));
         }
-        let backend = Home { b: p.u64("block_sectors").max(1), spb: p.u64("segment_blocks") as u32, blocks_written: 0, writes: 0 };
-        Ok(Box::new(HybridLayer::new("buffered-cmr", p, g, false, Box::new(backend))?))
+        let backend = Home {
+            b: p.u64("block_sectors").max(1),
+            spb: p.u64("segment_blocks") as u32,
+            blocks_written: 0,
+            writes: 0,
+        };
+        Ok(Box::new(HybridLayer::new(
+            "buffered-cmr",
+            p,
+            g,
+            false,
+            Box::new(backend),
+        )?))
     },
 };
 
@@ -81,7 +95,14 @@ impl Backend for Home {
         None
     }
 
-    fn read(&mut self, dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         read_home(dev, cause, lba, n, out)
     }
 
@@ -94,7 +115,11 @@ impl Backend for Home {
             self.blocks_written += 1;
             for (s, len) in im.valid.runs(b) {
                 let lba = first + im.idx as u64 * self.b + s as u64;
-                let data = if im.data.is_empty() { &[][..] } else { &im.data[s as usize..(s + len) as usize] };
+                let data = if im.data.is_empty() {
+                    &[][..]
+                } else {
+                    &im.data[s as usize..(s + len) as usize]
+                };
                 match runs.last_mut() {
                     Some(r) if r.0 + r.1 == lba => {
                         r.1 += len as u64;
@@ -105,7 +130,12 @@ impl Backend for Home {
             }
         }
         for (lba, n, data) in runs {
-            let w = WriteReq { lba: Lba(lba), sectors: Sectors(n), cause: Cause::Destage, data: &data };
+            let w = WriteReq {
+                lba: Lba(lba),
+                sectors: Sectors(n),
+                cause: Cause::Destage,
+                data: &data,
+            };
             write_home(dev, &w)?;
             self.writes += 1;
         }

@@ -64,7 +64,9 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     if s > 0 {
         let (lo, hi) = crate::geometry::config::int_range("layout.region_tracks");
         if !(lo..=hi).contains(&s) {
-            return Err(SimError::Config(format!("region_tracks = {s} must be between {lo} and {hi}")));
+            return Err(SimError::Config(format!(
+                "region_tracks = {s} must be between {lo} and {hi}"
+            )));
         }
         d.layout.region_tracks = s;
     }
@@ -107,11 +109,15 @@ impl Segments {
         };
         let b = p.u64("block_sectors");
         let spt = g.max_sectors_per_track() as u64;
-        if g.logical_tracks() > 0 && (0..g.tracks()).any(|t| {
-            let n = g.sectors_in(crate::units::Track(t)) as u64;
-            n != 0 && n != spt
-        }) {
-            return Err(SimError::Config("hwsr's address formulas need tracks of one size (no zone table)".into()));
+        if g.logical_tracks() > 0
+            && (0..g.tracks()).any(|t| {
+                let n = g.sectors_in(crate::units::Track(t)) as u64;
+                n != 0 && n != spt
+            })
+        {
+            return Err(SimError::Config(
+                "hwsr's address formulas need tracks of one size (no zone table)".into(),
+            ));
         }
         let map = SegmentMap::new(spt, b.max(1), region)?;
         let regions = g.wave_regions();
@@ -140,8 +146,13 @@ impl Segments {
     fn at(&self, seg: u64, idx: u32) -> PhysAddr {
         let n = self.map.segments_per_region();
         let (r, s) = (seg / n, seg % n);
-        let t = self.geom.wave_track(r, self.map.track_in_region(r, idx as u64));
-        PhysAddr { track: t, sector: (s * self.b as u64) as u32 }
+        let t = self
+            .geom
+            .wave_track(r, self.map.track_in_region(r, idx as u64));
+        PhysAddr {
+            track: t,
+            sector: (s * self.b as u64) as u32,
+        }
     }
 
     /// The scratch segment: segment 0 of the last region.
@@ -151,16 +162,32 @@ impl Segments {
 
     /// The (region, segment) a physical block address belongs to.
     fn segment_of(&self, at: PhysAddr) -> (u64, u64) {
-        let Layout::Wave { region, kappa } = self.geom.layout() else { unreachable!() };
+        let Layout::Wave { region, kappa } = self.geom.layout() else {
+            unreachable!()
+        };
         let unit = 2 * region + kappa;
         let r = at.track.0 / unit * 2 + u64::from(at.track.0 % unit >= region);
         (r, at.sector as u64 / self.b as u64)
     }
 
-    fn write_home(&mut self, dev: &mut Device, cause: Cause, seg: u64, idx: u32, data: &[Token], tagged: bool) -> SimResult<()> {
+    fn write_home(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        seg: u64,
+        idx: u32,
+        data: &[Token],
+        tagged: bool,
+    ) -> SimResult<()> {
         let at = self.at(seg, idx);
         if tagged {
-            dev.write_meta(cause, at, self.b, data, vec![HOME_TAG, seg, idx as u64, self.seq])?;
+            dev.write_meta(
+                cause,
+                at,
+                self.b,
+                data,
+                vec![HOME_TAG, seg, idx as u64, self.seq],
+            )?;
         } else {
             dev.write(cause, at, self.b, data)?;
         }
@@ -177,7 +204,14 @@ impl Backend for Segments {
         Some(lo..self.s)
     }
 
-    fn read(&mut self, dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let end = lba.0 + n.0;
         let b = self.b as u64;
         let mut cur = lba.0;
@@ -218,13 +252,27 @@ impl Backend for Segments {
         if persistent {
             for (k, im) in images.iter().enumerate() {
                 let words = vec![STAGE_TAG, seg, im.idx as u64, self.seq, lo, len];
-                dev.side_write(SideKind::Memory, Cause::Backup, self.staging + k as u64, 0, b, &im.data, words)?;
+                dev.side_write(
+                    SideKind::Memory,
+                    Cause::Backup,
+                    self.staging + k as u64,
+                    0,
+                    b,
+                    &im.data,
+                    words,
+                )?;
             }
         } else {
             let pad = self.pad_seg();
             for (k, im) in images.iter().enumerate() {
                 let at = self.at(pad, k as u32);
-                dev.write_meta(Cause::Backup, at, b, &im.data, vec![PAD_TAG, seg, lo, self.seq, k as u64, len])?;
+                dev.write_meta(
+                    Cause::Backup,
+                    at,
+                    b,
+                    &im.data,
+                    vec![PAD_TAG, seg, lo, self.seq, k as u64, len],
+                )?;
             }
         }
         let mut touched = std::collections::BTreeSet::new();
@@ -282,7 +330,14 @@ impl Backend for Segments {
                     self.recoveries_redone += 1;
                     for f in &set {
                         let mut data = vec![];
-                        dev.side_read(SideKind::Memory, Cause::Recovery, self.staging + f.0, 0, b, &mut data)?;
+                        dev.side_read(
+                            SideKind::Memory,
+                            Cause::Recovery,
+                            self.staging + f.0,
+                            0,
+                            b,
+                            &mut data,
+                        )?;
                         self.write_home(dev, Cause::Recovery, f.1[1], f.1[2] as u32, &data, false)?;
                     }
                 }
@@ -298,7 +353,11 @@ impl Backend for Segments {
             for k in 0..self.s {
                 let at = self.at(pad, k);
                 for r in dev.meta_records(at.track) {
-                    if r.sector == at.sector && r.words.len() == 6 && r.words[0] == PAD_TAG && r.words[4] == k as u64 {
+                    if r.sector == at.sector
+                        && r.words.len() == 6
+                        && r.words[0] == PAD_TAG
+                        && r.words[4] == k as u64
+                    {
                         recs.push((k as u64, r.words));
                     }
                 }
@@ -331,7 +390,14 @@ impl Backend for Segments {
                         self.seq = top;
                         self.recoveries_redone += 1;
                         for (k, d) in images.iter().enumerate() {
-                            self.write_home(dev, Cause::Recovery, seg, (lo + k as u64) as u32, d, true)?;
+                            self.write_home(
+                                dev,
+                                Cause::Recovery,
+                                seg,
+                                (lo + k as u64) as u32,
+                                d,
+                                true,
+                            )?;
                         }
                     }
                 }
@@ -357,7 +423,13 @@ impl Backend for Segments {
         r.insert("segments_rewritten".into(), self.segments_rewritten as f64);
         r.insert("blocks_rewritten".into(), self.blocks_rewritten as f64);
         r.insert("blocks_read_for_merge".into(), self.blocks_read as f64);
-        r.insert("flushes_over_one_segment".into(), self.flushes_over_one_segment as f64);
-        r.insert("rewrites_finished_by_recovery".into(), self.recoveries_redone as f64);
+        r.insert(
+            "flushes_over_one_segment".into(),
+            self.flushes_over_one_segment as f64,
+        );
+        r.insert(
+            "rewrites_finished_by_recovery".into(),
+            self.recoveries_redone as f64,
+        );
     }
 }

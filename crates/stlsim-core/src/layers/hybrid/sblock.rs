@@ -76,15 +76,23 @@ const PARAMS: [ParamSpec; 8] = [
 /// `S + kappa` tracks (log and internal guard) and `kappa` guard tracks.
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     let tracks = Geometry::from_config(d)?.tracks();
-    let s = if p.u64("region_tracks") > 0 { p.u64("region_tracks") } else { d.layout.region_tracks };
+    let s = if p.u64("region_tracks") > 0 {
+        p.u64("region_tracks")
+    } else {
+        d.layout.region_tracks
+    };
     let (lo, hi) = crate::geometry::config::int_range("layout.region_tracks");
     if !(lo..=hi).contains(&s) {
-        return Err(SimError::Config(format!("region_tracks = {s} must be between {lo} and {hi}")));
+        return Err(SimError::Config(format!(
+            "region_tracks = {s} must be between {lo} and {hi}"
+        )));
     }
     let k = d.layout.kappa_tracks;
     let unit = s + 2 * k;
     if tracks < unit {
-        return Err(SimError::Config(format!("the drive's {tracks} tracks hold no S-block region of {unit} tracks")));
+        return Err(SimError::Config(format!(
+            "the drive's {tracks} tracks hold no S-block region of {unit} tracks"
+        )));
     }
     d.layout = crate::geometry::LayoutConfig {
         kind: "smr".into(),
@@ -151,7 +159,9 @@ pub struct Logs {
 impl Logs {
     fn new(p: &Params, g: &Geometry) -> SimResult<Logs> {
         let Layout::Smr { band, width, .. } = g.layout() else {
-            return Err(SimError::Config("sblock needs the shingled layout its shaping gives".into()));
+            return Err(SimError::Config(
+                "sblock needs the shingled layout its shaping gives".into(),
+            ));
         };
         let kappa = width - 1;
         let s = band - kappa;
@@ -197,7 +207,13 @@ impl Logs {
         for j in 0..self.host {
             holds[j as usize] = j;
         }
-        Log { at: (0..self.host).collect(), holds, head: self.host, tail: 0, free: self.slots - self.host }
+        Log {
+            at: (0..self.host).collect(),
+            holds,
+            head: self.host,
+            tail: 0,
+            free: self.slots - self.host,
+        }
     }
 
     fn log(&mut self, r: u64) -> &mut Log {
@@ -218,13 +234,29 @@ impl Logs {
             let sec = q % self.st;
             let take = (self.st - sec).min(end - q);
             let t = self.geom.band_track(r, p as u32 + 1);
-            v.push((PhysAddr { track: t, sector: sec as u32 }, take as u32, q - slot as u64 * self.slot_sectors));
+            v.push((
+                PhysAddr {
+                    track: t,
+                    sector: sec as u32,
+                },
+                take as u32,
+                q - slot as u64 * self.slot_sectors,
+            ));
             q += take;
         }
         v
     }
 
-    fn read_slot(&self, dev: &mut Device, cause: Cause, r: u64, slot: u32, off: u64, n: u64, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read_slot(
+        &self,
+        dev: &mut Device,
+        cause: Cause,
+        r: u64,
+        slot: u32,
+        off: u64,
+        n: u64,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         for (at, k, _) in self.pieces(r, slot, off, n) {
             dev.read(cause, at, k, out)?;
         }
@@ -233,7 +265,14 @@ impl Logs {
 
     /// Append a copy of host S-block `j` of region `r` at the head; `causes`
     /// gives each block's cause (runs of one cause are one operation per track).
-    fn append(&mut self, dev: &mut Device, r: u64, j: u32, data: &[Token], causes: &[Cause]) -> SimResult<()> {
+    fn append(
+        &mut self,
+        dev: &mut Device,
+        r: u64,
+        j: u32,
+        data: &[Token],
+        causes: &[Cause],
+    ) -> SimResult<()> {
         let log = self.log(r);
         let h = log.head;
         debug_assert!(log.free > self.guard);
@@ -246,8 +285,18 @@ impl Logs {
                 k += 1;
             }
             for (at, cnt, rel) in self.pieces(r, h, i as u64 * b, (k - i) as u64 * b) {
-                let d = if data.is_empty() { &[][..] } else { &data[rel as usize..rel as usize + cnt as usize] };
-                dev.write_meta(causes[i], at, cnt, d, vec![SBLK_TAG, global, self.seq, rel, cnt as u64])?;
+                let d = if data.is_empty() {
+                    &[][..]
+                } else {
+                    &data[rel as usize..rel as usize + cnt as usize]
+                };
+                dev.write_meta(
+                    causes[i],
+                    at,
+                    cnt,
+                    d,
+                    vec![SBLK_TAG, global, self.seq, rel, cnt as u64],
+                )?;
             }
             i = k;
         }
@@ -306,7 +355,14 @@ impl Backend for Logs {
         Some(0..self.s)
     }
 
-    fn read(&mut self, dev: &mut Device, cause: Cause, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let end = lba.0 + n.0;
         let mut cur = lba.0;
         while cur < end {
@@ -383,7 +439,15 @@ impl Backend for Logs {
             // Recovery reads the region's log to find its records.
             for p in 1..=band_tracks {
                 let t = self.geom.band_track(r, p);
-                dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, self.st as u32, &mut vec![])?;
+                dev.read(
+                    Cause::Recovery,
+                    PhysAddr {
+                        track: t,
+                        sector: 0,
+                    },
+                    self.st as u32,
+                    &mut vec![],
+                )?;
             }
             let mut log = self.fresh();
             let mut newest: Vec<(u64, u32)> = vec![(0, NIL); self.host as usize];
@@ -402,7 +466,11 @@ impl Backend for Logs {
             }
             log.holds.iter_mut().for_each(|h| *h = NIL);
             for j in 0..self.host {
-                let slot = if newest[j as usize].1 != NIL { newest[j as usize].1 } else { j };
+                let slot = if newest[j as usize].1 != NIL {
+                    newest[j as usize].1
+                } else {
+                    j
+                };
                 log.at[j as usize] = slot;
                 log.holds[slot as usize] = j;
             }
@@ -429,7 +497,9 @@ impl Backend for Logs {
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         let region = self.slots_span();
         let used = self.host as u64 * self.slot_sectors;
-        (0..self.regions).map(|r| (Lba(r * region + used), Sectors(region - used))).collect()
+        (0..self.regions)
+            .map(|r| (Lba(r * region + used), Sectors(region - used)))
+            .collect()
     }
 
     fn supports_prefill(&self) -> bool {

@@ -21,11 +21,19 @@ fn drive(spt: u64, units: u64) -> DriveConfig {
         track_bytes: spt * 512,
         tracks: Some(10 * units),
         capacity_gib: None,
-        interface_mb_s: 1e9,
+        interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
-        layout: LayoutConfig { kind: "wave".into(), region_tracks: 4, kappa_tracks: 2, ..Default::default() },
+        layout: LayoutConfig {
+            kind: "wave".into(),
+            region_tracks: 4,
+            kappa_tracks: 2,
+            ..Default::default()
+        },
         // 32 blocks of 16 sectors in memory, 64 in the SSD.
-        memory: Some(SideConfig { battery_backed: true, ..SideConfig::ddr3_1333(0.25) }),
+        memory: Some(SideConfig {
+            battery_backed: true,
+            ..SideConfig::ddr3_1333(0.25)
+        }),
         ssd: Some(SideConfig::intel_x25m(0.5)),
         ..Default::default()
     }
@@ -33,17 +41,28 @@ fn drive(spt: u64, units: u64) -> DriveConfig {
 
 fn cfg(layer: &str, d: DriveConfig, params: &[(&str, &str)]) -> RunConfig {
     let mut c = RunConfig {
-        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        trace: TraceSpec {
+            path: "memory".into(),
+            ..Default::default()
+        },
         drive: d,
-        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params: Default::default(),
+        },
         ..Default::default()
     };
     c.replay.mode = Mode::FlatOut;
     c.replay.write_cache = Some(false);
     c.verify = true;
-    c.layer.params.insert("block_sectors".into(), serde_json::Value::from(16));
+    c.layer
+        .params
+        .insert("block_sectors".into(), serde_json::Value::from(16));
     for &(k, v) in params {
-        let v = v.parse::<f64>().map(serde_json::Value::from).unwrap_or_else(|_| serde_json::Value::from(v));
+        let v = v
+            .parse::<f64>()
+            .map(serde_json::Value::from)
+            .unwrap_or_else(|_| serde_json::Value::from(v));
         c.layer.params.insert(k.into(), v);
     }
     c
@@ -65,7 +84,16 @@ use crate::layers::zoned::tests::{counter, run};
 /// `n` requests of 1-40 sectors over the first `span` LBAs; every `read_every`-th a read.
 fn random_requests(seed: u64, n: u64, span: u64, read_every: u64) -> Vec<TraceRecord> {
     let mut rng = Rng(seed);
-    (0..n).map(|i| rec(i, i % read_every != read_every - 1, rng.below(span - 40), 1 + rng.below(40))).collect()
+    (0..n)
+        .map(|i| {
+            rec(
+                i,
+                i % read_every != read_every - 1,
+                rng.below(span - 40),
+                1 + rng.below(40),
+            )
+        })
+        .collect()
 }
 
 const LAYERS: [&str; 3] = ["hwsr", "sblock", "buffered-cmr"];
@@ -76,8 +104,17 @@ fn the_wave_layout_overlaps_in_both_directions_into_one_shared_guard_band() {
     assert_eq!(g.tracks(), 20);
     assert_eq!(g.wave_regions(), 4);
     // Unit: region 0 = tracks 0-3 (shingled up), guard 4-5, region 1 = 6-9 (down).
-    assert_eq!((0..10).filter(|&t| g.sectors_in(Track(t)) == 0).collect::<Vec<_>>(), vec![4, 5]);
-    let dmg = |t: u64| g.damaged_by_write(Track(t)).map(|t| t.0).collect::<Vec<_>>();
+    assert_eq!(
+        (0..10)
+            .filter(|&t| g.sectors_in(Track(t)) == 0)
+            .collect::<Vec<_>>(),
+        vec![4, 5]
+    );
+    let dmg = |t: u64| {
+        g.damaged_by_write(Track(t))
+            .map(|t| t.0)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(dmg(0), vec![1, 2]);
     assert_eq!(dmg(3), vec![4, 5]);
     assert_eq!(dmg(9), vec![7, 8]);
@@ -115,7 +152,10 @@ fn hwsr_over_sblock_utilisation_from_the_built_layouts_is_the_papers_2_65() {
     let ratio = hwsr / cap("sblock");
     // Whole S-blocks: floor((1 - beta) n) = 89 of n = 128 host S-blocks (0.695, not 0.7).
     let expected = formula * 0.7 / (89.0 / 128.0);
-    assert!((ratio - expected).abs() < 1e-9, "built {ratio}, expected {expected}");
+    assert!(
+        (ratio - expected).abs() < 1e-9,
+        "built {ratio}, expected {expected}"
+    );
     assert!((ratio - 2.65).abs() < 0.03, "built {ratio}");
 }
 
@@ -145,7 +185,10 @@ fn an_update_of_block_i_rewrites_blocks_i_to_the_end_of_its_segment_only() {
     assert_eq!(writes, vec![(2, 48, 16), (3, 48, 16)]);
     let r = sim.report();
     assert_eq!(counter(&r, "flushes_over_one_segment"), 0.0);
-    assert_eq!(counter(&r, "segments_rewritten"), counter(&r, "evictions") - counter(&r, "evictions_clean"));
+    assert_eq!(
+        counter(&r, "segments_rewritten"),
+        counter(&r, "evictions") - counter(&r, "evictions_clean")
+    );
 }
 
 #[test]
@@ -172,7 +215,8 @@ fn every_second_region_counts_blocks_from_its_far_edge() {
 }
 
 #[test]
-fn lwa_evicts_the_tail_blocks_segment_within_the_window_block_lru_one_block_segment_lru_the_whole_segment() {
+fn lwa_evicts_the_tail_blocks_segment_within_the_window_block_lru_one_block_segment_lru_the_whole_segment(
+) {
     // Blocks 0 and 2 of segment 0 written first, then 26 blocks of other
     // segments fill the 28-block buffer; the next write evicts.
     let b = 16u64;
@@ -183,18 +227,37 @@ fn lwa_evicts_the_tail_blocks_segment_within_the_window_block_lru_one_block_segm
     recs.push(rec(30, true, 4000, 1));
     let go = |params: &[(&str, &str)]| run(cfg("hwsr", drive(128, 8), params), recs.clone());
     let r = go(&[("policy", "lwa"), ("window_blocks", "4")]);
-    assert_eq!((counter(&r, "evictions"), counter(&r, "blocks_evicted")), (1.0, 2.0));
+    assert_eq!(
+        (counter(&r, "evictions"), counter(&r, "blocks_evicted")),
+        (1.0, 2.0)
+    );
     let r = go(&[("policy", "lwa"), ("window_blocks", "1")]);
-    assert_eq!((counter(&r, "evictions"), counter(&r, "blocks_evicted")), (1.0, 1.0));
+    assert_eq!(
+        (counter(&r, "evictions"), counter(&r, "blocks_evicted")),
+        (1.0, 1.0)
+    );
     let r = go(&[("policy", "block")]);
-    assert_eq!((counter(&r, "evictions"), counter(&r, "blocks_evicted")), (1.0, 1.0));
+    assert_eq!(
+        (counter(&r, "evictions"), counter(&r, "blocks_evicted")),
+        (1.0, 1.0)
+    );
     let r = go(&[("policy", "segment")]);
-    assert_eq!((counter(&r, "evictions"), counter(&r, "blocks_evicted")), (1.0, 2.0));
+    assert_eq!(
+        (counter(&r, "evictions"), counter(&r, "blocks_evicted")),
+        (1.0, 2.0)
+    );
     // Block LRU then segment LRU differ once segment 0 is touched again.
     let mut recs2 = recs.clone();
     recs2.insert(28, rec(29, true, 2 * b, 1));
-    let r = run(cfg("hwsr", drive(128, 8), &[("policy", "segment")]), recs2.clone());
-    assert_eq!(counter(&r, "blocks_evicted"), 1.0, "segment 0 is recent; the LRU segment is the first of the others");
+    let r = run(
+        cfg("hwsr", drive(128, 8), &[("policy", "segment")]),
+        recs2.clone(),
+    );
+    assert_eq!(
+        counter(&r, "blocks_evicted"),
+        1.0,
+        "segment 0 is recent; the LRU segment is the first of the others"
+    );
 }
 
 #[test]
@@ -212,10 +275,22 @@ fn reads_come_from_memory_then_ssd_then_disk_and_disk_reads_are_prefetched() {
     assert_eq!(counter(&r, "disk_reads"), 2.0);
     assert_eq!(counter(&r, "ssd_invalidations"), 1.0);
     assert_eq!(counter(&r, "ssd_prefetched_blocks"), 2.0);
-    let ssd = r.device.by_device.iter().find(|d| d.device == "ssd").unwrap();
+    let ssd = r
+        .device
+        .by_device
+        .iter()
+        .find(|d| d.device == "ssd")
+        .unwrap();
     assert_eq!((ssd.read_ops, ssd.write_ops), (1, 2));
     // buffered-cmr has no SSD.
-    let r = run(cfg("buffered-cmr", drive(128, 8), &[]), vec![rec(0, false, 100, 8), rec(1, false, 100, 8), rec(2, true, 5, 1)]);
+    let r = run(
+        cfg("buffered-cmr", drive(128, 8), &[]),
+        vec![
+            rec(0, false, 100, 8),
+            rec(1, false, 100, 8),
+            rec(2, true, 5, 1),
+        ],
+    );
     assert_eq!(counter(&r, "disk_reads"), 2.0);
     assert!(r.device.by_device.iter().all(|d| d.device != "ssd"));
 }
@@ -247,7 +322,11 @@ fn sblock_gc(hot: Option<u64>, writes: u64) -> (f64, f64) {
     let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
     s.run().unwrap();
     let r = s.report();
-    let (imm, gcs, app) = (counter(&r, "segments_immigrated"), counter(&r, "gc_runs"), counter(&r, "sblocks_appended"));
+    let (imm, gcs, app) = (
+        counter(&r, "segments_immigrated"),
+        counter(&r, "gc_runs"),
+        counter(&r, "sblocks_appended"),
+    );
     (imm / gcs, imm / (app - imm))
 }
 
@@ -265,12 +344,21 @@ fn sblock_immigrates_about_one_over_beta_when_invalid_sblocks_gather_at_the_head
     // set) gives (1 - beta) / beta = 56 / 24 = 2.33 moves, and 1 / beta =
     // 3.33 S-block writes per host S-block (the host's own included).
     let (per_gc, per_host) = sblock_gc(Some(2), 4000);
-    eprintln!("hot: {per_gc} per collection, {per_host} per host S-block; uniform: {:?}", sblock_gc(None, 4000));
+    eprintln!(
+        "hot: {per_gc} per collection, {per_host} per host S-block; uniform: {:?}",
+        sblock_gc(None, 4000)
+    );
     let cycle = 54.0 / 24.5;
-    assert!((per_gc - cycle).abs() / cycle < 0.05, "{per_gc} per collection, expected {cycle}");
+    assert!(
+        (per_gc - cycle).abs() / cycle < 0.05,
+        "{per_gc} per collection, expected {cycle}"
+    );
     assert!((per_host - cycle).abs() / cycle < 0.05, "{per_host}");
     let (beta, writes) = (0.3, 1.0 + per_host);
-    assert!((writes - 1.0 / beta).abs() / (1.0 / beta) < 0.1, "{writes} S-block writes per host S-block");
+    assert!(
+        (writes - 1.0 / beta).abs() / (1.0 / beta) < 0.1,
+        "{writes} S-block writes per host S-block"
+    );
     // Uniform rewrites leave invalid copies spread along the log: FIFO
     // cleaning moves far less (u = (f - 1) / ln f; f / (1 - f) moves).
     let (per_gc_u, _) = sblock_gc(None, 4000);
@@ -286,7 +374,15 @@ fn crash_sweep(layer: &str, battery: bool, runs: u64, step: u64, requests: u64) 
         let mut d = drive(128, 8);
         d.memory.as_mut().unwrap().battery_backed = battery;
         let mut c = cfg(layer, d, &[]);
-        c.crash_at_ops = (0..250).flat_map(|j| [15 + k * 3 + j * step, if j % 4 == 0 { 16 + k * 3 + j * step } else { 0 }]).filter(|&p| p > 0).collect();
+        c.crash_at_ops = (0..250)
+            .flat_map(|j| {
+                [
+                    15 + k * 3 + j * step,
+                    if j % 4 == 0 { 16 + k * 3 + j * step } else { 0 },
+                ]
+            })
+            .filter(|&p| p > 0)
+            .collect();
         // S-block recovery reads every region holding records: keep to three regions.
         let cap = if layer == "sblock" { 960 } else { 6000 };
         let r = run(c, random_requests(50 + k, requests, cap, 5));
@@ -309,17 +405,31 @@ fn every_hybrid_layer_survives_crashes_inside_segment_rewrites_and_collection() 
         for battery in [true, false] {
             // A volatile buffer empties at every crash: points further apart let it fill and flush.
             let step = if l == "sblock" { 31 } else { 11 };
-            let r = if battery { crash_sweep(l, true, 4, step, 900) } else { crash_sweep(l, false, 4, 61, 2500) };
+            let r = if battery {
+                crash_sweep(l, true, 4, step, 900)
+            } else {
+                crash_sweep(l, false, 4, 61, 2500)
+            };
             let get = |k: &str| r.crashes_during.get(k).copied().unwrap_or(0);
-            assert!(get("destage") >= 20, "{l} (battery {battery}): crashes inside flushes: {:?}", r.crashes_during);
+            assert!(
+                get("destage") >= 20,
+                "{l} (battery {battery}): crashes inside flushes: {:?}",
+                r.crashes_during
+            );
             all += r.crashes;
             let d = &r.crashes_during;
             let get = |k: &str| d.get(k).copied().unwrap_or(0);
             eprintln!("{l} (battery {battery}): {} crashes: {d:?}", r.crashes);
             if l == "hwsr" {
-                assert!(get("rmw") >= 50, "{l}: crashes inside segment rewrites: {d:?}");
+                assert!(
+                    get("rmw") >= 50,
+                    "{l}: crashes inside segment rewrites: {d:?}"
+                );
                 if !battery {
-                    assert!(get("backup") >= 50, "{l}: crashes while saving the scratch image: {d:?}");
+                    assert!(
+                        get("backup") >= 50,
+                        "{l}: crashes while saving the scratch image: {d:?}"
+                    );
                 }
             }
             if l == "sblock" && battery {
@@ -366,7 +476,12 @@ fn a_volatile_buffer_loses_only_writes_not_yet_evicted_and_a_battery_backed_one_
 
 #[test]
 fn bad_configurations_are_clear_errors() {
-    let e = |c: RunConfig| Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)]))).err().unwrap().to_string();
+    let e = |c: RunConfig| {
+        Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)])))
+            .err()
+            .unwrap()
+            .to_string()
+    };
     let mut d = drive(128, 8);
     d.memory = None;
     assert!(e(cfg("hwsr", d, &[])).contains("no [memory] table"));

@@ -58,7 +58,14 @@ pub struct BackupRegion {
 impl BackupRegion {
     /// A backup region on top tracks of a reserved region (usable ones only).
     pub fn new(tracks: Vec<Track>) -> BackupRegion {
-        BackupRegion { tracks, seq: 0, live: vec![], records: 0, clears: 0, restored: 0 }
+        BackupRegion {
+            tracks,
+            seq: 0,
+            live: vec![],
+            records: 0,
+            clears: 0,
+            restored: 0,
+        }
     }
 
     /// The home extents of the live (uncleared) record; empty when none is live.
@@ -72,7 +79,14 @@ impl BackupRegion {
     }
 
     fn header(&self, seq: u64, part: usize, parts: usize, saved: &[Saved], tx: u64) -> Vec<u64> {
-        let mut w = vec![MAGIC, seq, part as u64, parts as u64, saved.len() as u64, tx];
+        let mut w = vec![
+            MAGIC,
+            seq,
+            part as u64,
+            parts as u64,
+            saved.len() as u64,
+            tx,
+        ];
         for s in saved {
             w.extend([s.track.0, s.sector as u64, s.count as u64]);
         }
@@ -88,7 +102,13 @@ impl BackupRegion {
 
     /// Save the pre-move contents of a relocation that commits as map change
     /// `tx`: after a power loss they are restored only if `tx` was not committed.
-    pub fn save_tx(&mut self, dev: &mut Device, saved: &[Saved], data: &[Token], tx: u64) -> SimResult<()> {
+    pub fn save_tx(
+        &mut self,
+        dev: &mut Device,
+        saved: &[Saved],
+        data: &[Token],
+        tx: u64,
+    ) -> SimResult<()> {
         let total: u64 = saved.iter().map(|s| s.count as u64).sum();
         self.seq += 1;
         let mut parts = vec![];
@@ -102,7 +122,10 @@ impl BackupRegion {
                 break;
             }
         }
-        assert!(left == 0, "backup region too small for {total} sectors (validated at build time)");
+        assert!(
+            left == 0,
+            "backup region too small for {total} sectors (validated at build time)"
+        );
         let mut off = 0usize;
         let n = parts.len();
         for (i, &(t, take)) in parts.iter().enumerate() {
@@ -115,7 +138,16 @@ impl BackupRegion {
                 v.extend_from_slice(&data[off..off + take as usize]);
                 v
             };
-            dev.write_meta(Cause::Backup, PhysAddr { track: t, sector: 0 }, take as u32 + 1, &payload, words)?;
+            dev.write_meta(
+                Cause::Backup,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                take as u32 + 1,
+                &payload,
+                words,
+            )?;
             off += take as usize;
         }
         self.live = saved.to_vec();
@@ -125,7 +157,10 @@ impl BackupRegion {
 
     /// Largest number of sectors one record can hold.
     pub fn room(&self, dev: &Device) -> u64 {
-        self.tracks.iter().map(|&t| dev.geometry().sectors_in(t) as u64 - 1).sum()
+        self.tracks
+            .iter()
+            .map(|&t| dev.geometry().sectors_in(t) as u64 - 1)
+            .sum()
     }
 
     /// Make the live record harmless before its data goes stale.
@@ -134,8 +169,21 @@ impl BackupRegion {
             return Ok(());
         }
         let words = vec![MAGIC, CLEARED];
-        let payload = if dev.carries_data() { vec![Token::EMPTY] } else { vec![] };
-        dev.write_meta(cause, PhysAddr { track: self.tracks[0], sector: 0 }, 1, &payload, words)?;
+        let payload = if dev.carries_data() {
+            vec![Token::EMPTY]
+        } else {
+            vec![]
+        };
+        dev.write_meta(
+            cause,
+            PhysAddr {
+                track: self.tracks[0],
+                sector: 0,
+            },
+            1,
+            &payload,
+            words,
+        )?;
         self.live.clear();
         self.clears += 1;
         Ok(())
@@ -163,14 +211,34 @@ impl BackupRegion {
         for &t in &self.tracks {
             let spt = dev.geometry().sectors_in(t);
             let mut sink = vec![];
-            dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut sink)?;
-            if let Some(r) = dev.meta_records(t).into_iter().find(|r| r.sector == 0 && r.words.first() == Some(&MAGIC)) {
+            dev.read(
+                Cause::Recovery,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                spt,
+                &mut sink,
+            )?;
+            if let Some(r) = dev
+                .meta_records(t)
+                .into_iter()
+                .find(|r| r.sector == 0 && r.words.first() == Some(&MAGIC))
+            {
                 found.push((t, r.words, r.count));
             }
         }
-        let Some(first) = found.first() else { return Ok(()) };
+        let Some(first) = found.first() else {
+            return Ok(());
+        };
         if first.1.get(1) == Some(&CLEARED) || first.1.len() < 6 {
-            self.seq = found.iter().filter_map(|f| f.1.get(1)).filter(|&&s| s != CLEARED).max().copied().unwrap_or(0);
+            self.seq = found
+                .iter()
+                .filter_map(|f| f.1.get(1))
+                .filter(|&&s| s != CLEARED)
+                .max()
+                .copied()
+                .unwrap_or(0);
             return Ok(());
         }
         let seq = first.1[1];
@@ -178,7 +246,9 @@ impl BackupRegion {
         // Complete: parts 0..parts on consecutive backup tracks with the same sequence number.
         let complete = found.len() >= parts
             && (0..parts).all(|i| {
-                found[i].0 == self.tracks[i] && found[i].1.get(1) == Some(&seq) && found[i].1.get(2) == Some(&(i as u64))
+                found[i].0 == self.tracks[i]
+                    && found[i].1.get(1) == Some(&seq)
+                    && found[i].1.get(2) == Some(&(i as u64))
             });
         self.seq = seq;
         if !complete {
@@ -202,7 +272,14 @@ impl BackupRegion {
         if dev.carries_data() {
             for f in found.iter().take(parts) {
                 let mut v = vec![];
-                dev.peek_sectors(PhysAddr { track: f.0, sector: 1 }, f.2 - 1, &mut v);
+                dev.peek_sectors(
+                    PhysAddr {
+                        track: f.0,
+                        sector: 1,
+                    },
+                    f.2 - 1,
+                    &mut v,
+                );
                 data.extend(v);
             }
         }
@@ -214,11 +291,25 @@ impl BackupRegion {
             order.push((i, off));
             off += s.count as usize;
         }
-        order.sort_by_key(|&(i, _)| dev.geometry().kind(saved[i].track) != crate::geometry::TrackKind::Bottom);
+        order.sort_by_key(|&(i, _)| {
+            dev.geometry().kind(saved[i].track) != crate::geometry::TrackKind::Bottom
+        });
         for (i, off) in order {
             let s = &saved[i];
-            let chunk = if data.is_empty() { &[][..] } else { &data[off..off + s.count as usize] };
-            dev.write(Cause::Recovery, PhysAddr { track: s.track, sector: s.sector }, s.count, chunk)?;
+            let chunk = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[off..off + s.count as usize]
+            };
+            dev.write(
+                Cause::Recovery,
+                PhysAddr {
+                    track: s.track,
+                    sector: s.sector,
+                },
+                s.count,
+                chunk,
+            )?;
         }
         self.restored += 1;
         self.live = saved;

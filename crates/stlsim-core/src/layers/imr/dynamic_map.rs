@@ -94,14 +94,14 @@ use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
-use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{home_pieces, top_neighbours, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
-    StageOutcome, WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
+    QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -218,14 +218,20 @@ impl Space {
 
     /// Offset in the space of sector `sector` of track `t` (a track of the space).
     fn offset(&self, t: Track, sector: u32) -> u64 {
-        let i = self.runs.partition_point(|r| r.first <= t.0).saturating_sub(1);
+        let i = self
+            .runs
+            .partition_point(|r| r.first <= t.0)
+            .saturating_sub(1);
         let r = &self.runs[i];
         r.start + (t.0.saturating_sub(r.first) / 2) * r.spt as u64 + sector as u64
     }
 
     /// Where offset `off` lies, and how many sectors of its track follow it.
     fn locate(&self, off: u64) -> (PhysAddr, u32) {
-        let i = self.runs.partition_point(|r| r.start <= off).saturating_sub(1);
+        let i = self
+            .runs
+            .partition_point(|r| r.start <= off)
+            .saturating_sub(1);
         let r = &self.runs[i];
         let k = (off - r.start) / r.spt as u64;
         let sector = ((off - r.start) % r.spt as u64) as u32;
@@ -329,7 +335,9 @@ impl ImrDtm {
         ];
         let spaces = [Space::build(g, &res, 0), Space::build(g, &res, 1)];
         if spaces[BOTTOM].total == 0 || spaces[TOP].total == 0 {
-            return config_err("imr-dtm needs host bottom and top tracks outside the reserved region");
+            return config_err(
+                "imr-dtm needs host bottom and top tracks outside the reserved region",
+            );
         }
         let mut ps = p.u64("pseudo_track_sectors");
         if ps == 0 {
@@ -337,7 +345,10 @@ impl ImrDtm {
                 .round()
                 .max(1.0) as u64;
         }
-        let n = [spaces[BOTTOM].total.div_ceil(ps), spaces[TOP].total.div_ceil(ps)];
+        let n = [
+            spaces[BOTTOM].total.div_ceil(ps),
+            spaces[TOP].total.div_ceil(ps),
+        ];
         let full = [spaces[BOTTOM].total / ps, spaces[TOP].total / ps];
         let mut zones = (n[0] + n[1]).div_ceil(zp).max(1);
         while n[0].div_ceil(zones) + n[1].div_ceil(zones) > zp {
@@ -349,7 +360,10 @@ impl ImrDtm {
         // neighbours of the bottom tracks the bottom pseudo-track touches.
         let touched = ps.div_ceil(spaces[BOTTOM].min_spt().max(1) as u64) + 1;
         let need = 2 * ps + (touched + 1) * spaces[TOP].max_spt() as u64;
-        let room: u64 = backup_tops.iter().map(|&t| g.sectors_in(t) as u64 - 1).sum();
+        let room: u64 = backup_tops
+            .iter()
+            .map(|&t| g.sectors_in(t) as u64 - 1)
+            .sum();
         if room < need {
             return config_err(format!(
                 "backup_tracks = {bt} holds {room} sectors; a swap of {ps}-sector pseudo-tracks may save {need}: \
@@ -395,7 +409,8 @@ impl ImrDtm {
 
     fn store(&mut self, dev: &Device) -> &mut MapStore {
         let (tracks, bytes) = (self.store_tracks, self.map_bytes);
-        self.store.get_or_insert_with(|| MapStore::new(dev, tracks, bytes))
+        self.store
+            .get_or_insert_with(|| MapStore::new(dev, tracks, bytes))
     }
 
     /// Global pseudo-track number of pseudo-track `q` of `space`.
@@ -418,7 +433,10 @@ impl ImrDtm {
 
     /// Where logical pseudo-track `l` is stored.
     fn phys_of(&self, l: u64) -> u64 {
-        self.store.as_ref().and_then(|s| s.map.get(&l).copied()).unwrap_or(l)
+        self.store
+            .as_ref()
+            .and_then(|s| s.map.get(&l).copied())
+            .unwrap_or(l)
     }
 
     /// Which logical pseudo-track physical pseudo-track `s` holds.
@@ -440,7 +458,14 @@ impl ImrDtm {
     /// Map host `[lba, lba+n)` to physical pieces (appended to `out`, with
     /// their offsets in the request); the logical pseudo-tracks touched are
     /// appended to `touched`.
-    fn map_range(&mut self, geom: &Geometry, lba: u64, n: u64, out: &mut Vec<HomePiece>, touched: &mut Vec<u64>) {
+    fn map_range(
+        &mut self,
+        geom: &Geometry,
+        lba: u64,
+        n: u64,
+        out: &mut Vec<HomePiece>,
+        touched: &mut Vec<u64>,
+    ) {
         let mut home = std::mem::take(&mut self.scratch);
         self.map_range_with(geom, lba, n, out, touched, &mut home);
         self.scratch = home;
@@ -502,7 +527,9 @@ impl ImrDtm {
             }
             let (space, q) = self.split_id(self.phys_of(l));
             if space == BOTTOM && q < self.full[BOTTOM] {
-                hot.entry(self.zone_of(BOTTOM, q)).or_default().push((cnt, l, q));
+                hot.entry(self.zone_of(BOTTOM, q))
+                    .or_default()
+                    .push((cnt, l, q));
             }
         }
         let mut cands: Vec<(u64, u64, u64)> = vec![];
@@ -592,10 +619,12 @@ impl ImrDtm {
                 if self.rmw.skip_empty && !self.rmw.holds_data(dev, nb) {
                     continue;
                 }
-                spans
-                    .entry(nb)
-                    .or_default()
-                    .push(geom.overlap_span(m.dst.track, m.dst.sector, m.count, nb));
+                spans.entry(nb).or_default().push(geom.overlap_span(
+                    m.dst.track,
+                    m.dst.sector,
+                    m.count,
+                    nb,
+                ));
             }
         }
         let mut own = vec![];
@@ -617,7 +646,10 @@ impl ImrDtm {
                     .collect();
             }
             for (x, y) in merged {
-                let at = PhysAddr { track: nb, sector: x };
+                let at = PhysAddr {
+                    track: nb,
+                    sector: x,
+                };
                 own.push(Move {
                     src: at,
                     dst: at,
@@ -636,7 +668,9 @@ impl ImrDtm {
 
     /// The swap in progress has committed: update the inverse map and counters.
     fn complete(&mut self) {
-        let Some((hot, cold, t, b)) = self.current.take() else { return };
+        let Some((hot, cold, t, b)) = self.current.take() else {
+            return;
+        };
         for (s, l) in [(t, hot), (b, cold)] {
             if s == l {
                 self.inverse.remove(&s);
@@ -736,9 +770,19 @@ impl Layer for ImrDtm {
         self.res.home_ranges()
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: self.count_at_arrival, background: true, ..Default::default() }
+        Needs {
+            arrivals: self.count_at_arrival,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         self.map_range(&geom, lba.0, n.0, &mut pieces, &mut vec![]);
@@ -777,7 +821,8 @@ impl Layer for ImrDtm {
         }
     }
     fn background(&self) -> Background {
-        self.rmw.background(!self.pending.is_empty(), self.fg_credit)
+        self.rmw
+            .background(!self.pending.is_empty(), self.fg_credit)
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)
@@ -788,9 +833,19 @@ impl Layer for ImrDtm {
         }
         let (mut out, mut touched, mut home) = (vec![], vec![], vec![]);
         for w in ws {
-            self.map_range_with(geom, w.lba.0, w.sectors.0, &mut out, &mut touched, &mut home);
+            self.map_range_with(
+                geom,
+                w.lba.0,
+                w.sectors.0,
+                &mut out,
+                &mut touched,
+                &mut home,
+            );
         }
-        out.iter().any(|p| self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom))
+        out.iter().any(|p| {
+            self.rmw
+                .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom)
+        })
     }
     fn intervals_completed(&self) -> Option<u64> {
         Some(self.c.plans)
@@ -823,9 +878,15 @@ impl Layer for ImrDtm {
         r.insert("remapped_pseudo_tracks".into(), moved as f64);
         r.insert("pseudo_tracks".into(), (self.n[0] + self.n[1]) as f64);
         r.insert("zone_pseudo_tracks".into(), self.zone_size as f64);
-        r.insert("pseudo_track_bytes".into(), (self.p * self.sector_bytes) as f64);
+        r.insert(
+            "pseudo_track_bytes".into(),
+            (self.p * self.sector_bytes) as f64,
+        );
         r.insert("map_bytes".into(), self.map_bytes as f64);
-        r.insert("reserved_tracks".into(), (self.res.end.0 - self.res.first.0) as f64);
+        r.insert(
+            "reserved_tracks".into(),
+            (self.res.end.0 - self.res.first.0) as f64,
+        );
         r
     }
 }

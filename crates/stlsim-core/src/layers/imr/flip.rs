@@ -101,14 +101,14 @@ use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
-use super::rmw::{SKIP_EMPTY, Move, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
-    StageOutcome, WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
+    QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -226,7 +226,12 @@ pub fn swap_of(geom: &Geometry, b: Track, f: Flipped) -> Swap {
         Part::Low => 0,
         Part::High => nb - m,
     };
-    Swap { bottom: b, lo, top, m }
+    Swap {
+        bottom: b,
+        lo,
+        top,
+        m,
+    }
 }
 
 /// A flip (or flip-back) decided at an interval boundary.
@@ -369,7 +374,11 @@ impl ImrFlip {
         }
         let store_tracks = [res.tops[n], res.tops[n + 1], res.tops[n + 2]];
         Ok(ImrFlip {
-            rmw: RmwEngine::new(BackupRegion::new(backup_tracks), p.bool("skip_empty"), g.tracks()),
+            rmw: RmwEngine::new(
+                BackupRegion::new(backup_tracks),
+                p.bool("skip_empty"),
+                g.tracks(),
+            ),
             res,
             store: None,
             store_tracks,
@@ -400,10 +409,18 @@ impl ImrFlip {
             let b = Track(t);
             if !res.contains(b) {
                 let nb = g.sectors_in(b) as u64;
-                let size = |x: u64| if x < nt { g.sectors_in(Track(x)) as u64 } else { 0 };
+                let size = |x: u64| {
+                    if x < nt {
+                        g.sectors_in(Track(x)) as u64
+                    } else {
+                        0
+                    }
+                };
                 let prev = if t > 0 { size(t - 1) } else { 0 };
                 let next = size(t + 1);
-                need = need.max(nb.min(prev) + prev + next).max(nb.min(next) + next + prev);
+                need = need
+                    .max(nb.min(prev) + prev + next)
+                    .max(nb.min(next) + next + prev);
             }
             t += 2;
         }
@@ -412,7 +429,8 @@ impl ImrFlip {
 
     fn store_for(&mut self, dev: &Device) -> &mut MapStore {
         let (tracks, bytes) = (self.store_tracks, self.map_bytes);
-        self.store.get_or_insert_with(|| MapStore::new(dev, tracks, bytes))
+        self.store
+            .get_or_insert_with(|| MapStore::new(dev, tracks, bytes))
     }
 
     /// The state of bottom track `b`.
@@ -492,7 +510,9 @@ impl ImrFlip {
                         nb
                     }
                 };
-                let m = nb.min(if t.0 > 0 { nbr(t.0 - 1) } else { nb }).min(nbr(t.0 + 1));
+                let m = nb
+                    .min(if t.0 > 0 { nbr(t.0 - 1) } else { nb })
+                    .min(nbr(t.0 + 1));
                 let (s, e) = (p.at.sector, p.at.sector + p.count);
                 c.head = (s < nb - m) as u32;
                 c.tail = (e > m) as u32;
@@ -578,7 +598,11 @@ impl ImrFlip {
             let Some((pc, side, p)) = best else { continue };
             if n.saturating_sub(pc) > th {
                 let c = counts[&t];
-                let part = if c.tail > c.head { Part::High } else { Part::Low };
+                let part = if c.tail > c.head {
+                    Part::High
+                } else {
+                    Part::Low
+                };
                 plan.push(Planned {
                     bottom: b,
                     state: Flipped { side, part },
@@ -666,7 +690,9 @@ impl ImrFlip {
 
     /// The flip in progress has committed: apply it to the in-memory map.
     fn complete(&mut self) {
-        let Some((f, overdue)) = self.current.take() else { return };
+        let Some((f, overdue)) = self.current.take() else {
+            return;
+        };
         if f.back {
             self.state.remove(&f.bottom.0);
             self.flipped_now -= 1;
@@ -720,7 +746,9 @@ impl ImrFlip {
         self.store_for(dev);
         self.rmw.finish(dev, self.store.as_mut())?;
         self.complete();
-        let Some(r) = self.compile(dev, f) else { return Ok(false) };
+        let Some(r) = self.compile(dev, f) else {
+            return Ok(false);
+        };
         self.rmw.in_flight = Some(r);
         self.current = Some((f, false));
         self.rmw.finish(dev, self.store.as_mut())?;
@@ -745,9 +773,19 @@ impl Layer for ImrFlip {
         self.res.home_ranges()
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: self.count_at_arrival, background: true, ..Default::default() }
+        Needs {
+            arrivals: self.count_at_arrival,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         self.phys_pieces(&geom, lba.0, n.0, &mut pieces);
@@ -787,7 +825,8 @@ impl Layer for ImrFlip {
         }
     }
     fn background(&self) -> Background {
-        self.rmw.background(!self.pending.is_empty(), self.overdue > 0)
+        self.rmw
+            .background(!self.pending.is_empty(), self.overdue > 0)
     }
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)
@@ -800,7 +839,10 @@ impl Layer for ImrFlip {
         for w in ws {
             self.phys_pieces(geom, w.lba.0, w.sectors.0, &mut pieces);
         }
-        pieces.iter().any(|p| self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom))
+        pieces.iter().any(|p| {
+            self.rmw
+                .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom)
+        })
     }
     fn intervals_completed(&self) -> Option<u64> {
         Some(self.counters.intervals)
@@ -843,7 +885,10 @@ impl Layer for ImrFlip {
         r.insert("flipped_tracks".into(), self.flipped_now as f64);
         MapStore::report(self.store.as_ref(), &mut r);
         r.insert("map_bytes".into(), self.map_bytes as f64);
-        r.insert("reserved_tracks".into(), (self.res.end.0 - self.res.first.0) as f64);
+        r.insert(
+            "reserved_tracks".into(),
+            (self.res.end.0 - self.res.first.0) as f64,
+        );
         r
     }
 }

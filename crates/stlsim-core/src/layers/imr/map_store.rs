@@ -49,7 +49,10 @@ impl MapStore {
     /// A store on three reserved top tracks, for a map of `map_bytes` bytes.
     pub fn new(dev: &Device, tracks: [Track; 3], map_bytes: u64) -> MapStore {
         let sb = dev.geometry().sector_bytes() as u64;
-        let room = dev.geometry().sectors_in(tracks[0]).min(dev.geometry().sectors_in(tracks[1]));
+        let room = dev
+            .geometry()
+            .sectors_in(tracks[0])
+            .min(dev.geometry().sectors_in(tracks[1]));
         MapStore {
             slots: [tracks[0], tracks[1]],
             log: tracks[2],
@@ -66,7 +69,9 @@ impl MapStore {
     /// Add the store's counters (`map_log_writes`, `map_checkpoints`) to a
     /// report; a store not yet created counts zero.
     pub fn report(store: Option<&MapStore>, r: &mut crate::layers::LayerReport) {
-        let (logs, ckpts) = store.map(|s| (s.log_writes, s.checkpoints)).unwrap_or((0, 0));
+        let (logs, ckpts) = store
+            .map(|s| (s.log_writes, s.checkpoints))
+            .unwrap_or((0, 0));
         r.insert("map_log_writes".into(), logs as f64);
         r.insert("map_checkpoints".into(), ckpts as f64);
     }
@@ -95,7 +100,10 @@ impl MapStore {
         for &(k, v) in updates {
             words.extend([k, v.map(|v| v + 1).unwrap_or(0)]);
         }
-        let at = PhysAddr { track: self.log, sector: self.next_log_sector };
+        let at = PhysAddr {
+            track: self.log,
+            sector: self.next_log_sector,
+        };
         dev.write_meta(Cause::Metadata, at, 1, &Self::blank(dev, 1), words)?;
         self.seq = seq;
         self.next_log_sector += 1;
@@ -117,7 +125,16 @@ impl MapStore {
         }
         let slot = self.slots[self.next_slot];
         let n = self.ckpt_sectors;
-        dev.write_meta(Cause::Metadata, PhysAddr { track: slot, sector: 0 }, n, &Self::blank(dev, n), words)?;
+        dev.write_meta(
+            Cause::Metadata,
+            PhysAddr {
+                track: slot,
+                sector: 0,
+            },
+            n,
+            &Self::blank(dev, n),
+            words,
+        )?;
         self.next_slot ^= 1;
         self.next_log_sector = 0;
         self.checkpoints += 1;
@@ -129,9 +146,20 @@ impl MapStore {
         let mut best: Option<(u64, Vec<u64>, usize)> = None;
         for (i, &t) in self.slots.iter().enumerate() {
             let spt = dev.geometry().sectors_in(t);
-            dev.read(Cause::Recovery, PhysAddr { track: t, sector: 0 }, spt, &mut vec![])?;
+            dev.read(
+                Cause::Recovery,
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
+                spt,
+                &mut vec![],
+            )?;
             for r in dev.meta_records(t) {
-                if r.sector == 0 && r.words.first() == Some(&CKPT) && best.as_ref().is_none_or(|b| r.words[1] > b.0) {
+                if r.sector == 0
+                    && r.words.first() == Some(&CKPT)
+                    && best.as_ref().is_none_or(|b| r.words[1] > b.0)
+                {
                     best = Some((r.words[1], r.words, i));
                 }
             }
@@ -147,7 +175,15 @@ impl MapStore {
             self.next_slot = slot ^ 1;
         }
         let spt = dev.geometry().sectors_in(self.log);
-        dev.read(Cause::Recovery, PhysAddr { track: self.log, sector: 0 }, spt, &mut vec![])?;
+        dev.read(
+            Cause::Recovery,
+            PhysAddr {
+                track: self.log,
+                sector: 0,
+            },
+            spt,
+            &mut vec![],
+        )?;
         let mut logs: Vec<(u64, Vec<u64>, u32)> = dev
             .meta_records(self.log)
             .into_iter()
@@ -190,7 +226,10 @@ mod tests {
             track_bytes: 8 * 4096,
             tracks: Some(20),
             capacity_gib: None,
-            layout: LayoutConfig { kind: "imr".into(), ..Default::default() },
+            layout: LayoutConfig {
+                kind: "imr".into(),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let g = Geometry::from_config(&d).unwrap();
@@ -205,7 +244,14 @@ mod tests {
         let mut s = MapStore::new(&d, tracks, 4096);
         // 8-sector log track: 20 commits force two checkpoints.
         for i in 0..20u64 {
-            s.commit(&mut d, &[(i % 7, Some(i)), (100 + i, if i % 2 == 0 { Some(1) } else { None })]).unwrap();
+            s.commit(
+                &mut d,
+                &[
+                    (i % 7, Some(i)),
+                    (100 + i, if i % 2 == 0 { Some(1) } else { None }),
+                ],
+            )
+            .unwrap();
         }
         assert!(s.checkpoints >= 2);
         let want = s.map.clone();
@@ -237,7 +283,12 @@ mod tests {
     #[test]
     fn a_crash_at_every_operation_including_checkpoints_keeps_a_consistent_map() {
         let tracks = [Track(1), Track(3), Track(5)];
-        let update = |i: u64| [(i % 5, Some(i)), (50 + i % 3, if i % 4 == 0 { None } else { Some(i) })];
+        let update = |i: u64| {
+            [
+                (i % 5, Some(i)),
+                (50 + i % 3, if i % 4 == 0 { None } else { Some(i) }),
+            ]
+        };
         let mut points = 0;
         let mut in_checkpoints = 0;
         for k in 0..60u64 {
@@ -254,7 +305,9 @@ mod tests {
                     break;
                 }
             }
-            let Some((i, during_checkpoint)) = crashed else { continue };
+            let Some((i, during_checkpoint)) = crashed else {
+                continue;
+            };
             points += 1;
             in_checkpoints += during_checkpoint as u64;
             let mut fresh = MapStore::new(&d, tracks, 4096);
@@ -266,7 +319,10 @@ mod tests {
                     None => after.remove(&key),
                 };
             }
-            assert!(fresh.map == before || fresh.map == after, "crash at op {k} (commit {i})");
+            assert!(
+                fresh.map == before || fresh.map == after,
+                "crash at op {k} (commit {i})"
+            );
             // And the store goes on from there, through further checkpoints.
             for j in 100..120 {
                 fresh.commit(&mut d, &update(j)).unwrap();
@@ -277,6 +333,9 @@ mod tests {
             assert_eq!(again.map, want, "after recovering from a crash at op {k}");
         }
         assert!(points >= 30, "{points}");
-        assert!(in_checkpoints >= 2, "crashes inside checkpoint writes: {in_checkpoints}");
+        assert!(
+            in_checkpoints >= 2,
+            "crashes inside checkpoint writes: {in_checkpoints}"
+        );
     }
 }

@@ -13,9 +13,9 @@ pub mod rmw;
 pub mod track_cache;
 
 use crate::device::{Cause, Device};
-use crate::layers::{ParamKind, ParamSpec};
 use crate::error::SimResult;
 use crate::geometry::Geometry;
+use crate::layers::{ParamKind, ParamSpec};
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Track};
 use region::Reserved;
@@ -45,13 +45,23 @@ pub struct HomePiece {
 pub fn home_pieces(geom: &Geometry, res: &Reserved, lba: u64, n: u64, out: &mut Vec<HomePiece>) {
     res.for_home_pieces(lba, n, |home, count, off| {
         geom.for_home_extents(Lba(home), crate::units::Sectors(count), |at, c, l| {
-            out.push(HomePiece { at, count: c, offset: off + (l.0 - home) });
+            out.push(HomePiece {
+                at,
+                count: c,
+                offset: off + (l.0 - home),
+            });
         });
     });
 }
 
 /// Read host `[lba, lba+n)` from home, appending tokens to `out`.
-pub fn read_home_mapped(dev: &mut Device, res: &Reserved, lba: u64, n: u64, out: &mut Vec<Token>) -> SimResult<()> {
+pub fn read_home_mapped(
+    dev: &mut Device,
+    res: &Reserved,
+    lba: u64,
+    n: u64,
+    out: &mut Vec<Token>,
+) -> SimResult<()> {
     let geom = dev.geometry_arc();
     let mut pieces = vec![];
     home_pieces(&geom, res, lba, n, &mut pieces);

@@ -43,7 +43,11 @@ impl Reserved {
             "outer" => 0,
             "inner" => groups - g,
             "middle" => groups / 2 - g / 2,
-            l => return config_err(format!("region location '{l}' is not outer, middle or inner")),
+            l => {
+                return config_err(format!(
+                    "region location '{l}' is not outer, middle or inner"
+                ))
+            }
         };
         let r = Reserved::at_groups(geom, g0, g)?;
         if (r.tops.len() as u64) < tops_needed {
@@ -75,7 +79,9 @@ impl Reserved {
         let (first, end) = (g0 * unit, (g0 + g) * unit);
         let reserved = |t: u64| t >= first && t < end;
         let tops: Vec<Track> = (first..end)
-            .filter(|&t| t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1)))
+            .filter(|&t| {
+                t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1))
+            })
             .map(Track)
             .collect();
         let ranges: Vec<(u64, u64)> = (first..end)
@@ -102,7 +108,8 @@ impl Reserved {
     /// `tops` the union of each part's own fenced tops; `contains` checks
     /// the parts themselves.
     pub fn union(geom: &Geometry, parts: &[Reserved]) -> SimResult<Reserved> {
-        let mut runs: Vec<(Track, Track)> = parts.iter().flat_map(|p| p.parts.iter().copied()).collect();
+        let mut runs: Vec<(Track, Track)> =
+            parts.iter().flat_map(|p| p.parts.iter().copied()).collect();
         runs.sort_unstable();
         if runs.is_empty() {
             return config_err("a union of reserved regions needs at least one region");
@@ -110,7 +117,10 @@ impl Reserved {
         if runs.windows(2).any(|w| w[1].0 < w[0].1) {
             return config_err("reserved regions overlap");
         }
-        let ranges: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.map.reserved().iter().copied()).collect();
+        let ranges: Vec<(u64, u64)> = parts
+            .iter()
+            .flat_map(|p| p.map.reserved().iter().copied())
+            .collect();
         let merged = merge_ranges(ranges);
         let taken: u64 = merged.iter().map(|r| r.1).sum();
         let mut tops: Vec<Track> = parts.iter().flat_map(|p| p.tops.iter().copied()).collect();
@@ -133,14 +143,20 @@ impl Reserved {
         self.parts
             .iter()
             .flat_map(|&(a, b)| (a.0..b.0).map(move |t| (a.0, b.0, t)))
-            .filter(|&(a, b, t)| t % 2 == 0 && (t == 0 || t > a) && (t + 1 < b || t + 1 >= geom.tracks()))
+            .filter(|&(a, b, t)| {
+                t % 2 == 0 && (t == 0 || t > a) && (t + 1 < b || t + 1 >= geom.tracks())
+            })
             .map(|(_, _, t)| Track(t))
             .collect()
     }
 
     /// The reserved home-LBA ranges (host LBAs skip them), sorted.
     pub fn home_ranges(&self) -> Vec<(Lba, Sectors)> {
-        self.map.reserved().iter().map(|&(s, l)| (Lba(s), Sectors(l))).collect()
+        self.map
+            .reserved()
+            .iter()
+            .map(|&(s, l)| (Lba(s), Sectors(l)))
+            .collect()
     }
 
     /// Host-visible sectors.
@@ -167,7 +183,12 @@ impl Reserved {
 
 /// The host-to-home map around merged reserved ranges.
 fn home_map(merged: &[(u64, u64)]) -> HomeMap {
-    HomeMap::new(&merged.iter().map(|&(s, l)| (Lba(s), Sectors(l))).collect::<Vec<_>>())
+    HomeMap::new(
+        &merged
+            .iter()
+            .map(|&(s, l)| (Lba(s), Sectors(l)))
+            .collect::<Vec<_>>(),
+    )
 }
 
 #[cfg(test)]
@@ -243,6 +264,9 @@ mod tests {
         assert!(Reserved::at_groups(&g, 9, 2).is_err());
         // A single explicit region is what `new` builds for the same groups.
         let n = Reserved::new(&g, "outer", 1).unwrap();
-        assert_eq!((n.first, n.end, n.tops.clone()), (a.first, a.end, a.tops.clone()));
+        assert_eq!(
+            (n.first, n.end, n.tops.clone()),
+            (a.first, a.end, a.tops.clone())
+        );
     }
 }

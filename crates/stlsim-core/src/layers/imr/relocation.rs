@@ -153,10 +153,19 @@ impl Relocation {
                 _ => None,
             })
             .filter(|(at, count, _)| {
-                writes.iter().any(|&(t, lo, hi)| t == at.track && lo < at.sector + count && at.sector < hi)
+                writes
+                    .iter()
+                    .any(|&(t, lo, hi)| t == at.track && lo < at.sector + count && at.sector < hi)
             })
             .collect();
-        Relocation { steps, next: 0, buf: vec![], volatile, locked, wrote: false }
+        Relocation {
+            steps,
+            next: 0,
+            buf: vec![],
+            volatile,
+            locked,
+            wrote: false,
+        }
     }
 
     /// Whether the move has run every step.
@@ -180,28 +189,54 @@ impl Relocation {
     }
 
     /// Run the next step. `store` must be given for a move that commits to one.
-    pub fn step(&mut self, rmw: &mut RmwEngine, dev: &mut Device, store: Option<&mut MapStore>) -> SimResult<()> {
+    pub fn step(
+        &mut self,
+        rmw: &mut RmwEngine,
+        dev: &mut Device,
+        store: Option<&mut MapStore>,
+    ) -> SimResult<()> {
         let carries = dev.carries_data();
         // Steps and buffer are separate fields: a step borrows the list while
         // its data moves through the buffer, with no copy of either.
-        let Some(step) = self.steps.get(self.next) else { return Ok(()) };
+        let Some(step) = self.steps.get(self.next) else {
+            return Ok(());
+        };
         let one: &[Token] = if carries { &[Token::EMPTY] } else { &[] };
         match step {
-            &Step::Read { cause, at, count, off } => {
+            &Step::Read {
+                cause,
+                at,
+                count,
+                off,
+            } => {
                 debug_assert!(!carries || self.buf.len() == off);
                 dev.read(cause, at, count, &mut self.buf)?;
             }
             Step::Backup { saved, from, tx } => {
                 let total: usize = saved.iter().map(|s| s.count as usize).sum();
-                let data = if carries { &self.buf[*from..*from + total] } else { &[][..] };
+                let data = if carries {
+                    &self.buf[*from..*from + total]
+                } else {
+                    &[][..]
+                };
                 match *tx {
                     Some(tx) => rmw.backup.save_tx(dev, saved, data, tx)?,
                     None => rmw.backup.save(dev, saved, data)?,
                 }
             }
-            &Step::Write { cause, at, count, off, mark } => {
+            &Step::Write {
+                cause,
+                at,
+                count,
+                off,
+                mark,
+            } => {
                 self.wrote = true;
-                let data = if carries { &self.buf[off..off + count as usize] } else { &[][..] };
+                let data = if carries {
+                    &self.buf[off..off + count as usize]
+                } else {
+                    &[][..]
+                };
                 dev.write(cause, at, count, data)?;
                 if mark {
                     rmw.written.set(at.track);
@@ -216,7 +251,9 @@ impl Relocation {
                 dev.write(cause, at, 1, one)?;
             }
             Step::Commit { updates, forget } => {
-                let store = store.ok_or_else(|| SimError::Medium("a move commits to a map store it was not given".into()))?;
+                let store = store.ok_or_else(|| {
+                    SimError::Medium("a move commits to a map store it was not given".into())
+                })?;
                 store.commit(dev, updates)?;
                 if *forget {
                     rmw.backup.forget();
@@ -234,9 +271,11 @@ impl Relocation {
         let mut cur = at.sector;
         let end = at.sector + count;
         while cur < end {
-            let hit = self.volatile.iter().filter(|v| self.wrote && v.0.track == at.track).find(|v| {
-                v.0.sector <= cur && cur < v.0.sector + v.1
-            });
+            let hit = self
+                .volatile
+                .iter()
+                .filter(|v| self.wrote && v.0.track == at.track)
+                .find(|v| v.0.sector <= cur && cur < v.0.sector + v.1);
             match hit {
                 Some(&(v, n, off)) => {
                     let take = (v.sector + n).min(end) - cur;
@@ -289,12 +328,20 @@ pub fn relocation_steps(
     let mut src_off = vec![];
     for m in moves {
         src_off.push(off);
-        steps.push(Step::Read { cause, at: m.src, count: m.count, off });
+        steps.push(Step::Read {
+            cause,
+            at: m.src,
+            count: m.count,
+            off,
+        });
         off += m.count as usize;
     }
     // Spans of top neighbours of bottom destinations, less the destinations themselves.
     let mut collateral: Vec<Saved> = vec![];
-    for m in moves.iter().filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom) {
+    for m in moves
+        .iter()
+        .filter(|m| geom.kind(m.dst.track) == TrackKind::Bottom)
+    {
         for nb in geom.damaged_by_write(m.dst.track) {
             if rmw.skip_empty && !rmw.holds_data(dev, nb) {
                 continue;
@@ -309,7 +356,11 @@ pub fn relocation_steps(
                     .filter(|(x, y)| x < y)
                     .collect();
             }
-            collateral.extend(pieces.into_iter().map(|(x, y)| Saved { track: nb, sector: x, count: y - x }));
+            collateral.extend(pieces.into_iter().map(|(x, y)| Saved {
+                track: nb,
+                sector: x,
+                count: y - x,
+            }));
         }
     }
     // Spans of neighbouring destinations overlap on a shared top track: merge them.
@@ -327,24 +378,74 @@ pub fn relocation_steps(
     let mut col_off = vec![];
     for c in &collateral {
         col_off.push(off);
-        steps.push(Step::Read { cause, at: PhysAddr { track: c.track, sector: c.sector }, count: c.count, off });
+        steps.push(Step::Read {
+            cause,
+            at: PhysAddr {
+                track: c.track,
+                sector: c.sector,
+            },
+            count: c.count,
+            off,
+        });
         off += c.count as usize;
     }
-    let mut saved: Vec<Saved> =
-        moves.iter().map(|m| Saved { track: m.src.track, sector: m.src.sector, count: m.count }).collect();
+    let mut saved: Vec<Saved> = moves
+        .iter()
+        .map(|m| Saved {
+            track: m.src.track,
+            sector: m.src.sector,
+            count: m.count,
+        })
+        .collect();
     saved.extend_from_slice(&collateral);
-    steps.push(Step::Backup { saved, from: 0, tx: Some(tx) });
-    for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) == TrackKind::Bottom) {
-        steps.push(Step::Write { cause, at: m.dst, count: m.count, off: src_off[i], mark: true });
+    steps.push(Step::Backup {
+        saved,
+        from: 0,
+        tx: Some(tx),
+    });
+    for (i, m) in moves
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| geom.kind(m.dst.track) == TrackKind::Bottom)
+    {
+        steps.push(Step::Write {
+            cause,
+            at: m.dst,
+            count: m.count,
+            off: src_off[i],
+            mark: true,
+        });
     }
     for (i, c) in collateral.iter().enumerate() {
-        let at = PhysAddr { track: c.track, sector: c.sector };
-        steps.push(Step::Write { cause, at, count: c.count, off: col_off[i], mark: false });
+        let at = PhysAddr {
+            track: c.track,
+            sector: c.sector,
+        };
+        steps.push(Step::Write {
+            cause,
+            at,
+            count: c.count,
+            off: col_off[i],
+            mark: false,
+        });
     }
-    for (i, m) in moves.iter().enumerate().filter(|(_, m)| geom.kind(m.dst.track) != TrackKind::Bottom) {
-        steps.push(Step::Write { cause, at: m.dst, count: m.count, off: src_off[i], mark: true });
+    for (i, m) in moves
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| geom.kind(m.dst.track) != TrackKind::Bottom)
+    {
+        steps.push(Step::Write {
+            cause,
+            at: m.dst,
+            count: m.count,
+            off: src_off[i],
+            mark: true,
+        });
     }
-    steps.push(Step::Commit { updates: updates.to_vec(), forget: true });
+    steps.push(Step::Commit {
+        updates: updates.to_vec(),
+        forget: true,
+    });
     steps
 }
 
@@ -371,22 +472,53 @@ pub fn track_rmw_steps(
             continue;
         }
         let (lo, hi) = geom.overlap_span(track, 0, spt, nb);
-        spans.push(Saved { track: nb, sector: lo, count: hi - lo });
+        spans.push(Saved {
+            track: nb,
+            sector: lo,
+            count: hi - lo,
+        });
     }
     let from = off;
     let mut span_off = vec![];
     for s in &spans {
         span_off.push(off);
-        steps.push(Step::Read { cause: Cause::Rmw, at: PhysAddr { track: s.track, sector: s.sector }, count: s.count, off });
+        steps.push(Step::Read {
+            cause: Cause::Rmw,
+            at: PhysAddr {
+                track: s.track,
+                sector: s.sector,
+            },
+            count: s.count,
+            off,
+        });
         off += s.count as usize;
     }
     if !spans.is_empty() {
-        steps.push(Step::Backup { saved: spans.clone(), from, tx: None });
+        steps.push(Step::Backup {
+            saved: spans.clone(),
+            from,
+            tx: None,
+        });
     }
-    steps.push(Step::Write { cause, at: PhysAddr { track, sector: 0 }, count: spt, off: data_off, mark: true });
+    steps.push(Step::Write {
+        cause,
+        at: PhysAddr { track, sector: 0 },
+        count: spt,
+        off: data_off,
+        mark: true,
+    });
     for (i, s) in spans.iter().enumerate() {
-        let at = PhysAddr { track: s.track, sector: s.sector };
-        steps.push(Step::Write { cause: Cause::Rmw, at, count: s.count, off: span_off[i], mark: false });
+        let at = PhysAddr {
+            track: s.track,
+            sector: s.sector,
+        };
+        steps.push(Step::Write {
+            cause: Cause::Rmw,
+            at,
+            count: s.count,
+            off: span_off[i],
+            mark: false,
+        });
     }
     off
 }

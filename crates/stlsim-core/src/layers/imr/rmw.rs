@@ -40,7 +40,9 @@ use super::{home_pieces, read_home_mapped, top_neighbours, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
-use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq};
+use crate::layers::{
+    Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq,
+};
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 
@@ -74,14 +76,11 @@ pub const BACKUP_PARAMS: [ParamSpec; 2] = [
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-rmw",
-    summary: "IMR naive read-modify-write: save, write, restore the top neighbours of every bottom write",
+    summary:
+        "IMR naive read-modify-write: save, write, restore the top neighbours of every bottom write",
     paper: "000 section 2.1",
     layout: LayoutNeed::Kind("imr"),
-    params: &[
-        SKIP_EMPTY,
-        BACKUP_PARAMS[0],
-        BACKUP_PARAMS[1],
-    ],
+    params: &[SKIP_EMPTY, BACKUP_PARAMS[0], BACKUP_PARAMS[1]],
     build: |p, g| Ok(Box::new(ImrRmw::new(p, g)?)),
 };
 
@@ -182,7 +181,9 @@ impl RmwEngine {
     /// Run the next step of the move in progress; returns `true` when that
     /// finished it (the caller applies its map change to its own state).
     pub fn step(&mut self, dev: &mut Device, store: Option<&mut MapStore>) -> SimResult<bool> {
-        let Some(mut r) = self.in_flight.take() else { return Ok(false) };
+        let Some(mut r) = self.in_flight.take() else {
+            return Ok(false);
+        };
         let out = r.step(self, dev, store);
         let done = r.done();
         if !done || out.is_err() {
@@ -210,7 +211,14 @@ impl RmwEngine {
 
     /// Read `count` sectors at `at` for the host: from the medium, or from
     /// the memory buffer of a move in progress where it holds the data.
-    pub fn read(&mut self, dev: &mut Device, cause: Cause, at: PhysAddr, count: u32, out: &mut Vec<Token>) -> SimResult<()> {
+    pub fn read(
+        &mut self,
+        dev: &mut Device,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let Some(r) = self.in_flight.as_ref().filter(|r| r.started()) else {
             dev.read(cause, at, count, out)?;
             return Ok(());
@@ -225,7 +233,15 @@ impl RmwEngine {
                     self.reads_from_move_buffer += 1;
                 }
                 None => {
-                    dev.read(cause, PhysAddr { track: at.track, sector }, n, out)?;
+                    dev.read(
+                        cause,
+                        PhysAddr {
+                            track: at.track,
+                            sector,
+                        },
+                        n,
+                        out,
+                    )?;
                 }
             }
         }
@@ -246,7 +262,8 @@ impl RmwEngine {
         let geom = dev.geometry_arc();
         if geom.kind(track) != TrackKind::Bottom {
             for p in pieces {
-                self.backup.before_write(dev, track, p.at.sector, p.at.sector + p.count)?;
+                self.backup
+                    .before_write(dev, track, p.at.sector, p.at.sector + p.count)?;
                 dev.write(cause(p), p.at, p.count, data(p))?;
                 self.counters.top_writes += 1;
             }
@@ -259,21 +276,35 @@ impl RmwEngine {
             if self.skip_empty && !self.holds_data(dev, nb) {
                 continue;
             }
-            let mut s: Vec<(u32, u32)> =
-                pieces.iter().map(|p| geom.overlap_span(track, p.at.sector, p.count, nb)).collect();
+            let mut s: Vec<(u32, u32)> = pieces
+                .iter()
+                .map(|p| geom.overlap_span(track, p.at.sector, p.count, nb))
+                .collect();
             s.sort_unstable();
             for (lo, hi) in s {
                 match spans.last_mut() {
                     Some(last) if last.track == nb && last.sector + last.count >= lo => {
                         last.count = last.count.max(hi - last.sector);
                     }
-                    _ => spans.push(Saved { track: nb, sector: lo, count: hi - lo }),
+                    _ => spans.push(Saved {
+                        track: nb,
+                        sector: lo,
+                        count: hi - lo,
+                    }),
                 }
             }
         }
         let mut saved: Vec<Token> = vec![];
         for s in &spans {
-            dev.read(Cause::Rmw, PhysAddr { track: s.track, sector: s.sector }, s.count, &mut saved)?;
+            dev.read(
+                Cause::Rmw,
+                PhysAddr {
+                    track: s.track,
+                    sector: s.sector,
+                },
+                s.count,
+                &mut saved,
+            )?;
         }
         if spans.is_empty() {
             self.counters.rmw_skipped_empty += 1;
@@ -286,8 +317,20 @@ impl RmwEngine {
         }
         let mut off = 0usize;
         for s in &spans {
-            let chunk = if saved.is_empty() { &[][..] } else { &saved[off..off + s.count as usize] };
-            dev.write(Cause::Rmw, PhysAddr { track: s.track, sector: s.sector }, s.count, chunk)?;
+            let chunk = if saved.is_empty() {
+                &[][..]
+            } else {
+                &saved[off..off + s.count as usize]
+            };
+            dev.write(
+                Cause::Rmw,
+                PhysAddr {
+                    track: s.track,
+                    sector: s.sector,
+                },
+                s.count,
+                chunk,
+            )?;
             off += s.count as usize;
             self.counters.saved_sectors += s.count as u64;
         }
@@ -307,11 +350,22 @@ impl RmwEngine {
     ) -> SimResult<()> {
         let parts: Vec<HomePiece> = group.iter().map(|x| x.0).collect();
         let owner = |p: &HomePiece| group[parts.iter().position(|q| q == p).unwrap_or(0)].1;
-        self.write_track(dev, track, &parts, |p| piece_data(&ws[owner(p)], p), |p| ws[owner(p)].cause)
+        self.write_track(
+            dev,
+            track,
+            &parts,
+            |p| piece_data(&ws[owner(p)], p),
+            |p| ws[owner(p)].cause,
+        )
     }
 
     /// Write every piece of a batch, one physical track at a time (sorts `pieces`).
-    pub fn write_pieces(&mut self, dev: &mut Device, pieces: &mut [(HomePiece, usize)], ws: &[WriteReq]) -> SimResult<()> {
+    pub fn write_pieces(
+        &mut self,
+        dev: &mut Device,
+        pieces: &mut [(HomePiece, usize)],
+        ws: &[WriteReq],
+    ) -> SimResult<()> {
         sort_by_location(pieces);
         for_track_groups(pieces, |t, group| self.write_group(dev, t, group, ws))
     }
@@ -341,13 +395,22 @@ impl RmwEngine {
     /// Counters for the report.
     pub fn report(&self, r: &mut LayerReport) {
         r.insert("rmws".into(), self.counters.rmws as f64);
-        r.insert("rmw_skipped_empty".into(), self.counters.rmw_skipped_empty as f64);
+        r.insert(
+            "rmw_skipped_empty".into(),
+            self.counters.rmw_skipped_empty as f64,
+        );
         r.insert("top_writes".into(), self.counters.top_writes as f64);
-        r.insert("rmw_saved_sectors".into(), self.counters.saved_sectors as f64);
+        r.insert(
+            "rmw_saved_sectors".into(),
+            self.counters.saved_sectors as f64,
+        );
         r.insert("backup_records".into(), self.backup.records as f64);
         r.insert("backup_clears".into(), self.backup.clears as f64);
         r.insert("backup_restores".into(), self.backup.restored as f64);
-        r.insert("reads_from_move_buffer".into(), self.reads_from_move_buffer as f64);
+        r.insert(
+            "reads_from_move_buffer".into(),
+            self.reads_from_move_buffer as f64,
+        );
     }
 }
 
@@ -374,7 +437,10 @@ pub fn for_track_groups(
     let mut i = 0;
     while i < pieces.len() {
         let t = pieces[i].0.at.track;
-        let j = i + pieces[i..].iter().take_while(|(p, _)| p.at.track == t).count();
+        let j = i + pieces[i..]
+            .iter()
+            .take_while(|(p, _)| p.at.track == t)
+            .count();
         f(t, &pieces[i..j])?;
         i = j;
     }
@@ -393,7 +459,11 @@ impl ImrRmw {
     /// Build for a geometry.
     pub fn new(p: &Params, g: &Geometry) -> SimResult<ImrRmw> {
         let (res, backup) = backup_from(p, g)?;
-        Ok(ImrRmw { res, rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()), pieces: vec![] })
+        Ok(ImrRmw {
+            res,
+            rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
+            pieces: vec![],
+        })
     }
 }
 
@@ -407,7 +477,13 @@ impl Layer for ImrRmw {
     fn reserved_home(&self) -> Vec<(Lba, Sectors)> {
         self.res.home_ranges()
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         read_home_mapped(dev, &self.res, lba.0, n.0, out)
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
@@ -435,7 +511,10 @@ impl Layer for ImrRmw {
         let mut r = LayerReport::new();
         self.rmw.report(&mut r);
         r.insert("map_bytes".into(), 0.0);
-        r.insert("reserved_tracks".into(), (self.res.end.0 - self.res.first.0) as f64);
+        r.insert(
+            "reserved_tracks".into(),
+            (self.res.end.0 - self.res.first.0) as f64,
+        );
         r
     }
 }

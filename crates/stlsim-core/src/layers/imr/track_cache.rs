@@ -106,14 +106,16 @@ use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{track_rmw_steps, Relocation, Step};
-use super::rmw::{SKIP_EMPTY, for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS};
+use super::rmw::{
+    for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY,
+};
 use super::{home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
 use crate::layers::{
-    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params, QueueView,
-    StageOutcome, WriteReq,
+    Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
+    QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -353,7 +355,11 @@ impl TrackCache {
         let mut runs = vec![];
         for i in 0..nruns as usize {
             let r = Reserved::at_groups(g, starts[i], want[i].1)?;
-            let tracks: Vec<Track> = r.fenced_bottoms(g).into_iter().take(per_run[i] as usize).collect();
+            let tracks: Vec<Track> = r
+                .fenced_bottoms(g)
+                .into_iter()
+                .take(per_run[i] as usize)
+                .collect();
             if (tracks.len() as u64) < per_run[i] {
                 return config_err(format!("could not reserve {} cache tracks", per_run[i]));
             }
@@ -490,7 +496,10 @@ impl TrackCache {
     fn store(&mut self, dev: &Device) -> Option<&mut MapStore> {
         let tracks = self.store_tracks?;
         let bytes = self.map_bytes();
-        Some(self.store.get_or_insert_with(|| MapStore::new(dev, tracks, bytes)))
+        Some(
+            self.store
+                .get_or_insert_with(|| MapStore::new(dev, tracks, bytes)),
+        )
     }
 
     /// Read sectors of slot `s` for the host (appending tokens to `out`).
@@ -512,7 +521,15 @@ impl TrackCache {
     }
 
     /// Write sectors of slot `s` in place (no read-modify-write: cache tracks have no live neighbours).
-    fn write_slot(&self, dev: &mut Device, cause: Cause, s: u32, off: u64, n: u64, data: &[Token]) -> SimResult<()> {
+    fn write_slot(
+        &self,
+        dev: &mut Device,
+        cause: Cause,
+        s: u32,
+        off: u64,
+        n: u64,
+        data: &[Token],
+    ) -> SimResult<()> {
         let mut ext = vec![];
         self.extents(s, off, n, &mut ext);
         let mut done = 0usize;
@@ -551,17 +568,38 @@ impl TrackCache {
         }
         let s = self.free_slot(t)?;
         let spt = dev.geometry().sectors_in(Track(t));
-        let mut steps = vec![Step::Read { cause: Cause::Promote, at: PhysAddr { track: Track(t), sector: 0 }, count: spt, off: 0 }];
+        let mut steps = vec![Step::Read {
+            cause: Cause::Promote,
+            at: PhysAddr {
+                track: Track(t),
+                sector: 0,
+            },
+            count: spt,
+            off: 0,
+        }];
         let mut ext = vec![];
         self.extents(s, 0, spt as u64, &mut ext);
         let mut off = 0usize;
         for (at, c) in ext {
-            steps.push(Step::Write { cause: Cause::Promote, at, count: c, off, mark: false });
+            steps.push(Step::Write {
+                cause: Cause::Promote,
+                at,
+                count: c,
+                off,
+                mark: false,
+            });
             off += c as usize;
         }
-        steps.push(Step::Header { cause: Cause::Promote, at: self.header_at(s), words: vec![HEADER, t, self.next_seq] });
+        steps.push(Step::Header {
+            cause: Cause::Promote,
+            at: self.header_at(s),
+            words: vec![HEADER, t, self.next_seq],
+        });
         if self.store_tracks.is_some() {
-            steps.push(Step::Commit { updates: vec![(t, Some(s as u64))], forget: false });
+            steps.push(Step::Commit {
+                updates: vec![(t, Some(s as u64))],
+                forget: false,
+            });
         }
         Some((Relocation::new(dev.geometry(), steps), s))
     }
@@ -577,10 +615,16 @@ impl TrackCache {
         self.extents(s, 0, spt as u64, &mut ext);
         let mut off = 0usize;
         for (at, c) in ext {
-            steps.push(Step::Read { cause: Cause::Evict, at, count: c, off });
+            steps.push(Step::Read {
+                cause: Cause::Evict,
+                at,
+                count: c,
+                off,
+            });
             off += c as usize;
         }
-        let saved = (track_rmw_steps(&self.rmw, dev, Track(t), Cause::Evict, 0, off, &mut steps) - off) as u64;
+        let saved = (track_rmw_steps(&self.rmw, dev, Track(t), Cause::Evict, 0, off, &mut steps)
+            - off) as u64;
         if saved > 0 {
             self.rmw.counters.rmws += 1;
             self.rmw.counters.saved_sectors += saved;
@@ -588,10 +632,16 @@ impl TrackCache {
             self.rmw.counters.rmw_skipped_empty += 1;
         }
         if self.store_tracks.is_some() {
-            steps.push(Step::Commit { updates: vec![(t, None)], forget: false });
+            steps.push(Step::Commit {
+                updates: vec![(t, None)],
+                forget: false,
+            });
         } else {
             // Scan persistence: overwriting the header is the commit.
-            steps.push(Step::Blank { cause: Cause::Evict, at: self.header_at(s) });
+            steps.push(Step::Blank {
+                cause: Cause::Evict,
+                at: self.header_at(s),
+            });
         }
         Some((Relocation::new(dev.geometry(), steps), s))
     }
@@ -614,7 +664,9 @@ impl TrackCache {
 
     /// The move in progress has finished: apply it to the look-aside map.
     fn complete(&mut self) {
-        let Some((m, s, seq)) = self.current.take() else { return };
+        let Some((m, s, seq)) = self.current.take() else {
+            return;
+        };
         match m {
             Move::Promote(t) => {
                 self.next_seq = self.next_seq.max(seq + 1);
@@ -782,7 +834,10 @@ impl TrackCache {
             sink.clear();
             dev.read(
                 Cause::Recovery,
-                PhysAddr { track: t, sector: 0 },
+                PhysAddr {
+                    track: t,
+                    sector: 0,
+                },
                 dev.geometry().sectors_in(t),
                 &mut sink,
             )?;
@@ -812,7 +867,11 @@ impl TrackCache {
             self.next_seq = self.next_seq.max(seq + 1);
         }
         for s in stale {
-            let blank = if dev.carries_data() { vec![Token::EMPTY] } else { vec![] };
+            let blank = if dev.carries_data() {
+                vec![Token::EMPTY]
+            } else {
+                vec![]
+            };
             dev.write(Cause::Recovery, self.header_at(s), 1, &blank)?;
             self.counters.stale_headers_cleared += 1;
         }
@@ -832,9 +891,19 @@ impl Layer for TrackCache {
         self.res.home_ranges()
     }
     fn needs(&self) -> Needs {
-        Needs { arrivals: self.count_at_arrival, background: true, ..Default::default() }
+        Needs {
+            arrivals: self.count_at_arrival,
+            background: true,
+            ..Default::default()
+        }
     }
-    fn read(&mut self, dev: &mut Device, lba: Lba, n: Sectors, out: &mut Vec<Token>) -> SimResult<()> {
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = vec![];
         home_pieces(&geom, &self.res, lba.0, n.0, &mut pieces);
@@ -871,7 +940,14 @@ impl Layer for TrackCache {
         let result = for_track_groups(&pieces, |t, group| match self.cached.get(&t.0).copied() {
             Some(s) => {
                 for &(p, o) in group {
-                    self.write_slot(dev, ws[o].cause, s, p.at.sector as u64, p.count as u64, piece_data(&ws[o], &p))?;
+                    self.write_slot(
+                        dev,
+                        ws[o].cause,
+                        s,
+                        p.at.sector as u64,
+                        p.count as u64,
+                        piece_data(&ws[o], &p),
+                    )?;
                     self.counters.cache_write_pieces += 1;
                 }
                 Ok(())
@@ -909,9 +985,12 @@ impl Layer for TrackCache {
                 let wait = match self.cached.get(&p.at.track.0) {
                     Some(&s) => {
                         self.extents(s, p.at.sector as u64, p.count as u64, &mut ext);
-                        ext.iter().any(|(at, _)| self.rmw.must_wait(at.track, false))
+                        ext.iter()
+                            .any(|(at, _)| self.rmw.must_wait(at.track, false))
                     }
-                    None => self.rmw.must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom),
+                    None => self
+                        .rmw
+                        .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom),
                 };
                 if wait {
                     return true;
@@ -931,7 +1010,9 @@ impl Layer for TrackCache {
         } else {
             let nslots = self.slots.len() as u64;
             let tracks = dev.geometry().tracks();
-            let Some(store) = self.store(dev) else { return Ok(()) };
+            let Some(store) = self.store(dev) else {
+                return Ok(());
+            };
             store.recover(dev)?;
             let entries: Vec<(u64, u64)> = store.map.iter().map(|(&k, &v)| (k, v)).collect();
             let seq = store.seq();
@@ -967,7 +1048,10 @@ impl Layer for TrackCache {
         MapStore::report(self.store.as_ref(), &mut r);
         r.insert("map_bytes".into(), self.map_bytes() as f64);
         r.insert("monitor_bytes".into(), self.monitor_bytes() as f64);
-        r.insert("cache_capacity_tracks".into(), self.capacity_tracks() as f64);
+        r.insert(
+            "cache_capacity_tracks".into(),
+            self.capacity_tracks() as f64,
+        );
         r.insert("cached_tracks".into(), self.cached.len() as f64);
         r.insert("reserved_tracks".into(), self.reserved_tracks as f64);
         r

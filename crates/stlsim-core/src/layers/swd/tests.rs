@@ -34,14 +34,26 @@ fn swd_drive(bands: u64) -> DriveConfig {
 }
 
 fn write(i: u64, lba: u64, blocks: u64) -> TraceRecord {
-    TraceRecord { time: Nanos(i * 50_000_000), op: Op::Write, offset: Bytes(lba * 512), len: Bytes(blocks * 512), line: i + 1 }
+    TraceRecord {
+        time: Nanos(i * 50_000_000),
+        op: Op::Write,
+        offset: Bytes(lba * 512),
+        len: Bytes(blocks * 512),
+        line: i + 1,
+    }
 }
 
 fn cfg(drive: DriveConfig, layer: &str, prefill: f64) -> RunConfig {
     let mut c = RunConfig {
-        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        trace: TraceSpec {
+            path: "memory".into(),
+            ..Default::default()
+        },
         drive,
-        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params: Default::default(),
+        },
         ..Default::default()
     };
     c.replay.mode = Mode::Scaled;
@@ -81,7 +93,10 @@ fn an_update_to_each_track_of_a_full_band_averages_war_n() {
 fn the_cascade_stops_at_the_first_track_holding_no_data() {
     // Empty drive: write tracks 3 then 1 of band 0 (1234): track 1's write overlaps
     // track 2, which holds nothing, so nothing is read although track 3 holds data.
-    let r = run(cfg(swd_drive(10), "swd-1234", 0.0), vec![write(0, 2 * SPT, 8), write(1, 0, 8)]);
+    let r = run(
+        cfg(swd_drive(10), "swd-1234", 0.0),
+        vec![write(0, 2 * SPT, 8), write(1, 0, 8)],
+    );
     assert_eq!(r.war, 1.0);
     // Then track 2: it overlaps track 3 (data) and the cascade reaches it, not track 4 (empty).
     let r = run(
@@ -94,7 +109,10 @@ fn the_cascade_stops_at_the_first_track_holding_no_data() {
     assert_eq!(r.layer_counters["rescued_sectors"], 8.0);
     let mut c = cfg(swd_drive(10), "swd-1234", 0.0);
     c.layer.params.insert("rescue".into(), "track".into());
-    let r = run(c, vec![write(0, 2 * SPT, 8), write(1, 0, 8), write(2, SPT, 8)]);
+    let r = run(
+        c,
+        vec![write(0, 2 * SPT, 8), write(1, 0, 8), write(2, SPT, 8)],
+    );
     assert_eq!(r.layer_counters["rescued_sectors"], SPT as f64);
     assert_eq!(r.war, 1.0 + 2.0 / 3.0);
 }
@@ -105,7 +123,9 @@ fn random_track_updates(layer: &str, usage: f64, n: u64, seed: u64) -> f64 {
     let bands = 200;
     let occupied = (bands as f64 * 4.0 * usage) as u64;
     let mut rng = Rng(seed);
-    let recs = (0..n).map(|i| write(i, rng.below(occupied) * SPT, SPT)).collect();
+    let recs = (0..n)
+        .map(|i| write(i, rng.below(occupied) * SPT, SPT))
+        .collect();
     let mut c = cfg(swd_drive(bands), layer, usage);
     c.replay.mode = Mode::FlatOut;
     c.verify = false;
@@ -128,7 +148,11 @@ fn random_single_track_updates_follow_the_papers_figure_2() {
         for (k, usage) in [0.25, 0.5, 0.75, 1.0].into_iter().enumerate() {
             let war = random_track_updates(layer, usage, 3000, 0x9E37_79B9 + k as u64);
             println!("{layer} at {usage}: WAR {war:.3} (paper {:.3})", want[k]);
-            assert!((war - want[k]).abs() < 0.15, "{layer} at usage {usage}: WAR {war}, expected about {}", want[k]);
+            assert!(
+                (war - want[k]).abs() < 0.15,
+                "{layer} at usage {usage}: WAR {war}, expected about {}",
+                want[k]
+            );
         }
     }
 }
@@ -137,7 +161,9 @@ fn random_single_track_updates_follow_the_papers_figure_2() {
 /// writes from LBA 0 until `usage` of the drive is written.
 fn syn(layer: &str, bands: u64, usage: f64) -> Report {
     let blocks = (bands * 4 * SPT) as f64 * usage;
-    let recs = (0..(blocks as u64 / 8)).map(|i| write(i, i * 8, 8)).collect();
+    let recs = (0..(blocks as u64 / 8))
+        .map(|i| write(i, i * 8, 8))
+        .collect();
     let mut c = cfg(swd_drive(bands), layer, 0.0);
     c.replay.mode = Mode::FlatOut;
     c.verify = false;
@@ -164,8 +190,13 @@ fn a_crash_at_every_step_of_an_amplified_update_keeps_every_block() {
     for point in 0..=9 {
         let mut c = cfg(swd_drive(10), "swd-1234", 1.0);
         c.crash_at_ops = vec![point];
-        let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(vec![write(0, 0, 8), write(1, SPT, 8)]))).unwrap();
-        s.run().unwrap_or_else(|e| panic!("crash at op {point}: {e}"));
+        let mut s = Simulation::with_reader(
+            c,
+            Box::new(VecTrace::new(vec![write(0, 0, 8), write(1, SPT, 8)])),
+        )
+        .unwrap();
+        s.run()
+            .unwrap_or_else(|e| panic!("crash at op {point}: {e}"));
         let r = s.report();
         assert_eq!(r.verification.mismatches, 0);
         assert_eq!(s.crashes(), 1, "crash at op {point}");
@@ -175,7 +206,11 @@ fn a_crash_at_every_step_of_an_amplified_update_keeps_every_block() {
     c.layer.params.insert("rescue_copy".into(), "false".into());
     c.crash_at_ops = vec![4];
     let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(vec![write(0, 0, 8)]))).unwrap();
-    let e = s.run().map(|_| s.report().verification.mismatches).err().map(|e| e.to_string());
+    let e = s
+        .run()
+        .map(|_| s.report().verification.mismatches)
+        .err()
+        .map(|e| e.to_string());
     assert!(e.as_deref().is_some_and(|m| m.contains("LBA")), "{e:?}");
 }
 
@@ -187,14 +222,24 @@ fn data_path(name: &str) -> String {
 fn every_mapping_keeps_every_block_on_real_traces_at_every_usage() {
     for layer in MAPPINGS {
         for usage in [0.25, 0.5, 0.75, 1.0] {
-            for (trace, limit) in [("rsrch_1.csv", Some(4000)), ("wdev_1.csv", None), ("wdev_3.csv", None), ("cloudPhysicsIO.vscsi", Some(4000))] {
+            for (trace, limit) in [
+                ("rsrch_1.csv", Some(4000)),
+                ("wdev_1.csv", None),
+                ("wdev_3.csv", None),
+                ("cloudPhysicsIO.vscsi", Some(4000)),
+            ] {
                 let mut c = cfg(swd_drive(600), layer, usage);
-                c.trace = TraceSpec { path: data_path(trace), limit, ..Default::default() };
+                c.trace = TraceSpec {
+                    path: data_path(trace),
+                    limit,
+                    ..Default::default()
+                };
                 c.replay.fold_to_prefill = true;
                 c.replay.mode = Mode::FlatOut;
                 c.replay.write_cache = Some(usage < 0.6);
                 let mut s = Simulation::new(c).unwrap();
-                s.run().unwrap_or_else(|e| panic!("{layer} on {trace} at {usage}: {e}"));
+                s.run()
+                    .unwrap_or_else(|e| panic!("{layer} on {trace} at {usage}: {e}"));
                 let r = s.report();
                 assert_eq!(r.verification.mismatches, 0);
                 assert!(r.verification.scan_blocks_checked > 0);
@@ -212,24 +257,39 @@ fn a_thousand_crash_points_per_mapping_lose_no_acknowledged_write() {
         for point in 0..1100u64 {
             let usage = [1.0, 0.75, 0.5][point as usize % 3];
             let mut c = cfg(swd_drive(100), layer, usage);
-            c.trace = TraceSpec { path: data_path("rsrch_1.csv"), limit: Some(1500), ..Default::default() };
+            c.trace = TraceSpec {
+                path: data_path("rsrch_1.csv"),
+                limit: Some(1500),
+                ..Default::default()
+            };
             c.replay.fold_to_prefill = true;
             c.replay.mode = Mode::FlatOut;
             c.replay.write_cache = Some(point % 4 == 0);
             c.crash_at_ops = vec![point];
             let mut s = Simulation::new(c).unwrap();
-            s.run().unwrap_or_else(|e| panic!("{layer}: crash at op {point}: {e}"));
+            s.run()
+                .unwrap_or_else(|e| panic!("{layer}: crash at op {point}: {e}"));
             let r = s.report();
             for (k, v) in r.crashes_during {
                 *by_cause.entry(k).or_insert(0u64) += v;
             }
-            restores += r.layer_counters.get("rescue_copy_restores").copied().unwrap_or(0.0);
+            restores += r
+                .layer_counters
+                .get("rescue_copy_restores")
+                .copied()
+                .unwrap_or(0.0);
         }
         let total: u64 = by_cause.values().sum();
-        let inside: u64 = ["rmw", "backup"].iter().map(|c| by_cause.get(c).copied().unwrap_or(0)).sum();
+        let inside: u64 = ["rmw", "backup"]
+            .iter()
+            .map(|c| by_cause.get(c).copied().unwrap_or(0))
+            .sum();
         println!("{layer}: {total} crashes ({by_cause:?}), {restores} restores");
         assert!(total >= 1000, "{layer}: {by_cause:?}");
-        assert!(inside >= 100, "{layer}: crashes inside amplified updates: {by_cause:?}");
+        assert!(
+            inside >= 100,
+            "{layer}: crashes inside amplified updates: {by_cause:?}"
+        );
         assert!(restores >= 50.0, "{layer}: {restores} restores");
     }
 }

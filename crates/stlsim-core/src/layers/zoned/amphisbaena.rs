@@ -215,7 +215,10 @@ impl Amphisbaena {
     pub fn new(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Amphisbaena> {
         let c = p.u64("chunk_kib") * 1024 / z.sector_bytes;
         if c == 0 || z.zone_sectors % c != 0 {
-            return config_err(format!("chunk_kib = {} does not divide the drive's zones into whole chunks", p.u64("chunk_kib")));
+            return config_err(format!(
+                "chunk_kib = {} does not divide the drive's zones into whole chunks",
+                p.u64("chunk_kib")
+            ));
         }
         let nchunks = slots / c;
         if nchunks < 4 {
@@ -274,7 +277,8 @@ impl Amphisbaena {
         self.kind[k as usize] = Kind::Hfb;
         self.hfb_chunks += 1;
         let base = k as u64 * self.c;
-        self.hfb_free.extend((base..base + self.c).rev().map(|s| s as u32));
+        self.hfb_free
+            .extend((base..base + self.c).rev().map(|s| s as u32));
         self.roles.set_capacity(self.hfb_chunks * self.c);
     }
 
@@ -289,8 +293,14 @@ impl Amphisbaena {
     fn map_chunk(&mut self, z: u64, cn: u64) -> Option<u32> {
         let k = self.lfb_free.pop()?;
         self.kind[k as usize] = Kind::Lfb;
-        self.cmt[k as usize] =
-            Some(Cmt { zone: z, chunk_num: cn, min_off: u32::MAX, max_off: 0, valid: vec![0; self.c.div_ceil(64) as usize], count: 0 });
+        self.cmt[k as usize] = Some(Cmt {
+            zone: z,
+            chunk_num: cn,
+            min_off: u32::MAX,
+            max_off: 0,
+            valid: vec![0; self.c.div_ceil(64) as usize],
+            count: 0,
+        });
         self.clt.insert((z, cn), k);
         self.zone_chunks.entry(z).or_default().insert(k);
         Some(k)
@@ -312,7 +322,9 @@ impl Amphisbaena {
     fn lfb_clear(&mut self, slot: u32) {
         let k = self.chunk_of(slot);
         let i = (slot as u64 % self.c) as usize;
-        let Some(e) = self.cmt[k as usize].as_mut() else { return };
+        let Some(e) = self.cmt[k as usize].as_mut() else {
+            return;
+        };
         if e.valid[i / 64] >> (i % 64) & 1 == 1 {
             e.valid[i / 64] &= !(1 << (i % 64));
             e.count -= 1;
@@ -352,7 +364,9 @@ impl Amphisbaena {
             self.label
         } else {
             let hot = self.window.is_hot(n);
-            let new_h = (lba..lba + n).filter(|&h| self.roles.admits(h, hot) == Admit::HfbNew).count() as u64;
+            let new_h = (lba..lba + n)
+                .filter(|&h| self.roles.admits(h, hot) == Admit::HfbNew)
+                .count() as u64;
             (hot, new_h > self.hfb_chunks * self.c / 2)
         };
         let (mut need_h, mut chunks) = (0, BTreeSet::new());
@@ -407,13 +421,18 @@ impl Amphisbaena {
             .iter()
             .map(|(&z, ks)| (self.weight(buf, dev, z, ks), z))
             .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
-        let Some((_, z)) = best else { return Work::None };
+        let Some((_, z)) = best else {
+            return Work::None;
+        };
         let mut victims = vec![];
         for &k in &self.zone_chunks[&z] {
             let e = self.cmt[k as usize].as_ref().expect("mapped");
             for i in 0..self.c as usize {
                 if e.valid[i / 64] >> (i % 64) & 1 == 1 {
-                    victims.push(((e.chunk_num * self.c + i as u64) as u32, (k as u64 * self.c + i as u64) as u32));
+                    victims.push((
+                        (e.chunk_num * self.c + i as u64) as u32,
+                        (k as u64 * self.c + i as u64) as u32,
+                    ));
                 }
             }
         }
@@ -424,29 +443,42 @@ impl Amphisbaena {
 
     /// HFB cleanup: plan moves of the filter list's LRU block (or its chunk's blocks, in bulk) into the LFB.
     fn evict(&mut self, buf: &Buffer, dev: &Device) -> Work {
-        let Some(v) = self.roles.victim() else { return Work::None };
+        let Some(v) = self.roles.victim() else {
+            return Work::None;
+        };
         let (z, cn, _) = self.locate(buf, v);
         let chunk = match self.clt.get(&(z, cn)) {
             Some(&k) => {
                 self.plan_eviction(buf, v, k);
-                return self.moves.pop_front().map(|(from, to)| Work::Move { from, to }).unwrap_or(Work::None);
+                return self
+                    .moves
+                    .pop_front()
+                    .map(|(from, to)| Work::Move { from, to })
+                    .unwrap_or(Work::None);
             }
             None => match self.map_chunk(z, cn) {
                 Some(k) => k,
                 None => return self.gc(buf, dev),
             },
         };
-        let same: Vec<u64> = self.roles.filter_lru().filter(|&b| {
-            let (bz, bcn, _) = self.locate(buf, b);
-            (bz, bcn) == (z, cn)
-        }).collect();
+        let same: Vec<u64> = self
+            .roles
+            .filter_lru()
+            .filter(|&b| {
+                let (bz, bcn, _) = self.locate(buf, b);
+                (bz, bcn) == (z, cn)
+            })
+            .collect();
         if same.len() > 1 {
             self.counts.bulk_evictions += 1;
         }
         for b in same {
             self.plan_eviction(buf, b, chunk);
         }
-        self.moves.pop_front().map(|(from, to)| Work::Move { from, to }).unwrap_or(Work::None)
+        self.moves
+            .pop_front()
+            .map(|(from, to)| Work::Move { from, to })
+            .unwrap_or(Work::None)
     }
 
     fn plan_eviction(&mut self, buf: &Buffer, b: u64, chunk: u32) {
@@ -463,15 +495,27 @@ impl Amphisbaena {
     fn reallocate(&mut self, buf: &Buffer) {
         self.counts.reallocation_periods += 1;
         // Chunks that saw a whole period without a write hit go back to the LFB.
-        let unused: Vec<u32> = self.reallocated.iter().filter(|(_, &hit)| hit == Some(false)).map(|(&k, _)| k).collect();
+        let unused: Vec<u32> = self
+            .reallocated
+            .iter()
+            .filter(|(_, &hit)| hit == Some(false))
+            .map(|(&k, _)| k)
+            .collect();
         for k in unused {
             if self.hfb_chunks <= self.min_chunks {
                 break;
             }
             let c = self.c;
             let base = k as u64 * c;
-            let used: Vec<u32> = (base..base + c).map(|s| s as u32).filter(|&s| buf.owner(s).is_some()).collect();
-            let free_elsewhere = self.hfb_free.iter().filter(|&&s| s as u64 / c != k as u64).count();
+            let used: Vec<u32> = (base..base + c)
+                .map(|s| s as u32)
+                .filter(|&s| buf.owner(s).is_some())
+                .collect();
+            let free_elsewhere = self
+                .hfb_free
+                .iter()
+                .filter(|&&s| s as u64 / c != k as u64)
+                .count();
             if free_elsewhere < used.len() {
                 continue;
             }
@@ -517,7 +561,14 @@ impl Placement for Amphisbaena {
         h <= self.hfb_free.len() as u64 && chunks <= self.lfb_free.len() as u64
     }
 
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
+    fn place(
+        &mut self,
+        buf: &mut Buffer,
+        lba: u64,
+        n: u64,
+        first: bool,
+        out: &mut Vec<(u32, u64)>,
+    ) -> SimResult<u64> {
         if first {
             let (hot, force, _, _) = self.demand(buf, lba, n);
             self.label = (hot, force);
@@ -652,11 +703,13 @@ impl Placement for Amphisbaena {
         let mut hfb_blocks = vec![];
         for k in 0..self.nchunks as u32 {
             let base = k as u64 * c;
-            let valid: Vec<(u32, u64)> =
-                (base..base + c).filter_map(|s| buf.owner(s as u32).map(|h| (s as u32, h))).collect();
+            let valid: Vec<(u32, u64)> = (base..base + c)
+                .filter_map(|s| buf.owner(s as u32).map(|h| (s as u32, h)))
+                .collect();
             if valid.iter().any(|&(s, _)| buf.tag(s) == TAG_HFB) {
                 self.make_hfb(k);
-                self.hfb_free.retain(|&s| buf.owner(s).is_none() || s as u64 / c != k as u64);
+                self.hfb_free
+                    .retain(|&s| buf.owner(s).is_none() || s as u64 / c != k as u64);
                 hfb_blocks.extend(valid.iter().map(|&(_, h)| h));
             } else if let Some(&(_, h0)) = valid.first() {
                 let (z, cn, _) = self.locate(buf, h0);
@@ -688,8 +741,9 @@ impl Placement for Amphisbaena {
         self.gc_abort
     }
     fn cuts(&self, victims: &[(u32, u32)]) -> Vec<usize> {
-        let mut v: Vec<usize> =
-            (1..victims.len()).filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c).collect();
+        let mut v: Vec<usize> = (1..victims.len())
+            .filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c)
+            .collect();
         v.push(victims.len());
         v
     }

@@ -47,12 +47,18 @@ const LOOP_PARAMS: [ParamSpec; 5] = [
 /// Registry entry of `hm-fluid`.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hm-fluid",
-    summary: "host-managed SMR: circular-log buffer in CMR zones, in-place updates, FIFO zone write-back",
+    summary:
+        "host-managed SMR: circular-log buffer in CMR zones, in-place updates, FIFO zone write-back",
     paper: "004 section 6.1 (Fluid, after FluidSMR)",
     layout: LayoutNeed::Kind("zoned"),
     params: &COMMON_PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
-        Ok(Box::new(super::BufferLayer::build("hm-fluid", p, g, |_p, _z, slots| Ok(Box::new(Fluid::new(slots, None))))?))
+        Ok(Box::new(super::BufferLayer::build(
+            "hm-fluid",
+            p,
+            g,
+            |_p, _z, slots| Ok(Box::new(Fluid::new(slots, None))),
+        )?))
     },
 };
 
@@ -123,21 +129,33 @@ impl Fluid {
 
     fn hot(&self, nz: u64) -> bool {
         match self.hot_passes {
-            Some(k) => self.last_hit_pass.get(&nz).is_some_and(|&p| p + k >= self.pass),
+            Some(k) => self
+                .last_hit_pass
+                .get(&nz)
+                .is_some_and(|&p| p + k >= self.pass),
             None => false,
         }
     }
 }
 
 fn new_blocks(buf: &Buffer, ws: &[(u64, u64)]) -> u64 {
-    ws.iter().map(|&(l, n)| (l..l + n).filter(|&h| buf.slot_of(h).is_none()).count() as u64).sum()
+    ws.iter()
+        .map(|&(l, n)| (l..l + n).filter(|&h| buf.slot_of(h).is_none()).count() as u64)
+        .sum()
 }
 
 impl Placement for Fluid {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool {
         new_blocks(buf, ws) <= self.slots - self.span
     }
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, _first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
+    fn place(
+        &mut self,
+        buf: &mut Buffer,
+        lba: u64,
+        n: u64,
+        _first: bool,
+        out: &mut Vec<(u32, u64)>,
+    ) -> SimResult<u64> {
         for h in lba..lba + n {
             match buf.slot_of(h) {
                 Some(s) => {
@@ -157,7 +175,12 @@ impl Placement for Fluid {
         }
         Ok(n)
     }
-    fn next_work(&mut self, buf: &Buffer, _dev: &crate::device::Device, _waiting: &[(u64, u64)]) -> Work {
+    fn next_work(
+        &mut self,
+        buf: &Buffer,
+        _dev: &crate::device::Device,
+        _waiting: &[(u64, u64)],
+    ) -> Work {
         self.advance_tail(buf);
         if self.span == 0 {
             return Work::None;

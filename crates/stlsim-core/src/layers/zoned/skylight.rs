@@ -55,7 +55,9 @@ fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn PlacementBox>>
         k => k,
     };
     if parts > slots {
-        return config_err(format!("buffer_zones = {parts} is more than the buffer's {slots} blocks"));
+        return config_err(format!(
+            "buffer_zones = {parts} is more than the buffer's {slots} blocks"
+        ));
     }
     Ok(Box::new(Skylight::new(slots, parts)))
 }
@@ -71,7 +73,11 @@ pub struct Skylight {
 impl Skylight {
     /// `parts` equal parts of a buffer of `slots`.
     pub fn new(slots: u64, parts: u64) -> Skylight {
-        Skylight { part_slots: slots / parts, fill: vec![0; parts as usize], live: vec![0; parts as usize] }
+        Skylight {
+            part_slots: slots / parts,
+            fill: vec![0; parts as usize],
+            live: vec![0; parts as usize],
+        }
     }
 
     fn part_of(&self, nz: u64) -> usize {
@@ -95,9 +101,18 @@ impl Skylight {
 
 impl Placement for Skylight {
     fn fits(&self, buf: &Buffer, ws: &[(u64, u64)]) -> bool {
-        self.demand(buf, ws).iter().all(|&(p, k)| self.fill[p] + k <= self.part_slots)
+        self.demand(buf, ws)
+            .iter()
+            .all(|&(p, k)| self.fill[p] + k <= self.part_slots)
     }
-    fn place(&mut self, buf: &mut Buffer, lba: u64, n: u64, _first: bool, out: &mut Vec<(u32, u64)>) -> SimResult<u64> {
+    fn place(
+        &mut self,
+        buf: &mut Buffer,
+        lba: u64,
+        n: u64,
+        _first: bool,
+        out: &mut Vec<(u32, u64)>,
+    ) -> SimResult<u64> {
         for h in lba..lba + n {
             let p = self.part_of(buf.zones.split(h).0);
             if self.fill[p] == self.part_slots {
@@ -113,7 +128,12 @@ impl Placement for Skylight {
         }
         Ok(n)
     }
-    fn next_work(&mut self, buf: &Buffer, _dev: &crate::device::Device, waiting: &[(u64, u64)]) -> Work {
+    fn next_work(
+        &mut self,
+        buf: &Buffer,
+        _dev: &crate::device::Device,
+        waiting: &[(u64, u64)],
+    ) -> Work {
         let short: Vec<usize> = self
             .demand(buf, waiting)
             .into_iter()
@@ -121,7 +141,11 @@ impl Placement for Skylight {
             .map(|(p, _)| p)
             .collect();
         for p in short {
-            let zone = buf.zones_buffered().filter(|(nz, _)| self.part_of(**nz) == p).map(|(nz, _)| *nz).min();
+            let zone = buf
+                .zones_buffered()
+                .filter(|(nz, _)| self.part_of(**nz) == p)
+                .map(|(nz, _)| *nz)
+                .min();
             match zone {
                 Some(nz) => {
                     let victims = buf.zone_victims(nz);
@@ -145,7 +169,9 @@ impl Placement for Skylight {
     fn rebuild(&mut self, buf: &Buffer) {
         for p in 0..self.fill.len() {
             let base = p as u64 * self.part_slots;
-            let used: Vec<u64> = (0..self.part_slots).filter(|&i| buf.owner((base + i) as u32).is_some()).collect();
+            let used: Vec<u64> = (0..self.part_slots)
+                .filter(|&i| buf.owner((base + i) as u32).is_some())
+                .collect();
             self.fill[p] = used.last().map(|&i| i + 1).unwrap_or(0);
             self.live[p] = used.len() as u64;
         }

@@ -21,7 +21,7 @@ pub(crate) fn drive() -> DriveConfig {
         track_bytes: 64 * 4096,
         tracks: Some(2 * 48),
         capacity_gib: None,
-        interface_mb_s: 1e9,
+        interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
         layout: LayoutConfig {
             kind: "zoned".into(),
@@ -36,9 +36,15 @@ pub(crate) fn drive() -> DriveConfig {
 
 pub(crate) fn cfg(layer: &str, params: &[(&str, &str)]) -> RunConfig {
     let mut c = RunConfig {
-        trace: TraceSpec { path: "memory".into(), ..Default::default() },
+        trace: TraceSpec {
+            path: "memory".into(),
+            ..Default::default()
+        },
         drive: drive(),
-        layer: LayerConfig { name: layer.into(), params: Default::default() },
+        layer: LayerConfig {
+            name: layer.into(),
+            params: Default::default(),
+        },
         ..Default::default()
     };
     // Paper 004: write cache and read-ahead off; requests one at a time.
@@ -46,10 +52,17 @@ pub(crate) fn cfg(layer: &str, params: &[(&str, &str)]) -> RunConfig {
     c.replay.write_cache = Some(false);
     c.verify = true;
     // 64 blocks of buffer, collected 4 at a time, unless a test says otherwise.
-    c.layer.params.insert("buffer_mib".into(), serde_json::Value::from(0.25));
-    c.layer.params.insert("collect_blocks".into(), serde_json::Value::from(4));
+    c.layer
+        .params
+        .insert("buffer_mib".into(), serde_json::Value::from(0.25));
+    c.layer
+        .params
+        .insert("collect_blocks".into(), serde_json::Value::from(4));
     for &(k, v) in params {
-        let v = v.parse::<f64>().map(serde_json::Value::from).unwrap_or_else(|_| serde_json::Value::from(v));
+        let v = v
+            .parse::<f64>()
+            .map(serde_json::Value::from)
+            .unwrap_or_else(|_| serde_json::Value::from(v));
         c.layer.params.insert(k.into(), v);
     }
     c
@@ -75,7 +88,9 @@ pub(crate) fn run(c: RunConfig, recs: Vec<TraceRecord>) -> Report {
 }
 
 pub(crate) fn counter(r: &Report, k: &str) -> f64 {
-    *r.layer_counters.get(k).unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
+    *r.layer_counters
+        .get(k)
+        .unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
 }
 
 /// `n` requests of 1-6 blocks at random offsets of the first `zones` native
@@ -85,7 +100,12 @@ pub(crate) fn random_requests(seed: u64, n: u64, zones: u64, read_every: u64) ->
     (0..n)
         .map(|i| {
             let z = rng.below(zones);
-            rec(i, i % read_every != read_every - 1, z * ZS + rng.below(ZS - 6), 1 + rng.below(6))
+            rec(
+                i,
+                i % read_every != read_every - 1,
+                z * ZS + rng.below(ZS - 6),
+                1 + rng.below(6),
+            )
         })
         .collect()
 }
@@ -104,7 +124,12 @@ fn a_writeback_past_the_write_pointer_appends_with_padding_and_one_below_it_is_a
     assert_eq!(counter(&r, "writebacks_rmw"), 0.0);
     // 0..10 and 11..20 padded: 19 sectors, written with the padding cause.
     assert_eq!(counter(&r, "padding_sectors"), 19.0);
-    let pad = r.device.by_cause.iter().find(|c| c.cause == "padding").unwrap();
+    let pad = r
+        .device
+        .by_cause
+        .iter()
+        .find(|c| c.cause == "padding")
+        .unwrap();
     assert_eq!(pad.write_sectors, 19);
     assert_eq!(counter(&r, "victim_blocks"), 2.0);
     // Now block 5 of zone 0 (below its write pointer, 21) and a full log again.
@@ -128,12 +153,20 @@ fn on_a_full_drive_every_writeback_is_an_rmw_through_the_spare_zone() {
     assert_eq!(counter(&r, "writebacks_rmw_free"), 0.0);
     assert_eq!(counter(&r, "padding_sectors"), 0.0);
     // One reset per RMW (the old zone, once its image is committed elsewhere).
-    assert_eq!(r.device.zone_ops.unwrap().resets as f64, counter(&r, "writebacks_rmw"));
+    assert_eq!(
+        r.device.zone_ops.unwrap().resets as f64,
+        counter(&r, "writebacks_rmw")
+    );
 }
 
 #[test]
 fn fluid_updates_buffered_blocks_in_place_and_counts_write_hits() {
-    let recs = vec![rec(0, true, 7, 4), rec(1, true, 8, 2), rec(2, true, 200, 1), rec(3, false, 7, 4)];
+    let recs = vec![
+        rec(0, true, 7, 4),
+        rec(1, true, 8, 2),
+        rec(2, true, 200, 1),
+        rec(3, false, 7, 4),
+    ];
     let r = run(cfg("hm-fluid", &[]), recs);
     assert_eq!(counter(&r, "blocks_written"), 7.0);
     assert_eq!(counter(&r, "write_hits"), 2.0);
@@ -149,12 +182,19 @@ fn blocks_written_once_never_hit_in_any_layer() {
     for i in (1..blocks.len()).rev() {
         blocks.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let recs: Vec<_> = blocks.iter().enumerate().map(|(i, &b)| rec(i as u64, true, b, 1)).collect();
+    let recs: Vec<_> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| rec(i as u64, true, b, 1))
+        .collect();
     for l in LAYERS {
         let r = run(cfg(l, &[]), recs.clone());
         assert_eq!(counter(&r, "write_hits"), 0.0, "{l}");
         assert_eq!(counter(&r, "write_hit_rate"), 0.0, "{l}");
-        assert!(counter(&r, "writebacks_rmw") + counter(&r, "writebacks_rmw_free") > 5.0, "{l}");
+        assert!(
+            counter(&r, "writebacks_rmw") + counter(&r, "writebacks_rmw_free") > 5.0,
+            "{l}"
+        );
     }
 }
 
@@ -163,7 +203,11 @@ fn fluid_loop_requeues_blocks_of_hot_zones_instead_of_writing_them_back() {
     // Zone 0's blocks are updated over and over; other zones stream through.
     let mut recs = vec![];
     for i in 0..400u64 {
-        let (lba, n) = if i % 4 == 0 { ((i / 4) % 8, 1) } else { (ZS * (1 + i % 5) + (i * 7) % (ZS - 1), 1) };
+        let (lba, n) = if i % 4 == 0 {
+            ((i / 4) % 8, 1)
+        } else {
+            (ZS * (1 + i % 5) + (i * 7) % (ZS - 1), 1)
+        };
         recs.push(rec(i, true, lba, n));
     }
     let plain = run(cfg("hm-fluid", &[]), recs.clone());
@@ -182,11 +226,17 @@ fn skylight_writes_back_every_native_zone_of_a_full_buffer_zone() {
     }
     recs.push(rec(64, true, 5 * ZS, 1));
     let r = run(cfg("hm-skylight", &[("buffer_zones", "1")]), recs);
-    assert_eq!(counter(&r, "writebacks_rmw") + counter(&r, "writebacks_rmw_free"), 3.0);
+    assert_eq!(
+        counter(&r, "writebacks_rmw") + counter(&r, "writebacks_rmw_free"),
+        3.0
+    );
     assert_eq!(counter(&r, "victim_blocks"), 64.0);
     assert_eq!(counter(&r, "buffer_parts"), 1.0);
     // An update is appended (a new copy), and still a hit.
-    let r = run(cfg("hm-skylight", &[("buffer_zones", "2")]), vec![rec(0, true, 9, 1), rec(1, true, 9, 1)]);
+    let r = run(
+        cfg("hm-skylight", &[("buffer_zones", "2")]),
+        vec![rec(0, true, 9, 1), rec(1, true, 9, 1)],
+    );
     assert_eq!(counter(&r, "write_hits"), 1.0);
 }
 
@@ -202,11 +252,25 @@ fn crash_sweep(layer: &str, runs: u64, step: u64, prefill: bool) -> (u64, u64, u
         // Pairs of close points, so that some crashes fall inside recovery itself.
         // Points `step` apart (more than a recovery's operations), every third
         // one followed closely by another, so some crashes fall inside recovery.
-        c.crash_at_ops =
-            (0..300).flat_map(|j| [20 + k * 5 + j * step, if j % 3 == 0 { 21 + k * 5 + j * step + j % 4 } else { 0 }]).filter(|&p| p > 0).collect();
+        c.crash_at_ops = (0..300)
+            .flat_map(|j| {
+                [
+                    20 + k * 5 + j * step,
+                    if j % 3 == 0 {
+                        21 + k * 5 + j * step + j % 4
+                    } else {
+                        0
+                    },
+                ]
+            })
+            .filter(|&p| p > 0)
+            .collect();
         let r = run(c, random_requests(100 + k, 700, 6, 4));
         all += r.crashes;
-        wb += ["gc", "rmw", "padding"].iter().filter_map(|c| r.crashes_during.get(*c)).sum::<u64>();
+        wb += ["gc", "rmw", "padding"]
+            .iter()
+            .filter_map(|c| r.crashes_during.get(*c))
+            .sum::<u64>();
         rec_ += r.crashes_during.get("recovery").copied().unwrap_or(0);
     }
     (all, wb, rec_)
@@ -229,14 +293,20 @@ fn every_buffer_layer_survives_crashes_inside_writebacks() {
 fn a_drive_without_conventional_zones_or_too_small_for_the_buffer_is_refused() {
     let mut c = cfg("hm-fluid", &[]);
     c.drive.layout.conventional_zones = 0;
-    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)]))).err().unwrap();
+    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)])))
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("conventional zones"), "{e}");
     let c = cfg("hm-fluid", &[("buffer_mib", "64")]);
-    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)]))).err().unwrap();
+    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)])))
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("does not fit"), "{e}");
     let mut c = cfg("hm-fluid", &[]);
     c.drive.layout.kind = "smr".into();
-    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)]))).err().unwrap();
+    let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)])))
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("'zoned' layout"), "{e}");
 }
 
@@ -248,7 +318,6 @@ fn the_buffer_is_one_percent_of_the_traces_access_range_by_default() {
     let r = run(c, vec![rec(0, true, 100, 1), rec(1, true, 4099, 1)]);
     assert_eq!(counter(&r, "buffer_bytes"), 40.0 * 4096.0);
 }
-
 
 mod props {
     use super::*;
@@ -298,7 +367,10 @@ fn a_torn_buffer_write_keeps_the_records_of_the_sectors_it_wrote() {
 /// the labels of its first round when asking for room.
 #[test]
 fn a_write_placed_in_rounds_keeps_its_labels() {
-    run(cfg("amphisbaena", &[]), random_requests(1139870113856869247, 400, 1, 4));
+    run(
+        cfg("amphisbaena", &[]),
+        random_requests(1139870113856869247, 400, 1, 4),
+    );
 }
 
 /// Paper 004's no-reuse case, on the real fio log bundled with the tests
@@ -317,7 +389,10 @@ fn on_the_fio_log_that_writes_every_block_once_no_layer_hits() {
         c.drive.layout.zone_tracks = 16;
         c.drive.layout.conventional_zones = 32;
         c.trace = TraceSpec {
-            path: format!("{}/../../tests/data/iolog_8G.log.gz", env!("CARGO_MANIFEST_DIR")),
+            path: format!(
+                "{}/../../tests/data/iolog_8G.log.gz",
+                env!("CARGO_MANIFEST_DIR")
+            ),
             ..Default::default()
         };
         let mut s = Simulation::new(c).unwrap();
@@ -329,6 +404,9 @@ fn on_the_fio_log_that_writes_every_block_once_no_layer_hits() {
         assert_eq!(counter(&r, "write_hit_rate"), 0.0, "{l}");
         // 1 % of the 8 GiB range, in 4 KiB blocks.
         let range_blocks = counter(&r, "buffer_bytes") / 4096.0;
-        assert!((range_blocks - 20_967.0).abs() < 30.0, "{l}: {range_blocks}");
+        assert!(
+            (range_blocks - 20_967.0).abs() < 30.0,
+            "{l}: {range_blocks}"
+        );
     }
 }

@@ -1,14 +1,14 @@
 use super::*;
-use crate::units::Nanos;
-#[allow(unused_imports)]
-use crate::layers::{background::direct, Background};
 use crate::engine::RunConfig;
 use crate::engine::{Mode, Simulation};
 use crate::error::SimError;
 use crate::geometry::DriveConfig;
+#[allow(unused_imports)]
+use crate::layers::{background::direct, Background};
 use crate::mechanics::Mechanics;
-use crate::trace::TraceSpec;
 use crate::trace::TraceRecord;
+use crate::trace::TraceSpec;
+use crate::units::Nanos;
 use std::collections::BTreeMap as Map;
 
 // ---- harness shared with the other IMR layers' tests ----
@@ -126,9 +126,15 @@ fn a_20_tb_drive_needs_the_papers_12_5_mb_map() {
     };
     let (g, l) = build(&d, &[]).unwrap();
     let tracks = g.tracks();
-    assert!((12_500_000..13_000_000).contains(&tracks), "{tracks} tracks");
+    assert!(
+        (12_500_000..13_000_000).contains(&tracks),
+        "{tracks} tracks"
+    );
     let pseudo = l.n[0] + l.n[1];
-    assert!(pseudo + 64 >= tracks && pseudo <= tracks, "{pseudo} pseudo-tracks");
+    assert!(
+        pseudo + 64 >= tracks && pseudo <= tracks,
+        "{pseudo} pseudo-tracks"
+    );
     let mb = l.map_bytes() as f64 / 1e6;
     assert!((mb - 12.5).abs() < 0.5, "{mb} MB");
     assert_eq!(l.report()["map_bytes"], l.map_bytes() as f64);
@@ -150,7 +156,11 @@ fn configuration_problems_are_errors() {
     assert!(err(&[("pseudo_track_sectors", "2048")]).contains("raise backup_tracks"));
     assert!(err(&[("zone_pseudo_tracks", "1")]).contains("zone_pseudo_tracks"));
     assert!(err(&[("interval_writes", "0")]).contains("interval_writes"));
-    assert!(build(&d, &[("pseudo_track_sectors", "2048"), ("backup_tracks", "24")]).is_ok());
+    assert!(build(
+        &d,
+        &[("pseudo_track_sectors", "2048"), ("backup_tracks", "24")]
+    )
+    .is_ok());
 }
 
 /// Hot bottom pseudo-track 100 (track 224) with written top neighbours 223
@@ -193,9 +203,14 @@ fn an_aligned_swap_costs_the_papers_13_rotations_average_model() {
         + seek(215) + seek(1) + seek(2) + seek(100)          // write T, T-1, T+1, T'
         + seek(304); //                                         log record
     let rotations = 12.0 * 10.0 + 2.0 * 5.0 + x(5) + x(1);
-    assert!((ms - (seeks + rotations)).abs() < 1e-6, "{ms} vs {}", seeks + rotations);
+    assert!(
+        (ms - (seeks + rotations)).abs() < 1e-6,
+        "{ms} vs {}",
+        seeks + rotations
+    );
     assert!((rotations - 130.0).abs() < 0.2, "13 t_rot: {rotations}");
-    let paper_seeks = 5.0 * (seek(325) + seek(102) + seek(223) + seek(215) + seek(100) + seek(304)) / 6.0;
+    let paper_seeks =
+        5.0 * (seek(325) + seek(102) + seek(223) + seek(215) + seek(100) + seek(304)) / 6.0;
     println!(
         "aligned swap (average): {ms:.2} ms; paper 5 t_seek + 13 t_rot = {:.2} ms",
         paper_seeks + 130.0
@@ -234,7 +249,8 @@ fn an_unaligned_swap_average_model() {
     let log = seek(338) + half + xt(1);
     let want = reads + backup + writes + log;
     assert!((ms - want).abs() < 1e-6, "{ms} vs {want}");
-    let seeks = seek(357) + 2.0 * seek(2) + seek(136) + seek(1) + seek(223) + 4.0 * seek(2) + seek(215);
+    let seeks =
+        seek(357) + 2.0 * seek(2) + seek(136) + seek(1) + seek(223) + 4.0 * seek(2) + seek(215);
     let seeks = seeks + seek(1) + seek(2) + seek(132) + seek(2) + seek(338);
     let rot = (ms - seeks) / 10.0;
     assert!((rot - 16.5).abs() < 0.1, "{rot} rotations");
@@ -266,16 +282,24 @@ fn swap_times_in_the_angular_model() {
             .map(|ph| timed_swap("angular", ratio, ph).0)
             .collect::<Vec<f64>>()
     };
-    let (avg_aligned, avg_unaligned) = (timed_swap("average", 1.0, 0).0, timed_swap("average", 0.9, 0).0);
+    let (avg_aligned, avg_unaligned) = (
+        timed_swap("average", 1.0, 0).0,
+        timed_swap("average", 0.9, 0).0,
+    );
     for (ratio, avg) in [(1.0, avg_aligned), (0.9, avg_unaligned)] {
         let t = times(ratio);
         let mean = t.iter().sum::<f64>() / t.len() as f64;
-        let (lo, hi) = t.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let (lo, hi) = t
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
         println!(
             "swap, top ratio {ratio}, angular: mean {mean:.2} ms, range {lo:.2}..{hi:.2} (average model {avg:.2})"
         );
         assert!(hi - lo < 10.0, "one random wait only: {lo}..{hi}");
-        assert!(hi - lo > 5.0, "the first partial wait does vary: {lo}..{hi}");
+        assert!(
+            hi - lo > 5.0,
+            "the first partial wait does vary: {lo}..{hi}"
+        );
         assert!((mean - avg).abs() < 5.0, "{mean} vs {avg}");
         assert!(mean < avg, "{mean} vs {avg}");
     }
@@ -336,7 +360,10 @@ fn a_crash_at_every_step_of_a_swap_rolls_it_back_or_keeps_it() {
         let swaps = rep.layer_counters["swaps"];
         if cause == "swap" {
             in_swap += 1;
-            assert_eq!(remapped, 0.0, "point {point}: a swap cut short must be rolled back");
+            assert_eq!(
+                remapped, 0.0,
+                "point {point}: a swap cut short must be rolled back"
+            );
             assert_eq!(swaps, 0.0, "point {point}");
             restored += (rep.layer_counters["backup_restores"] > 0.0) as u64;
         }
@@ -476,5 +503,8 @@ fn swaps_happen_on_real_traces_and_waf_against_rmw() {
     for l in &lines {
         println!("{l}");
     }
-    assert!(swapped > 0.0, "no swaps with the paper's parameters: {lines:?}");
+    assert!(
+        swapped > 0.0,
+        "no swaps with the paper's parameters: {lines:?}"
+    );
 }

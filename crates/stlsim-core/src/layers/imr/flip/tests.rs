@@ -1,11 +1,11 @@
 use super::*;
-use crate::units::Nanos;
-#[allow(unused_imports)]
-use crate::layers::{background::direct, Background};
 use crate::engine::{Mode, Simulation};
 use crate::geometry::{DriveConfig, LayoutConfig};
+#[allow(unused_imports)]
+use crate::layers::{background::direct, Background};
 use crate::mechanics::{Mechanics, Rotation};
 use crate::trace::TraceSpec;
+use crate::units::Nanos;
 use std::collections::{BTreeMap, HashMap};
 
 /// A layer and an untracked or tracked device, without the engine.
@@ -23,7 +23,9 @@ fn direct(rot: &str, ratio: f64, params: &[(&str, &str)], tracked: bool) -> (Imr
 
 // ---- Harness: shared with the other IMR layers' tests ----
 
-use super::super::rmw::tests::{crash_sweep, paper_drive, rsrch_drive, rsrch_head, run_cfg, simulate, w};
+use super::super::rmw::tests::{
+    crash_sweep, paper_drive, rsrch_drive, rsrch_head, run_cfg, simulate, w,
+};
 
 // ---- Tests ----
 
@@ -37,7 +39,17 @@ fn set_state(l: &mut ImrFlip, b: u64, f: Flipped) {
 fn counts(entries: &[(u64, u32, u32, u32, u32)]) -> FxHashMap<u64, Count> {
     entries
         .iter()
-        .map(|&(t, n, head, tail, swapped)| (t, Count { n, head, tail, swapped }))
+        .map(|&(t, n, head, tail, swapped)| {
+            (
+                t,
+                Count {
+                    n,
+                    head,
+                    tail,
+                    swapped,
+                },
+            )
+        })
         .collect()
 }
 
@@ -81,8 +93,16 @@ fn a_flip_costs_the_relocation_steps_average_model() {
     let (mut l, mut dev) = direct("average", 1.0, OUTER, false);
     let (b, p, q) = (Track(1000), Track(1001), Track(999));
     for t in [b, q, p] {
-        dev.write(Cause::Host, PhysAddr { track: t, sector: 0 }, 512, &[])
-            .unwrap();
+        dev.write(
+            Cause::Host,
+            PhysAddr {
+                track: t,
+                sector: 0,
+            },
+            512,
+            &[],
+        )
+        .unwrap();
     }
     // Leave the head somewhere else ("an arbitrary location").
     dev.read(
@@ -154,7 +174,12 @@ fn a_flip_costs_the_relocation_steps_average_model() {
         commit_seek,
         short_seeks
     );
-    let ops = |c: Cause| (dev.read_counts()[c as usize].ops, dev.write_counts()[c as usize].ops);
+    let ops = |c: Cause| {
+        (
+            dev.read_counts()[c as usize].ops,
+            dev.write_counts()[c as usize].ops,
+        )
+    };
     assert_eq!(ops(Cause::Flip), (3, 3));
     assert_eq!(ops(Cause::Backup), (0, 4));
     assert_eq!(ops(Cause::Metadata), (0, 1));
@@ -170,8 +195,16 @@ fn a_flip_in_the_angular_model_differs_only_in_its_two_partial_accesses() {
     assert_eq!(dev.mechanics().rotation(), Rotation::Angular);
     let (b, p, q) = (Track(600), Track(601), Track(599));
     for t in [b, q, p] {
-        dev.write(Cause::Host, PhysAddr { track: t, sector: 0 }, 512, &[])
-            .unwrap();
+        dev.write(
+            Cause::Host,
+            PhysAddr {
+                track: t,
+                sector: 0,
+            },
+            512,
+            &[],
+        )
+        .unwrap();
     }
     let (t0, h) = (dev.now(), dev.head().track);
     l.execute(
@@ -235,7 +268,11 @@ fn map_bytes_for_a_20_tb_drive_match_the_paper() {
         ..Default::default()
     };
     let g = Geometry::from_config(&d).unwrap();
-    assert!((g.tracks() as f64 - 1.333e7).abs() < 0.01e7, "{} tracks", g.tracks());
+    assert!(
+        (g.tracks() as f64 - 1.333e7).abs() < 0.01e7,
+        "{} tracks",
+        g.tracks()
+    );
     let p = Params::resolve("imr-flip", ENTRY.params, &BTreeMap::new()).unwrap();
     let l = ImrFlip::new(&p, &g).unwrap();
     let bytes = l.report()["map_bytes"];
@@ -255,7 +292,10 @@ fn configuration_errors_are_reported_not_panicked() {
             .iter()
             .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
             .collect();
-        ImrFlip::new(&Params::resolve("imr-flip", ENTRY.params, &user).unwrap(), &g)
+        ImrFlip::new(
+            &Params::resolve("imr-flip", ENTRY.params, &user).unwrap(),
+            &g,
+        )
     };
     // Three backup tracks hold 3 * 511 sectors; a flip of equal tracks saves 3 * 512.
     let e = build(&[("backup_tracks", "3")]).unwrap_err();
@@ -264,7 +304,10 @@ fn configuration_errors_are_reported_not_panicked() {
         "{e}"
     );
     let e = build(&[("backup_tracks", "2")]).unwrap_err();
-    assert!(matches!(&e, SimError::Config(m) if m.contains("at least 3")), "{e}");
+    assert!(
+        matches!(&e, SimError::Config(m) if m.contains("at least 3")),
+        "{e}"
+    );
     let e = build(&[("interval_writes", "0")]).unwrap_err();
     assert!(
         matches!(&e, SimError::Config(m) if m.contains("interval_writes")),
@@ -279,7 +322,10 @@ fn configuration_errors_are_reported_not_panicked() {
             .iter()
             .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
             .collect();
-        ImrFlip::new(&Params::resolve("imr-flip", ENTRY.params, &user).unwrap(), &g9)
+        ImrFlip::new(
+            &Params::resolve("imr-flip", ENTRY.params, &user).unwrap(),
+            &g9,
+        )
     };
     let e = build9(&[("backup_tracks", "3")]).unwrap_err();
     assert!(
@@ -356,7 +402,10 @@ fn no_chained_flips_and_at_most_max_flips() {
     ]);
     let plan = l.plan(&g, &c);
     let pairs: Vec<(u64, Side)> = plan.iter().map(|p| (p.bottom.0, p.state.side)).collect();
-    assert_eq!(pairs, vec![(106, Side::Next), (120, Side::Next), (130, Side::Prev)]);
+    assert_eq!(
+        pairs,
+        vec![(106, Side::Next), (120, Side::Next), (130, Side::Prev)]
+    );
     // A flipped bottom is never flipped with its other side, however hot.
     let plan = l.plan(&g, &counts(&[(104, 500, 0, 0, 0), (103, 0, 0, 0, 0)]));
     assert!(plan.is_empty(), "{plan:?}");
@@ -395,9 +444,20 @@ fn a_flipped_track_whose_moved_down_data_is_hot_is_flipped_back() {
 fn the_swapped_part_is_the_end_the_writes_fell_on() {
     let (l, dev) = direct("average", 0.9, &[("backup_location", "outer")], false);
     let g = dev.geometry_arc();
-    let c = counts(&[(100, 100, 10, 90, 0), (200, 100, 90, 10, 0), (300, 100, 50, 50, 0)]);
-    let parts: Vec<(u64, Part)> = l.plan(&g, &c).iter().map(|p| (p.bottom.0, p.state.part)).collect();
-    assert_eq!(parts, vec![(100, Part::High), (200, Part::Low), (300, Part::Low)]);
+    let c = counts(&[
+        (100, 100, 10, 90, 0),
+        (200, 100, 90, 10, 0),
+        (300, 100, 50, 50, 0),
+    ]);
+    let parts: Vec<(u64, Part)> = l
+        .plan(&g, &c)
+        .iter()
+        .map(|p| (p.bottom.0, p.state.part))
+        .collect();
+    assert_eq!(
+        parts,
+        vec![(100, Part::High), (200, Part::Low), (300, Part::Low)]
+    );
     // And the swap it describes: m = 461 sectors, the last ones for High.
     let s = swap_of(
         &g,
@@ -428,7 +488,9 @@ fn model_run(ratio: f64) -> (ImrFlip, Device, HashMap<u64, u32>) {
     let mut ver = 0u32;
     let mut x = 12345u64;
     let mut rnd = |n: u64| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (x >> 33) % n
     };
     // Neighbourhoods of tracks 100..110; phase 1 heats the ends of bottoms 100 (high end) and
@@ -487,7 +549,10 @@ fn every_block_survives_flips_and_flip_backs_with_unequal_tracks() {
     let r = l.report();
     println!("model run, top ratio 0.9: {r:?}");
     assert!(r["flips"] >= 3.0 && r["flip_backs"] >= 1.0, "{r:?}");
-    assert!(r["flips_idle"] >= 1.0 && r["flips_foreground"] >= 1.0, "{r:?}");
+    assert!(
+        r["flips_idle"] >= 1.0 && r["flips_foreground"] >= 1.0,
+        "{r:?}"
+    );
     // One log record (commit) per flip or flip-back.
     assert!(r["map_log_writes"] == r["flips"] + r["flip_backs"]);
     // A fresh layer rebuilds the same map from the medium and reads the same data.
@@ -536,7 +601,9 @@ fn hot_ends_choose_the_matching_part() {
 fn hot_bottom_writes_become_direct_top_writes_after_a_flip() {
     // One bottom track rewritten 200 times, 100 ms apart (idle in between), cache off:
     // after the first interval of 20 writes it is flipped and later writes go straight to the top track.
-    let recs: Vec<_> = (0..200).map(|i| w(i * 100, 1024 + (i % 64) * 8, 8)).collect();
+    let recs: Vec<_> = (0..200)
+        .map(|i| w(i * 100, 1024 + (i % 64) * 8, 8))
+        .collect();
     let run = |layer: &str, params: &[(&str, &str)]| {
         let mut c = run_cfg(paper_drive("average", 1.0), layer, params);
         c.verify = true;
@@ -556,7 +623,10 @@ fn hot_bottom_writes_become_direct_top_writes_after_a_flip() {
     assert_eq!(f["flips"], 1.0);
     assert_eq!(f["flips_idle"], 1.0);
     assert_eq!(r["rmws"], 200.0);
-    assert_eq!(f["rmws"], 20.0, "only the first interval's writes needed RMW");
+    assert_eq!(
+        f["rmws"], 20.0,
+        "only the first interval's writes needed RMW"
+    );
     assert_eq!(f["top_writes"], 180.0);
     assert!(flip.latency["write"].mean_ms < rmw.latency["write"].mean_ms);
 }
@@ -641,7 +711,10 @@ fn the_papers_defaults_flip_on_a_cloudphysics_trace() {
             d.layout.group_tracks = 8;
             let mut c = run_cfg(d, layer, &[]);
             c.trace = TraceSpec {
-                path: format!("{}/../../tests/data/cloudPhysicsIO.vscsi", env!("CARGO_MANIFEST_DIR")),
+                path: format!(
+                    "{}/../../tests/data/cloudPhysicsIO.vscsi",
+                    env!("CARGO_MANIFEST_DIR")
+                ),
                 ..Default::default()
             };
             c.replay.write_cache = Some(cache);

@@ -1,11 +1,11 @@
 use super::*;
-use crate::units::Nanos;
-#[allow(unused_imports)]
-use crate::layers::{background::direct, Background};
 use crate::engine::{Mode, Simulation};
 use crate::geometry::DriveConfig;
+#[allow(unused_imports)]
+use crate::layers::{background::direct, Background};
 use crate::mechanics::Mechanics;
 use crate::trace::TraceSpec;
+use crate::units::Nanos;
 use std::collections::BTreeMap;
 
 // ---- harness shared with the other IMR layers' tests ----
@@ -47,7 +47,13 @@ fn layer(dev: &Device, kv: &[(&str, &str)]) -> TrackCache {
 }
 
 /// Run a real trace with verification; returns the report's layer counters.
-fn run_trace(trace: &str, limit: Option<u64>, drive: DriveConfig, cache: bool, kv: &[(&str, &str)]) -> LayerReport {
+fn run_trace(
+    trace: &str,
+    limit: Option<u64>,
+    drive: DriveConfig,
+    cache: bool,
+    kv: &[(&str, &str)],
+) -> LayerReport {
     let mut c = run_cfg(drive, "imr-cache", kv);
     c.trace = TraceSpec {
         path: data_path(trace),
@@ -57,7 +63,8 @@ fn run_trace(trace: &str, limit: Option<u64>, drive: DriveConfig, cache: bool, k
     c.replay.write_cache = Some(cache);
     c.verify = true;
     let mut s = Simulation::new(c).unwrap();
-    s.run().unwrap_or_else(|e| panic!("{trace} {kv:?} cache {cache}: {e}"));
+    s.run()
+        .unwrap_or_else(|e| panic!("{trace} {kv:?} cache {cache}: {e}"));
     let r = s.report();
     assert!(r.verification.scan_blocks_checked > 0);
     r.layer_counters
@@ -86,7 +93,11 @@ fn moves_happen_on_real_traces_and_keep_every_block() {
     ];
     for (i, kv) in variants.iter().enumerate() {
         for cache in [true, false] {
-            let (ratio, order, group) = [(1.0, "zigzag", 4), (0.9, "serpentine", 8), (0.9, "zigzag", 1)][i % 3];
+            let (ratio, order, group) = [
+                (1.0, "zigzag", 4),
+                (0.9, "serpentine", 8),
+                (0.9, "zigzag", 1),
+            ][i % 3];
             let mut d = rsrch_drive(ratio, order);
             d.layout.group_tracks = group;
             let c = run_trace("rsrch_1.csv", None, d, cache, kv);
@@ -114,7 +125,10 @@ fn default_parameters_promote_on_the_cloudphysics_trace() {
     let c = run_trace("cloudPhysicsIO.vscsi", None, d, false, &[]);
     println!("cloudPhysicsIO defaults: {c:?}");
     assert!(c["intervals"] >= 3.0, "{c:?}");
-    assert!(c["promotions"] > 0.0 && c["cache_write_pieces"] > 0.0, "{c:?}");
+    assert!(
+        c["promotions"] > 0.0 && c["cache_write_pieces"] > 0.0,
+        "{c:?}"
+    );
     assert_eq!(c["cache_capacity_tracks"], 99.0);
 }
 
@@ -132,7 +146,11 @@ fn busy_by_cause(dev: &Device) -> BTreeMap<&'static str, f64> {
     m
 }
 
-fn delta(after: &BTreeMap<&'static str, f64>, before: &BTreeMap<&'static str, f64>, causes: &[&str]) -> f64 {
+fn delta(
+    after: &BTreeMap<&'static str, f64>,
+    before: &BTreeMap<&'static str, f64>,
+    causes: &[&str],
+) -> f64 {
     causes
         .iter()
         .map(|c| after.get(c).unwrap_or(&0.0) - before.get(c).unwrap_or(&0.0))
@@ -213,8 +231,12 @@ fn promotion_costs_two_seeks_two_rotations_plus_header_average_model() {
     assert!(l.promote(&mut dev, HOME + 100).unwrap());
     let after = busy_by_cause(&dev);
     let got = delta(&after, &before, &["promote"]);
-    let want = seek(HOME + 100 - LOG_TRACK) + rot + seek(HOME + 100 - 2) + 2.0 * rot + seek(2) + x(1);
-    assert!((got - want).abs() < 1e-6, "promotion into slot 1 {got} ms vs {want}");
+    let want =
+        seek(HOME + 100 - LOG_TRACK) + rot + seek(HOME + 100 - 2) + 2.0 * rot + seek(2) + x(1);
+    assert!(
+        (got - want).abs() < 1e-6,
+        "promotion into slot 1 {got} ms vs {want}"
+    );
     assert_eq!(l.cached.get(&HOME), Some(&0));
     assert_eq!(l.cached.get(&(HOME + 100)), Some(&1));
 }
@@ -233,13 +255,20 @@ fn promotion_angular_model_matches_the_average_figure_on_average() {
         dev.advance_to(Nanos(10_000_000 * i / n + 1));
         let mut l = layer(&dev, &[]);
         let m = dev.mechanics().clone();
-        want = m.seek_time(HOME).as_ms() * 2.0 + 20.0 + m.seek_time(2).as_ms() + 5.0 + m.transfer_time(1, 512).as_ms();
+        want = m.seek_time(HOME).as_ms() * 2.0
+            + 20.0
+            + m.seek_time(2).as_ms()
+            + 5.0
+            + m.transfer_time(1, 512).as_ms();
         let before = busy_by_cause(&dev);
         l.promote(&mut dev, HOME).unwrap();
         sum += delta(&busy_by_cause(&dev), &before, &["promote"]);
     }
     let mean = sum / n as f64;
-    assert!((mean - want).abs() < 0.2, "angular mean {mean:.3} ms vs {want:.3}");
+    assert!(
+        (mean - want).abs() < 0.2,
+        "angular mean {mean:.3} ms vs {want:.3}"
+    );
 }
 
 /// A layer with HOME cached in slot 0 and both its top neighbours written.
@@ -271,7 +300,8 @@ fn eviction_costs_four_seeks_eight_rotations_plus_overheads_average_model() {
     let before = busy_by_cause(&dev);
     assert!(l.evict(&mut dev, HOME).unwrap());
     let after = busy_by_cause(&dev);
-    let paper = seek(LOG_TRACK) + seek(HOME - 1) + seek(HOME + 1 - 993) + seek(HOME - 997) + 8.0 * rot;
+    let paper =
+        seek(LOG_TRACK) + seek(HOME - 1) + seek(HOME + 1 - 993) + seek(HOME - 997) + 8.0 * rot;
     let switches = seek(2) + seek(2) + seek(1) + seek(2);
     let third_backup_track = seek(2) + 0.5 * rot + x(3);
     let got = delta(&after, &before, &["evict", "rmw", "backup"]);
@@ -310,14 +340,18 @@ fn eviction_angular_model_matches_the_average_figure_on_average() {
         dev.advance_to(dev.now() + Nanos(10_000_000 * i / n + 1));
         let m = dev.mechanics().clone();
         let seek = |d: u64| m.seek_time(d).as_ms();
-        want = seek(LOG_TRACK) + seek(HOME - 1) + seek(HOME + 1 - 993) + seek(HOME - 997) + 8.0 * 10.0;
+        want =
+            seek(LOG_TRACK) + seek(HOME - 1) + seek(HOME + 1 - 993) + seek(HOME - 997) + 8.0 * 10.0;
         want += 3.0 * seek(2) + seek(1) + seek(2) + 5.0 + m.transfer_time(3, 512).as_ms();
         let before = busy_by_cause(&dev);
         l.evict(&mut dev, HOME).unwrap();
         sum += delta(&busy_by_cause(&dev), &before, &["evict", "rmw", "backup"]);
     }
     let mean = sum / n as f64;
-    assert!((mean - want).abs() < 0.2, "angular mean {mean:.3} ms vs {want:.3}");
+    assert!(
+        (mean - want).abs() < 0.2,
+        "angular mean {mean:.3} ms vs {want:.3}"
+    );
 }
 
 #[test]
@@ -357,8 +391,15 @@ fn log_recovery_rebuilds_the_same_map() {
     assert_eq!(fresh.cached, l.cached);
     assert_eq!(fresh.cached.len(), 5);
     assert_eq!(
-        fresh.slot_home.iter().map(|s| s.map(|x| x.0)).collect::<Vec<_>>(),
-        l.slot_home.iter().map(|s| s.map(|x| x.0)).collect::<Vec<_>>()
+        fresh
+            .slot_home
+            .iter()
+            .map(|s| s.map(|x| x.0))
+            .collect::<Vec<_>>(),
+        l.slot_home
+            .iter()
+            .map(|s| s.map(|x| x.0))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -410,7 +451,8 @@ fn a_cached_track_is_written_in_place_without_read_modify_write() {
     assert_eq!(dev.read_counts()[Cause::Rmw as usize].ops, rmw_before);
     assert_eq!(l.counters.cache_write_pieces, 1);
     let mut out = vec![];
-    l.read(&mut dev, Lba(lba + 508), Sectors(4), &mut out).unwrap();
+    l.read(&mut dev, Lba(lba + 508), Sectors(4), &mut out)
+        .unwrap();
     assert_eq!(l.counters.cache_read_pieces, 1);
     assert_eq!(dev.head().track, Track(0));
     // Uncached, the same write is a read-modify-write of both neighbours.
@@ -448,7 +490,14 @@ fn the_hottest_tracks_replace_strictly_colder_cached_ones() {
     writes(&mut l, &mut dev, 1300, 4);
     writes(&mut l, &mut dev, 1400, 2);
     writes(&mut l, &mut dev, 1500, 1);
-    assert_eq!(l.plan, [Move::Promote(1200), Move::Promote(1300), Move::Promote(1400)]);
+    assert_eq!(
+        l.plan,
+        [
+            Move::Promote(1200),
+            Move::Promote(1300),
+            Move::Promote(1400)
+        ]
+    );
     assert!((l.background() != Background::None));
     let now = dev.now();
     direct::idle(&mut l, &mut dev, now).unwrap(); // no time: nothing starts
@@ -485,7 +534,9 @@ fn a_host_that_is_never_idle_gets_one_move_per_write_batch() {
     );
     let g = dev.geometry_arc();
     // 20 writes to 10 distinct bottom tracks: a plan of 10 promotions (11 slots).
-    let lbas: Vec<u64> = (0..10).map(|i| host_lba_of(&l, &g, 1200 + 20 * i)).collect();
+    let lbas: Vec<u64> = (0..10)
+        .map(|i| host_lba_of(&l, &g, 1200 + 20 * i))
+        .collect();
     for k in 0..20 {
         direct::write(&mut l, &mut dev, &wreq(lbas[k % 10], 1)).unwrap();
     }
@@ -498,7 +549,10 @@ fn a_host_that_is_never_idle_gets_one_move_per_write_batch() {
         moves.push(l.counters.promotions - before);
     }
     // Nothing during the first 4 writes after the plan, then exactly one per write.
-    assert_eq!(moves, [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(
+        moves,
+        [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
+    );
     assert_eq!(l.counters.foreground_moves, 10);
     assert_eq!(l.counters.background_moves, 0);
 }
@@ -520,7 +574,10 @@ fn flat_out_replay_runs_the_moves_in_the_foreground() {
     s.run().unwrap();
     let k = &s.report().layer_counters;
     assert_eq!(k["background_moves"], 0.0, "{k:?}");
-    assert!(k["foreground_moves"] > 0.0 && k["promotions"] > 0.0, "{k:?}");
+    assert!(
+        k["foreground_moves"] > 0.0 && k["promotions"] > 0.0,
+        "{k:?}"
+    );
 }
 
 #[test]
@@ -538,7 +595,10 @@ fn bad_parameters_are_configuration_errors() {
         &[("cache_tracks", "100000")],
         &[("cache_tracks", "1099511627776")],
         &[("backup_tracks", "1099511627776")],
-        &[("cache_location", "spread"), ("cache_groups", "1099511627776")],
+        &[
+            ("cache_location", "spread"),
+            ("cache_groups", "1099511627776"),
+        ],
     ] {
         match (ENTRY.build)(&params(kv), &g) {
             Err(crate::error::SimError::Config(msg)) => println!("{kv:?}: {msg}"),
@@ -654,14 +714,21 @@ fn a_hot_track_is_promoted_in_idle_time_and_survives_a_crash() {
         let k = &sim.report().layer_counters;
         assert_eq!(sim.crashes(), 1);
         assert_eq!(
-            (k["promotions"], k["background_moves"], k["foreground_moves"]),
+            (
+                k["promotions"],
+                k["background_moves"],
+                k["foreground_moves"]
+            ),
             (1.0, 1.0, 0.0),
             "{k:?}"
         );
         assert_eq!(k["cache_write_pieces"], 1.0, "{k:?}");
         assert!(k["cache_read_pieces"] >= 2.0, "{k:?}");
         assert_eq!(k["cached_tracks"], 1.0, "{k:?}");
-        assert_eq!(k["scan_recoveries"], if persistence == "scan" { 1.0 } else { 0.0 });
+        assert_eq!(
+            k["scan_recoveries"],
+            if persistence == "scan" { 1.0 } else { 0.0 }
+        );
     }
 }
 
@@ -681,7 +748,11 @@ fn map_memory_is_proportional_to_the_cache_not_the_drive() {
         Geometry::from_config(&d).unwrap()
     };
     let big = drive(20.0);
-    assert!((1.25e7..1.35e7).contains(&(big.tracks() as f64)), "{}", big.tracks());
+    assert!(
+        (1.25e7..1.35e7).contains(&(big.tracks() as f64)),
+        "{}",
+        big.tracks()
+    );
     let small = drive(1.0);
     for (k, slots) in [(100u64, 99u64), (50_000, 49_870)] {
         let kv = [("cache_tracks", k.to_string())];
@@ -702,5 +773,9 @@ fn map_memory_is_proportional_to_the_cache_not_the_drive() {
     assert_eq!(l.map_bytes(), 1188); // 100 tracks: ~1 KB
     assert_eq!(l.monitor_bytes(), 80_000); // the paper's "less than 0.25 MB" track log
     let l = TrackCache::new(&params(&[("cache_tracks", "50000")]), &big).unwrap();
-    assert!(l.map_bytes() < 4 << 20 && l.map_bytes() > 100_000, "{}", l.map_bytes());
+    assert!(
+        l.map_bytes() < 4 << 20 && l.map_bytes() > 100_000,
+        "{}",
+        l.map_bytes()
+    );
 }

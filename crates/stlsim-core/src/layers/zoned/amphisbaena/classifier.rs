@@ -239,7 +239,11 @@ impl Roles {
 
     fn q_push(&mut self, b: u64, mru: bool) {
         self.q_remove(b);
-        let st = if mru { self.next_mru() } else { self.next_lru() };
+        let st = if mru {
+            self.next_mru()
+        } else {
+            self.next_lru()
+        };
         self.q.insert(st, b);
         self.meta.get_mut(&b).expect("entry").q = Some(st);
     }
@@ -265,7 +269,11 @@ impl Roles {
         if role == Role::Sup {
             self.sup += 1;
         }
-        let e = self.meta.entry(b).or_insert(Entry { role, s: None, q: None });
+        let e = self.meta.entry(b).or_insert(Entry {
+            role,
+            s: None,
+            q: None,
+        });
         e.role = role;
         if matches!(role, Role::Ghost | Role::Shadow) {
             if let Some(st) = e.s {

@@ -84,7 +84,13 @@ fn hits_are_split_between_hfb_and_lfb() {
     // Two hot blocks (SUP), a cold 8-block write (to the LFB, shadow
     // entries above both SUP blocks), the upper SUP block again (a hit that
     // prunes nothing), then the cold blocks again.
-    let recs = vec![rec(0, true, 200, 1), rec(1, true, 201, 1), rec(2, true, 0, 8), rec(3, true, 201, 1), rec(4, true, 0, 8)];
+    let recs = vec![
+        rec(0, true, 200, 1),
+        rec(1, true, 201, 1),
+        rec(2, true, 0, 8),
+        rec(3, true, 201, 1),
+        rec(4, true, 0, 8),
+    ];
     let r = run(cfg("amphisbaena", &[]), recs);
     assert_eq!(counter(&r, "hfb_hits"), 1.0);
     // The second cold write of blocks 0-7 hits their shadow entries: LFB hits, admitted to the HFB as LUP.
