@@ -13,6 +13,15 @@
 //! completion overhead runs after the data are through, before the host sees
 //! the completion, and overlaps whatever the mechanism does next.
 //!
+//! Scheduler: with a host queue deeper than one (`queue` mode), the drive
+//! picks the next request among those the host has issued by the time the
+//! drive is free: in arrival order (`fcfs`, the default), the fewest
+//! cylinders away (`sstf`) or the shortest positioning time (`sptf`: seek
+//! plus rotational wait to the request's first sector at its home
+//! location); ties go to the earlier arrival. A request is never served
+//! ahead of an earlier one it overlaps when either writes. The engine does
+//! the picking.
+//!
 //! Read cache, choices where DiskSim has more knobs than stlsim models:
 //! * segments hold runs of consecutive host LBAs, replaced least recently
 //!   used; a run is at most `segment_sectors` long;
@@ -63,6 +72,23 @@ pub struct ControllerConfig {
     pub write_completion_ms: f64,
     /// Added to every request on arrival (DiskSim's "Per-request overhead time").
     pub per_request_ms: f64,
+    /// Which of the queued requests the drive serves next.
+    pub scheduler: Scheduler,
+}
+
+/// The drive's command scheduler: which request, of those the host has
+/// queued, the drive serves when it is free (DiskSim's "Scheduling policy").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    /// First come, first served: arrival order.
+    #[default]
+    Fcfs,
+    /// Shortest seek time first: the fewest cylinders from the head.
+    Sstf,
+    /// Shortest positioning time first: the least seek plus rotational
+    /// wait, from where the head is and when the drive is free.
+    Sptf,
 }
 
 /// The on-drive read cache (DiskSim's buffer segments and read-ahead).
@@ -475,6 +501,7 @@ mod tests {
             read_completion_ms: 0.241,
             write_completion_ms: 0.0,
             per_request_ms: 0.01,
+            scheduler: Scheduler::Fcfs,
         };
         let mut o = Overheads::new(Some(&c));
         let ms = Nanos::from_ms;

@@ -20,7 +20,7 @@ pub mod config;
 pub mod oracle;
 pub mod write_cache;
 
-use crate::controller::{Lookup, Overheads, ReadCache};
+use crate::controller::{Lookup, Overheads, ReadCache, Scheduler};
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
@@ -181,6 +181,23 @@ pub struct Simulation {
     read_cache: Option<ReadCache>,
     /// Tokens a read-ahead read (reused buffer).
     ahead: Vec<Token>,
+    /// The drive's command scheduler (`fcfs` unless the drive's controller says otherwise).
+    scheduler: Scheduler,
+    /// Requests the host has issued that the drive has not served yet (a
+    /// scheduler other than `fcfs` picks among them).
+    pending: Vec<Arrival>,
+    /// The next trace record, read but not yet issued.
+    peeked: Option<TraceRecord>,
+}
+
+/// A host request as issued: where, how much, when.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    lba: Lba,
+    n: Sectors,
+    write: bool,
+    issue: Nanos,
+    disparity: Nanos,
 }
 
 impl Simulation {
@@ -361,7 +378,16 @@ impl Simulation {
             overheads,
             read_cache,
             ahead: vec![],
+            scheduler: Scheduler::Fcfs,
+            pending: vec![],
+            peeked: None,
         };
+        if let Some(c) = &sim.cfg.drive.controller {
+            // Reordering needs a queue: one request at a time leaves no choice.
+            if sim.cfg.replay.mode == Mode::Queue && sim.cfg.replay.queue_depth > 1 {
+                sim.scheduler = c.scheduler;
+            }
+        }
         sim.needs = sim.layer_needs();
         sim.waf_countdown = sim.cfg.replay.waf_every;
         // A first pass over the trace when the run needs to know it ahead:
@@ -486,6 +512,26 @@ impl Simulation {
                 self.crash_requested = false;
                 self.crash()?;
             }
+            if self.scheduler != Scheduler::Fcfs {
+                let Some(a) = self.next_scheduled()? else {
+                    self.irregular.unknown_skipped = self.reader.skipped_unknown();
+                    self.finish()?;
+                    return Ok(true);
+                };
+                match self.serve(a) {
+                    Ok(()) => {}
+                    Err(SimError::Crash) => {
+                        self.host.lost_in_crash += 1;
+                        self.crash()?;
+                    }
+                    Err(e) => return Err(e),
+                }
+                if self.crash_after.last() == Some(&self.host.requests) {
+                    self.crash_after.pop();
+                    self.crash()?;
+                }
+                continue;
+            }
             let Some(rec) = self.reader.next_record()? else {
                 self.irregular.unknown_skipped = self.reader.skipped_unknown();
                 self.finish()?;
@@ -607,7 +653,7 @@ impl Simulation {
                 };
                 let mut cand = self.prev_issue.0 + gap;
                 while let Some(&Reverse(c)) = self.outstanding.peek() {
-                    if c > cand && self.outstanding.len() < q as usize {
+                    if c > cand && self.outstanding.len() + self.pending.len() < q as usize {
                         break;
                     }
                     self.outstanding.pop();
@@ -625,9 +671,18 @@ impl Simulation {
     }
 
     fn one(&mut self, rec: &TraceRecord) -> SimResult<()> {
+        match self.arrive(rec)? {
+            Some(a) => self.serve(a),
+            None => Ok(()),
+        }
+    }
+
+    /// The host issues a trace record (None: an empty one, skipped).
+    #[inline]
+    fn arrive(&mut self, rec: &TraceRecord) -> SimResult<Option<Arrival>> {
         if rec.len.0 == 0 {
             self.host.empty_skipped += 1;
-            return Ok(());
+            return Ok(None);
         }
         let (lba, n, folded) = self.convert(rec)?;
         if folded {
@@ -639,6 +694,95 @@ impl Simulation {
         }
         let (issue, disparity) = self.issue_time(rec);
         let write = rec.op == Op::Write;
+        Ok(Some(Arrival {
+            lba,
+            n,
+            write,
+            issue,
+            disparity,
+        }))
+    }
+
+    /// The next request the scheduler picks, once the host has issued what
+    /// it can by the time the drive is free; None when the trace is done.
+    fn next_scheduled(&mut self) -> SimResult<Option<Arrival>> {
+        let q = self.cfg.replay.queue_depth as usize;
+        while self.pending.len() < q {
+            let rec = match self.peeked.take() {
+                Some(r) => r,
+                None => match self.reader.next_record()? {
+                    Some(r) => r,
+                    None => break,
+                },
+            };
+            // Only what the host has issued by the time the drive is free
+            // competes; a later request waits (it is issued, not yet seen).
+            if !self.pending.is_empty() {
+                let base = self.base_trace.unwrap_or(rec.time.0);
+                let gap = rec.time.0.saturating_sub(self.prev_trace.max(base));
+                if self.prev_issue.0 + gap > self.dev.now().0 {
+                    self.peeked = Some(rec);
+                    break;
+                }
+            }
+            if let Some(a) = self.arrive(&rec)? {
+                self.pending.push(a);
+            }
+        }
+        if self.pending.is_empty() {
+            return Ok(None);
+        }
+        let first = self
+            .pending
+            .iter()
+            .map(|a| a.issue)
+            .min()
+            .unwrap_or(Nanos::ZERO);
+        let t = self.dev.now().max(first);
+        let head = self.dev.head();
+        let geom = self.dev.geometry();
+        let mech = self.dev.mechanics();
+        let mut best: Option<(u64, Nanos, usize)> = None;
+        for (i, a) in self.pending.iter().enumerate() {
+            if a.issue > t {
+                continue;
+            }
+            // Never ahead of an earlier request it overlaps when either
+            // writes: the host sees its requests' data in the order it issued them.
+            let (lo, hi) = (a.lba.0, a.lba.0 + a.n.0);
+            let blocked = self.pending[..i]
+                .iter()
+                .any(|b| (a.write || b.write) && b.lba.0 < hi && lo < b.lba.0 + b.n.0);
+            if blocked {
+                continue;
+            }
+            let cost = match self.scheduler {
+                Scheduler::Fcfs => 0,
+                Scheduler::Sstf => head.track.distance(geom.home(a.lba).track),
+                Scheduler::Sptf => {
+                    let at = geom.home(a.lba);
+                    let spt = geom.sectors_in(at.track);
+                    let p = mech.access(&head, t, at, 1, spt);
+                    (p.seek + p.rotate).0
+                }
+            };
+            if best.is_none_or(|(c, at, _)| (cost, a.issue) < (c, at)) {
+                best = Some((cost, a.issue, i));
+            }
+        }
+        let i = best.map_or(0, |b| b.2);
+        Ok(Some(self.pending.remove(i)))
+    }
+
+    /// Serve an issued request, and count it.
+    fn serve(&mut self, a: Arrival) -> SimResult<()> {
+        let Arrival {
+            lba,
+            n,
+            write,
+            issue,
+            disparity,
+        } = a;
         if self.read_cache.is_some() {
             self.read_ahead(issue)?;
         }
