@@ -248,7 +248,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--param", action="append", metavar="NAME=VALUE", help="a layer parameter (repeatable; see 'stlsim layers')"
     )
     r = p.add_argument_group("replay")
-    r.add_argument("--mode", choices=("queue", "flat-out", "scaled"), help="replay mode (default: queue)")
+    r.add_argument("--mode", choices=("queue", "flat-out", "scaled", "closed"), help="replay mode (default: queue)")
     r.add_argument("--queue-depth", type=_nonneg, metavar="Q", help="host queue depth in queue mode (default: 64)")
     r.add_argument("--scale", type=_positive_float, metavar="X", help="inter-arrival multiplier in scaled mode")
     r.add_argument(

@@ -48,7 +48,7 @@ __all__ = [
 DEFAULT_DRIVE = "imr-paper"
 DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
-MODES = ("queue", "flat-out", "scaled")
+MODES = ("queue", "flat-out", "scaled", "closed")
 #: Trace formats the core knows (None: guess from the file name and first line).
 FORMATS = (
     "msr",

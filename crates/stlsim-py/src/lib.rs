@@ -121,6 +121,24 @@ impl Simulation {
         self.sim().request_crash()
     }
 
+    /// Keep each request's simulated latency beside its measured response
+    /// time (call before stepping; see :meth:`latencies`).
+    fn keep_latencies(&self) {
+        self.sim().keep_latencies()
+    }
+
+    /// The kept per-request latencies in completion order: (simulated ms,
+    /// measured ms), the measured value NaN where the trace has none.
+    fn latencies(&self) -> (Vec<f64>, Vec<f64>) {
+        let sim = self.sim();
+        let log = sim.latencies();
+        let ms = |n: stlsim_core::units::Nanos| n.0 as f64 / 1e6;
+        (
+            log.iter().map(|&(s, _)| ms(s)).collect(),
+            log.iter().map(|&(_, m)| m.map_or(f64::NAN, ms)).collect(),
+        )
+    }
+
     /// The run report as JSON.
     fn report_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.sim().report())

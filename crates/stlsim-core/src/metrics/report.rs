@@ -415,7 +415,7 @@ pub fn build(i: Inputs) -> Report {
         mode: i.cfg.replay.mode.name().into(),
         queue_depth: match i.cfg.replay.mode {
             Mode::Queue => i.cfg.replay.queue_depth,
-            Mode::FlatOut => 1,
+            Mode::FlatOut | Mode::Closed => 1,
             Mode::Scaled => 0,
         },
         finished: i.finished,
