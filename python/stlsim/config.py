@@ -775,7 +775,11 @@ _DRIVE_DOCS = {
     "interface_mb_s": "host link rate, MB/s",
     "prefill": "how full the drive is when a run starts: a fraction of the capacity, or 'footprint'",
     "rotation": "'average' (half a rotation per access) or 'angular' (head angle tracked)",
-    "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track",
+    "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track (and DiskSim's skews, offsets and spares, docs/drive-model.md)",
+    "surfaces": "data surfaces (heads); tracks are numbered cylinder-major, seeks count cylinders",
+    "head_switch_ms": "switching surfaces within a cylinder, ms (overlaps a seek)",
+    "write_settle_ms": "added to a write that moved the head, ms (DiskSim; may be negative)",
+    "spare_range_cylinders": "cylinders per sparing range (zones' spare_sectors_per_range)",
 }
 _SEEK_DOCS = {
     "model": "'sqrt' (a*sqrt(d)+b through min and max) or 'table'",

@@ -323,6 +323,7 @@ impl Geometry {
             zones.push(ZoneSpec {
                 first_track: 0,
                 sectors_per_track: spt as u32,
+                ..Default::default()
             });
         }
         if zones[0].first_track != 0 {
@@ -335,6 +336,17 @@ impl Geometry {
         }
         if zones.iter().any(|z| z.sectors_per_track == 0) {
             return config_err("a zone has sectors_per_track = 0");
+        }
+        // Tracks are numbered cylinder-major, so a zone (a set of cylinders,
+        // as in DiskSim's dm_layout_g1_zone) starts on a cylinder boundary.
+        if let Some(z) = zones
+            .iter()
+            .find(|z| z.first_track % c.surfaces.max(1) != 0)
+        {
+            return config_err(format!(
+                "zone first_track {} is not the first track of a cylinder (a multiple of surfaces = {})",
+                z.first_track, c.surfaces
+            ));
         }
         if let Some(z) = zones
             .iter()

@@ -162,10 +162,12 @@ fn zones_give_per_track_sizes() {
         ZoneSpec {
             first_track: 0,
             sectors_per_track: 100,
+            ..Default::default()
         },
         ZoneSpec {
             first_track: 5,
             sectors_per_track: 60,
+            ..Default::default()
         },
     ];
     let g = Geometry::from_config(&d).unwrap();
@@ -193,7 +195,8 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
     assert!(bad(&|d| d.zones = vec![ZoneSpec {
         first_track: 3,
-        sectors_per_track: 5
+        sectors_per_track: 5,
+        ..Default::default()
     }])
     .contains("track 0"));
     // Sizes that would exhaust memory are refused up front, not attempted.
@@ -502,10 +505,12 @@ fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
         ZoneSpec {
             first_track: 0,
             sectors_per_track: 10,
+            ..Default::default()
         },
         ZoneSpec {
             first_track: 100,
             sectors_per_track: 5,
+            ..Default::default()
         },
     ];
     d.tracks = None;
@@ -655,6 +660,7 @@ fn home_order_cases() -> Vec<(String, DriveConfig)> {
             .map(|&(f, s)| ZoneSpec {
                 first_track: f,
                 sectors_per_track: s,
+                ..Default::default()
             })
             .collect::<Vec<_>>()
     };
