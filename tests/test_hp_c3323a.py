@@ -1,4 +1,4 @@
-"""The `hp-c3323a` preset against DiskSim's description of the real HP C3323A.
+"""The `hp-c3323a-1surface` preset against DiskSim's description of the real HP C3323A.
 
 The DiskSim files (tests/data/disksim/, copied unchanged from DiskSim 4.0's
 validation suite) are parsed here, independently of the preset, and every
@@ -100,7 +100,7 @@ SEEK = _seek()
 
 
 def _preset() -> dict:
-    return load_drive("hp-c3323a")
+    return load_drive("hp-c3323a-1surface")
 
 
 # --------------------------------------------------------------------------
@@ -187,22 +187,22 @@ def test_link_rate_is_bus1_and_there_is_no_write_cache() -> None:
 def test_cli_lists_the_preset(cli) -> None:
     p = cli("drives")
     assert p.returncode == 0, p.stderr
-    assert "hp-c3323a" in p.stdout
+    assert "hp-c3323a-1surface" in p.stdout
     rows = {r["name"]: r for r in json.loads(cli("drives", "--json").stdout)}
-    assert rows["hp-c3323a"]["derived"]["tracks"] == 2982
-    assert rows["hp-c3323a"]["derived"]["capacity_bytes"] == 154_302_464
+    assert rows["hp-c3323a-1surface"]["derived"]["tracks"] == 2982
+    assert rows["hp-c3323a-1surface"]["derived"]["capacity_bytes"] == 154_302_464
 
 
 def test_cli_runs_an_msr_trace_folded_into_one_surface(cli, tmp_path: Path, data: Path) -> None:
     """rsrch_1 reaches 191 GB: it must be folded into the 154 MB surface."""
-    args = ("run", "--drive", "hp-c3323a", "--layer", "cmr", "--trace", str(data / "rsrch_1.csv"))
+    args = ("run", "--drive", "hp-c3323a-1surface", "--layer", "cmr", "--trace", str(data / "rsrch_1.csv"))
     refused = cli(*args, cwd=tmp_path)
     assert refused.returncode == 2
     assert "beyond the drive's capacity of 154302464 bytes" in refused.stderr
     p = cli(*args, "--fold", "--verify", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert r["drive"]["name"] == "hp-c3323a"
+    assert r["drive"]["name"] == "hp-c3323a-1surface"
     assert r["drive"]["capacity_bytes"] == 154_302_464
     assert r["drive"]["rotation_model"] == "angular"
     assert r["host"]["requests"] == 13_780
@@ -252,7 +252,7 @@ def _random_targets(n: int, seed: int) -> list[tuple[int, int]]:
 
 
 def _device(trace: Path, **drive: object) -> dict:
-    r = stlsim.run(trace=trace, format="spc", drive={"preset": "hp-c3323a", **drive}, mode="flat-out")
+    r = stlsim.run(trace=trace, format="spc", drive={"preset": "hp-c3323a-1surface", **drive}, mode="flat-out")
     assert r.report["host"]["requests"] == r.report["device"]["read_ops"]  # one media access each
     return r.report["device"]
 

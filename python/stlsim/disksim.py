@@ -613,13 +613,11 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     emit("surfaces", surfaces, f"{surfaces_p.where} \"Number of data surfaces\": tracks are numbered cylinder by cylinder, head by head")
     emit("head_switch_ms", _as_float(head_p, "ms"), f"{head_p.where} \"Head switch time = {_fmt(head_p.value)}\"")
     settle = settle_p.value
-    if isinstance(settle, (int, float)) and not isinstance(settle, bool) and settle < 0:
-        # hp_c2490a_validate.model says -0.642: DiskSim then starts a write's
-        # transfer earlier than a read's. stlsim's settle delay is a delay.
-        unexpressed.append(f"{settle_p.where} Add. write settling delay = {_fmt(settle)}: a negative delay (writes start sooner than reads); 0 here")
-        emit("write_settle_ms", 0.0, f"{settle_p.where} \"Add. write settling delay = {_fmt(settle)}\", negative: 0 here (see NOT EXPRESSED)")
-    else:
-        emit("write_settle_ms", _as_float(settle_p, "ms"), f"{settle_p.where} \"Add. write settling delay = {_fmt(settle)}\"")
+    if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not math.isfinite(float(settle)):
+        raise ConfigError(f"{settle_p.file}:{settle_p.line}: '{settle_p.key}' must be a number of ms, not {_fmt(settle)}")
+    # May be negative (hp_c2490a_validate.model: -0.642): writes then settle
+    # sooner than the read seek curve says; the core allows it.
+    emit("write_settle_ms", float(settle), f"{settle_p.where} \"Add. write settling delay = {_fmt(settle)}\"")
 
     # Write-back caching. DiskSim 4.0 manual (CMU-PDL-08-101) section 3.4.5,
     # "Fast write level": 0 disables write-back caching (a write completes once
@@ -660,6 +658,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     for line, why in out:
         body.append(f"{line:<40} # {why}" if why else line)
 
+    # DiskSim's sparing schemes (diskmodel/layout_g1.c) that the core has keys for.
+    scheme_p = use(layout.get("Sparing scheme used"))
+    scheme = scheme_p.value if scheme_p is not None else 0
+    spare_key = {1: "spare_tracks", 2: "spare_sectors_per_cylinder", 3: "spare_sectors_per_track", 8: "spare_sectors_per_range", 9: "spare_sectors_per_zone"}.get(scheme) if scheme else None
+    range_p = use(layout.get("Rangesize for sparing"))
+    if scheme == 8 and range_p is not None:
+        emit("spare_range_cylinders", _as_int(range_p, "cylinders"), f"{range_p.where} \"Rangesize for sparing = {_fmt(range_p.value)}\" (sparing scheme 8)")
+        body.append(f"{out[-1][0]:<40} # {out[-1][1]}")
     zone_lines: list[str] = ["", f"# {zones_p.where} \"Zones\": first_track = \"First cylinder number\" x {surfaces} surfaces"]
     for z in zones:
         zb: Block = z["block"]
@@ -669,9 +675,19 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             "[[zones]]",
             f"{'first_track = ' + str(first * surfaces):<40} # {z['first'].where} \"First cylinder number = {first}\" (last {_fmt(z['last'].value)})",
             f"{'sectors_per_track = ' + str(_as_int(z['spt'], 'sectors')):<40} # {z['spt'].where} \"Blocks per track\"",
-            f"{'track_skew_sectors = ' + _toml_value(_as_float(z['track_skew'], 'sectors')):<40} # {z['track_skew'].where} \"Skew for track switch\"",
-            f"{'cylinder_skew_sectors = ' + _toml_value(_as_float(z['cyl_skew'], 'sectors')):<40} # {z['cyl_skew'].where} \"Skew for cylinder switch\"",
+            _zone_int("track_skew_sectors", z["track_skew"], unexpressed),
+            _zone_int("cylinder_skew_sectors", z["cyl_skew"], unexpressed),
         ]
+        for key, dk in (("first_block_offset_sectors", "Offset of first block"), ("front_empty_sectors", "Empty space at zone front")):
+            p = use(zb.get(dk))
+            if p is not None and p.value != 0:
+                zone_lines.append(_zone_int(key, p, unexpressed))
+        spares = use(zb.get("Number of spares"))
+        if spares is not None and spares.value != 0:
+            if spare_key is None:
+                unexpressed.append(f"{spares.where} Number of spares = {_fmt(spares.value)}: sparing scheme {_fmt(scheme_p.value) if scheme_p else '?'} has no stlsim key")
+            else:
+                zone_lines.append(_zone_int(spare_key, spares, unexpressed, f"with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\"" if scheme_p else ""))
         for p in zb.params:
             if id(p) not in used and not _neutral(p.key, p.value):
                 unexpressed.append(f"{p.where} {p.key} = {_fmt(p.value)}")
@@ -781,6 +797,19 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     if ctrl_lines or cache_lines:
         lines += note + [("# " + x if x and not x.startswith("#") else x) for x in ctrl_lines + cache_lines]
     return DisksimImport("\n".join(lines).rstrip() + "\n", unexpressed, name)
+
+
+def _zone_int(key: str, p: Param, unexpressed: list[str], extra: str = "") -> str:
+    """A zone's integer key from a DiskSim value that should be a whole
+    number of sectors (the files write skews as ``63.000000``)."""
+    v = p.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)) or v < 0:
+        raise ConfigError(f"{p.file}:{p.line}: '{p.key}' must be a non-negative number, not {_fmt(v)}")
+    n = round(v)
+    if n != v:
+        unexpressed.append(f"{p.where} {p.key} = {_fmt(v)}: stlsim counts whole sectors; rounded to {n}")
+    why = f"{p.where} \"{p.key} = {_fmt(v)}\"" + (f" {extra}" if extra else "")
+    return f"{key + ' = ' + str(int(n)):<40} # {why}"
 
 
 def _unexpressed_block(items: list[str]) -> list[str]:
