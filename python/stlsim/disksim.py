@@ -239,7 +239,7 @@ class _Parser:
                 self.pos += 1
                 return b
             if not c:
-                raise self._error(f"the block '{kind} {name or ''}' opened on line {line} is never closed".replace("  ", " "))
+                raise self._error(f"the block '{kind} {name or ''}' opened on line {line} is never closed".replace("  ", " "), line)
             key_line = self.line
             key = self._key()
             self.pos += 1  # '='
@@ -248,8 +248,10 @@ class _Parser:
             c = self._peek()
             if c == ",":
                 self.pos += 1
+            elif not c:
+                raise self._error(f"the block '{kind} {name or ''}' opened on line {line} is never closed".replace("  ", " "), line)
             elif c != "}":
-                raise self._error(f"expected ',' or '}}' after the value of '{key}', found {c or 'end of file'!r}")
+                raise self._error(f"expected ',' or '}}' after the value of '{key}', found {c!r}")
 
     def _value(self, line: int) -> Any:
         c = self._peek()
@@ -277,7 +279,7 @@ class _Parser:
                 self.pos += 1
                 return items
             if not c:
-                raise self._error(f"the list opened on line {line} is never closed")
+                raise self._error(f"the list opened on line {line} is never closed", line)
             items.append(self._value(self.line))
             c = self._peek()
             if c == ",":
