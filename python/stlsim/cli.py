@@ -687,6 +687,12 @@ def _print_summary(result: Any) -> None:
         ("crashes", _num(r["crashes"])),
         ("requests lost in crashes", _num(host.get("lost_in_crash"))),
     ]
+    if "read_cache_hits" in host or "read_ahead_sectors" in host:  # the drive has a read cache
+        rows += [
+            ("reads hit in read cache", _num(host.get("read_cache_hits", 0))),
+            ("reads partly hit", _num(host.get("read_cache_partial_hits", 0))),
+            ("sectors read ahead", _num(host.get("read_ahead_sectors", 0))),
+        ]
     for i in range(0, len(rows), 2):
         a, b = rows[i], rows[i + 1] if i + 1 < len(rows) else ("", "")
         run.add_row(a[0], a[1], b[0], b[1])

@@ -44,11 +44,13 @@ pub enum Cause {
     Gc,
     /// Work done by crash recovery.
     Recovery,
+    /// The on-drive read cache reading ahead of a host read (reads only).
+    ReadAhead,
 }
 
 impl Cause {
     /// All causes, in report order.
-    pub const ALL: [Cause; 13] = [
+    pub const ALL: [Cause; 14] = [
         Cause::Host,
         Cause::Destage,
         Cause::Rmw,
@@ -62,6 +64,7 @@ impl Cause {
         Cause::Padding,
         Cause::Gc,
         Cause::Recovery,
+        Cause::ReadAhead,
     ];
     /// The cause group WAF is broken down by: `host` (host data: host,
     /// destage), `rmw`, `backup` (backup, and recovery's restores of backups),
@@ -69,7 +72,7 @@ impl Cause {
     /// filled by background work) and `metadata`.
     pub fn group(self) -> &'static str {
         match self {
-            Cause::Host | Cause::Destage => "host",
+            Cause::Host | Cause::Destage | Cause::ReadAhead => "host",
             Cause::Rmw => "rmw",
             Cause::Backup | Cause::Recovery => "backup",
             Cause::Flip
@@ -102,6 +105,7 @@ impl Cause {
             Cause::Padding => "padding",
             Cause::Gc => "gc",
             Cause::Recovery => "recovery",
+            Cause::ReadAhead => "read_ahead",
         }
     }
 }
@@ -179,6 +183,9 @@ pub struct Device {
     accounting: bool,
     crashed_during: Option<Cause>,
     in_stage: bool,
+    /// Host-cause reads are the read cache's read-ahead (the layer reads
+    /// them as it reads for the host).
+    reading_ahead: bool,
     crashed_in_stage: bool,
     stage_write_sectors: u64,
     /// The memory buffer and the SSD, when the system has them.
@@ -206,6 +213,7 @@ impl Device {
             accounting: true,
             crashed_during: None,
             in_stage: false,
+            reading_ahead: false,
             crashed_in_stage: false,
             stage_write_sectors: 0,
             side: [None, None],
@@ -428,7 +436,12 @@ impl Device {
         self.crashed_during.take()
     }
 
-    /// Mark the operations that follow as background work (a stage) or not.
+    /// Count the host-cause reads that follow as read-ahead (until switched off).
+    pub fn set_reading_ahead(&mut self, on: bool) {
+        self.reading_ahead = on;
+    }
+
+    /// Mark the work that follows as part of a background stage (or not).
     pub fn set_in_stage(&mut self, on: bool) {
         self.in_stage = on;
     }
@@ -538,6 +551,11 @@ impl Device {
         count: u32,
         out: &mut Vec<Token>,
     ) -> SimResult<Nanos> {
+        let cause = if self.reading_ahead && cause == Cause::Host {
+            Cause::ReadAhead
+        } else {
+            cause
+        };
         self.begin(OpKind::Read, cause, at, count)?;
         self.medium.admit_read(&self.geom, at, count)?;
         self.medium

@@ -20,6 +20,7 @@ pub mod config;
 pub mod oracle;
 pub mod write_cache;
 
+use crate::controller::{Lookup, Overheads, ReadCache};
 use crate::device::{Cause, Device};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
@@ -96,6 +97,15 @@ pub struct HostCounts {
     pub write_sectors: u64,
     /// Reads served entirely from the write cache.
     pub cache_read_hits: u64,
+    /// Reads served entirely from the on-drive read cache (absent without one).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_cache_hits: u64,
+    /// Reads whose first sectors the read cache held (the rest read from the media).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_cache_partial_hits: u64,
+    /// Sectors the read cache read ahead of host reads.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_ahead_sectors: u64,
     /// Writes absorbed by the write cache.
     pub cached_writes: u64,
     /// Sectors handed to the layer to store (direct writes plus destages).
@@ -104,6 +114,10 @@ pub struct HostCounts {
     pub empty_skipped: u64,
     /// Requests in flight at a crash (never acknowledged).
     pub lost_in_crash: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// One simulation run.
@@ -165,6 +179,12 @@ pub struct Simulation {
     sector_bytes: u64,
     /// The trace's host address range `[lo, hi)`, for layers sized by it.
     trace_range: Option<(u64, u64)>,
+    /// The controller's command and completion overheads (zero unless the drive has them).
+    overheads: Overheads,
+    /// The on-drive read cache, if the drive has one.
+    read_cache: Option<ReadCache>,
+    /// Tokens a read-ahead read (reused buffer).
+    ahead: Vec<Token>,
 }
 
 impl Simulation {
@@ -293,6 +313,12 @@ impl Simulation {
             )));
         }
         let cache = WriteCache::new(cache_sectors, dev.geometry_arc());
+        let overheads = Overheads::new(cfg.drive.controller.as_ref());
+        let read_cache = cfg
+            .drive
+            .read_cache
+            .clone()
+            .map(|c| ReadCache::new(c, cfg.verify));
         let mut crash_after = cfg.crash_after.clone();
         crash_after.sort_unstable_by(|a, b| b.cmp(a));
         let mut sim = Simulation {
@@ -338,6 +364,9 @@ impl Simulation {
             host_cap,
             sector_bytes,
             trace_range: None,
+            overheads,
+            read_cache,
+            ahead: vec![],
         };
         sim.needs = sim.layer_needs();
         sim.waf_countdown = sim.cfg.replay.waf_every;
@@ -642,6 +671,9 @@ impl Simulation {
         let measured = self.reader.measured();
         self.prev_measured = measured;
         let write = rec.op == Op::Write;
+        if self.read_cache.is_some() {
+            self.read_ahead(issue)?;
+        }
         self.background(
             QueuedRequest {
                 write,
@@ -749,8 +781,12 @@ impl Simulation {
             Some(o) => o.new_write(lba.0, n.0),
             None => vec![],
         };
+        if let Some(rc) = &mut self.read_cache {
+            rc.written(lba.0, n.0, &data);
+        }
+        let done_oh = self.overheads.completion(true);
         if n.0 <= self.cache.capacity() {
-            let mut ready = issue;
+            let mut ready = issue + self.overheads.command(true, true);
             let mut device = None;
             if !self.cache.fits(n.0) {
                 self.dev.advance_to(issue);
@@ -765,11 +801,13 @@ impl Simulation {
             }
             self.cache.insert(lba.0, n.0, data);
             self.host.cached_writes += 1;
-            Ok((ready + xfer, device))
+            Ok((ready + xfer + done_oh, device))
         } else {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
             self.dev.advance_to(issue);
+            let oh = self.overheads.command(true, false);
+            self.dev.advance_to(self.dev.now() + oh);
             if self.needs.background {
                 let w = [WriteReq {
                     lba,
@@ -800,8 +838,51 @@ impl Simulation {
             if let Some(o) = &mut self.oracle {
                 o.acknowledge(&data, durable);
             }
-            Ok((self.dev.now().max(issue + xfer), Some(self.dev.now())))
+            let done = self.dev.now();
+            Ok((done.max(issue + oh + xfer) + done_oh, Some(done)))
         }
+    }
+
+    /// Let the read-ahead that followed the last media read run until a
+    /// request arriving at `issue` stops it: as many of the following
+    /// sectors as pass under the head by then, at the media rate of the
+    /// track they start on, read through the layer as cause `read_ahead`.
+    fn read_ahead(&mut self, issue: Nanos) -> SimResult<()> {
+        let Some(rc) = &mut self.read_cache else {
+            return Ok(());
+        };
+        let Some(p) = rc.take_prefetch() else {
+            return Ok(());
+        };
+        let start = p.from.max(self.dev.now());
+        let next = rc.prefetch_next(&p);
+        let room = p.until.min(self.host_cap).saturating_sub(next);
+        if start >= issue || room == 0 {
+            return Ok(());
+        }
+        let geom = self.dev.geometry();
+        let spt = geom.sectors_in(geom.home(Lba(next)).track).max(1) as u64;
+        let per_sector = (self.dev.mechanics().rotation_time().0 / spt).max(1);
+        let n = room.min((issue - start).0 / per_sector);
+        if n == 0 {
+            return Ok(());
+        }
+        self.dev.advance_to(start);
+        self.ahead.clear();
+        self.dev.set_reading_ahead(true);
+        let r = self
+            .layer
+            .read(&mut self.dev, Lba(next), Sectors(n), &mut self.ahead);
+        self.dev.set_reading_ahead(false);
+        r?;
+        if !self.ahead.is_empty() {
+            self.cache.overlay(next, n, &mut self.ahead);
+        }
+        if let Some(rc) = &mut self.read_cache {
+            rc.prefetched(&p, n, &self.ahead);
+            self.host.read_ahead_sectors += n;
+        }
+        Ok(())
     }
 
     fn serve_read(
@@ -813,16 +894,63 @@ impl Simulation {
     ) -> SimResult<(Nanos, Option<Nanos>)> {
         let carries = self.oracle.is_some();
         self.scratch.clear();
+        let done_oh = self.overheads.completion(false);
         let (complete, device) = if !self.cache.is_empty() && self.cache.covers(lba.0, n.0) {
             self.host.cache_read_hits += 1;
             if carries {
                 self.scratch.resize(n.0 as usize, Token::EMPTY);
             }
-            (issue + xfer, None)
+            (
+                issue + self.overheads.command(false, true) + xfer + done_oh,
+                None,
+            )
+        } else if let Some(rc) = &mut self.read_cache {
+            match rc.lookup(lba.0, n.0) {
+                Lookup::Full => {
+                    self.host.read_cache_hits += 1;
+                    rc.copy_out(lba.0, n.0, &mut self.scratch);
+                    (
+                        issue + self.overheads.command(false, true) + xfer + done_oh,
+                        None,
+                    )
+                }
+                found => {
+                    // A prefix hit transfers what is buffered and reads the rest.
+                    let have = match found {
+                        Lookup::Prefix(h) => {
+                            self.host.read_cache_partial_hits += 1;
+                            rc.copy_out(lba.0, h, &mut self.scratch);
+                            h
+                        }
+                        _ => 0,
+                    };
+                    let oh = self.overheads.command(false, false);
+                    self.dev.advance_to(issue);
+                    self.dev.advance_to(self.dev.now() + oh);
+                    let from = self.scratch.len();
+                    let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
+                    self.layer.read(&mut self.dev, at, m, &mut self.scratch)?;
+                    let done = self.dev.now();
+                    // The buffer holds the drive's newest data: what the
+                    // write cache holds supersedes what the media had.
+                    let from = from.min(self.scratch.len());
+                    let tail = &mut self.scratch[from..];
+                    if carries {
+                        self.cache.overlay(at.0, m.0, tail);
+                    }
+                    if let Some(rc) = &mut self.read_cache {
+                        rc.filled(at.0, m.0, tail, done);
+                    }
+                    (done.max(issue + oh + xfer) + done_oh, Some(done))
+                }
+            }
         } else {
             self.dev.advance_to(issue);
+            let oh = self.overheads.command(false, false);
+            self.dev.advance_to(self.dev.now() + oh);
             self.layer.read(&mut self.dev, lba, n, &mut self.scratch)?;
-            (self.dev.now().max(issue + xfer), Some(self.dev.now()))
+            let done = self.dev.now();
+            (done.max(issue + oh + xfer) + done_oh, Some(done))
         };
         if let Some(o) = &mut self.oracle {
             if self.scratch.len() != n.0 as usize {
@@ -1040,7 +1168,11 @@ impl Simulation {
         self.dev.set_in_stage(false);
         self.note_durable();
         self.dev.power_cycle();
+        self.dev.set_reading_ahead(false);
         self.cache.clear();
+        if let Some(rc) = &mut self.read_cache {
+            rc.clear();
+        }
         self.outstanding.clear();
         let in_flight = std::mem::take(&mut self.in_flight);
         if let Some(o) = &mut self.oracle {
@@ -1202,6 +1334,8 @@ impl Simulation {
     }
 }
 
+#[cfg(test)]
+mod controller_tests;
 #[cfg(test)]
 mod extremes_tests;
 #[cfg(test)]

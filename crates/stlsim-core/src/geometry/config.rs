@@ -323,6 +323,10 @@ pub struct DriveConfig {
     pub memory: Option<SideConfig>,
     /// The SSD read cache of a hybrid system (paper 001), if it has one.
     pub ssd: Option<SideConfig>,
+    /// Command-processing overheads of the drive's controller (absent: none).
+    pub controller: Option<crate::controller::ControllerConfig>,
+    /// The on-drive read cache: buffer segments and read-ahead (absent: none).
+    pub read_cache: Option<crate::controller::ReadCacheConfig>,
 }
 
 impl Default for DriveConfig {
@@ -348,6 +352,8 @@ impl Default for DriveConfig {
             prefill: None,
             memory: None,
             ssd: None,
+            controller: None,
+            read_cache: None,
         }
     }
 }
@@ -434,6 +440,12 @@ impl DriveConfig {
             ] {
                 check_real(k, &format!("{what}.{k}"), v)?;
             }
+        }
+        if let Some(c) = &self.controller {
+            c.check()?;
+        }
+        if let Some(c) = &self.read_cache {
+            c.check()?;
         }
         Ok(())
     }

@@ -1,0 +1,607 @@
+//! The drive's controller between the host link and the medium: per-request
+//! command-processing overheads and the on-drive read cache (buffer segments
+//! with read-ahead), as DiskSim's validated disk model describes them
+//! (DiskSim 4.0 `disk.modspec`, "Read hit over. after read" ... "Maximum
+//! read-ahead (blks)"). Both are off unless a drive's `[controller]` or
+//! `[read_cache]` table asks for them, so drives without those tables keep
+//! their figures.
+//!
+//! Overheads: a request pays one command overhead before any media or buffer
+//! work, chosen by whether it is a read or a write, whether it hits (a read
+//! served from the buffer, a write absorbed by the write cache) and whether
+//! the request before it was a read or a write; plus `per_request_ms`. The
+//! completion overhead runs after the data are through, before the host sees
+//! the completion, and overlaps whatever the mechanism does next.
+//!
+//! Read cache, choices where DiskSim has more knobs than stlsim models:
+//! * segments hold runs of consecutive host LBAs, replaced least recently
+//!   used; a run is at most `segment_sectors` long;
+//! * after a read that went to the media, the drive keeps reading the
+//!   following LBAs into the same segment (read-ahead, DiskSim's "Buffer
+//!   continuous read" up to the segment's end) until `read_ahead_max_sectors`
+//!   are read, the segment is full, or the next request arrives: that request
+//!   stops the prefetch at once (DiskSim's "Stop prefetch in sector"); the
+//!   prefetch is timed on the device as ordinary reads of cause `ReadAhead`;
+//! * a read whose first sectors are buffered (a prefix hit) transfers them and
+//!   reads only the rest from the media (DiskSim's "Immed transfer partial
+//!   hit"); a read that starts outside every segment is a miss;
+//! * a write replaces the sectors it overlaps in every segment
+//!   (`read_hits_on_write_data`, DiskSim's "Allow read hits on write data") or
+//!   drops them;
+//! * the buffer is volatile: a crash empties it.
+
+use crate::error::{config_err, SimResult};
+use crate::medium::Token;
+use crate::units::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// Command-processing overheads of the drive's controller, milliseconds
+/// (DiskSim's `disksim_disk` overheads, already multiplied by its "Time
+/// scale for overheads").
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControllerConfig {
+    /// A read served from the buffer, after a read.
+    pub read_hit_after_read_ms: f64,
+    /// A read served from the buffer, after a write.
+    pub read_hit_after_write_ms: f64,
+    /// A read that goes to the media, after a read.
+    pub read_miss_after_read_ms: f64,
+    /// A read that goes to the media, after a write.
+    pub read_miss_after_write_ms: f64,
+    /// A write absorbed by the write cache, after a read.
+    pub write_hit_after_read_ms: f64,
+    /// A write absorbed by the write cache, after a write.
+    pub write_hit_after_write_ms: f64,
+    /// A write that completes only once on the media, after a read.
+    pub write_miss_after_read_ms: f64,
+    /// A write that completes only once on the media, after a write.
+    pub write_miss_after_write_ms: f64,
+    /// Completing a read, before the host sees it.
+    pub read_completion_ms: f64,
+    /// Completing a write, before the host sees it.
+    pub write_completion_ms: f64,
+    /// Added to every request on arrival (DiskSim's "Per-request overhead time").
+    pub per_request_ms: f64,
+}
+
+/// The on-drive read cache (DiskSim's buffer segments and read-ahead).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReadCacheConfig {
+    /// Buffer segments (DiskSim "Number of buffer segments").
+    pub segments: u32,
+    /// Sectors per segment (DiskSim "Segment size (in blks)").
+    pub segment_sectors: u32,
+    /// Sectors read ahead after a read that went to the media, at most
+    /// (DiskSim "Maximum read-ahead (blks)").
+    pub read_ahead_max_sectors: u32,
+    /// Accepted for DiskSim's "Minimum read-ahead (blks)"; stlsim stops a
+    /// prefetch when the next request arrives whatever this says, so only 0
+    /// is modelled exactly (every validated drive has 0).
+    pub read_ahead_min_sectors: u32,
+    /// Whether data written by the host can serve later reads from the buffer.
+    pub read_hits_on_write_data: bool,
+}
+
+impl Default for ReadCacheConfig {
+    fn default() -> Self {
+        ReadCacheConfig {
+            segments: 1,
+            segment_sectors: 256,
+            read_ahead_max_sectors: 0,
+            read_ahead_min_sectors: 0,
+            read_hits_on_write_data: false,
+        }
+    }
+}
+
+/// The plausible range of every controller time, ms.
+const MAX_OVERHEAD_MS: f64 = 1_000.0;
+
+impl ControllerConfig {
+    /// Every time within 0 to 1,000 ms, or a one-line error naming the key.
+    pub fn check(&self) -> SimResult<()> {
+        for (k, v) in [
+            ("read_hit_after_read_ms", self.read_hit_after_read_ms),
+            ("read_hit_after_write_ms", self.read_hit_after_write_ms),
+            ("read_miss_after_read_ms", self.read_miss_after_read_ms),
+            ("read_miss_after_write_ms", self.read_miss_after_write_ms),
+            ("write_hit_after_read_ms", self.write_hit_after_read_ms),
+            ("write_hit_after_write_ms", self.write_hit_after_write_ms),
+            ("write_miss_after_read_ms", self.write_miss_after_read_ms),
+            ("write_miss_after_write_ms", self.write_miss_after_write_ms),
+            ("read_completion_ms", self.read_completion_ms),
+            ("write_completion_ms", self.write_completion_ms),
+            ("per_request_ms", self.per_request_ms),
+        ] {
+            if !(0.0..=MAX_OVERHEAD_MS).contains(&v) {
+                return config_err(format!(
+                    "controller.{k} = {v} is outside the plausible range 0 to {MAX_OVERHEAD_MS} (ms)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ReadCacheConfig {
+    /// Segments 1 to 4,096, segment size 1 to 2^20 sectors, read-ahead at
+    /// most a segment; else a one-line error naming the key.
+    pub fn check(&self) -> SimResult<()> {
+        if !(1..=4096).contains(&self.segments) {
+            return config_err(format!(
+                "read_cache.segments = {} is outside the range 1 to 4096",
+                self.segments
+            ));
+        }
+        if !(1..=1 << 20).contains(&self.segment_sectors) {
+            return config_err(format!(
+                "read_cache.segment_sectors = {} is outside the range 1 to 1048576",
+                self.segment_sectors
+            ));
+        }
+        for (k, v) in [
+            ("read_ahead_max_sectors", self.read_ahead_max_sectors),
+            ("read_ahead_min_sectors", self.read_ahead_min_sectors),
+        ] {
+            if v > self.segment_sectors {
+                return config_err(format!(
+                    "read_cache.{k} = {v} is more than a segment (segment_sectors = {})",
+                    self.segment_sectors
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The overheads in nanoseconds, and which kind of request came last.
+#[derive(Clone, Debug, Default)]
+pub struct Overheads {
+    /// Indexed by [read/write][hit/miss][after read/after write].
+    command: [[[Nanos; 2]; 2]; 2],
+    per_request: Nanos,
+    completion: [Nanos; 2],
+    last_was_write: bool,
+}
+
+impl Overheads {
+    /// From a drive's `[controller]` table (None: every overhead zero).
+    pub fn new(c: Option<&ControllerConfig>) -> Overheads {
+        let Some(c) = c else {
+            return Overheads::default();
+        };
+        let ms = Nanos::from_ms;
+        Overheads {
+            command: [
+                [
+                    [ms(c.read_hit_after_read_ms), ms(c.read_hit_after_write_ms)],
+                    [
+                        ms(c.read_miss_after_read_ms),
+                        ms(c.read_miss_after_write_ms),
+                    ],
+                ],
+                [
+                    [
+                        ms(c.write_hit_after_read_ms),
+                        ms(c.write_hit_after_write_ms),
+                    ],
+                    [
+                        ms(c.write_miss_after_read_ms),
+                        ms(c.write_miss_after_write_ms),
+                    ],
+                ],
+            ],
+            per_request: ms(c.per_request_ms),
+            completion: [ms(c.read_completion_ms), ms(c.write_completion_ms)],
+            last_was_write: false,
+        }
+    }
+
+    /// The command overhead of a request (and it becomes the last request).
+    pub fn command(&mut self, write: bool, hit: bool) -> Nanos {
+        let t = self.command[write as usize][!hit as usize][self.last_was_write as usize];
+        self.last_was_write = write;
+        t + self.per_request
+    }
+
+    /// The completion overhead of a read or a write.
+    pub fn completion(&self, write: bool) -> Nanos {
+        self.completion[write as usize]
+    }
+}
+
+/// One buffer segment: host LBAs `start..start + len` are buffered (their
+/// tokens too, when data is carried).
+#[derive(Clone, Debug)]
+struct Segment {
+    start: u64,
+    len: u64,
+    /// Tokens of the buffered sectors (empty when data is not carried).
+    tokens: Vec<Token>,
+    last_use: u64,
+}
+
+impl Segment {
+    fn end(&self) -> u64 {
+        self.start + self.len
+    }
+}
+
+/// A read-ahead in progress: the media read that ended at `from` may go on
+/// into segment `seg` from its end, up to `until` (an LBA).
+#[derive(Clone, Copy, Debug)]
+pub struct Prefetch {
+    /// When the read that started it ended.
+    pub from: Nanos,
+    /// First LBA past the last the prefetch may read.
+    pub until: u64,
+    seg: usize,
+}
+
+/// What the buffer holds of a read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// Every sector is buffered.
+    Full,
+    /// The first `n` sectors are buffered, the rest are not.
+    Prefix(u64),
+    /// The first sector is not buffered.
+    Miss,
+}
+
+/// The buffer segments of the on-drive read cache.
+#[derive(Clone, Debug)]
+pub struct ReadCache {
+    cfg: ReadCacheConfig,
+    segs: Vec<Segment>,
+    clock: u64,
+    carries: bool,
+    prefetch: Option<Prefetch>,
+}
+
+impl ReadCache {
+    /// An empty buffer; `carries`: keep each sector's token (verification on).
+    pub fn new(cfg: ReadCacheConfig, carries: bool) -> ReadCache {
+        ReadCache {
+            cfg,
+            segs: Vec::new(),
+            clock: 0,
+            carries,
+            prefetch: None,
+        }
+    }
+
+    fn find(&self, lba: u64) -> Option<usize> {
+        self.segs
+            .iter()
+            .position(|s| s.start <= lba && lba < s.end())
+    }
+
+    /// How much of `lba..lba + n` the buffer holds from its start.
+    pub fn lookup(&mut self, lba: u64, n: u64) -> Lookup {
+        let Some(i) = self.find(lba) else {
+            return Lookup::Miss;
+        };
+        self.clock += 1;
+        self.segs[i].last_use = self.clock;
+        let have = self.segs[i].end() - lba;
+        if have >= n {
+            Lookup::Full
+        } else {
+            Lookup::Prefix(have)
+        }
+    }
+
+    /// Append the tokens of `lba..lba + n` (all buffered) to `out`.
+    pub fn copy_out(&self, lba: u64, n: u64, out: &mut Vec<Token>) {
+        if !self.carries {
+            return;
+        }
+        if let Some(i) = self.find(lba) {
+            let s = &self.segs[i];
+            let a = (lba - s.start) as usize;
+            out.extend_from_slice(&s.tokens[a..a + n as usize]);
+        }
+    }
+
+    /// A read of `lba..lba + n` went to the media and its sectors (tokens
+    /// `data`, empty unless carried) are now buffered; the read ended at
+    /// `done`. Starts the read-ahead that may follow it.
+    pub fn filled(&mut self, lba: u64, n: u64, data: &[Token], done: Nanos) {
+        let seg_len = self.cfg.segment_sectors as u64;
+        // A read longer than a segment keeps its last segment's worth.
+        let (lba, data) = if n > seg_len {
+            let cut = (n - seg_len) as usize;
+            (
+                lba + n - seg_len,
+                if self.carries { &data[cut..] } else { data },
+            )
+        } else {
+            (lba, data)
+        };
+        let n = n.min(seg_len);
+        let i = match self
+            .segs
+            .iter()
+            .position(|s| s.end() == lba && s.len + n <= seg_len)
+        {
+            // A read that continues a segment (the tail of a prefix hit)
+            // extends it: one sequential stream stays in one segment.
+            Some(i) => {
+                let s = &mut self.segs[i];
+                s.len += n;
+                if self.carries {
+                    s.tokens.extend_from_slice(data);
+                }
+                i
+            }
+            None => self.claim(lba, n, data),
+        };
+        self.clock += 1;
+        self.segs[i].last_use = self.clock;
+        let s = &self.segs[i];
+        let room = seg_len - s.len;
+        let ahead = room.min(self.cfg.read_ahead_max_sectors as u64);
+        self.prefetch = (ahead > 0).then_some(Prefetch {
+            from: done,
+            until: s.end() + ahead,
+            seg: i,
+        });
+    }
+
+    /// A segment for `lba..lba + n`: a free one, or the least recently used.
+    fn claim(&mut self, lba: u64, n: u64, data: &[Token]) -> usize {
+        let tokens = if self.carries {
+            data.to_vec()
+        } else {
+            Vec::new()
+        };
+        let seg = Segment {
+            start: lba,
+            len: n,
+            tokens,
+            last_use: 0,
+        };
+        if self.segs.len() < self.cfg.segments as usize {
+            self.segs.push(seg);
+            return self.segs.len() - 1;
+        }
+        let i = (0..self.segs.len())
+            .min_by_key(|&i| self.segs[i].last_use)
+            .unwrap_or(0);
+        self.segs[i] = seg;
+        i
+    }
+
+    /// The read-ahead in progress, if any (it stops when taken).
+    pub fn take_prefetch(&mut self) -> Option<Prefetch> {
+        self.prefetch.take()
+    }
+
+    /// The first LBA a prefetch would read next.
+    pub fn prefetch_next(&self, p: &Prefetch) -> u64 {
+        self.segs.get(p.seg).map_or(p.until, |s| s.end())
+    }
+
+    /// The prefetch read `n` more sectors (tokens `data`) into its segment.
+    pub fn prefetched(&mut self, p: &Prefetch, n: u64, data: &[Token]) {
+        let Some(s) = self.segs.get_mut(p.seg) else {
+            return;
+        };
+        s.len += n;
+        if self.carries {
+            s.tokens.extend_from_slice(data);
+        }
+    }
+
+    /// A host write of `lba..lba + n` (tokens `data`, empty unless carried):
+    /// buffered copies of those sectors are replaced or dropped.
+    pub fn written(&mut self, lba: u64, n: u64, data: &[Token]) {
+        let end = lba + n;
+        let update = self.cfg.read_hits_on_write_data;
+        let mut k = 0;
+        while k < self.segs.len() {
+            let s = &mut self.segs[k];
+            let (a, b) = (s.start.max(lba), s.end().min(end));
+            if a < b {
+                if update {
+                    if self.carries {
+                        let src = &data[(a - lba) as usize..(b - lba) as usize];
+                        s.tokens[(a - s.start) as usize..(b - s.start) as usize]
+                            .copy_from_slice(src);
+                    }
+                } else if a == s.start {
+                    // The overlap is a prefix (or all): keep what follows it.
+                    let cut = b - s.start;
+                    s.start = b;
+                    s.len -= cut;
+                    if self.carries {
+                        s.tokens.drain(..cut as usize);
+                    }
+                } else {
+                    // Keep what precedes the overlap (a segment is one run).
+                    let keep = a - s.start;
+                    s.len = keep;
+                    if self.carries {
+                        s.tokens.truncate(keep as usize);
+                    }
+                }
+            }
+            k += 1;
+        }
+        if !update {
+            self.segs.retain(|s| s.len > 0);
+            // Segment indices moved: a prefetch in progress stops.
+            self.prefetch = None;
+        }
+    }
+
+    /// A power loss: the buffer is volatile.
+    pub fn clear(&mut self) {
+        self.segs.clear();
+        self.prefetch = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(segments: u32, seg: u32, ahead: u32) -> ReadCache {
+        ReadCache::new(
+            ReadCacheConfig {
+                segments,
+                segment_sectors: seg,
+                read_ahead_max_sectors: ahead,
+                ..Default::default()
+            },
+            false,
+        )
+    }
+
+    #[test]
+    fn overheads_follow_kind_hit_and_the_previous_request() {
+        let c = ControllerConfig {
+            read_hit_after_read_ms: 0.348,
+            read_hit_after_write_ms: 1.387,
+            read_miss_after_read_ms: 2.502,
+            read_miss_after_write_ms: 2.6,
+            write_hit_after_read_ms: 3.0,
+            write_hit_after_write_ms: 3.1,
+            write_miss_after_read_ms: 3.29,
+            write_miss_after_write_ms: 2.92,
+            read_completion_ms: 0.241,
+            write_completion_ms: 0.0,
+            per_request_ms: 0.01,
+        };
+        let mut o = Overheads::new(Some(&c));
+        let ms = Nanos::from_ms;
+        // The first request counts as following a read.
+        assert_eq!(o.command(false, false), ms(2.502) + ms(0.01));
+        assert_eq!(o.command(true, false), ms(3.29) + ms(0.01));
+        assert_eq!(o.command(true, false), ms(2.92) + ms(0.01));
+        assert_eq!(o.command(false, true), ms(1.387) + ms(0.01));
+        assert_eq!(o.command(false, true), ms(0.348) + ms(0.01));
+        assert_eq!(o.command(true, true), ms(3.0) + ms(0.01));
+        assert_eq!(o.command(false, false), ms(2.6) + ms(0.01));
+        assert_eq!(o.completion(false), ms(0.241));
+        assert_eq!(Overheads::new(None).command(false, false), Nanos::ZERO);
+    }
+
+    #[test]
+    fn a_read_then_its_read_ahead_serve_the_next_sequential_read() {
+        let mut c = cache(2, 512, 256);
+        assert_eq!(c.lookup(1000, 8), Lookup::Miss);
+        c.filled(1000, 8, &[], Nanos(5));
+        let p = c.take_prefetch().unwrap();
+        assert_eq!(
+            (p.from, p.until, c.prefetch_next(&p)),
+            (Nanos(5), 1008 + 256, 1008)
+        );
+        c.prefetched(&p, 20, &[]);
+        assert_eq!(c.lookup(1008, 8), Lookup::Full);
+        assert_eq!(c.lookup(1020, 16), Lookup::Prefix(8));
+        assert_eq!(c.lookup(1028, 1), Lookup::Miss);
+        assert_eq!(c.lookup(999, 1), Lookup::Miss);
+    }
+
+    #[test]
+    fn read_ahead_stops_at_the_segment_end_and_segments_are_replaced_lru() {
+        let mut c = cache(2, 16, 256);
+        c.filled(0, 10, &[], Nanos(0));
+        assert_eq!(c.take_prefetch().unwrap().until, 16, "the segment holds 16");
+        c.filled(100, 4, &[], Nanos(0));
+        assert_eq!(c.lookup(0, 1), Lookup::Full); // segment 0 is now the more recent
+        c.filled(200, 4, &[], Nanos(0));
+        assert_eq!(
+            c.lookup(100, 1),
+            Lookup::Miss,
+            "the least recently used went"
+        );
+        assert_eq!(c.lookup(0, 1), Lookup::Full);
+        // A read longer than a segment keeps its last segment's worth.
+        c.filled(1000, 40, &[], Nanos(0));
+        assert_eq!(c.lookup(1023, 1), Lookup::Miss);
+        assert_eq!(c.lookup(1024, 16), Lookup::Full);
+        assert!(c.take_prefetch().is_none(), "no room left to read ahead");
+    }
+
+    #[test]
+    fn writes_drop_or_replace_buffered_sectors() {
+        let t = |l: u64| Token {
+            lba: l,
+            ..Token::EMPTY
+        };
+        let data: Vec<Token> = (0..10).map(t).collect();
+        let mut c = ReadCache::new(
+            ReadCacheConfig {
+                segments: 1,
+                segment_sectors: 64,
+                ..Default::default()
+            },
+            true,
+        );
+        c.filled(0, 10, &data, Nanos(0));
+        c.written(4, 2, &[t(99), t(98)]);
+        assert_eq!(
+            c.lookup(0, 10),
+            Lookup::Prefix(4),
+            "dropped from the first written sector"
+        );
+        c.written(0, 1, &[t(7)]);
+        assert_eq!(c.lookup(0, 1), Lookup::Miss);
+        assert_eq!(c.lookup(1, 3), Lookup::Full);
+        let mut c = ReadCache::new(
+            ReadCacheConfig {
+                segments: 1,
+                segment_sectors: 64,
+                read_hits_on_write_data: true,
+                ..Default::default()
+            },
+            true,
+        );
+        c.filled(0, 10, &data, Nanos(0));
+        c.written(4, 2, &[t(99), t(98)]);
+        let mut out = vec![];
+        c.copy_out(3, 4, &mut out);
+        assert_eq!(
+            out.iter().map(|x| x.lba).collect::<Vec<_>>(),
+            [3, 99, 98, 6]
+        );
+    }
+
+    #[test]
+    fn bad_tables_are_one_line_errors_naming_the_key() {
+        let e = ControllerConfig {
+            read_completion_ms: -1.0,
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("controller.read_completion_ms = -1 is outside"),
+            "{e}"
+        );
+        let e = ReadCacheConfig {
+            segments: 0,
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert!(e.to_string().contains("read_cache.segments = 0"), "{e}");
+        let e = ReadCacheConfig {
+            read_ahead_max_sectors: 999,
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("read_cache.read_ahead_max_sectors = 999 is more than a segment"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! The controller's overheads and the on-drive read cache in whole runs.
+
+use super::tests::{cfg, data_path, rec, run, small_drive, timed};
+use super::*;
+use crate::controller::{ControllerConfig, ReadCacheConfig};
+use crate::trace::TraceSpec;
+use proptest::prelude::*;
+
+fn controller() -> ControllerConfig {
+    ControllerConfig {
+        read_hit_after_read_ms: 0.3,
+        read_hit_after_write_ms: 1.3,
+        read_miss_after_read_ms: 2.5,
+        read_miss_after_write_ms: 2.6,
+        write_hit_after_read_ms: 3.2,
+        write_hit_after_write_ms: 2.9,
+        write_miss_after_read_ms: 3.3,
+        write_miss_after_write_ms: 2.95,
+        read_completion_ms: 0.25,
+        write_completion_ms: 0.1,
+        per_request_ms: 0.0,
+    }
+}
+
+fn mean_ms(s: &Simulation, class: &str) -> f64 {
+    s.report().latency[class].mean_ms
+}
+
+#[test]
+fn a_read_miss_pays_its_command_and_completion_overheads_around_the_media_time() {
+    let mut d = small_drive("cmr");
+    d.rotation = "average".into();
+    let plain = run(
+        cfg(d.clone(), "cmr"),
+        vec![rec(0, Op::Read, 1000 * 100 + 37, 1)],
+    )
+    .unwrap();
+    d.controller = Some(controller());
+    let s = run(cfg(d, "cmr"), vec![rec(0, Op::Read, 1000 * 100 + 37, 1)]).unwrap();
+    // The first request counts as following a read: 2.5 ms before the seek, 0.25 ms after the data.
+    let want = mean_ms(&plain, "all") + 2.5 + 0.25;
+    assert!(
+        (mean_ms(&s, "all") - want).abs() < 1e-6,
+        "{} vs {want}",
+        mean_ms(&s, "all")
+    );
+}
+
+#[test]
+fn write_overheads_depend_on_the_request_before() {
+    // Two writes to the same sector far apart in time: the first follows
+    // "a read" (the start), the second a write. Write-through (no cache).
+    let mut d = small_drive("cmr");
+    d.rotation = "average".into();
+    let recs = vec![rec(0, Op::Write, 500, 1), rec(1_000_000, Op::Write, 500, 1)];
+    let plain = run(cfg(d.clone(), "cmr"), recs.clone()).unwrap();
+    d.controller = Some(controller());
+    let s = run(cfg(d, "cmr"), recs).unwrap();
+    let extra = (mean_ms(&s, "write") - mean_ms(&plain, "write")) * 2.0;
+    assert!((extra - (3.3 + 2.95 + 2.0 * 0.1)).abs() < 1e-6, "{extra}");
+}
+
+fn read_cache(segments: u32, ahead: u32) -> ReadCacheConfig {
+    ReadCacheConfig {
+        segments,
+        segment_sectors: 512,
+        read_ahead_max_sectors: ahead,
+        read_ahead_min_sectors: 0,
+        read_hits_on_write_data: false,
+    }
+}
+
+#[test]
+fn read_ahead_turns_the_next_sequential_read_into_a_buffer_hit() {
+    // 100-sector tracks at 6000 RPM: a sector passes in 0.1 ms. A read of 8
+    // sectors, then 30 ms after it was issued the next 8: the sectors that
+    // passed under the head between the first read's end and then were read ahead.
+    let mut d = small_drive("cmr");
+    d.rotation = "angular".into();
+    d.controller = Some(controller());
+    d.read_cache = Some(read_cache(2, 256));
+    let first = run(cfg(d.clone(), "cmr"), timed(&[(false, 100_000, 8, 0)])).unwrap();
+    let s = run(
+        cfg(d, "cmr"),
+        timed(&[(false, 100_000, 8, 0), (false, 100_008, 8, 30_000)]),
+    )
+    .unwrap();
+    let r = s.report();
+    assert_eq!(r.host.read_cache_hits, 1);
+    // The hit costs the hit overhead and the completion only (no link time here).
+    let hit_ms = 2.0 * mean_ms(&s, "read") - mean_ms(&first, "read");
+    assert!((hit_ms - (0.3 + 0.25)).abs() < 1e-6, "{hit_ms}");
+    let ahead = r
+        .device
+        .by_cause
+        .iter()
+        .find(|c| c.cause == "read_ahead")
+        .expect("a read_ahead row");
+    let first_done_ms = mean_ms(&first, "read") - 0.25;
+    let want = ((30.0 - first_done_ms) / 0.1).floor() as u64;
+    // (The mean comes from the latency histogram, good to a few microseconds: one sector either way.)
+    assert!(
+        want > 8 && ahead.read_sectors.abs_diff(want) <= 1,
+        "{} vs {want}",
+        ahead.read_sectors
+    );
+    assert_eq!(r.host.read_ahead_sectors, ahead.read_sectors);
+}
+
+#[test]
+fn a_read_arriving_at_once_stops_the_read_ahead_and_a_write_drops_buffered_data() {
+    let mut d = small_drive("cmr");
+    d.read_cache = Some(read_cache(1, 256));
+    // Back to back (no gap): nothing is read ahead, the second read misses.
+    let s = run(
+        cfg(d.clone(), "cmr"),
+        timed(&[(false, 100_000, 8, 0), (false, 100_008, 8, 0)]),
+    )
+    .unwrap();
+    assert_eq!(s.report().host.read_cache_hits, 0);
+    assert_eq!(s.report().host.read_ahead_sectors, 0);
+    // Re-reading buffered data hits, until a write overlaps it.
+    let seq = [
+        (false, 100_000, 8, 0),
+        (false, 100_000, 8, 100_000),
+        (true, 100_004, 1, 100_000),
+        (false, 100_000, 8, 100_000),
+    ];
+    let mut c = cfg(d, "cmr");
+    c.verify = true;
+    let s = run(c, timed(&seq)).unwrap();
+    assert_eq!(s.report().host.read_cache_hits, 1);
+    assert_eq!(
+        s.report().host.read_cache_partial_hits,
+        1,
+        "the last read found only sectors 0-3"
+    );
+}
+
+#[test]
+fn drives_without_the_tables_keep_their_reports() {
+    // The read cache and overheads are off unless asked for: a run of the
+    // same trace with and without `controller = None` is identical, and
+    // the report has no read-cache keys.
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.trace = TraceSpec {
+        path: data_path("rsrch_1.csv"),
+        limit: Some(2000),
+        ..Default::default()
+    };
+    c.replay.fold = true;
+    let a = serde_json::to_value(
+        Simulation::new(c.clone())
+            .and_then(|mut s| s.run().map(|_| s.report()))
+            .unwrap(),
+    )
+    .unwrap();
+    c.drive.controller = Some(ControllerConfig::default());
+    let b = serde_json::to_value(
+        Simulation::new(c)
+            .and_then(|mut s| s.run().map(|_| s.report()))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(a["latency"], b["latency"]);
+    assert!(a["host"].get("read_cache_hits").is_none());
+}
+
+#[test]
+fn the_read_cache_keeps_every_block_on_real_traces_with_crashes() {
+    for trace in ["rsrch_1.csv", "wdev_3.csv"] {
+        for on_write in [false, true] {
+            for crash in [None, Some(300)] {
+                let mut d = small_drive("cmr");
+                d.tracks = Some(400_000);
+                d.rotation = "angular".into();
+                d.read_cache = Some(ReadCacheConfig {
+                    read_hits_on_write_data: on_write,
+                    ..read_cache(4, 128)
+                });
+                d.controller = Some(controller());
+                let mut c = cfg(d, "cmr");
+                c.trace = TraceSpec {
+                    path: data_path(trace),
+                    ..Default::default()
+                };
+                c.replay.fold = true;
+                c.verify = true;
+                c.crash_after = crash.into_iter().collect();
+                let mut s = Simulation::new(c).unwrap();
+                s.run().unwrap_or_else(|e| {
+                    panic!("{trace} (hits on writes {on_write}, crash {crash:?}): {e}")
+                });
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// Every read returns the newest acknowledged write with the read cache
+    /// and the write cache on, across crashes.
+    #[test]
+    fn reads_through_the_read_cache_see_newest_writes(
+        seq in proptest::collection::vec((any::<bool>(), 0u64..2_000, 1u64..64, 0u64..5_000), 1..300),
+        segments in 1u32..5,
+        ahead in 0u32..300,
+        on_write in any::<bool>(),
+        cache_sectors in prop_oneof![Just(0u64), 1u64..256],
+        crash in proptest::option::of(1u64..300),
+    ) {
+        let mut d = small_drive("cmr");
+        d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
+        d.read_cache = Some(ReadCacheConfig { read_hits_on_write_data: on_write, ..read_cache(segments, ahead) });
+        let mut c = cfg(d, "cmr");
+        c.verify = true;
+        c.crash_after = crash.map(|k| k.min(seq.len() as u64)).into_iter().collect();
+        let s = run(c, timed(&seq));
+        prop_assert!(s.is_ok(), "{}", s.err().unwrap());
+    }
+}
