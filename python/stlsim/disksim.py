@@ -353,6 +353,7 @@ _EQUIVALENT: dict[str, tuple[Any, ...]] = {
     "Access time type": ("trackSwitchPlusRotation",),  # seek (or head switch), then rotational latency: stlsim's order
     "Rangesize for sparing": tuple(range(0, 100000)),  # only meaningful with sparing (listed there)
     "LBN-to-PBN mapping scheme": (0,),  # 0: plain cylinder-major numbering, as emitted
+    "Immed transfer partial hit": (1,),  # a read's cached prefix is sent at once, as stlsim's read cache does
 }
 
 
@@ -708,8 +709,7 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         seek_lines.append(f"  {pts + ',':<80} # {seek_path.name} lines {chunk[0][2]}-{chunk[-1][2]}")
     seek_lines.append("]")
 
-    # Controller overheads and the read cache: the core gains these keys in
-    # parallel; until it accepts them they are written commented out.
+    # Controller overheads and the read cache (the core's [controller] and [read_cache]).
     ctrl_lines: list[str] = []
     cache_lines: list[str] = []
     if disk is not None:
@@ -789,15 +789,10 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         "# LBN-to-PBN mapping fills a cylinder before it moves the arm; seek distances",
         "# in the table are cylinders (track / surfaces).",
     ]
-    note = [
-        "",
-        "# [controller] and [read_cache]: DiskSim's controller overheads and its buffer.",
-        "# Written commented out: this stlsim core does not accept these tables yet;",
-        "# uncomment them once it does (see docs/validation.md).",
-    ]
     lines = header + [""] + _unexpressed_block(unexpressed) + [""] + body + zone_lines + seek_lines
     if ctrl_lines or cache_lines:
-        lines += note + [("# " + x if x and not x.startswith("#") else x) for x in ctrl_lines + cache_lines]
+        lines += ["", "# DiskSim's controller overheads and its buffer (docs/drive-model.md, the controller)."]
+        lines += ctrl_lines + cache_lines
     return DisksimImport("\n".join(lines).rstrip() + "\n", unexpressed, name)
 
 
