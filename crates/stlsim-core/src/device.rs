@@ -505,7 +505,9 @@ impl Device {
             return self.clock;
         }
         let spt = self.geom.sectors_in(at.track);
-        let t = self.mech.access(&self.head, self.clock, at, count, spt);
+        let t = self
+            .mech
+            .access(&self.head, self.clock, at, count, spt, write);
         let busy = t.total();
         self.clock += busy;
         let moved = self.head.track != at.track;
