@@ -233,14 +233,16 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
         p.validate().map_err(|e| raise(py, SimError::Config(e)))?;
     }
     let g = Geometry::from_config(&d).map_err(|e| raise(py, e))?;
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).map_err(|e| raise(py, e))?;
+    let m = Mechanics::for_drive(&d, g.tracks()).map_err(|e| raise(py, e))?;
     let c = DriveCheck {
         tracks: g.tracks(),
         capacity_bytes: g.capacity().0 * g.sector_bytes() as u64,
         sector_bytes: g.sector_bytes(),
         max_sectors_per_track: g.max_sectors_per_track(),
         rotation_ms: m.rotation_time().as_ms(),
-        full_stroke_seek_ms: m.seek_time(g.tracks().saturating_sub(1)).as_ms(),
+        full_stroke_seek_ms: m
+            .seek_time(g.tracks().div_ceil(m.surfaces()).saturating_sub(1))
+            .as_ms(),
         single_track_seek_ms: m.seek_time(1).as_ms(),
         space_gain: g.space_gain(),
         mapping: g.band_map().map(|b| b.notation()),

@@ -210,7 +210,7 @@ impl Simulation {
         let drive = entry.drive_for(&cfg.drive, &params)?;
         let geom = Geometry::from_config(&drive)?;
         let layer = (entry.build)(&params, &geom)?;
-        let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;
+        let mech = Mechanics::for_drive(&drive, geom.tracks())?;
         let r = &cfg.replay;
         let prefill = r
             .prefill
