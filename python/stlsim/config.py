@@ -911,7 +911,7 @@ def init_config_text() -> str:
     lines += [
         "",
         "[replay]",
-        _line("mode", "queue", "queue (host queue, trace timing), flat-out (QD 1, no gaps) or scaled"),
+        _line("mode", "queue", "queue (host queue, trace timing), flat-out (QD 1, no gaps), scaled or closed (think times)"),
         _line("queue_depth", 64, "host queue depth, requests (queue mode)"),
         _line("scale", 1.0, "inter-arrival time multiplier (scaled mode)"),
         _line("fold", False, "fold offsets beyond the drive's capacity back into it"),
