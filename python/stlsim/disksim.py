@@ -347,7 +347,6 @@ _EQUIVALENT: dict[str, tuple[Any, ...]] = {
     "Timeout scheduling": tuple(range(0, 100)),
     "Priority scheduling": tuple(range(0, 100)),
     "Maximum concat size": tuple(range(0, 100000)),  # request concatenation: off ("Sequential stream scheme = 0")
-    "Set watermark by reqsize": (0, 1),  # bus/buffer hand-off timing, see below
     "Calc sector by sector": (0, 1),  # how DiskSim steps its buffer model; no timing of its own
     "Percent error in rpms": (0, 0.0),
     "Access time type": ("trackSwitchPlusRotation",),  # seek (or head switch), then rotational latency: stlsim's order
