@@ -359,6 +359,30 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
+    /// The zone keys set that the home map does not use yet (DiskSim's
+    /// spares and empty zone front): LBAs fill those sectors too. The run's
+    /// report warns about them, so that nothing changes silently.
+    pub fn unmapped_zone_keys(&self) -> Vec<&'static str> {
+        let mut keys = vec![];
+        let mut note = |set: bool, key| {
+            if set && !keys.contains(&key) {
+                keys.push(key);
+            }
+        };
+        for z in &self.zones {
+            note(z.front_empty_sectors != 0, "front_empty_sectors");
+            note(z.spare_tracks != 0, "spare_tracks");
+            note(z.spare_sectors_per_track != 0, "spare_sectors_per_track");
+            note(
+                z.spare_sectors_per_cylinder != 0,
+                "spare_sectors_per_cylinder",
+            );
+            note(z.spare_sectors_per_range != 0, "spare_sectors_per_range");
+            note(z.spare_sectors_per_zone != 0, "spare_sectors_per_zone");
+        }
+        keys
+    }
+
     /// Check every physical quantity against its plausible range
     /// ([`REAL_RANGES`], [`INT_RANGES`]); the first one outside is a one-line
     /// error naming its key. Combinations (a track count that is not a whole

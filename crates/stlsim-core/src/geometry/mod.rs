@@ -308,6 +308,16 @@ impl Geometry {
             ));
         }
         let mut layout = layout_from(&c.layout)?;
+        // The overlap physics of shingled, interlaced and wave layouts counts
+        // a track's neighbours as T-1 and T+1 on one surface; with tracks
+        // numbered cylinder-major over several surfaces those are other
+        // surfaces, so such a drive would be damaged in the wrong places.
+        if c.surfaces > 1 && !matches!(layout, Layout::Cmr) {
+            return config_err(format!(
+                "surfaces = {} needs layout kind 'cmr': the '{}' layout's overlap physics counts neighbouring tracks on one surface",
+                c.surfaces, c.layout.kind
+            ));
+        }
         let mut zones = c.zones.clone();
         if zones.is_empty() {
             if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {

@@ -778,3 +778,33 @@ fn a_huge_drive_costs_no_memory_per_track() {
     let at = g.home(Lba(last));
     assert_eq!(g.home_lba(at), Some(Lba(last)));
 }
+
+#[test]
+fn surfaces_need_cylinder_aligned_zones_and_the_cmr_layout() {
+    let mut d = drive("cmr", 12, 10);
+    d.surfaces = 3;
+    d.zones = vec![
+        ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 10,
+            ..Default::default()
+        },
+        ZoneSpec {
+            first_track: 6,
+            sectors_per_track: 8,
+            ..Default::default()
+        },
+    ];
+    let g = Geometry::from_config(&d).unwrap();
+    // LBAs still ascend track by track: with tracks numbered cylinder-major
+    // that fills cylinder 0 (tracks 0, 1, 2) before cylinder 1.
+    assert_eq!(g.home(Lba(25)).track, Track(2));
+    assert_eq!(g.home(Lba(60)).track, Track(6));
+    d.zones[1].first_track = 7;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("not the first track of a cylinder"), "{e}");
+    d.zones[1].first_track = 6;
+    d.layout.kind = "imr".into();
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("surfaces = 3 needs layout kind 'cmr'"), "{e}");
+}

@@ -324,6 +324,13 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
             x.unknown_skipped
         ));
     }
+    let unmapped = i.cfg.drive.unmapped_zone_keys();
+    if !unmapped.is_empty() {
+        w.push(format!(
+            "the drive's zones give {} (DiskSim spares / management area), which stlsim does not map yet: LBAs fill those sectors too, so later LBAs lie earlier on the disk than on the real drive",
+            unmapped.join(", ")
+        ));
+    }
     if i.host.empty_skipped > 0 {
         w.push(format!(
             "{} zero-length trace record(s) were skipped",
