@@ -1204,6 +1204,8 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
     from .validation import validate
 
     v = validate(ns.drive, ns.trace, fold=ns.fold, out=ns.out, plot_format=ns.plot_format)
+    for w in v.report.get("warnings") or []:
+        _info(f"warning: {w}")
     if ns.json:
         print(json.dumps(v.summary, indent=2))
         return 0

@@ -261,6 +261,7 @@ def validate(
     if any(math.isnan(m) for m in measured):
         raise TraceFormatError(f"{trace}: {sum(math.isnan(m) for m in measured)} request(s) have no measured response time")
     report = json.loads(sim.report_json())
+    report["warnings"] = list(cfg.get(api.NOTES, [])) + list(report.get("warnings") or [])
     n = len(simulated)
     v = Validation(
         drive=str(report.get("drive", {}).get("name") or drive),
