@@ -326,7 +326,7 @@ def _whole_drive(skew: bool = True) -> dict:
         for z, (ts, cs) in zip(MODEL["zones"], _skews())
     ]
     return {
-        "preset": "hp-c3323a",
+        "preset": "hp-c3323a-1surface",
         "surfaces": s,
         "tracks": MODEL["cylinders"] * s,
         "zones": zones,
