@@ -23,8 +23,8 @@ class Simulation:
         """Inject a power loss before the next request."""
     def keep_latencies(self) -> None:
         """Keep each request's simulated latency beside its measured response time (call before stepping)."""
-    def latencies(self) -> tuple[list[float], list[float]]:
-        """The kept per-request latencies in completion order: (simulated ms, measured ms; NaN where none)."""
+    def latencies(self) -> tuple[list[float], list[float], list[bool]]:
+        """The kept per-request latencies in completion order: (simulated ms, measured ms; NaN where none, write?)."""
     def report_json(self) -> str:
         """The run report as JSON."""
     def cdf(self, which: str) -> tuple[list[float], list[float]]:

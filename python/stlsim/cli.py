@@ -1214,6 +1214,9 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
     print(f"  mean response, simulated            {v.mean_simulated_ms:9.3f} ms")
     print(f"  mean response, measured             {v.mean_measured_ms:9.3f} ms")
     print(f"  mean error (simulated - measured)   {v.mean_error_ms:+9.3f} ms")
+    for what, count, err in (("reads", v.summary["reads"], v.mean_read_error_ms), ("writes", v.summary["writes"], v.mean_write_error_ms)):
+        shown = "        -" if math.isnan(err) else f"{err:+9.3f}"
+        print(f"    {f'of the {count:,} {what}':<34}{shown} ms")
     if ns.out:
         _info(f"saved to {ns.out}")
     return 0

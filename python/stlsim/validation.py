@@ -148,10 +148,26 @@ class Validation:
     #: Mean of (simulated - measured) over the requests, ms.
     mean_error_ms: float
     requests: int
-    #: Per-request simulated and measured response times (ms), in trace order.
+    #: Per-request simulated and measured response times (ms), and whether
+    #: each was a write, in trace order.
     simulated_ms: list[float] = field(repr=False)
     measured_ms: list[float] = field(repr=False)
+    writes: list[bool] = field(repr=False, default_factory=list)
     report: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def _error(self, write: bool) -> tuple[int, float]:
+        d = [a - b for a, b, w in zip(self.simulated_ms, self.measured_ms, self.writes) if w == write]
+        return len(d), (math.fsum(d) / len(d) if d else math.nan)
+
+    @property
+    def mean_read_error_ms(self) -> float:
+        """Mean of (simulated - measured) over the reads, ms (NaN without reads)."""
+        return self._error(False)[1]
+
+    @property
+    def mean_write_error_ms(self) -> float:
+        """Mean of (simulated - measured) over the writes, ms (NaN without writes)."""
+        return self._error(True)[1]
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -164,6 +180,10 @@ class Validation:
             "mean_simulated_ms": self.mean_simulated_ms,
             "mean_measured_ms": self.mean_measured_ms,
             "mean_error_ms": self.mean_error_ms,
+            "reads": self._error(False)[0],
+            "mean_read_error_ms": self.mean_read_error_ms,
+            "writes": self._error(True)[0],
+            "mean_write_error_ms": self.mean_write_error_ms,
         }
 
     def cdfs(self) -> pd.DataFrame:
@@ -209,7 +229,7 @@ class Validation:
         d.mkdir(parents=True, exist_ok=True)
         (d / "validation.json").write_text(json.dumps({**self.summary, "report": self.report}, indent=2) + "\n")
         self.cdfs().to_csv(d / "validation_cdf.csv", index=False)
-        pd.DataFrame({"simulated_ms": self.simulated_ms, "measured_ms": self.measured_ms}).to_csv(d / "requests.csv", index=False)
+        pd.DataFrame({"write": self.writes, "simulated_ms": self.simulated_ms, "measured_ms": self.measured_ms}).to_csv(d / "requests.csv", index=False)
         if plot_format is not None:
             _save(self.figure(), d / f"validation_cdf.{check_plot_format(plot_format)}")
         return d
@@ -255,7 +275,7 @@ def validate(
     sim.keep_latencies()
     while not sim.step(api.CHUNK):
         pass
-    simulated, measured = sim.latencies()
+    simulated, measured, writes = sim.latencies()
     if not simulated:
         raise TraceFormatError(f"{trace}: no request to replay")
     if any(math.isnan(m) for m in measured):
@@ -273,6 +293,7 @@ def validate(
         requests=n,
         simulated_ms=list(simulated),
         measured_ms=list(measured),
+        writes=list(writes),
         report=report,
     )
     if out is not None:

@@ -128,14 +128,17 @@ impl Simulation {
     }
 
     /// The kept per-request latencies in completion order: (simulated ms,
-    /// measured ms), the measured value NaN where the trace has none.
-    fn latencies(&self) -> (Vec<f64>, Vec<f64>) {
+    /// measured ms, write?), the measured value NaN where the trace has none.
+    fn latencies(&self) -> (Vec<f64>, Vec<f64>, Vec<bool>) {
         let sim = self.sim();
         let log = sim.latencies();
         let ms = |n: stlsim_core::units::Nanos| n.0 as f64 / 1e6;
         (
-            log.iter().map(|&(s, _)| ms(s)).collect(),
-            log.iter().map(|&(_, m)| m.map_or(f64::NAN, ms)).collect(),
+            log.iter().map(|k| ms(k.latency)).collect(),
+            log.iter()
+                .map(|k| k.measured.map_or(f64::NAN, ms))
+                .collect(),
+            log.iter().map(|k| k.write).collect(),
         )
     }
 

@@ -64,6 +64,17 @@ pub struct BackgroundCounts {
     pub host_wait_s: f64,
 }
 
+/// One completed request as [`Simulation::keep_latencies`] keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptLatency {
+    /// Simulated latency, issue to completion.
+    pub latency: Nanos,
+    /// The response time the trace measured for it, if any.
+    pub measured: Option<Nanos>,
+    /// Whether it was a write.
+    pub write: bool,
+}
+
 /// Counts behind the run's warnings.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Irregular {
@@ -138,8 +149,8 @@ pub struct Simulation {
     prev_issue: Nanos,
     /// The measured response time of the previous issued record (`closed` mode's think time).
     prev_measured: Option<Nanos>,
-    /// Per-request (simulated latency, measured response) pairs, when kept ([`Simulation::keep_latencies`]).
-    latency_log: Option<Vec<(Nanos, Option<Nanos>)>>,
+    /// Per-request records, when kept ([`Simulation::keep_latencies`]).
+    latency_log: Option<Vec<KeptLatency>>,
     ns_per_sector: f64,
     crash_after: Vec<u64>,
     crashes: u64,
@@ -475,13 +486,13 @@ impl Simulation {
     /// Keep every completed request's simulated latency beside the response
     /// time the trace measured for it (validation against a real drive
     /// compares the two request by request). Off by default: the log grows
-    /// with the trace (16 bytes a request).
+    /// with the trace (24 bytes a request).
     pub fn keep_latencies(&mut self) {
         self.latency_log.get_or_insert_with(Vec::new);
     }
-    /// The kept (simulated latency, measured response) pairs, in completion
-    /// order; empty unless [`keep_latencies`](Self::keep_latencies) was called first.
-    pub fn latencies(&self) -> &[(Nanos, Option<Nanos>)] {
+    /// The kept requests, in completion order; empty unless
+    /// [`keep_latencies`](Self::keep_latencies) was called first.
+    pub fn latencies(&self) -> &[KeptLatency] {
         self.latency_log.as_deref().unwrap_or(&[])
     }
     /// Crashes injected so far.
@@ -694,7 +705,11 @@ impl Simulation {
             }
         }
         if let Some(log) = &mut self.latency_log {
-            log.push((complete.saturating_sub(issue), measured));
+            log.push(KeptLatency {
+                latency: complete.saturating_sub(issue),
+                measured,
+                write,
+            });
         }
         if self.metrics.record(write, issue, complete, disparity) {
             self.sample_layer();

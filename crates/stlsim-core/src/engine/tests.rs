@@ -131,9 +131,9 @@ fn closed_mode_issues_each_request_its_think_time_after_the_previous_completes()
     let lat: Vec<u64> = s
         .latencies()
         .iter()
-        .map(|&(l, m)| {
-            assert_eq!(m, None);
-            l.0
+        .map(|k| {
+            assert_eq!((k.measured, k.write), (None, false));
+            k.latency.0
         })
         .collect();
     assert_eq!(lat.len(), 3);
