@@ -25,11 +25,15 @@ TRACES = {
 }
 
 
-def _service_ms(path: Path) -> list[float]:
-    """Column 5 (SERVICE_US, the measured response) of every line, in ms."""
+def _lines(path: Path) -> list[list[str]]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
-        return [float(line.split()[4]) / 1000 for line in f if line.strip()]
+        return [line.split() for line in f if line.strip()]
+
+
+def _service_ms(path: Path) -> list[float]:
+    """Column 5 (SERVICE_US, the measured response) of every line, in ms."""
+    return [float(f[4]) / 1000 for f in _lines(path)]
 
 
 def test_rms_distance_of_two_small_cdfs_by_hand() -> None:
@@ -95,6 +99,12 @@ def test_validate_each_drive_on_its_trace(drive: str) -> None:
     assert v.measured_ms == pytest.approx(measured, abs=1e-9)
     assert v.mean_measured_ms == pytest.approx(sum(measured) / n, rel=1e-12)
     assert v.mean_error_ms == pytest.approx(v.mean_simulated_ms - v.mean_measured_ms, abs=1e-9)
+    # Requests complete in trace order: each keeps its line's direction.
+    assert v.writes == [f[0] == "W" for f in _lines(DISKSIM / name)]
+    s = v.summary
+    assert s["reads"] + s["writes"] == n
+    werr = [a - b for a, b, w in zip(v.simulated_ms, v.measured_ms, v.writes) if w]
+    assert s["mean_write_error_ms"] == pytest.approx(sum(werr) / len(werr), abs=1e-9)
     assert 0 < v.demerit_ms < 50 and math.isfinite(v.demerit_ms)
     assert v.demerit_ms == demerit(v.simulated_ms, v.measured_ms)
     df = v.cdfs()
@@ -106,7 +116,7 @@ def test_validate_command_prints_and_saves(cli, tmp_path: Path) -> None:
     out = tmp_path / "v"
     p = cli("validate", "--drive", "hp-c3323a", "--trace", str(DISKSIM / "hp_c3323a.trace"), "--out", str(out), "--plot-format", "svg")
     assert p.returncode == 0, p.stderr
-    assert "demerit" in p.stdout and "9,074 requests" in p.stdout
+    assert "demerit" in p.stdout and "9,074 requests" in p.stdout and "of the 6,113 reads" in p.stdout
     saved = json.loads((out / "validation.json").read_text())
     assert saved["requests"] == 9074 and saved["demerit_ms"] > 0
     assert (out / "validation_cdf.svg").read_text().startswith("<?xml")
