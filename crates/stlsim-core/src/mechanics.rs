@@ -25,7 +25,9 @@
 //! (`Access time type = trackSwitchPlusRotation`). All are off by default:
 //! * tracks are numbered cylinder-major (track `t` is cylinder
 //!   `t / surfaces`, surface `t % surfaces`) and the seek curve is read in
-//!   cylinders;
+//!   cylinders; which surface holds each track of a cylinder follows
+//!   DiskSim's LBN-to-PBN mapping scheme (`g1_surfno_on_cyl`: ascending, or
+//!   serpentine so that a cylinder switch keeps the head);
 //! * repositioning costs `max(seek(cylinders), head switch)`, the head
 //!   switch applying whenever the surface changes (`dm_seek_time_g1`: the
 //!   arm moves while the other head is selected, so the two overlap);
