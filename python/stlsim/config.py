@@ -777,6 +777,7 @@ _DRIVE_DOCS = {
     "rotation": "'average' (half a rotation per access) or 'angular' (head angle tracked)",
     "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track (and DiskSim's skews, offsets and spares, docs/drive-model.md)",
     "surfaces": "data surfaces (heads); tracks are numbered cylinder-major, seeks count cylinders",
+    "surface_order": "surfaces a cylinder's LBAs visit: ascending, serpentine-in-zone or serpentine (DiskSim mapping scheme 0, 1, 2)",
     "head_switch_ms": "switching surfaces within a cylinder, ms (overlaps a seek)",
     "write_settle_ms": "added to a write that moved the head, ms (DiskSim; may be negative)",
     "spare_range_cylinders": "cylinders per sparing range (zones' spare_sectors_per_range)",

@@ -25,7 +25,9 @@
 //! (`Access time type = trackSwitchPlusRotation`). All are off by default:
 //! * tracks are numbered cylinder-major (track `t` is cylinder
 //!   `t / surfaces`, surface `t % surfaces`) and the seek curve is read in
-//!   cylinders;
+//!   cylinders; which surface holds each track of a cylinder follows
+//!   DiskSim's LBN-to-PBN mapping scheme (`g1_surfno_on_cyl`: ascending, or
+//!   serpentine so that a cylinder switch keeps the head);
 //! * repositioning costs `max(seek(cylinders), head switch)`, the head
 //!   switch applying whenever the surface changes (`dm_seek_time_g1`: the
 //!   arm moves while the other head is selected, so the two overlap);
@@ -71,6 +73,18 @@ struct ZoneSkew {
     first_block_offset: u64,
 }
 
+/// Which physical surface holds the `i`-th track of a cylinder in LBA order
+/// (DiskSim `g1_surfno_on_cyl`, "LBN-to-PBN mapping scheme").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SurfaceOrder {
+    /// Scheme 0: surface `i` on every cylinder.
+    Ascending,
+    /// Scheme 1: reversed on the odd cylinders of a zone (from its first).
+    SerpentineInZone,
+    /// Scheme 2: reversed on odd cylinders.
+    Serpentine,
+}
+
 /// Seek, rotation and transfer timing of one drive.
 #[derive(Clone, Debug)]
 pub struct Mechanics {
@@ -81,6 +95,8 @@ pub struct Mechanics {
     short: Vec<u64>,
     /// Data surfaces: tracks per cylinder (1: one track per cylinder).
     surfaces: u64,
+    /// Which surface holds each track of a cylinder.
+    surface_order: SurfaceOrder,
     /// Switching surfaces.
     head_switch: Nanos,
     /// Added to a write's non-zero repositioning; signed, as DiskSim's
@@ -176,6 +192,7 @@ impl Mechanics {
             rot_ns: (60e9 / rpm).round() as u64,
             short: vec![],
             surfaces: 1,
+            surface_order: SurfaceOrder::Ascending,
             head_switch: Nanos::ZERO,
             write_settle_ns: 0,
             skews: vec![],
@@ -196,13 +213,25 @@ impl Mechanics {
         let cylinders = tracks.div_ceil(surfaces);
         let mut m = Mechanics::new(&d.seek, &d.rotation, d.rpm, cylinders)?;
         m.surfaces = surfaces;
+        m.surface_order = match d.surface_order.as_str() {
+            "ascending" => SurfaceOrder::Ascending,
+            "serpentine-in-zone" => SurfaceOrder::SerpentineInZone,
+            "serpentine" => SurfaceOrder::Serpentine,
+            o => {
+                return config_err(format!(
+                    "surface_order '{o}' is not 'ascending', 'serpentine-in-zone' or 'serpentine'"
+                ))
+            }
+        };
         m.head_switch = Nanos::from_ms(d.head_switch_ms);
         m.write_settle_ns = (d.write_settle_ms * 1e6).round() as i64;
-        let any = d.zones.iter().any(|z| {
-            z.track_skew_sectors != 0
-                || z.cylinder_skew_sectors != 0
-                || z.first_block_offset_sectors != 0
-        });
+        // The zone table is kept when skew or a per-zone surface order needs it.
+        let any = m.surface_order == SurfaceOrder::SerpentineInZone
+            || d.zones.iter().any(|z| {
+                z.track_skew_sectors != 0
+                    || z.cylinder_skew_sectors != 0
+                    || z.first_block_offset_sectors != 0
+            });
         if any {
             m.skews = d
                 .zones
@@ -238,7 +267,7 @@ impl Mechanics {
             return self.seek_time(from.distance(to));
         }
         let seek = self.seek_time(self.cylinder(from).abs_diff(self.cylinder(to)));
-        let switch = if from.0 % self.surfaces != to.0 % self.surfaces {
+        let switch = if self.surface(from) != self.surface(to) {
             self.head_switch
         } else {
             Nanos::ZERO
@@ -251,6 +280,32 @@ impl Mechanics {
         Nanos((t as i64).saturating_add(self.write_settle_ns).max(0) as u64)
     }
 
+    /// The zone skew entry of cylinder `cyl` (the table is not empty).
+    fn zone_skew(&self, cyl: u64) -> &ZoneSkew {
+        let i = self.skews.partition_point(|z| z.first_cylinder <= cyl);
+        &self.skews[i.saturating_sub(1)]
+    }
+
+    /// The physical surface (head) under which track `t` lies: its index in
+    /// its cylinder in LBA order, reversed on the cylinders a serpentine
+    /// order runs backwards (DiskSim `g1_surfno_on_cyl`).
+    pub fn surface(&self, t: Track) -> u64 {
+        let (cyl, i) = (t.0 / self.surfaces, t.0 % self.surfaces);
+        let reversed = match self.surface_order {
+            SurfaceOrder::Ascending => false,
+            SurfaceOrder::Serpentine => cyl % 2 == 1,
+            SurfaceOrder::SerpentineInZone => {
+                !self.skews.is_empty()
+                    && cyl.saturating_sub(self.zone_skew(cyl).first_cylinder) % 2 == 1
+            }
+        };
+        if reversed {
+            self.surfaces - 1 - i
+        } else {
+            i
+        }
+    }
+
     /// Where sector 0 of track `t` starts, in nanoseconds of rotation past
     /// angle 0 (0 without skew), and the zone's sectors per track its skew
     /// is counted in.
@@ -259,11 +314,12 @@ impl Mechanics {
             return (0, 1);
         }
         let cyl = self.cylinder(t);
-        let i = self.skews.partition_point(|z| z.first_cylinder <= cyl);
-        let z = &self.skews[i.saturating_sub(1)];
+        let z = self.zone_skew(cyl);
         let cyl_in_zone = cyl.saturating_sub(z.first_cylinder);
+        // The track's index in its cylinder in LBA order (DiskSim's
+        // g1_surfno_on_cyl, whatever surface holds it).
         let head = t.0 % self.surfaces;
-        // One track skew per head switch, one cylinder skew per cylinder
+        // One track skew per track switch, one cylinder skew per cylinder
         // switch since the zone's first track (DiskSim g1_map_pbn_skew).
         let switches = head as u128 + (self.surfaces as u128 - 1) * cyl_in_zone as u128;
         let off = (z.first_block_offset as u128
@@ -745,5 +801,66 @@ mod tests {
                 now += Nanos(rng.below(3) * 1_000_000);
             }
         }
+    }
+
+    #[test]
+    fn serpentine_surface_orders_save_the_head_switch_at_a_cylinder_switch() {
+        // Two surfaces, zones starting at cylinders 0 and 3 (tracks 0 and
+        // 6); a 2 ms head switch, longer than the 1.5 ms one-cylinder seek.
+        let m = |order: &str| {
+            let d = DriveConfig {
+                rpm: 6000.0,
+                surfaces: 2,
+                surface_order: order.into(),
+                head_switch_ms: 2.0,
+                seek: SeekConfig {
+                    model: "table".into(),
+                    table: vec![(1, 1.5), (100, 11.4)],
+                    ..Default::default()
+                },
+                zones: vec![
+                    crate::geometry::ZoneSpec {
+                        first_track: 0,
+                        sectors_per_track: 100,
+                        ..Default::default()
+                    },
+                    crate::geometry::ZoneSpec {
+                        first_track: 6,
+                        sectors_per_track: 90,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            };
+            Mechanics::for_drive(&d, 200).unwrap()
+        };
+        let r = |m: &Mechanics, a: u64, b: u64| m.reposition_time(Track(a), Track(b), false).0;
+        // Scheme 0: track 1 (cylinder 0, surface 1) to track 2 (cylinder 1,
+        // surface 0) seeks and switches: max(1.5, 2.0) ms.
+        let asc = m("ascending");
+        assert_eq!(r(&asc, 1, 2), 2_000_000);
+        assert_eq!(asc.surface(Track(2)), 0);
+        // Scheme 1: cylinder 1 runs backwards, so track 2 is on surface 1,
+        // under the same head: the seek alone. Within the cylinder the next
+        // track (3, surface 0) is a head switch. Cylinder 3 is the new
+        // zone's first (even) cylinder: track 6 is on surface 0 again, so
+        // coming from track 5 (cylinder 2, even: surface 1) switches.
+        let s1 = m("serpentine-in-zone");
+        assert_eq!(s1.surface(Track(2)), 1);
+        assert_eq!(r(&s1, 1, 2), 1_500_000);
+        assert_eq!(r(&s1, 2, 3), 2_000_000);
+        assert_eq!(s1.surface(Track(6)), 0);
+        assert_eq!(r(&s1, 5, 6), 2_000_000);
+        // Scheme 2 counts absolute cylinders: cylinder 3 is odd, track 6 on
+        // surface 1, and 5 -> 6 is a seek alone.
+        let s2 = m("serpentine");
+        assert_eq!(s2.surface(Track(6)), 1);
+        assert_eq!(r(&s2, 5, 6), 1_500_000);
+        let bad = DriveConfig {
+            surface_order: "zigzag".into(),
+            ..Default::default()
+        };
+        let e = Mechanics::for_drive(&bad, 10).unwrap_err().to_string();
+        assert!(e.contains("surface_order 'zigzag'"), "{e}");
     }
 }

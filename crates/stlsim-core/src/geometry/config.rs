@@ -305,6 +305,13 @@ pub struct DriveConfig {
     /// is cylinder `t / surfaces`, surface `t % surfaces`; seeks are counted
     /// in cylinders.
     pub surfaces: u64,
+    /// The order in which LBAs visit a cylinder's surfaces (DiskSim "LBN-to-PBN
+    /// mapping scheme"): `ascending` (0: surface 0 first on every cylinder),
+    /// `serpentine-in-zone` (1: odd cylinders of a zone, counted from its
+    /// first, run from the last surface down, so that a cylinder switch
+    /// needs no head switch) or `serpentine` (2: the same by absolute
+    /// cylinder number).
+    pub surface_order: String,
     /// Time to switch to another surface of the same cylinder, ms (DiskSim
     /// "Head switch time"); a seek and a head switch overlap.
     pub head_switch_ms: f64,
@@ -345,6 +352,7 @@ impl Default for DriveConfig {
             seek: SeekConfig::default(),
             rotation: "average".into(),
             surfaces: 1,
+            surface_order: "ascending".into(),
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
             spare_range_cylinders: 1,
