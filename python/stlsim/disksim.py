@@ -351,7 +351,6 @@ _EQUIVALENT: dict[str, tuple[Any, ...]] = {
     "Percent error in rpms": (0, 0.0),
     "Access time type": ("trackSwitchPlusRotation",),  # seek (or head switch), then rotational latency: stlsim's order
     "Rangesize for sparing": tuple(range(0, 100000)),  # only meaningful with sparing (listed there)
-    "LBN-to-PBN mapping scheme": (0,),  # 0: plain cylinder-major numbering, as emitted
     "Immed transfer partial hit": (1,),  # a read's cached prefix is sent at once, as stlsim's read cache does
 }
 
@@ -613,6 +612,15 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     emit("rpm", rpm, f"{rpm_p.where} \"Rotation speed (in rpms) = {_fmt(rpm_p.value)}\"")
     emit("tracks", cylinders * surfaces, f"{cyls_p.where} \"Number of cylinders = {cylinders}\" x {surfaces_p.where} \"Number of data surfaces = {surfaces}\"")
     emit("surfaces", surfaces, f"{surfaces_p.where} \"Number of data surfaces\": tracks are numbered cylinder by cylinder, head by head")
+    # DiskSim's LBN-to-PBN mapping scheme (diskmodel/layout_g1.c, g1_surfno_on_cyl):
+    # the order in which LBAs visit a cylinder's surfaces.
+    map_p = use(layout.get("LBN-to-PBN mapping scheme"))
+    if map_p is not None:
+        orders = {0: "ascending", 1: "serpentine-in-zone", 2: "serpentine"}
+        if map_p.value not in orders:
+            unexpressed.append(f"{map_p.where} LBN-to-PBN mapping scheme = {_fmt(map_p.value)}: no stlsim surface_order for it; ascending here")
+        else:
+            emit("surface_order", orders[map_p.value], f"{map_p.where} \"LBN-to-PBN mapping scheme = {map_p.value}\"")
     emit("head_switch_ms", _as_float(head_p, "ms"), f"{head_p.where} \"Head switch time = {_fmt(head_p.value)}\"")
     settle = settle_p.value
     if isinstance(settle, bool) or not isinstance(settle, (int, float)) or not math.isfinite(float(settle)):
