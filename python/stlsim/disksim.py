@@ -442,9 +442,10 @@ def read_seek_file(path: Path) -> list[tuple[int, float, int]]:
     return out
 
 
-def _find_disk(parsed: ParsedFile, path: Path) -> tuple[Block, Block | None, list[Param]]:
-    """The disk block of a run, diskspecs or model file, its bus (run files
-    only) and the ``Read/Write block transfer time`` params of that bus."""
+def _find_disk(parsed: ParsedFile, path: Path) -> tuple[Block, Block | None]:
+    """The disk block of a run, diskspecs or model file (a ``disksim_disk``,
+    or a lone ``dm_disk``) and, for a run file, the bus the topology puts
+    the instantiated disk on."""
     blocks = list(parsed.all_blocks())
     by_name = {b.name: b for b in blocks if b.name}
     disks = [b for b in blocks if b.type == "disksim_disk"]
@@ -460,11 +461,11 @@ def _find_disk(parsed: ParsedFile, path: Path) -> tuple[Block, Block | None, lis
         if parent is not None and parent[1] == "disksim_bus":
             bus_def = parsed.instances.get(parent[0])
             bus = by_name.get(bus_def[0]) if bus_def else None
-        return disk, bus, []
+        return disk, bus
     if len(disks) == 1:
-        return disks[0], None, []
+        return disks[0], None
     if not disks and len(models) == 1:
-        return models[0], None, []
+        return models[0], None
     raise ConfigError(f"{path}:1: expected one disksim_disk (or one dm_disk) block, found {len(disks)} (and {len(models)} dm_disk)")
 
 
@@ -488,7 +489,7 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     """
     path = Path(path)
     parsed = parse_file(path)
-    top, bus, _ = _find_disk(parsed, path)
+    top, bus = _find_disk(parsed, path)
     name = name or _name_from(path)
     unexpressed: list[str] = []
     used: set[int] = set()  # id() of every Param emitted or deliberately consumed
