@@ -97,8 +97,16 @@ def test_cli_backup_tracks_near_2_64_is_one_line(cli, one_line_error, layer: str
             {"zones": [{"first_track": 0, "sectors_per_track": 100, "track_skew_sectors": 2**21}]},
             "zones.track_skew_sectors = 2097152 is outside the range 0 to 1048576",
         ),
-        ({"surfaces": 2, "zones": [{"first_track": 0, "sectors_per_track": 100}, {"first_track": 3, "sectors_per_track": 90}]},
-         "zone first_track 3 is not the first track of a cylinder (a multiple of surfaces = 2)"),
+        (
+            {
+                "surfaces": 2,
+                "layout": {"kind": "cmr"},
+                "zones": [{"first_track": 0, "sectors_per_track": 100}, {"first_track": 3, "sectors_per_track": 90}],
+            },
+            "zone first_track 3 is not the first track of a cylinder (a multiple of surfaces = 2)",
+        ),
+        ({"surfaces": 2}, "surfaces = 2 needs layout kind 'cmr'"),
+        ({"surface_order": "zigzag", "layout": {"kind": "cmr"}}, "surface_order 'zigzag' is not 'ascending'"),
     ],
 )
 def test_implausible_drive_values_name_the_key(override: dict[str, Any], needle: str) -> None:
