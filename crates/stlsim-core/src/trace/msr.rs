@@ -13,7 +13,7 @@
 //!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{digit_prefix, parse_eight, parse_prefix, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -55,6 +55,153 @@ pub(crate) fn parse_rw_word(s: &[u8]) -> Option<Op> {
     }
 }
 
+/// The fields of a line in the canonical form, as MSR's own files write
+/// them: no spaces, `Read` or `Write`, numbers of at most 18 digits (so none
+/// overflows while it is parsed), a timestamp whose nanoseconds fit, an
+/// optional `\r` at the end.
+#[derive(Debug, PartialEq, Eq)]
+struct FastLine {
+    time_ns: u64,
+    disk: u64,
+    op: Op,
+    offset: u64,
+    len: u64,
+    response: u64,
+}
+
+/// Digits from `*i` up to `stop` (consumed), at least one and at most 18:
+/// eight bytes at a time where the line has them.
+#[inline(always)]
+fn digits_then(line: &[u8], i: &mut usize, stop: u8) -> Option<u64> {
+    const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+    let from = *i;
+    let mut v = 0u64;
+    loop {
+        let Some(chunk) = line.get(*i..).and_then(|r| r.first_chunk::<8>()) else {
+            // The line's last bytes: one at a time.
+            while let Some(&c) = line.get(*i) {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    break;
+                }
+                v = v * 10 + d as u64;
+                *i += 1;
+            }
+            break;
+        };
+        let w = u64::from_le_bytes(*chunk);
+        let n = digit_prefix(w);
+        if n == 8 {
+            v = v.wrapping_mul(100_000_000).wrapping_add(parse_eight(w));
+            *i += 8;
+            if *i - from > 18 {
+                return None;
+            }
+            continue;
+        }
+        if n > 0 {
+            v = v
+                .wrapping_mul(POW10[n as usize])
+                .wrapping_add(parse_prefix(w, n));
+            *i += n as usize;
+        }
+        break;
+    }
+    let n = *i - from;
+    if n == 0 || n > 18 || line.get(*i) != Some(&stop) {
+        return None;
+    }
+    *i += 1;
+    Some(v)
+}
+
+/// One pass over a canonical line; `None` sends it the general way (which
+/// also words every error).
+#[inline]
+fn fast_line(line: &[u8]) -> Option<FastLine> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut i = 0;
+    let time_ns = digits_then(line, &mut i, b',')?.checked_mul(100)?;
+    i += memchr::memchr(b',', line.get(i..)?)? + 1; // the host name
+    let disk = digits_then(line, &mut i, b',')?;
+    let rest = line.get(i..)?;
+    let op = if rest.starts_with(b"Write,") {
+        i += 6;
+        Op::Write
+    } else if rest.starts_with(b"Read,") {
+        i += 5;
+        Op::Read
+    } else {
+        return None;
+    };
+    let offset = digits_then(line, &mut i, b',')?;
+    let len = digits_then(line, &mut i, b',')?;
+    // The response time ends the line; it may be empty (unknown).
+    let mut response = 0u64;
+    let from = i;
+    for &c in &line[i..] {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        response = response * 10 + d as u64;
+    }
+    if line.len() - from > 18 {
+        return None;
+    }
+    Some(FastLine {
+        time_ns,
+        disk,
+        op,
+        offset,
+        len,
+        response,
+    })
+}
+
+/// The fields of a split line, checked one by one so that an error names
+/// the field and its value; `None` for a record skipped for its operation.
+fn general_fields(
+    s: &CsvLines,
+    skip_unknown: bool,
+    skipped: &mut u64,
+) -> SimResult<Option<FastLine>> {
+    s.expect_fields(7, LAYOUT)?;
+    let Some(op) = parse_rw_word(s.field(3)) else {
+        // A skipped record is set aside whole: its other fields are not read.
+        s.unknown_op(skip_unknown, skipped, || {
+            format!(
+                "Type (field 4) is '{}', expected Read or Write",
+                show(s.field(3))
+            )
+        })?;
+        return Ok(None);
+    };
+    let ticks = s.u64_field(0, "Timestamp")?;
+    let time_ns = ticks.checked_mul(100).ok_or_else(|| {
+        s.err(format!(
+            "Timestamp (field 1) is too large: {ticks} ticks of 100 ns overflow"
+        ))
+    })?;
+    let disk = s.u64_field(2, "DiskNumber")?;
+    let offset = s.u64_field(4, "Offset")?;
+    let len = s.u64_field(5, "Size")?;
+    // 0 or empty: not measured (stlsim's own MSR writer writes 0).
+    let response = if s.field(6).is_empty() {
+        0
+    } else {
+        s.u64_field(6, "ResponseTime")?
+    };
+    Ok(Some(FastLine {
+        time_ns,
+        disk,
+        op,
+        offset,
+        len,
+        response,
+    }))
+}
+
 impl RawTraceReader for MsrReader {
     fn skipped_unknown(&self) -> u64 {
         self.skipped
@@ -63,44 +210,40 @@ impl RawTraceReader for MsrReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if !s.advance()? {
+            if !s.next_line()? {
                 return Ok(None);
             }
-            s.expect_fields(7, LAYOUT)?;
-            let Some(op) = parse_rw_word(s.field(3)) else {
-                // A skipped record is set aside whole: its other fields are not read.
-                s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                    format!(
-                        "Type (field 4) is '{}', expected Read or Write",
-                        show(s.field(3))
-                    )
-                })?;
+            if let Some(f) = fast_line(s.raw()) {
+                s.mark_record();
+                self.measured = f.response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
+                let rec = TraceRecord {
+                    time: Nanos(f.time_ns),
+                    op: f.op,
+                    offset: Bytes(f.offset),
+                    len: Bytes(f.len),
+                    line: s.line(),
+                };
+                return Ok(Some((rec, Some(f.disk))));
+            }
+            // Anything the fast path does not take (blank lines, spaces, a
+            // sign, other letter cases, huge numbers, errors) goes the general way.
+            if !s.split_current()? {
                 continue;
-            };
-            let ticks = s.u64_field(0, "Timestamp")?;
-            let time = ticks.checked_mul(100).ok_or_else(|| {
-                s.err(format!(
-                    "Timestamp (field 1) is too large: {ticks} ticks of 100 ns overflow"
-                ))
-            })?;
-            let disk = s.u64_field(2, "DiskNumber")?;
-            let offset = s.u64_field(4, "Offset")?;
-            let len = s.u64_field(5, "Size")?;
-            // 0 or empty: not measured (stlsim's own MSR writer writes 0).
-            let response = if s.field(6).is_empty() {
-                0
-            } else {
-                s.u64_field(6, "ResponseTime")?
-            };
-            self.measured = response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
-            let rec = TraceRecord {
-                time: Nanos(time),
-                op,
-                offset: Bytes(offset),
-                len: Bytes(len),
-                line: s.line(),
-            };
-            return Ok(Some((rec, Some(disk))));
+            }
+            match general_fields(s, self.skip_unknown, &mut self.skipped)? {
+                Some(f) => {
+                    self.measured = f.response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
+                    let rec = TraceRecord {
+                        time: Nanos(f.time_ns),
+                        op: f.op,
+                        offset: Bytes(f.offset),
+                        len: Bytes(f.len),
+                        line: s.line(),
+                    };
+                    return Ok(Some((rec, Some(f.disk))));
+                }
+                None => continue, // an unknown operation, skipped
+            }
         }
     }
 
@@ -235,6 +378,69 @@ impl<W: std::io::Write> std::io::Write for ZstdFrames<W> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The general way, on one line.
+    fn general(line: &str) -> Option<FastLine> {
+        let mut s = CsvLines::new(
+            Box::new(std::io::Cursor::new(line.as_bytes().to_vec())),
+            "t",
+            b',',
+        );
+        assert!(s.next_line().unwrap());
+        if !s.split_current().unwrap() {
+            return None;
+        }
+        general_fields(&s, false, &mut 0).ok().flatten()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 4000, ..Default::default() })]
+        /// Whatever the fast path takes, the general way reads the same.
+        #[test]
+        fn the_fast_path_reads_what_the_general_way_reads(
+            fields in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[0-9]{1,20}", "Read", "Write", "read", "WRITE", "[a-z]{0,6}", " ?[0-9]{1,4} ?", "\\+?[0-9]{1,3}", "",
+                    "18446744073709551615", "184467440737095516", "999999999999999999", "[0-9]{1,3}\\.[0-9]",
+                ],
+                5..9,
+            ),
+            cr in proptest::bool::ANY,
+        ) {
+            let line = fields.join(",") + if cr { "\r" } else { "" };
+            if let Some(f) = fast_line(line.as_bytes()) {
+                proptest::prop_assert_eq!(Some(f), general(&line), "{:?}", line);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_canonical_lines_and_leaves_the_rest() {
+        let f = fast_line(b"128166372002993722,wdev,3,Write,3154149376,4096,1903\r").unwrap();
+        assert_eq!(
+            f,
+            FastLine {
+                time_ns: 12816637200299372200,
+                disk: 3,
+                op: Op::Write,
+                offset: 3154149376,
+                len: 4096,
+                response: 1903
+            }
+        );
+        assert_eq!(fast_line(b"1,h,0,Read,0,512,").unwrap().response, 0);
+        for other in [
+            "1,h,0,read,0,512,1",
+            "1,h,0,Read, 0,512,1",
+            "+1,h,0,Read,0,512,1",
+            "999999999999999999,h,0,Read,0,512,1",
+            "1,h,0,Read,0,512",
+            "1,h,0,Read,0,512,1,2",
+            "",
+        ] {
+            assert!(fast_line(other.as_bytes()).is_none(), "{other}");
+        }
+    }
     use super::*;
     use crate::error::{Location, SimError};
     use crate::trace::open::test_util::spec as spec_of;
@@ -368,7 +574,10 @@ mod tests {
 
     fn bad_third_line(line: &str) -> (Location, String) {
         let text = format!("1,h,0,Write,0,512,1\n2,h,0,Read,0,512,1\n{line}\n4,h,0,Read,0,512,1\n");
-        let p = write_temp("msr-bad", "bad.csv", text.as_bytes());
+        // One file per call: tests run in parallel and two of them use this.
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p = write_temp("msr-bad", &format!("bad-{k}.csv"), text.as_bytes());
         let mut s = spec(&p);
         s.format = Some(Format::Msr);
         match read_err(&s) {

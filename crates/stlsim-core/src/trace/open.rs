@@ -990,8 +990,9 @@ pub(crate) mod text {
         eof: bool,
         delimiter: u8,
         whitespace: bool,
-        /// The current line is `buf[line_at..]`, its fields these ranges of it.
+        /// The current line is `buf[line_at..line_at + line_len]`, its fields these ranges of it.
         line_at: usize,
+        line_len: usize,
         fields: Vec<(u32, u32)>,
         file: String,
         /// 1-based number of the current line, and of lines consumed.
@@ -1018,6 +1019,7 @@ pub(crate) mod text {
                 delimiter,
                 whitespace: false,
                 line_at: 0,
+                line_len: 0,
                 fields: Vec::with_capacity(16),
                 file: file.to_string(),
                 line: 0,
@@ -1062,8 +1064,30 @@ pub(crate) mod text {
             }
         }
 
-        /// Move to the next non-blank line; `false` at the end.
+        /// Move to the next non-blank line, split into fields; `false` at the end.
         pub(crate) fn advance(&mut self) -> SimResult<bool> {
+            loop {
+                if !self.next_line()? {
+                    return Ok(false);
+                }
+                if self.split_current()? {
+                    return Ok(true);
+                }
+            }
+        }
+
+        /// Make the line [`Self::next_line`] moved to the current record's
+        /// (the line errors and [`Self::line`] name).
+        #[inline]
+        pub(crate) fn mark_record(&mut self) {
+            self.line = self.lines;
+        }
+
+        /// Move to the next line, blank or not, without splitting it (a
+        /// reader with a fast path parses [`Self::raw`] itself and calls
+        /// [`Self::split_current`] only when that fails); `false` at the end.
+        #[inline]
+        pub(crate) fn next_line(&mut self) -> SimResult<bool> {
             loop {
                 let (start, stop, next) = match memchr::memchr(b'\n', &self.buf[self.pos..self.end])
                 {
@@ -1086,26 +1110,39 @@ pub(crate) mod text {
                     return Err(self.err(too_long_msg()));
                 }
                 self.line_at = start;
-                self.split(stop - start);
-                if self.fields.len() > MAX_FIELDS {
-                    self.line = self.lines;
-                    return Err(self.err(format!(
-                        "line has {} fields, more than {MAX_FIELDS}: not a trace in this format, or a damaged file",
-                        self.fields.len()
-                    )));
-                }
-                let blank = match self.fields.as_slice() {
-                    [] => true,
-                    [(a, b)] => {
-                        trim(&self.buf[start + *a as usize..start + *b as usize]).is_empty()
-                    }
-                    _ => false,
-                };
-                if !blank {
-                    self.line = self.lines;
-                    return Ok(true);
-                }
+                self.line_len = stop - start;
+                self.fields.clear();
+                return Ok(true);
             }
+        }
+
+        /// The current line's bytes, its newline excluded.
+        #[inline]
+        pub(crate) fn raw(&self) -> &[u8] {
+            &self.buf[self.line_at..self.line_at + self.line_len]
+        }
+
+        /// Split the line [`Self::next_line`] moved to into fields; `false`
+        /// when it is blank.
+        pub(crate) fn split_current(&mut self) -> SimResult<bool> {
+            self.split(self.line_len);
+            if self.fields.len() > MAX_FIELDS {
+                self.line = self.lines;
+                return Err(self.err(format!(
+                    "line has {} fields, more than {MAX_FIELDS}: not a trace in this format, or a damaged file",
+                    self.fields.len()
+                )));
+            }
+            let start = self.line_at;
+            let blank = match self.fields.as_slice() {
+                [] => true,
+                [(a, b)] => trim(&self.buf[start + *a as usize..start + *b as usize]).is_empty(),
+                _ => false,
+            };
+            if !blank {
+                self.line = self.lines;
+            }
+            Ok(!blank)
         }
 
         /// Split the current line, `len` bytes, into [`Self::fields`].
@@ -1307,7 +1344,7 @@ pub(crate) mod text {
 
     /// Whether the eight bytes of `w` (little-endian) are all ASCII digits.
     #[inline]
-    fn eight_digits(w: u64) -> bool {
+    pub(crate) fn eight_digits(w: u64) -> bool {
         const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
         ((w & HIGH) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH) >> 4))
             == 0x3333_3333_3333_3333
@@ -1316,7 +1353,7 @@ pub(crate) mod text {
     /// The value of eight ASCII digits in `w` (little-endian, first digit
     /// in the lowest byte), by pairing neighbours in three multiplications.
     #[inline]
-    fn parse_eight(w: u64) -> u64 {
+    pub(crate) fn parse_eight(w: u64) -> u64 {
         const MASK: u64 = 0x0000_00FF_0000_00FF;
         const MUL1: u64 = 100 + (1_000_000 << 32);
         const MUL2: u64 = 1 + (10_000 << 32);
@@ -1326,6 +1363,25 @@ pub(crate) mod text {
             .wrapping_mul(MUL1)
             .wrapping_add(((v >> 16) & MASK).wrapping_mul(MUL2)))
             >> 32
+    }
+
+    /// How many of the eight bytes of `w` (little-endian), from the first,
+    /// are ASCII digits before the first byte that is not.
+    #[inline(always)]
+    pub(crate) fn digit_prefix(w: u64) -> u32 {
+        // Per byte, without carries between bytes: a high nibble other than
+        // 3, or a low nibble above 9, marks a non-digit.
+        let hi = (w & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030;
+        let lo = ((w & 0x0F0F_0F0F_0F0F_0F0F) + 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0;
+        (hi | lo).trailing_zeros() / 8
+    }
+
+    /// The value of the first `n` (1 to 7) digits of `w`: moved up to the
+    /// word's top, with '0's filled in below them.
+    #[inline(always)]
+    pub(crate) fn parse_prefix(w: u64, n: u32) -> u64 {
+        let shift = 64 - 8 * n;
+        parse_eight((w << shift) | (0x3030_3030_3030_3030 >> (64 - shift)))
     }
 
     /// A non-empty string of decimal digits, without overflow.
@@ -1437,6 +1493,17 @@ pub(crate) mod text {
             #[test]
             fn parse_u64_agrees_with_std(s in "[+]?[0-9:/ .a]{0,3}[0-9]{0,22}[0-9/:]{0,3}") {
                 proptest::prop_assert_eq!(parse_u64(s.as_bytes()), s.parse::<u64>().ok(), "{:?}", s);
+            }
+
+            /// The digit-prefix word tricks agree with a byte loop on any eight bytes.
+            #[test]
+            fn digit_prefix_and_parse_prefix_agree_with_a_byte_loop(b in proptest::array::uniform8(proptest::prop_oneof![b'0'..=b'9', proptest::num::u8::ANY])) {
+                let w = u64::from_le_bytes(b);
+                let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+                proptest::prop_assert_eq!(digit_prefix(w) as usize, n);
+                let want = b[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0'));
+                let got = match n { 0 => 0, 8 => parse_eight(w), _ => parse_prefix(w, n as u32) };
+                proptest::prop_assert_eq!(got, want);
             }
         }
 
