@@ -137,3 +137,12 @@ def test_hwsr_evaluation_tables_are_what_the_script_prints() -> None:
         assert len(rows) >= 6
         missing = _missing_from("hwsr.md", rows)
         assert not missing, f"docs/hwsr.md differs from scripts/hwsr_evaluation.py {args[0]}:\n" + "\n".join(missing)
+
+
+def test_validation_table_is_what_the_script_prints() -> None:
+    """docs/validation.md's demerit table comes from scripts/disksim_validation.py
+    (stlsim validate on each of DiskSim's five validation drives)."""
+    rows = _script_rows("disksim_validation.py")
+    assert len(rows) == 12  # two tables: header and five drives each
+    missing = _missing_from("validation.md", rows)
+    assert not missing, "docs/validation.md differs from scripts/disksim_validation.py:\n" + "\n".join(missing)

@@ -89,6 +89,24 @@ def test_cli_backup_tracks_near_2_64_is_one_line(cli, one_line_error, layer: str
         ({"write_cache_mib": -1.0}, "write_cache_mib = -1 is outside"),
         ({"layout": {"top_ratio": 0.01}}, "layout.top_ratio = 0.01 is outside"),
         ({"capacity_gib": 1e9}, "capacity_gib = 1000000000 is outside"),
+        ({"surfaces": 0}, "surfaces = 0 is outside the range 1 to 4096"),
+        ({"head_switch_ms": -0.5}, "head_switch_ms = -0.5 is outside the plausible range 0 to 100 (ms)"),
+        ({"write_settle_ms": -1e3}, "write_settle_ms = -1000 is outside the plausible range -100 to 100 (ms)"),
+        ({"write_settle_ms": math.nan}, "write_settle_ms must be a finite number, got nan"),
+        (
+            {"zones": [{"first_track": 0, "sectors_per_track": 100, "track_skew_sectors": 2**21}]},
+            "zones.track_skew_sectors = 2097152 is outside the range 0 to 1048576",
+        ),
+        (
+            {
+                "surfaces": 2,
+                "layout": {"kind": "cmr"},
+                "zones": [{"first_track": 0, "sectors_per_track": 100}, {"first_track": 3, "sectors_per_track": 90}],
+            },
+            "zone first_track 3 is not the first track of a cylinder (a multiple of surfaces = 2)",
+        ),
+        ({"surfaces": 2}, "surfaces = 2 needs layout kind 'cmr'"),
+        ({"surface_order": "zigzag", "layout": {"kind": "cmr"}}, "surface_order 'zigzag' is not 'ascending'"),
     ],
 )
 def test_implausible_drive_values_name_the_key(override: dict[str, Any], needle: str) -> None:

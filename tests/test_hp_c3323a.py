@@ -1,4 +1,4 @@
-"""The `hp-c3323a` preset against DiskSim's description of the real HP C3323A.
+"""The `hp-c3323a-1surface` preset against DiskSim's description of the real HP C3323A.
 
 The DiskSim files (tests/data/disksim/, copied unchanged from DiskSim 4.0's
 validation suite) are parsed here, independently of the preset, and every
@@ -100,7 +100,7 @@ SEEK = _seek()
 
 
 def _preset() -> dict:
-    return load_drive("hp-c3323a")
+    return load_drive("hp-c3323a-1surface")
 
 
 # --------------------------------------------------------------------------
@@ -187,22 +187,22 @@ def test_link_rate_is_bus1_and_there_is_no_write_cache() -> None:
 def test_cli_lists_the_preset(cli) -> None:
     p = cli("drives")
     assert p.returncode == 0, p.stderr
-    assert "hp-c3323a" in p.stdout
+    assert "hp-c3323a-1surface" in p.stdout
     rows = {r["name"]: r for r in json.loads(cli("drives", "--json").stdout)}
-    assert rows["hp-c3323a"]["derived"]["tracks"] == 2982
-    assert rows["hp-c3323a"]["derived"]["capacity_bytes"] == 154_302_464
+    assert rows["hp-c3323a-1surface"]["derived"]["tracks"] == 2982
+    assert rows["hp-c3323a-1surface"]["derived"]["capacity_bytes"] == 154_302_464
 
 
 def test_cli_runs_an_msr_trace_folded_into_one_surface(cli, tmp_path: Path, data: Path) -> None:
     """rsrch_1 reaches 191 GB: it must be folded into the 154 MB surface."""
-    args = ("run", "--drive", "hp-c3323a", "--layer", "cmr", "--trace", str(data / "rsrch_1.csv"))
+    args = ("run", "--drive", "hp-c3323a-1surface", "--layer", "cmr", "--trace", str(data / "rsrch_1.csv"))
     refused = cli(*args, cwd=tmp_path)
     assert refused.returncode == 2
     assert "beyond the drive's capacity of 154302464 bytes" in refused.stderr
     p = cli(*args, "--fold", "--verify", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert r["drive"]["name"] == "hp-c3323a"
+    assert r["drive"]["name"] == "hp-c3323a-1surface"
     assert r["drive"]["capacity_bytes"] == 154_302_464
     assert r["drive"]["rotation_model"] == "angular"
     assert r["host"]["requests"] == 13_780
@@ -252,7 +252,7 @@ def _random_targets(n: int, seed: int) -> list[tuple[int, int]]:
 
 
 def _device(trace: Path, **drive: object) -> dict:
-    r = stlsim.run(trace=trace, format="spc", drive={"preset": "hp-c3323a", **drive}, mode="flat-out")
+    r = stlsim.run(trace=trace, format="spc", drive={"preset": "hp-c3323a-1surface", **drive}, mode="flat-out")
     assert r.report["host"]["requests"] == r.report["device"]["read_ops"]  # one media access each
     return r.report["device"]
 
@@ -292,3 +292,118 @@ def test_random_accesses_match_the_measured_seek_curve(tmp_path: Path) -> None:
     mean_ms = dev["busy_s"] * 1e3 / len(targets)
     want = mean_seek + ROT_NS / 2e6 + mean_xfer_ms
     assert mean_ms == pytest.approx(want, rel=0.02)
+
+
+# --------------------------------------------------------------------------
+# The whole drive: seven surfaces, head switch, write settle and skew
+# --------------------------------------------------------------------------
+
+
+def _skews() -> list[tuple[int, int]]:
+    """(track skew, cylinder skew) of each zone, in sectors, from the model."""
+    text = (DISKSIM / "hp_c3323a.model").read_text()
+    zones_text = text.partition("Layout Model")[2].partition("Mechanical Model")[0]
+    out = []
+    for block in zones_text.split("dm_layout_g1_zone")[1:]:
+        p = _params(block)
+        out.append((int(p["Skew for track switch"]), int(p["Skew for cylinder switch"])))
+    return out
+
+
+def _whole_drive(skew: bool = True) -> dict:
+    """The HP C3323A with all 7 surfaces (tracks cylinder-major), its head
+    switch, write settle and skews; no link time, so that a run's device
+    busy time is the mechanics' alone. The spares and zone 0's empty front
+    are left out (stlsim does not map them yet)."""
+    s = MODEL["surfaces"]
+    zones = [
+        {
+            "first_track": z["first"] * s,
+            "sectors_per_track": z["blocks"],
+            "track_skew_sectors": ts if skew else 0,
+            "cylinder_skew_sectors": cs if skew else 0,
+        }
+        for z, (ts, cs) in zip(MODEL["zones"], _skews())
+    ]
+    return {
+        "preset": "hp-c3323a-1surface",
+        "surfaces": s,
+        "tracks": MODEL["cylinders"] * s,
+        "zones": zones,
+        "head_switch_ms": float(MODEL["mech"]["Head switch time"]),
+        "write_settle_ms": float(MODEL["mech"]["Add. write settling delay"]),
+        "interface_mb_s": 0,
+    }
+
+
+def test_the_whole_drive_loads() -> None:
+    d = check_drive(load_drive(_whole_drive()))
+    assert d["tracks"] == 2982 * 7
+    assert d["full_stroke_seek_ms"] == pytest.approx(SEEK[-1][1])  # 2981 cylinders: past the last point, flat
+
+
+@pytest.mark.parametrize(
+    ("lba", "skew", "want_ns"),
+    [
+        # LBAs 100..140: sectors 100..120 of track 0 then 0..20 of track 1
+        # (cylinder 0, surfaces 0 and 1; zone 0: 120 sectors, track skew 17).
+        # One rotation is round(60e9 / 5400) = 11,111,111 ns, a sector 1/120
+        # of it. The head is on track 0 at t = 0: it waits for sector 100,
+        # 11,111,111 x 100/120 = 9,259,259, reads 20 sectors, 1,851,851, and
+        # ends at 11,111,110. The head switch, 650,000, brings it to angle
+        # 649,999; track 1's sector 0 is at 17/120 of a turn, 1,574,074:
+        # a 924,075 wait, then 1,851,851 more: 14,537,036.
+        (100, True, 14_537_036),
+        # Without skew track 1's sector 0 has just passed: 10,461,112 wait.
+        (100, False, 24_074_073),
+        # LBAs 820..860: sectors 100..120 of track 6 (cylinder 0, surface 6:
+        # 6 track skews, 102 sectors) then 0..20 of track 7 (cylinder 1,
+        # surface 0: 6 track skews and a cylinder skew of 34: 136, i.e. 16).
+        # Head switch 0 -> 6: 650,000; sector 100 of track 6 is at
+        # (102 + 100) mod 120 = 82 sectors, 7,592,592: wait 6,942,592; read
+        # 1,851,851; end 9,444,443. The one-cylinder seek, 1,178,043, beats the
+        # head switch; track 7's sector 0 is at 16 sectors, 1,481,481: wait
+        # 1,970,106 (34 sectors from the end of track 6, less the seek);
+        # read 1,851,851: 14,444,443.
+        (820, True, 14_444_443),
+    ],
+)
+def test_a_read_across_a_track_boundary_lands_per_the_skew(tmp_path: Path, lba: int, skew: bool, want_ns: int) -> None:
+    trace = tmp_path / "cross.spc"
+    trace.write_text(f"0,{lba},{40 * 512},r,0.000\n")
+    r = stlsim.run(trace=trace, format="spc", drive=_whole_drive(skew), mode="flat-out")
+    dev = r.report["device"]
+    assert dev["read_ops"] == 2  # one piece a track
+    assert dev["busy_s"] * 1e9 == pytest.approx(want_ns, abs=2)
+
+
+@pytest.mark.parametrize(
+    ("sector", "settle_ms", "read_ns", "write_ns"),
+    [
+        # One sector of track 7 (cylinder 1, surface 0; skewed by 16 sectors)
+        # from the head on track 0 at t = 0: the one-cylinder seek is
+        # 1,178,043 ns (it beats the 650,000 head switch), a sector passes in
+        # 92,592. Sector 117 is at (16 + 117) mod 120 = 13 sectors, 1,203,703:
+        # a read waits 25,660 and ends at 1,296,295; a write settles 70,000
+        # more, arrives at 1,248,043 just after the sector passed and waits
+        # 11,066,771 for it to come round: 12,407,406.
+        (117, 0.07, 1_296_295, 12_407_406),
+        # hp_c2490a's settle, -0.642 ms, on the same drive: sector 110 is at
+        # 6 sectors, 555,555. A read arrives at 1,178,043, after it passed:
+        # 10,488,623 to wait, 11,759,258 in all. A write repositions in
+        # 1,178,043 - 642,000 = 536,043, waits 19,512: 648,147.
+        (110, -0.642, 11_759_258, 648_147),
+    ],
+)
+def test_a_write_after_a_move_adds_the_settle(
+    tmp_path: Path, sector: int, settle_ms: float, read_ns: int, write_ns: int
+) -> None:
+    busy = {}
+    for op in ("r", "w"):
+        trace = tmp_path / f"{op}.spc"
+        trace.write_text(f"0,{7 * 120 + sector},512,{op},0.000\n")
+        drive = {**_whole_drive(), "write_settle_ms": settle_ms}
+        r = stlsim.run(trace=trace, format="spc", drive=drive, mode="flat-out", write_cache=False)
+        busy[op] = r.report["device"]["busy_s"] * 1e9
+    assert busy["r"] == pytest.approx(read_ns, abs=2)
+    assert busy["w"] == pytest.approx(write_ns, abs=2)

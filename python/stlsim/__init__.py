@@ -33,6 +33,7 @@ from .errors import (
 from .result import Comparison, Result
 from .sweep import SweepResult, sweep
 from .synth import SynthTrace, synth_trace
+from .validation import Validation, validate
 
 __all__ = [
     "Analysis",
@@ -47,6 +48,7 @@ __all__ = [
     "StlsimError",
     "TraceFormatError",
     "TraceIOError",
+    "Validation",
     "__version__",
     "analyze",
     "compare",
@@ -61,4 +63,5 @@ __all__ = [
     "sweep",
     "synth_trace",
     "trace_info",
+    "validate",
 ]

@@ -21,6 +21,10 @@ class Simulation:
         """Whether the run has finished."""
     def request_crash(self) -> None:
         """Inject a power loss before the next request."""
+    def keep_latencies(self) -> None:
+        """Keep each request's simulated latency beside its measured response time (call before stepping)."""
+    def latencies(self) -> tuple[list[float], list[float], list[bool]]:
+        """The kept per-request latencies in completion order: (simulated ms, measured ms; NaN where none, write?)."""
     def report_json(self) -> str:
         """The run report as JSON."""
     def cdf(self, which: str) -> tuple[list[float], list[float]]:

@@ -280,7 +280,9 @@ def run(
         layer: a registered layer (:func:`stlsim.layers`).
         params: the layer's parameters by name (values are converted to their declared kinds).
         mode: ``queue`` (host queue of ``queue_depth``, trace timing), ``flat-out``
-            (queue depth 1, no gaps) or ``scaled`` (open loop, gaps times ``scale``).
+            (queue depth 1, no gaps), ``scaled`` (open loop, gaps times ``scale``)
+            or ``closed`` (queue depth 1, each request its think time after the
+            previous one completes, as DiskSim replays validate traces).
         write_cache: force the drive's write cache on or off (None: the drive's own).
         fold: fold offsets beyond the drive's capacity back into it.
         verify: carry data and check every read and the final footprint.

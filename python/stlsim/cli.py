@@ -248,7 +248,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--param", action="append", metavar="NAME=VALUE", help="a layer parameter (repeatable; see 'stlsim layers')"
     )
     r = p.add_argument_group("replay")
-    r.add_argument("--mode", choices=("queue", "flat-out", "scaled"), help="replay mode (default: queue)")
+    r.add_argument("--mode", choices=("queue", "flat-out", "scaled", "closed"), help="replay mode (default: queue)")
     r.add_argument("--queue-depth", type=_nonneg, metavar="Q", help="host queue depth in queue mode (default: 64)")
     r.add_argument("--scale", type=_positive_float, metavar="X", help="inter-arrival multiplier in scaled mode")
     r.add_argument(
@@ -412,6 +412,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", metavar="FILE", help="where to write it (default: stdout)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     p.set_defaults(func=_cmd_init_config)
+
+    p = sub.add_parser(
+        "validate",
+        help="replay a DiskSim validate trace as DiskSim does and compare with the real drive's measured times",
+        description="Replay TRACE (DiskSim's validate format: each request with the response time measured "
+        "on the real drive) on DRIVE as DiskSim's validation runs do (closed loop: each request issued its "
+        "think time after the previous one completes) and print DiskSim's demerit figure (RMS horizontal "
+        "distance between the simulated and measured response-time CDFs), the mean simulated and measured "
+        "response and the mean error. See docs/validation.md.",
+    )
+    p.add_argument("--drive", required=True, metavar="NAME|FILE", help="drive preset or drive TOML (e.g. one made by import-disksim)")
+    p.add_argument("--trace", required=True, metavar="TRACE", help="a DiskSim validate trace (.gz/.zst read too)")
+    p.add_argument("--out", metavar="DIR", help="save validation.json, the CDFs (CSV), per-request times and the CDF plot there")
+    p.add_argument("--plot-format", metavar="FMT", help="with --out: the plot's format, png (default), pdf or svg")
+    p.add_argument("--fold", action="store_true", help="fold requests beyond the drive's capacity back into it")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser(
+        "import-disksim",
+        help="write a commented stlsim drive file from DiskSim's .parv/.diskspecs/.model",
+        description="Read a DiskSim parameter file (.parv run file, .diskspecs or .model; 'source' lines "
+        "and the .seek curve are followed) and write a commented stlsim drive description citing the "
+        "DiskSim file:line of every value. Values stlsim cannot express yet are listed on stderr and in "
+        "the file's header. See docs/validation.md.",
+    )
+    p.add_argument("file", metavar="FILE", help="a DiskSim .parv, .diskspecs or .model file")
+    p.add_argument("-o", "--output", metavar="OUT.toml", help="where to write the drive (default: stdout)")
+    p.add_argument("--name", metavar="NAME", help="the drive's name (default: from FILE, hp_c3323a -> hp-c3323a)")
+    p.add_argument("--force", action="store_true", help="overwrite OUT.toml if it exists")
+    p.set_defaults(func=_cmd_import_disksim)
 
     p = sub.add_parser(
         "sweep",
@@ -1167,6 +1198,34 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
     for row in rows:
         con.print(f"[bold]{row['name']}[/bold]: {row['description']}")
     return 0
+
+
+def _cmd_validate(ns: argparse.Namespace) -> int:
+    from .validation import validate
+
+    v = validate(ns.drive, ns.trace, fold=ns.fold, out=ns.out, plot_format=ns.plot_format)
+    for w in v.report.get("warnings") or []:
+        _info(f"warning: {w}")
+    if ns.json:
+        print(json.dumps(v.summary, indent=2))
+        return 0
+    print(f"{Path(v.trace).name} on {v.drive}: {v.requests:,} requests, replayed closed loop as DiskSim's validation")
+    print(f"  demerit (RMS distance of the CDFs)  {v.demerit_ms:9.3f} ms")
+    print(f"  mean response, simulated            {v.mean_simulated_ms:9.3f} ms")
+    print(f"  mean response, measured             {v.mean_measured_ms:9.3f} ms")
+    print(f"  mean error (simulated - measured)   {v.mean_error_ms:+9.3f} ms")
+    for what, count, err in (("reads", v.summary["reads"], v.mean_read_error_ms), ("writes", v.summary["writes"], v.mean_write_error_ms)):
+        shown = "        -" if math.isnan(err) else f"{err:+9.3f}"
+        print(f"    {f'of the {count:,} {what}':<34}{shown} ms")
+    if ns.out:
+        _info(f"saved to {ns.out}")
+    return 0
+
+
+def _cmd_import_disksim(ns: argparse.Namespace) -> int:
+    from .disksim import main_import
+
+    return main_import(ns.file, ns.output, ns.force, ns.name)
 
 
 def _cmd_init_config(ns: argparse.Namespace) -> int:

@@ -48,7 +48,7 @@ __all__ = [
 DEFAULT_DRIVE = "imr-paper"
 DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
-MODES = ("queue", "flat-out", "scaled")
+MODES = ("queue", "flat-out", "scaled", "closed")
 #: Trace formats the core knows (None: guess from the file name and first line).
 FORMATS = (
     "msr",
@@ -775,7 +775,12 @@ _DRIVE_DOCS = {
     "interface_mb_s": "host link rate, MB/s",
     "prefill": "how full the drive is when a run starts: a fraction of the capacity, or 'footprint'",
     "rotation": "'average' (half a rotation per access) or 'angular' (head angle tracked)",
-    "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track",
+    "zones": "zoned-bit recording: [[drive.zones]] first_track, sectors_per_track (and DiskSim's skews, offsets and spares, docs/drive-model.md)",
+    "surfaces": "data surfaces (heads); tracks are numbered cylinder-major, seeks count cylinders",
+    "surface_order": "surfaces a cylinder's LBAs visit: ascending, serpentine-in-zone or serpentine (DiskSim mapping scheme 0, 1, 2)",
+    "head_switch_ms": "switching surfaces within a cylinder, ms (overlaps a seek)",
+    "write_settle_ms": "added to a write that moved the head, ms (DiskSim; may be negative)",
+    "spare_range_cylinders": "cylinders per sparing range (zones' spare_sectors_per_range)",
 }
 _SEEK_DOCS = {
     "model": "'sqrt' (a*sqrt(d)+b through min and max) or 'table'",
@@ -907,7 +912,7 @@ def init_config_text() -> str:
     lines += [
         "",
         "[replay]",
-        _line("mode", "queue", "queue (host queue, trace timing), flat-out (QD 1, no gaps) or scaled"),
+        _line("mode", "queue", "queue (host queue, trace timing), flat-out (QD 1, no gaps), scaled or closed (think times)"),
         _line("queue_depth", 64, "host queue depth, requests (queue mode)"),
         _line("scale", 1.0, "inter-arrival time multiplier (scaled mode)"),
         _line("fold", False, "fold offsets beyond the drive's capacity back into it"),

@@ -219,18 +219,22 @@ fn dmsmr() -> DriveConfig {
             ZoneSpec {
                 first_track: 0,
                 sectors_per_track: 460,
+                ..Default::default()
             },
             ZoneSpec {
                 first_track: 12_739,
                 sectors_per_track: 444,
+                ..Default::default()
             },
             ZoneSpec {
                 first_track: 1_500_000,
                 sectors_per_track: 332,
+                ..Default::default()
             },
             ZoneSpec {
                 first_track: 3_000_000,
                 sectors_per_track: 220,
+                ..Default::default()
             },
         ],
         capacity_gib: Some(4656.613),

@@ -518,7 +518,9 @@ impl Device {
             return self.clock;
         }
         let spt = self.geom.sectors_in(at.track);
-        let t = self.mech.access(&self.head, self.clock, at, count, spt);
+        let t = self
+            .mech
+            .access(&self.head, self.clock, at, count, spt, write);
         let busy = t.total();
         self.clock += busy;
         let moved = self.head.track != at.track;
@@ -830,5 +832,88 @@ impl Geometry {
             )));
         }
         Ok(self.sectors_in(t))
+    }
+}
+
+#[cfg(test)]
+mod mechanics_tests {
+    //! Multi-track commands on a drive with surfaces, head switch, settle
+    //! and skew: the device splits a command per track, and each piece is
+    //! timed from where the previous one left the head.
+    use super::*;
+    use crate::geometry::{DriveConfig, SeekConfig, ZoneSpec};
+
+    /// 6,000 RPM (10 ms a turn), 100 sectors a track (100,000 ns a sector),
+    /// one-cylinder seek 1.5 ms, head switch 0.5 ms, 200 tracks.
+    fn dev(surfaces: u64, track_skew: u32, cyl_skew: u32, settle_ms: f64) -> Device {
+        let d = DriveConfig {
+            sector_bytes: 512,
+            rpm: 6000.0,
+            rotation: "angular".into(),
+            surfaces,
+            head_switch_ms: 0.5,
+            write_settle_ms: settle_ms,
+            seek: SeekConfig {
+                model: "table".into(),
+                table: vec![(1, 1.5), (100, 11.4)],
+                ..Default::default()
+            },
+            zones: vec![ZoneSpec {
+                first_track: 0,
+                sectors_per_track: 100,
+                track_skew_sectors: track_skew,
+                cylinder_skew_sectors: cyl_skew,
+                ..Default::default()
+            }],
+            tracks: Some(200),
+            capacity_gib: None,
+            ..Default::default()
+        };
+        let g = Geometry::from_config(&d).unwrap();
+        let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+        Device::new(g, m, false)
+    }
+
+    #[test]
+    fn a_read_crossing_onto_the_next_cylinder_lands_per_the_skew() {
+        // LBAs 150..230: track 1 (cylinder 0, surface 1) sectors 50..100,
+        // then track 2 (cylinder 1, surface 0) sectors 0..30.
+        // Skewed (track 10, cylinder 20 sectors): the head (track 0, t = 0)
+        // switches surface, 500,000; track 1's sector 50 is at (10 + 50)/100
+        // of a turn, 6,000,000: wait 5,500,000; 50 sectors 5,000,000; the
+        // piece ends at 11,000,000. Then max(seek 1,500,000, switch 500,000)
+        // to 12,500,000 (angle 2,500,000); track 2's sector 0 is at
+        // (10 + 20)/100, 3,000,000: wait 500,000; 30 sectors 3,000,000.
+        // Done at 16,000,000.
+        let mut d = dev(2, 10, 20, 0.0);
+        let t = d.read_lbas(Cause::Host, Lba(150), Sectors(80), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(16_000_000));
+        // Unskewed: wait 4,500,000 for sector 50 (5,000,000), end at
+        // 10,000,000; arrive on track 2 at 11,500,000 (angle 1,500,000)
+        // just after its sector 0 passed: wait 8,500,000, then 3,000,000.
+        let mut d = dev(2, 0, 0, 0.0);
+        let t = d.read_lbas(Cause::Host, Lba(150), Sectors(80), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(23_000_000));
+    }
+
+    #[test]
+    fn lbas_fill_a_cylinder_before_the_arm_moves() {
+        // 400 LBAs = tracks 0..4, whole tracks (zero latency, 10 ms each).
+        // Two surfaces: tracks 0,1 are cylinder 0 and 2,3 cylinder 1, so
+        // the moves are a head switch, a one-cylinder seek, a head switch:
+        // 40 + 0.5 + 1.5 + 0.5 = 42.5 ms.
+        let mut d = dev(2, 0, 0, 0.0);
+        let t = d.read_lbas(Cause::Host, Lba(0), Sectors(400), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(42_500_000));
+        // One surface: every track is a cylinder, three 1.5 ms seeks: 44.5 ms.
+        let mut d = dev(1, 0, 0, 0.0);
+        let t = d.read_lbas(Cause::Host, Lba(0), Sectors(400), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(44_500_000));
+        // Writing them adds the 0.07 ms settle after each of the three moves.
+        let mut d = dev(2, 0, 0, 0.07);
+        let t = d.write_lbas(Cause::Host, Lba(0), Sectors(400), &[]);
+        assert_eq!(t.unwrap(), Nanos(42_710_000));
+        // Each move counts as a seek (to another track), all three.
+        assert_eq!(d.totals().1.seeks, 3);
     }
 }

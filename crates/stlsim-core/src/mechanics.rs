@@ -18,9 +18,34 @@
 //! Whole-track accesses have zero latency in both models: once on track, a
 //! full-track read or write starts at whatever sector arrives first and costs
 //! exactly one rotation (the IMR paper's assumption for flips and promotions).
+//!
+//! Surfaces, head switch, write settle and skew follow DiskSim 4.0's
+//! `dm_mech_g1` (`diskmodel/mech_g1.c`) and `dm_layout_g1`
+//! (`diskmodel/layout_g1.c`), the models its validated drives use
+//! (`Access time type = trackSwitchPlusRotation`). All are off by default:
+//! * tracks are numbered cylinder-major (track `t` is cylinder
+//!   `t / surfaces`, surface `t % surfaces`) and the seek curve is read in
+//!   cylinders; which surface holds each track of a cylinder follows
+//!   DiskSim's LBN-to-PBN mapping scheme (`g1_surfno_on_cyl`: ascending, or
+//!   serpentine so that a cylinder switch keeps the head);
+//! * repositioning costs `max(seek(cylinders), head switch)`, the head
+//!   switch applying whenever the surface changes (`dm_seek_time_g1`: the
+//!   arm moves while the other head is selected, so the two overlap);
+//! * a write whose repositioning is not zero adds `write_settle_ms`
+//!   (`seekwritedelta`, "the seek times ... are for read access"); DiskSim
+//!   takes a negative value as is (hp_c2490a: -0.642 ms, writes settle
+//!   faster than the read curve says); stlsim adds it too but never lets the
+//!   repositioning fall below zero (DiskSim's signed time would; no imported
+//!   drive gets there, their shortest move exceeds the settle);
+//! * `angular` only: sector 0 of a track is rotated by the zone's first
+//!   block offset plus one track skew per head switch and one cylinder skew
+//!   per cylinder switch since the zone's first track (`g1_map_pbn_skew`:
+//!   `trackswitches = head + (surfaces-1) * cyl`, then `+ cyl * cylskew`),
+//!   all in sectors of the zone's track, so a transfer that crosses onto the
+//!   next track waits the skew less the switch, not a rotation.
 
 use crate::error::{config_err, SimResult};
-use crate::geometry::SeekConfig;
+use crate::geometry::{DriveConfig, SeekConfig};
 use crate::units::{Nanos, PhysAddr, Track};
 
 /// Rotational latency model.
@@ -38,6 +63,28 @@ enum SeekCurve {
     Table(Vec<(f64, f64)>),
 }
 
+/// The skew of one zone (DiskSim `dm_layout_g1_zone`), in sectors of its track.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ZoneSkew {
+    first_cylinder: u64,
+    sectors: u64,
+    track_skew: u64,
+    cylinder_skew: u64,
+    first_block_offset: u64,
+}
+
+/// Which physical surface holds the `i`-th track of a cylinder in LBA order
+/// (DiskSim `g1_surfno_on_cyl`, "LBN-to-PBN mapping scheme").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SurfaceOrder {
+    /// Scheme 0: surface `i` on every cylinder.
+    Ascending,
+    /// Scheme 1: reversed on the odd cylinders of a zone (from its first).
+    SerpentineInZone,
+    /// Scheme 2: reversed on odd cylinders.
+    Serpentine,
+}
+
 /// Seek, rotation and transfer timing of one drive.
 #[derive(Clone, Debug)]
 pub struct Mechanics {
@@ -46,6 +93,18 @@ pub struct Mechanics {
     rot_ns: u64,
     /// Cached seek times for short distances (most seeks in a trace are short).
     short: Vec<u64>,
+    /// Data surfaces: tracks per cylinder (1: one track per cylinder).
+    surfaces: u64,
+    /// Which surface holds each track of a cylinder.
+    surface_order: SurfaceOrder,
+    /// Switching surfaces.
+    head_switch: Nanos,
+    /// Added to a write's non-zero repositioning; signed, as DiskSim's
+    /// `seekwritedelta` (nanoseconds; private to this module).
+    write_settle_ns: i64,
+    /// Per-zone skews, ascending `first_cylinder`; empty when no zone has any
+    /// (the angle of sector `s` is then `s/S`, as before skew existed).
+    skews: Vec<ZoneSkew>,
 }
 
 /// Where the head is and when it got there.
@@ -132,9 +191,157 @@ impl Mechanics {
             rotation,
             rot_ns: (60e9 / rpm).round() as u64,
             short: vec![],
+            surfaces: 1,
+            surface_order: SurfaceOrder::Ascending,
+            head_switch: Nanos::ZERO,
+            write_settle_ns: 0,
+            skews: vec![],
         };
         m.short = (0..1024u64).map(|d| m.seek_uncached(d).0).collect();
         Ok(m)
+    }
+
+    /// The mechanics of a whole drive description with `tracks` physical
+    /// tracks: seek curve, rotation, and the surfaces, head switch, write
+    /// settle and zone skews (see the module comment). With the defaults
+    /// (one surface, no switch, settle or skew) this is [`Mechanics::new`].
+    pub fn for_drive(d: &DriveConfig, tracks: u64) -> SimResult<Mechanics> {
+        d.check_ranges()?;
+        let surfaces = d.surfaces.max(1);
+        // The seek curve spans cylinders: the `sqrt` fit's full stroke is
+        // the last cylinder (with one surface, the last track as before).
+        let cylinders = tracks.div_ceil(surfaces);
+        let mut m = Mechanics::new(&d.seek, &d.rotation, d.rpm, cylinders)?;
+        m.surfaces = surfaces;
+        m.surface_order = match d.surface_order.as_str() {
+            "ascending" => SurfaceOrder::Ascending,
+            "serpentine-in-zone" => SurfaceOrder::SerpentineInZone,
+            "serpentine" => SurfaceOrder::Serpentine,
+            o => {
+                return config_err(format!(
+                    "surface_order '{o}' is not 'ascending', 'serpentine-in-zone' or 'serpentine'"
+                ))
+            }
+        };
+        m.head_switch = Nanos::from_ms(d.head_switch_ms);
+        m.write_settle_ns = (d.write_settle_ms * 1e6).round() as i64;
+        // The zone table is kept when skew or a per-zone surface order needs it.
+        let any = m.surface_order == SurfaceOrder::SerpentineInZone
+            || d.zones.iter().any(|z| {
+                z.track_skew_sectors != 0
+                    || z.cylinder_skew_sectors != 0
+                    || z.first_block_offset_sectors != 0
+            });
+        if any {
+            m.skews = d
+                .zones
+                .iter()
+                .map(|z| ZoneSkew {
+                    first_cylinder: z.first_track / surfaces,
+                    sectors: z.sectors_per_track.max(1) as u64,
+                    track_skew: z.track_skew_sectors as u64,
+                    cylinder_skew: z.cylinder_skew_sectors as u64,
+                    first_block_offset: z.first_block_offset_sectors as u64,
+                })
+                .collect();
+        }
+        Ok(m)
+    }
+
+    /// Data surfaces (tracks per cylinder).
+    pub fn surfaces(&self) -> u64 {
+        self.surfaces
+    }
+
+    /// The cylinder of a physical track (tracks are numbered cylinder-major).
+    pub fn cylinder(&self, t: Track) -> u64 {
+        t.0 / self.surfaces
+    }
+
+    /// Time to move from track `from` to track `to`: the seek over their
+    /// cylinder distance and the head switch, overlapped (DiskSim
+    /// `dm_seek_time_g1`), plus the write settle for a write that moved.
+    pub fn reposition_time(&self, from: Track, to: Track, write: bool) -> Nanos {
+        if self.surfaces == 1 && self.write_settle_ns == 0 {
+            // The drive model before surfaces existed, bit for bit.
+            return self.seek_time(from.distance(to));
+        }
+        let seek = self.seek_time(self.cylinder(from).abs_diff(self.cylinder(to)));
+        let switch = if self.surface(from) != self.surface(to) {
+            self.head_switch
+        } else {
+            Nanos::ZERO
+        };
+        let t = seek.0.max(switch.0);
+        if t == 0 || !write {
+            return Nanos(t);
+        }
+        // A negative settle shortens the move but never below nothing.
+        Nanos((t as i64).saturating_add(self.write_settle_ns).max(0) as u64)
+    }
+
+    /// The zone skew entry of cylinder `cyl` (the table is not empty).
+    fn zone_skew(&self, cyl: u64) -> &ZoneSkew {
+        let i = self.skews.partition_point(|z| z.first_cylinder <= cyl);
+        &self.skews[i.saturating_sub(1)]
+    }
+
+    /// The physical surface (head) under which track `t` lies: its index in
+    /// its cylinder in LBA order, reversed on the cylinders a serpentine
+    /// order runs backwards (DiskSim `g1_surfno_on_cyl`).
+    pub fn surface(&self, t: Track) -> u64 {
+        let (cyl, i) = (t.0 / self.surfaces, t.0 % self.surfaces);
+        let reversed = match self.surface_order {
+            SurfaceOrder::Ascending => false,
+            SurfaceOrder::Serpentine => cyl % 2 == 1,
+            SurfaceOrder::SerpentineInZone => {
+                !self.skews.is_empty()
+                    && cyl.saturating_sub(self.zone_skew(cyl).first_cylinder) % 2 == 1
+            }
+        };
+        if reversed {
+            self.surfaces - 1 - i
+        } else {
+            i
+        }
+    }
+
+    /// Where sector 0 of track `t` starts, in nanoseconds of rotation past
+    /// angle 0 (0 without skew), and the zone's sectors per track its skew
+    /// is counted in.
+    fn skew_sectors(&self, t: Track) -> (u64, u64) {
+        if self.skews.is_empty() {
+            return (0, 1);
+        }
+        let cyl = self.cylinder(t);
+        let z = self.zone_skew(cyl);
+        let cyl_in_zone = cyl.saturating_sub(z.first_cylinder);
+        // The track's index in its cylinder in LBA order (DiskSim's
+        // g1_surfno_on_cyl, whatever surface holds it).
+        let head = t.0 % self.surfaces;
+        // One track skew per track switch, one cylinder skew per cylinder
+        // switch since the zone's first track (DiskSim g1_map_pbn_skew).
+        let switches = head as u128 + (self.surfaces as u128 - 1) * cyl_in_zone as u128;
+        let off = (z.first_block_offset as u128
+            + switches * z.track_skew as u128
+            + cyl_in_zone as u128 * z.cylinder_skew as u128)
+            % z.sectors as u128;
+        (off as u64, z.sectors)
+    }
+
+    /// When (nanoseconds past angle 0, below one rotation) sector `s` of
+    /// track `t`, which has `spt` sectors, passes under the head.
+    pub fn sector_angle_ns(&self, t: Track, s: u32, spt: u32) -> u64 {
+        let spt = spt.max(1) as u128;
+        let rot = self.rot_ns as u128;
+        let (off, zspt) = self.skew_sectors(t);
+        if off == 0 {
+            return (rot * s as u128 / spt) as u64;
+        }
+        // off/zspt + s/spt of a turn, as one fraction so that no rounding
+        // of the skew accumulates.
+        let zspt = zspt as u128;
+        ((rot * (off as u128 * spt + s as u128 * zspt) / (zspt * spt)) % rot) as u64
     }
 
     /// One full rotation.
@@ -184,9 +391,11 @@ impl Mechanics {
         Nanos((self.rot_ns as u128 * sectors as u128 / spt.max(1) as u128) as u64)
     }
 
-    /// Timing of an access to `count` sectors from `at` (on a track of `spt`
-    /// sectors) that may start no earlier than `start`, given the head state.
-    /// Returns the timing; the new head state ends at `start + total`.
+    /// Timing of an access (a write if `write`) to `count` sectors from `at`
+    /// (on a track of `spt` sectors) that may start no earlier than `start`,
+    /// given the head state. Returns the timing; the new head state ends at
+    /// `start + total`. `seek` holds the whole repositioning: seek, head
+    /// switch and write settle.
     pub fn access(
         &self,
         head: &HeadState,
@@ -194,9 +403,10 @@ impl Mechanics {
         at: PhysAddr,
         count: u32,
         spt: u32,
+        write: bool,
     ) -> AccessTime {
         let d = head.track.distance(at.track);
-        let seek = self.seek_time(d);
+        let seek = self.reposition_time(head.track, at.track, write);
         let transfer = self.transfer_time(count, spt);
         let whole_track = count >= spt;
         let continues = d == 0 && head.next_sector == at.sector && head.at == start;
@@ -208,8 +418,7 @@ impl Mechanics {
                 Rotation::Angular => {
                     let arrive = (start + seek).0;
                     let pos = arrive % self.rot_ns;
-                    let target =
-                        (self.rot_ns as u128 * at.sector as u128 / spt.max(1) as u128) as u64;
+                    let target = self.sector_angle_ns(at.track, at.sector, spt);
                     Nanos((target + self.rot_ns - pos) % self.rot_ns)
                 }
             }
@@ -281,6 +490,7 @@ mod tests {
             },
             1,
             512,
+            false,
         );
         let want = m.seek_time(1000) + Nanos::from_ms(5.0) + Nanos(10_000_000 / 512);
         assert_eq!(t.total(), want);
@@ -304,6 +514,7 @@ mod tests {
                 },
                 512,
                 512,
+                false,
             );
             assert_eq!(t.rotate, Nanos::ZERO);
             assert_eq!(t.seek + t.transfer, m.seek_time(4) + Nanos::from_ms(10.0));
@@ -331,6 +542,7 @@ mod tests {
             },
             1,
             spt,
+            false,
         );
         assert_eq!(a.rotate, Nanos::ZERO);
         let end = start + a.total();
@@ -348,6 +560,7 @@ mod tests {
             },
             1,
             spt,
+            false,
         );
         let from_first_start = (end + b.seek + b.rotate).0 - start.0;
         // The same angle comes round again exactly one rotation later.
@@ -372,8 +585,282 @@ mod tests {
                 },
                 8,
                 512,
+                false,
             );
             assert_eq!(t.seek + t.rotate, Nanos::ZERO, "{rot}");
         }
+    }
+
+    /// A two-surface drive at 6,000 RPM (one rotation 10 ms), one zone of
+    /// 100 sectors a track (one sector 100,000 ns), a one-cylinder seek of
+    /// 1.5 ms, a 0.5 ms head switch, and the given skews and settle.
+    fn dm(track_skew: u32, cyl_skew: u32, settle_ms: f64) -> Mechanics {
+        let d = DriveConfig {
+            rpm: 6000.0,
+            rotation: "angular".into(),
+            surfaces: 2,
+            head_switch_ms: 0.5,
+            write_settle_ms: settle_ms,
+            seek: SeekConfig {
+                model: "table".into(),
+                table: vec![(1, 1.5), (100, 11.4)],
+                ..Default::default()
+            },
+            zones: vec![crate::geometry::ZoneSpec {
+                first_track: 0,
+                sectors_per_track: 100,
+                track_skew_sectors: track_skew,
+                cylinder_skew_sectors: cyl_skew,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        Mechanics::for_drive(&d, 200).unwrap()
+    }
+
+    fn at(t: u64, s: u32) -> PhysAddr {
+        PhysAddr {
+            track: Track(t),
+            sector: s,
+        }
+    }
+
+    #[test]
+    fn skew_same_sector_next_track_costs_the_skew_not_a_rotation() {
+        for (skew, want) in [(10, 1_000_000u64), (0, 10_000_000)] {
+            let m = dm(skew, 20, 0.0);
+            // Sector 40 of track 0 (cylinder 0, surface 0; no skew on the
+            // zone's first track) arrives at 40 x 100,000 = 4,000,000 ns.
+            let start = Nanos(4_000_000);
+            let h0 = HeadState {
+                track: Track(0),
+                next_sector: 0,
+                at: Nanos(0),
+            };
+            let a = m.access(&h0, start, at(0, 40), 1, 100, false);
+            assert_eq!(a.rotate, Nanos::ZERO);
+            // It ends at 4,100,000. Track 1 is surface 1 of cylinder 0: a
+            // head switch, 500,000 ns, arriving at 4,600,000. With a 10-sector
+            // track skew its sector 40 is at angle (10 + 40)/100: 5,000,000,
+            // so the wait is 400,000 and sector 40 starts exactly the skew,
+            // 1,000,000 ns, after it started on track 0. Without skew it is
+            // at 4,000,000 again: the head waits for it a whole rotation
+            // (9,400,000 ns), 10,000,000 after it started on track 0.
+            let end = start + a.total();
+            let h1 = HeadState {
+                track: Track(0),
+                next_sector: 41,
+                at: end,
+            };
+            let b = m.access(&h1, end, at(1, 40), 1, 100, false);
+            assert_eq!(b.seek, Nanos(500_000));
+            assert_eq!((end + b.seek + b.rotate).0 - start.0, want, "skew {skew}");
+        }
+    }
+
+    #[test]
+    fn transfer_onto_the_next_cylinder_lands_per_the_cylinder_skew() {
+        let m = dm(10, 20, 0.0);
+        // Track 1 (cylinder 0, surface 1) is skewed by one track skew: its
+        // sector 90 is at angle (10 + 90) mod 100 = 0. Reading sectors
+        // 90..100 from t = 0, the head already on track 1, costs no wait and
+        // 10 x 100,000 = 1,000,000 ns.
+        let h = HeadState {
+            track: Track(1),
+            next_sector: 0,
+            at: Nanos(0),
+        };
+        let a = m.access(&h, Nanos(0), at(1, 90), 10, 100, false);
+        assert_eq!(a.total(), Nanos(1_000_000));
+        // Track 2 is cylinder 1, surface 0: one track switch since the zone
+        // start (head 0 + (2-1) x 1 cylinder) and one cylinder switch, so its
+        // sector 0 is at (10 + 20)/100 of a turn: 3,000,000 ns. Moving there
+        // is max(one-cylinder seek 1,500,000, head switch 500,000) =
+        // 1,500,000, arriving at 2,500,000: a 500,000 ns wait, not the
+        // 8,500,000 an unskewed track would cost.
+        let h = HeadState {
+            track: Track(1),
+            next_sector: 0,
+            at: Nanos(1_000_000),
+        };
+        let b = m.access(&h, Nanos(1_000_000), at(2, 0), 10, 100, false);
+        assert_eq!(b.seek, Nanos(1_500_000));
+        assert_eq!(b.rotate, Nanos(500_000));
+        assert_eq!(b.transfer, Nanos(1_000_000));
+        // Track 3 (cylinder 1, surface 1): 2 track switches and 1 cylinder
+        // switch, (2 x 10 + 20) = 40 sectors.
+        assert_eq!(m.sector_angle_ns(Track(3), 0, 100), 4_000_000);
+        // Sector 70 of it wraps: (40 + 70) mod 100 = 10 sectors.
+        assert_eq!(m.sector_angle_ns(Track(3), 70, 100), 1_000_000);
+    }
+
+    #[test]
+    fn head_switch_and_one_cylinder_seek_overlap() {
+        let m = dm(0, 0, 0.0);
+        let r = |a: u64, b: u64| m.reposition_time(Track(a), Track(b), false).0;
+        assert_eq!(r(0, 0), 0);
+        // Same cylinder, other surface: the head switch alone.
+        assert_eq!(r(0, 1), 500_000);
+        assert_eq!(r(1, 0), 500_000);
+        // One cylinder, same surface: the one-cylinder seek.
+        assert_eq!(r(0, 2), 1_500_000);
+        // One cylinder and another surface: DiskSim's max(seek, switch).
+        assert_eq!(r(1, 2), 1_500_000);
+        // Seeks count cylinders: tracks 0 and 200 - 2 = 198 are 99 cylinders
+        // apart: 1.5 + (11.4 - 1.5) x 98/99 = 11.3 ms.
+        assert_eq!(r(0, 198), 11_300_000);
+        // A head switch longer than the seek wins.
+        let mut slow = dm(0, 0, 0.0);
+        slow.head_switch = Nanos(2_000_000);
+        assert_eq!(slow.reposition_time(Track(0), Track(3), false).0, 2_000_000);
+        assert_eq!(slow.reposition_time(Track(0), Track(2), false).0, 1_500_000);
+    }
+
+    #[test]
+    fn write_settle_is_added_after_a_move_and_may_be_negative() {
+        let w = |m: &Mechanics, a: u64, b: u64| m.reposition_time(Track(a), Track(b), true).0;
+        let m = dm(0, 0, 0.07);
+        // hp_c3323a's 0.07 ms: a write after a one-cylinder seek, 1,570,000;
+        // after a head switch 570,000; the read costs no settle.
+        assert_eq!(w(&m, 0, 2), 1_570_000);
+        assert_eq!(w(&m, 0, 1), 570_000);
+        assert_eq!(m.reposition_time(Track(0), Track(2), false).0, 1_500_000);
+        // No move, no settle (DiskSim adds it only to a non-zero seek).
+        assert_eq!(w(&m, 4, 4), 0);
+        // hp_c2490a's -0.642 ms shortens a write's move: 1,500,000 - 642,000.
+        let m = dm(0, 0, -0.642);
+        assert_eq!(w(&m, 0, 2), 858_000);
+        // ... but never below zero: 500,000 - 642,000 is taken as 0.
+        assert_eq!(w(&m, 0, 1), 0);
+        // And it is in the access's seek.
+        let h = HeadState::default();
+        assert_eq!(
+            m.access(&h, Nanos(0), at(2, 0), 1, 100, true).seek,
+            Nanos(858_000)
+        );
+        // One surface: the settle applies to track-to-track moves.
+        let mut one = mech("average");
+        one.write_settle_ns = 70_000;
+        assert_eq!(
+            one.reposition_time(Track(5), Track(6), true),
+            one.seek_time(1) + Nanos(70_000)
+        );
+        assert_eq!(one.reposition_time(Track(5), Track(5), true), Nanos::ZERO);
+    }
+
+    #[test]
+    fn defaults_time_exactly_as_before() {
+        // A drive description without the new keys gives the mechanics
+        // `Mechanics::new` built before they existed, access for access.
+        for rot in ["average", "angular"] {
+            let d = DriveConfig {
+                rpm: 6000.0,
+                rotation: rot.into(),
+                ..Default::default()
+            };
+            let old = Mechanics::new(&d.seek, rot, 6000.0, 100_001).unwrap();
+            let new = Mechanics::for_drive(&d, 100_001).unwrap();
+            let mut rng = crate::test_rng::Rng(7);
+            let mut head = HeadState::default();
+            let mut now = Nanos(0);
+            for _ in 0..2000 {
+                let t = Track(rng.below(100_001));
+                let s = rng.below(512) as u32;
+                let n = 1 + rng.below(512 - s as u64) as u32;
+                let w = rng.below(2) == 0;
+                let a = old.access(
+                    &head,
+                    now,
+                    PhysAddr {
+                        track: t,
+                        sector: s,
+                    },
+                    n,
+                    512,
+                    w,
+                );
+                let b = new.access(
+                    &head,
+                    now,
+                    PhysAddr {
+                        track: t,
+                        sector: s,
+                    },
+                    n,
+                    512,
+                    w,
+                );
+                assert_eq!(a, b);
+                now += a.total();
+                head = HeadState {
+                    track: t,
+                    next_sector: (s + n) % 512,
+                    at: now,
+                };
+                // Sometimes an idle gap, sometimes a continuation.
+                now += Nanos(rng.below(3) * 1_000_000);
+            }
+        }
+    }
+
+    #[test]
+    fn serpentine_surface_orders_save_the_head_switch_at_a_cylinder_switch() {
+        // Two surfaces, zones starting at cylinders 0 and 3 (tracks 0 and
+        // 6); a 2 ms head switch, longer than the 1.5 ms one-cylinder seek.
+        let m = |order: &str| {
+            let d = DriveConfig {
+                rpm: 6000.0,
+                surfaces: 2,
+                surface_order: order.into(),
+                head_switch_ms: 2.0,
+                seek: SeekConfig {
+                    model: "table".into(),
+                    table: vec![(1, 1.5), (100, 11.4)],
+                    ..Default::default()
+                },
+                zones: vec![
+                    crate::geometry::ZoneSpec {
+                        first_track: 0,
+                        sectors_per_track: 100,
+                        ..Default::default()
+                    },
+                    crate::geometry::ZoneSpec {
+                        first_track: 6,
+                        sectors_per_track: 90,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            };
+            Mechanics::for_drive(&d, 200).unwrap()
+        };
+        let r = |m: &Mechanics, a: u64, b: u64| m.reposition_time(Track(a), Track(b), false).0;
+        // Scheme 0: track 1 (cylinder 0, surface 1) to track 2 (cylinder 1,
+        // surface 0) seeks and switches: max(1.5, 2.0) ms.
+        let asc = m("ascending");
+        assert_eq!(r(&asc, 1, 2), 2_000_000);
+        assert_eq!(asc.surface(Track(2)), 0);
+        // Scheme 1: cylinder 1 runs backwards, so track 2 is on surface 1,
+        // under the same head: the seek alone. Within the cylinder the next
+        // track (3, surface 0) is a head switch. Cylinder 3 is the new
+        // zone's first (even) cylinder: track 6 is on surface 0 again, so
+        // coming from track 5 (cylinder 2, even: surface 1) switches.
+        let s1 = m("serpentine-in-zone");
+        assert_eq!(s1.surface(Track(2)), 1);
+        assert_eq!(r(&s1, 1, 2), 1_500_000);
+        assert_eq!(r(&s1, 2, 3), 2_000_000);
+        assert_eq!(s1.surface(Track(6)), 0);
+        assert_eq!(r(&s1, 5, 6), 2_000_000);
+        // Scheme 2 counts absolute cylinders: cylinder 3 is odd, track 6 on
+        // surface 1, and 5 -> 6 is a seek alone.
+        let s2 = m("serpentine");
+        assert_eq!(s2.surface(Track(6)), 1);
+        assert_eq!(r(&s2, 5, 6), 1_500_000);
+        let bad = DriveConfig {
+            surface_order: "zigzag".into(),
+            ..Default::default()
+        };
+        let e = Mechanics::for_drive(&bad, 10).unwrap_err().to_string();
+        assert!(e.contains("surface_order 'zigzag'"), "{e}");
     }
 }

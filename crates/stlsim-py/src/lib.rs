@@ -121,6 +121,27 @@ impl Simulation {
         self.sim().request_crash()
     }
 
+    /// Keep each request's simulated latency beside its measured response
+    /// time (call before stepping; see :meth:`latencies`).
+    fn keep_latencies(&self) {
+        self.sim().keep_latencies()
+    }
+
+    /// The kept per-request latencies in completion order: (simulated ms,
+    /// measured ms, write?), the measured value NaN where the trace has none.
+    fn latencies(&self) -> (Vec<f64>, Vec<f64>, Vec<bool>) {
+        let sim = self.sim();
+        let log = sim.latencies();
+        let ms = |n: stlsim_core::units::Nanos| n.0 as f64 / 1e6;
+        (
+            log.iter().map(|k| ms(k.latency)).collect(),
+            log.iter()
+                .map(|k| k.measured.map_or(f64::NAN, ms))
+                .collect(),
+            log.iter().map(|k| k.write).collect(),
+        )
+    }
+
     /// The run report as JSON.
     fn report_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.sim().report())
@@ -215,14 +236,16 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
         p.validate().map_err(|e| raise(py, SimError::Config(e)))?;
     }
     let g = Geometry::from_config(&d).map_err(|e| raise(py, e))?;
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).map_err(|e| raise(py, e))?;
+    let m = Mechanics::for_drive(&d, g.tracks()).map_err(|e| raise(py, e))?;
     let c = DriveCheck {
         tracks: g.tracks(),
         capacity_bytes: g.capacity().0 * g.sector_bytes() as u64,
         sector_bytes: g.sector_bytes(),
         max_sectors_per_track: g.max_sectors_per_track(),
         rotation_ms: m.rotation_time().as_ms(),
-        full_stroke_seek_ms: m.seek_time(g.tracks().saturating_sub(1)).as_ms(),
+        full_stroke_seek_ms: m
+            .seek_time(g.tracks().div_ceil(m.surfaces()).saturating_sub(1))
+            .as_ms(),
         single_track_seek_ms: m.seek_time(1).as_ms(),
         space_gain: g.space_gain(),
         mapping: g.band_map().map(|b| b.notation()),

@@ -30,6 +30,13 @@ pub enum Mode {
     FlatOut,
     /// Open loop: inter-arrival times multiplied by `scale` (He & Du).
     Scaled,
+    /// Closed loop, queue depth 1, as DiskSim replays a `validate` trace:
+    /// each request is issued its *think time* after the previous one
+    /// completes in the simulation. The think time is the trace's gap
+    /// between the two requests less the previous request's measured
+    /// response time (the whole gap when the trace measured none), so on a
+    /// DiskSim `validate` trace it is the record's NEXT_US field.
+    Closed,
 }
 
 impl Mode {
@@ -39,6 +46,7 @@ impl Mode {
             Mode::Queue => "queue",
             Mode::FlatOut => "flat-out",
             Mode::Scaled => "scaled",
+            Mode::Closed => "closed",
         }
     }
 }

@@ -191,6 +191,19 @@ const DRIVE_KEYS: &[(&str, bool)] = &[
     ("/ssd/mib", false),
     ("/ssd/read_mb_s", false),
     ("/ssd/write_latency_us", false),
+    ("/surfaces", true),
+    ("/head_switch_ms", false),
+    ("/write_settle_ms", false),
+    ("/spare_range_cylinders", true),
+    ("/zones/0/track_skew_sectors", true),
+    ("/zones/0/cylinder_skew_sectors", true),
+    ("/zones/0/first_block_offset_sectors", true),
+    ("/zones/0/front_empty_sectors", true),
+    ("/zones/0/spare_tracks", true),
+    ("/zones/0/spare_sectors_per_track", true),
+    ("/zones/0/spare_sectors_per_cylinder", true),
+    ("/zones/0/spare_sectors_per_range", true),
+    ("/zones/0/spare_sectors_per_zone", true),
 ];
 
 /// A drive with `path` set to `v`, or `None` when serde refuses the value
@@ -199,6 +212,11 @@ fn drive_with(base: &DriveConfig, path: &str, v: &Value) -> Option<DriveConfig> 
     let mut j = serde_json::to_value(base).expect("drive serialises");
     if path.starts_with("/seek/table") {
         j["seek"]["model"] = Value::from("table");
+    }
+    // Zone keys need a zone table: the uniform track size as one zone.
+    if path.starts_with("/zones/0/") && base.zones.is_empty() {
+        let spt = base.track_bytes / base.sector_bytes.max(1) as u64;
+        j["zones"] = serde_json::json!([{"first_track": 0, "sectors_per_track": spt}]);
     }
     let slot = j.pointer_mut(path)?;
     // JSON has no NaN: a placeholder goes through serde, then the real value
@@ -225,6 +243,8 @@ fn drive_with(base: &DriveConfig, path: &str, v: &Value) -> Option<DriveConfig> 
             "/interface_mb_s" => d.interface_mb_s = f,
             "/seek/min_ms" => d.seek.min_ms = f,
             "/seek/max_ms" => d.seek.max_ms = f,
+            "/head_switch_ms" => d.head_switch_ms = f,
+            "/write_settle_ms" => d.write_settle_ms = f,
             "/layout/cache_mib" => d.layout.cache_mib = Some(f),
             "/layout/top_ratio" => d.layout.top_ratio = f,
             "/memory/mib" => d.memory.as_mut()?.mib = f,

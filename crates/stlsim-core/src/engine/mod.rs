@@ -64,6 +64,17 @@ pub struct BackgroundCounts {
     pub host_wait_s: f64,
 }
 
+/// One completed request as [`Simulation::keep_latencies`] keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptLatency {
+    /// Simulated latency, issue to completion.
+    pub latency: Nanos,
+    /// The response time the trace measured for it, if any.
+    pub measured: Option<Nanos>,
+    /// Whether it was a write.
+    pub write: bool,
+}
+
 /// Counts behind the run's warnings.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Irregular {
@@ -136,6 +147,10 @@ pub struct Simulation {
     base_trace: Option<u64>,
     prev_trace: u64,
     prev_issue: Nanos,
+    /// The measured response time of the previous issued record (`closed` mode's think time).
+    prev_measured: Option<Nanos>,
+    /// Per-request records, when kept ([`Simulation::keep_latencies`]).
+    latency_log: Option<Vec<KeptLatency>>,
     ns_per_sector: f64,
     crash_after: Vec<u64>,
     crashes: u64,
@@ -223,7 +238,7 @@ impl Simulation {
         let drive = entry.drive_for(&cfg.drive, &params)?;
         let geom = Geometry::from_config(&drive)?;
         let layer = (entry.build)(&params, &geom)?;
-        let mech = Mechanics::new(&drive.seek, &drive.rotation, drive.rpm, geom.tracks())?;
+        let mech = Mechanics::for_drive(&drive, geom.tracks())?;
         let r = &cfg.replay;
         let prefill = r
             .prefill
@@ -349,6 +364,8 @@ impl Simulation {
             base_trace: None,
             prev_trace: 0,
             prev_issue: Nanos::ZERO,
+            prev_measured: None,
+            latency_log: None,
             ns_per_sector,
             crash_after,
             crashes: 0,
@@ -491,6 +508,18 @@ impl Simulation {
     /// Host metrics so far.
     pub fn metrics(&self) -> &HostMetrics {
         &self.metrics
+    }
+    /// Keep every completed request's simulated latency beside the response
+    /// time the trace measured for it (validation against a real drive
+    /// compares the two request by request). Off by default: the log grows
+    /// with the trace (24 bytes a request).
+    pub fn keep_latencies(&mut self) {
+        self.latency_log.get_or_insert_with(Vec::new);
+    }
+    /// The kept requests, in completion order; empty unless
+    /// [`keep_latencies`](Self::keep_latencies) was called first.
+    pub fn latencies(&self) -> &[KeptLatency] {
+        self.latency_log.as_deref().unwrap_or(&[])
     }
     /// Crashes injected so far.
     pub fn crashes(&self) -> u64 {
@@ -665,6 +694,18 @@ impl Simulation {
                 let t = Nanos((rel as f64 * self.cfg.replay.scale) as u64);
                 (t.max(self.prev_issue), t)
             }
+            Mode::Closed => {
+                // DiskSim (disksim_iodriver.c, iodriver_access_complete, the
+                // VALIDATE case) reads the next record when a request
+                // completes and gives it the time simtime + NEXT_US
+                // (disksim_iotrace.c, iotrace_validate_get_ioreq_event).
+                let think = gap.saturating_sub(self.prev_measured.map_or(0, |m| m.0));
+                let mut done = self.prev_issue.0;
+                while let Some(Reverse(c)) = self.outstanding.pop() {
+                    done = done.max(c);
+                }
+                (Nanos(done + think), Nanos(rel))
+            }
         };
         self.prev_issue = issue;
         (issue, issue.saturating_sub(trace_t))
@@ -693,6 +734,8 @@ impl Simulation {
             }
         }
         let (issue, disparity) = self.issue_time(rec);
+        let measured = self.reader.measured();
+        self.prev_measured = measured;
         let write = rec.op == Op::Write;
         Ok(Some(Arrival {
             lba,
@@ -804,6 +847,13 @@ impl Simulation {
             if !self.stage_spans.is_empty() {
                 self.count_stage_wait(issue, done);
             }
+        }
+        if let Some(log) = &mut self.latency_log {
+            log.push(KeptLatency {
+                latency: complete.saturating_sub(issue),
+                measured,
+                write,
+            });
         }
         if self.metrics.record(write, issue, complete, disparity) {
             self.sample_layer();

@@ -322,6 +322,28 @@ fn each_irregularity_of_a_run_is_a_warning() {
 }
 
 #[test]
+fn spares_the_home_map_does_not_use_are_warned_about() {
+    // DiskSim's spares and management area are carried in the zone table
+    // but not mapped: the report says so instead of changing silently.
+    let mut d = small_drive("cmr");
+    d.zones = vec![crate::geometry::ZoneSpec {
+        first_track: 0,
+        sectors_per_track: (d.track_bytes / d.sector_bytes as u64) as u32,
+        spare_tracks: 3,
+        front_empty_sectors: 10,
+        ..Default::default()
+    }];
+    let r = run(cfg(d, "cmr"), vec![rec(0, Op::Write, 0, 4)])
+        .unwrap()
+        .report();
+    let w = r.warnings.join("\n");
+    assert!(
+        w.contains("front_empty_sectors, spare_tracks") && w.contains("does not map yet"),
+        "{w}"
+    );
+}
+
+#[test]
 fn crash_points_beyond_the_trace_are_rejected_before_the_run() {
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.crash_after = vec![3, 10];

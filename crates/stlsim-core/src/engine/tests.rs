@@ -113,6 +113,40 @@ fn flat_out_ignores_timestamps_and_issues_back_to_back() {
 }
 
 #[test]
+fn closed_mode_issues_each_request_its_think_time_after_the_previous_completes() {
+    // Without measured response times the think time is the whole trace gap:
+    // 100 ms after each completion, not 100 ms after each arrival.
+    let recs = || {
+        timed(&[
+            (false, 100 * 500, 1, 0),
+            (false, 100 * 900, 1, 100_000),
+            (false, 7, 1, 100_000),
+        ])
+    };
+    let mut c = cfg(small_drive("cmr"), "cmr");
+    c.replay.mode = Mode::Closed;
+    let mut s = Simulation::with_reader(c.clone(), Box::new(VecTrace::new(recs()))).unwrap();
+    s.keep_latencies();
+    s.run().unwrap();
+    let lat: Vec<u64> = s
+        .latencies()
+        .iter()
+        .map(|k| {
+            assert_eq!((k.measured, k.write), (None, false));
+            k.latency.0
+        })
+        .collect();
+    assert_eq!(lat.len(), 3);
+    let end = lat.iter().sum::<u64>() + 200_000_000;
+    assert_eq!((s.report().simulated_s * 1e9).round() as u64, end);
+    assert_eq!(s.report().queue_depth, 1);
+    // Open loop at the trace's times ends at 200 ms plus the last service only.
+    c.replay.mode = Mode::Queue;
+    let q = run(c, recs()).unwrap();
+    assert!(q.report().simulated_s < s.report().simulated_s - 1e-3);
+}
+
+#[test]
 fn queue_mode_keeps_arrivals_while_the_device_keeps_up() {
     let c = cfg(small_drive("cmr"), "cmr");
     // One read every 100 ms: far slower than the device.

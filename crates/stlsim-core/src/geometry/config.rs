@@ -38,6 +38,11 @@ pub const REAL_RANGES: &[(&str, f64, f64, &str)] = &[
     ("write_latency_us", 0.0, 1e6, "us"),
     ("read_mb_s", 1.0, 1e6, "MB/s"),
     ("write_mb_s", 1.0, 1e6, "MB/s"),
+    ("head_switch_ms", 0.0, 100.0, "ms"),
+    // Negative values are DiskSim's: its extracted seek curves are measured
+    // on reads, and some drives settle for a write faster than the curve
+    // says (hp_c2490a: -0.642 ms). See `mechanics.rs`.
+    ("write_settle_ms", -100.0, 100.0, "ms"),
 ];
 
 /// The plausible range of each integer layout key: `(key, lowest, highest)`,
@@ -55,6 +60,33 @@ pub const INT_RANGES: &[(&str, u64, u64)] = &[
     ("layout.conventional_zones", 0, MAX_TRACKS),
     ("layout.region_tracks", 1, 100_000),
     ("layout.kappa_tracks", 1, 1_000),
+    // DiskSim's drives have 1 to 18 data surfaces; a cylinder of 4,096
+    // tracks is far past any real drive.
+    ("surfaces", 1, 4_096),
+    // Skews, offsets and spares are counted in sectors of a track of at
+    // most MAX_SECTORS_PER_TRACK sectors (or tracks of a zone).
+    ("zones.track_skew_sectors", 0, MAX_SECTORS_PER_TRACK as u64),
+    (
+        "zones.cylinder_skew_sectors",
+        0,
+        MAX_SECTORS_PER_TRACK as u64,
+    ),
+    (
+        "zones.first_block_offset_sectors",
+        0,
+        MAX_SECTORS_PER_TRACK as u64,
+    ),
+    ("zones.front_empty_sectors", 0, 1 << 40),
+    ("zones.spare_tracks", 0, MAX_TRACKS),
+    (
+        "zones.spare_sectors_per_track",
+        0,
+        MAX_SECTORS_PER_TRACK as u64,
+    ),
+    ("zones.spare_sectors_per_cylinder", 0, 1 << 40),
+    ("zones.spare_sectors_per_range", 0, 1 << 40),
+    ("zones.spare_sectors_per_zone", 0, 1 << 40),
+    ("spare_range_cylinders", 1, 1_000_000),
 ];
 
 fn real_range(key: &str) -> (f64, f64, &'static str) {
@@ -98,13 +130,51 @@ fn check_int(key: &str, v: u64) -> SimResult<()> {
 /// One zone of a zoned-bit-recording drive: tracks from `first_track` on
 /// (until the next zone) hold `sectors_per_track` sectors. For IMR this is the
 /// bottom-track size; top tracks hold `top_ratio` of it.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+///
+/// The other fields carry DiskSim's `dm_layout_g1_zone` (all 0 by default,
+/// which is the drive model before they existed): the skews shape the
+/// `angular` rotation model, the spares and the empty front where LBAs go.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZoneSpec {
-    /// First physical track of the zone.
+    /// First physical track of the zone (its first cylinder x `surfaces`).
     pub first_track: u64,
     /// Sectors on each track of the zone.
     pub sectors_per_track: u32,
+    /// Sectors the start of each track is rotated past the start of the
+    /// previous track of the same cylinder (DiskSim "Skew for track switch").
+    #[serde(default)]
+    pub track_skew_sectors: u32,
+    /// Sectors the start of a cylinder's first track is rotated past the
+    /// start of the previous cylinder's last track (DiskSim "Skew for
+    /// cylinder switch").
+    #[serde(default)]
+    pub cylinder_skew_sectors: u32,
+    /// Angle, in sectors, of the zone's first track's sector 0 (DiskSim
+    /// "Offset of first block").
+    #[serde(default)]
+    pub first_block_offset_sectors: u32,
+    /// Sectors at the front of the zone that hold no LBA (DiskSim "Empty
+    /// space at zone front", its management area).
+    #[serde(default)]
+    pub front_empty_sectors: u64,
+    /// Whole spare tracks at the end of the zone, holding no LBA (DiskSim
+    /// sparing scheme 1, "Number of spares").
+    #[serde(default)]
+    pub spare_tracks: u64,
+    /// Spare sectors at the end of each track (DiskSim sparing scheme 3).
+    #[serde(default)]
+    pub spare_sectors_per_track: u32,
+    /// Spare sectors at the end of each cylinder (DiskSim sparing scheme 2).
+    #[serde(default)]
+    pub spare_sectors_per_cylinder: u64,
+    /// Spare sectors at the end of each range of `spare_range_cylinders`
+    /// cylinders (DiskSim sparing scheme 8).
+    #[serde(default)]
+    pub spare_sectors_per_range: u64,
+    /// Spare sectors at the end of the zone (DiskSim sparing scheme 9).
+    #[serde(default)]
+    pub spare_sectors_per_zone: u64,
 }
 
 /// Seek curve.
@@ -231,6 +301,26 @@ pub struct DriveConfig {
     pub seek: SeekConfig,
     /// `average` (half a rotation per repositioning access) or `angular` (head angle tracked).
     pub rotation: String,
+    /// Data surfaces (heads). Tracks are numbered cylinder-major: track `t`
+    /// is cylinder `t / surfaces`, surface `t % surfaces`; seeks are counted
+    /// in cylinders.
+    pub surfaces: u64,
+    /// The order in which LBAs visit a cylinder's surfaces (DiskSim "LBN-to-PBN
+    /// mapping scheme"): `ascending` (0: surface 0 first on every cylinder),
+    /// `serpentine-in-zone` (1: odd cylinders of a zone, counted from its
+    /// first, run from the last surface down, so that a cylinder switch
+    /// needs no head switch) or `serpentine` (2: the same by absolute
+    /// cylinder number).
+    pub surface_order: String,
+    /// Time to switch to another surface of the same cylinder, ms (DiskSim
+    /// "Head switch time"); a seek and a head switch overlap.
+    pub head_switch_ms: f64,
+    /// Added to a write's repositioning when it moved the head, ms (DiskSim
+    /// "Add. write settling delay"; may be negative, never below zero in total).
+    pub write_settle_ms: f64,
+    /// Cylinders of a sparing range (DiskSim "Rangesize for sparing"), for
+    /// the zones' `spare_sectors_per_range`.
+    pub spare_range_cylinders: u64,
     /// Recording layout.
     pub layout: LayoutConfig,
     /// How full the drive is when a run starts, unless the run says otherwise
@@ -261,6 +351,11 @@ impl Default for DriveConfig {
             interface_mb_s: 600.0,
             seek: SeekConfig::default(),
             rotation: "average".into(),
+            surfaces: 1,
+            surface_order: "ascending".into(),
+            head_switch_ms: 0.0,
+            write_settle_ms: 0.0,
+            spare_range_cylinders: 1,
             layout: LayoutConfig::default(),
             prefill: None,
             memory: None,
@@ -272,6 +367,30 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
+    /// The zone keys set that the home map does not use yet (DiskSim's
+    /// spares and empty zone front): LBAs fill those sectors too. The run's
+    /// report warns about them, so that nothing changes silently.
+    pub fn unmapped_zone_keys(&self) -> Vec<&'static str> {
+        let mut keys = vec![];
+        let mut note = |set: bool, key| {
+            if set && !keys.contains(&key) {
+                keys.push(key);
+            }
+        };
+        for z in &self.zones {
+            note(z.front_empty_sectors != 0, "front_empty_sectors");
+            note(z.spare_tracks != 0, "spare_tracks");
+            note(z.spare_sectors_per_track != 0, "spare_sectors_per_track");
+            note(
+                z.spare_sectors_per_cylinder != 0,
+                "spare_sectors_per_cylinder",
+            );
+            note(z.spare_sectors_per_range != 0, "spare_sectors_per_range");
+            note(z.spare_sectors_per_zone != 0, "spare_sectors_per_zone");
+        }
+        keys
+    }
+
     /// Check every physical quantity against its plausible range
     /// ([`REAL_RANGES`], [`INT_RANGES`]); the first one outside is a one-line
     /// error naming its key. Combinations (a track count that is not a whole
@@ -292,6 +411,37 @@ impl DriveConfig {
         check_real("seek.max_ms", "seek.max_ms", s.max_ms)?;
         for &(_, ms) in &s.table {
             check_real("seek.table", "a seek.table time", ms)?;
+        }
+        check_real("head_switch_ms", "head_switch_ms", self.head_switch_ms)?;
+        check_real("write_settle_ms", "write_settle_ms", self.write_settle_ms)?;
+        check_int("surfaces", self.surfaces)?;
+        check_int("spare_range_cylinders", self.spare_range_cylinders)?;
+        for z in &self.zones {
+            for (key, v) in [
+                ("zones.track_skew_sectors", z.track_skew_sectors as u64),
+                (
+                    "zones.cylinder_skew_sectors",
+                    z.cylinder_skew_sectors as u64,
+                ),
+                (
+                    "zones.first_block_offset_sectors",
+                    z.first_block_offset_sectors as u64,
+                ),
+                ("zones.front_empty_sectors", z.front_empty_sectors),
+                ("zones.spare_tracks", z.spare_tracks),
+                (
+                    "zones.spare_sectors_per_track",
+                    z.spare_sectors_per_track as u64,
+                ),
+                (
+                    "zones.spare_sectors_per_cylinder",
+                    z.spare_sectors_per_cylinder,
+                ),
+                ("zones.spare_sectors_per_range", z.spare_sectors_per_range),
+                ("zones.spare_sectors_per_zone", z.spare_sectors_per_zone),
+            ] {
+                check_int(key, v)?;
+            }
         }
         let l = &self.layout;
         check_real("layout.top_ratio", "layout.top_ratio", l.top_ratio)?;

@@ -308,6 +308,16 @@ impl Geometry {
             ));
         }
         let mut layout = layout_from(&c.layout)?;
+        // The overlap physics of shingled, interlaced and wave layouts counts
+        // a track's neighbours as T-1 and T+1 on one surface; with tracks
+        // numbered cylinder-major over several surfaces those are other
+        // surfaces, so such a drive would be damaged in the wrong places.
+        if c.surfaces > 1 && !matches!(layout, Layout::Cmr) {
+            return config_err(format!(
+                "surfaces = {} needs layout kind 'cmr': the '{}' layout's overlap physics counts neighbouring tracks on one surface",
+                c.surfaces, c.layout.kind
+            ));
+        }
         let mut zones = c.zones.clone();
         if zones.is_empty() {
             if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {
@@ -323,6 +333,7 @@ impl Geometry {
             zones.push(ZoneSpec {
                 first_track: 0,
                 sectors_per_track: spt as u32,
+                ..Default::default()
             });
         }
         if zones[0].first_track != 0 {
@@ -335,6 +346,17 @@ impl Geometry {
         }
         if zones.iter().any(|z| z.sectors_per_track == 0) {
             return config_err("a zone has sectors_per_track = 0");
+        }
+        // Tracks are numbered cylinder-major, so a zone (a set of cylinders,
+        // as in DiskSim's dm_layout_g1_zone) starts on a cylinder boundary.
+        if let Some(z) = zones
+            .iter()
+            .find(|z| z.first_track % c.surfaces.max(1) != 0)
+        {
+            return config_err(format!(
+                "zone first_track {} is not the first track of a cylinder (a multiple of surfaces = {})",
+                z.first_track, c.surfaces
+            ));
         }
         if let Some(z) = zones
             .iter()

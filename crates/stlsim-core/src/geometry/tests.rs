@@ -162,10 +162,12 @@ fn zones_give_per_track_sizes() {
         ZoneSpec {
             first_track: 0,
             sectors_per_track: 100,
+            ..Default::default()
         },
         ZoneSpec {
             first_track: 5,
             sectors_per_track: 60,
+            ..Default::default()
         },
     ];
     let g = Geometry::from_config(&d).unwrap();
@@ -193,7 +195,8 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
     assert!(bad(&|d| d.zones = vec![ZoneSpec {
         first_track: 3,
-        sectors_per_track: 5
+        sectors_per_track: 5,
+        ..Default::default()
     }])
     .contains("track 0"));
     // Sizes that would exhaust memory are refused up front, not attempted.
@@ -502,10 +505,12 @@ fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
         ZoneSpec {
             first_track: 0,
             sectors_per_track: 10,
+            ..Default::default()
         },
         ZoneSpec {
             first_track: 100,
             sectors_per_track: 5,
+            ..Default::default()
         },
     ];
     d.tracks = None;
@@ -655,6 +660,7 @@ fn home_order_cases() -> Vec<(String, DriveConfig)> {
             .map(|&(f, s)| ZoneSpec {
                 first_track: f,
                 sectors_per_track: s,
+                ..Default::default()
             })
             .collect::<Vec<_>>()
     };
@@ -771,4 +777,34 @@ fn a_huge_drive_costs_no_memory_per_track() {
     let last = g.capacity().0 - 1;
     let at = g.home(Lba(last));
     assert_eq!(g.home_lba(at), Some(Lba(last)));
+}
+
+#[test]
+fn surfaces_need_cylinder_aligned_zones_and_the_cmr_layout() {
+    let mut d = drive("cmr", 12, 10);
+    d.surfaces = 3;
+    d.zones = vec![
+        ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 10,
+            ..Default::default()
+        },
+        ZoneSpec {
+            first_track: 6,
+            sectors_per_track: 8,
+            ..Default::default()
+        },
+    ];
+    let g = Geometry::from_config(&d).unwrap();
+    // LBAs still ascend track by track: with tracks numbered cylinder-major
+    // that fills cylinder 0 (tracks 0, 1, 2) before cylinder 1.
+    assert_eq!(g.home(Lba(25)).track, Track(2));
+    assert_eq!(g.home(Lba(60)).track, Track(6));
+    d.zones[1].first_track = 7;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("not the first track of a cylinder"), "{e}");
+    d.zones[1].first_track = 6;
+    d.layout.kind = "imr".into();
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("surfaces = 3 needs layout kind 'cmr'"), "{e}");
 }

@@ -13,7 +13,7 @@ fn device(layout: LayoutConfig, tracks: u64, spt: u32) -> Device {
         ..Default::default()
     };
     let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
     Device::new(g, m, true)
 }
 

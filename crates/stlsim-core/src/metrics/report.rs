@@ -324,6 +324,13 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
             x.unknown_skipped
         ));
     }
+    let unmapped = i.cfg.drive.unmapped_zone_keys();
+    if !unmapped.is_empty() {
+        w.push(format!(
+            "the drive's zones give {} (DiskSim spares / management area), which stlsim does not map yet: LBAs fill those sectors too, so later LBAs lie earlier on the disk than on the real drive",
+            unmapped.join(", ")
+        ));
+    }
     if i.host.empty_skipped > 0 {
         w.push(format!(
             "{} zero-length trace record(s) were skipped",
@@ -415,7 +422,7 @@ pub fn build(i: Inputs) -> Report {
         mode: i.cfg.replay.mode.name().into(),
         queue_depth: match i.cfg.replay.mode {
             Mode::Queue => i.cfg.replay.queue_depth,
-            Mode::FlatOut => 1,
+            Mode::FlatOut | Mode::Closed => 1,
             Mode::Scaled => 0,
         },
         finished: i.finished,

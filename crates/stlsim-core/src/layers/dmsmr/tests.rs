@@ -25,10 +25,12 @@ fn drive(bands: u64) -> DriveConfig {
             ZoneSpec {
                 first_track: 0,
                 sectors_per_track: 80,
+                ..Default::default()
             },
             ZoneSpec {
                 first_track: CACHE + 1,
                 sectors_per_track: SPT as u32,
+                ..Default::default()
             },
         ],
         tracks: Some(CACHE + 1 + bands * (N + 1)),

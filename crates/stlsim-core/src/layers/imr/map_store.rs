@@ -233,7 +233,7 @@ mod tests {
             ..Default::default()
         };
         let g = Geometry::from_config(&d).unwrap();
-        let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+        let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
         Device::new(g, m, false)
     }
 

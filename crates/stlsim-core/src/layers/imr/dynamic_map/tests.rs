@@ -35,7 +35,7 @@ fn build(d: &DriveConfig, user: &[(&str, &str)]) -> SimResult<(Geometry, ImrDtm)
 fn direct(rot: &str, ratio: f64) -> (Device, ImrDtm) {
     let d = paper_drive(rot, ratio);
     let (g, l) = build(&d, &[("backup_location", "outer")]).unwrap();
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
     (Device::new(g, m, false), l)
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 fn direct(rot: &str, ratio: f64, params: &[(&str, &str)], tracked: bool) -> (ImrFlip, Device) {
     let d = paper_drive(rot, ratio);
     let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
     let user: BTreeMap<String, serde_json::Value> = params
         .iter()
         .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))

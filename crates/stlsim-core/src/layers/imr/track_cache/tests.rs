@@ -38,7 +38,7 @@ fn params(kv: &[(&str, &str)]) -> Params {
 fn device(rotation: &str) -> Device {
     let d = paper_drive(rotation, 1.0);
     let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::new(&d.seek, &d.rotation, d.rpm, g.tracks()).unwrap();
+    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
     Device::new(g, m, false)
 }
 

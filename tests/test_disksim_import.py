@@ -1,0 +1,221 @@
+"""`stlsim import-disksim`: DiskSim's parameter files -> a commented stlsim
+drive, checked value by value against the DiskSim files (read here with
+plain regular expressions, independently of the importer's parser); the
+shipped presets are exactly what the importer writes; bad input is one line
+naming file:line."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import stlsim
+from stlsim.config import check_drive, load_drive
+from stlsim.disksim import import_disksim, parse_file
+
+DISKSIM = Path(__file__).parent / "data" / "disksim"
+DRIVES = Path(stlsim.__file__).parent / "drives"
+
+# stem of the run file -> (files it loads: diskspecs, model, seek), preset name
+RUNS = {
+    "hp_c3323a": (("hp_c3323a_validate.diskspecs", "hp_c3323a_validate.model", "hp_c3323a_validate.seek"), "hp-c3323a"),
+    "hp_c2490a": (("hp_c2490a.diskspecs", "hp_c2490a_validate.model", "hp_c2490a_validate.seek"), "hp-c2490a"),
+    "atlas10k": (("atlas10k.diskspecs", "atlas10k.model", "atlas10k.seek"), "atlas10k"),
+    "barracuda": (("barracuda.diskspecs", "barracuda.model", "barracuda.seek"), "barracuda"),
+    "cheetah4LP": (("cheetah4LP.diskspecs", "cheetah4LP.model", "cheetah4LP.seek"), "cheetah4lp"),
+}
+
+
+def _all(text: str, key: str) -> list[float]:
+    """Every value of `key = number` in file order (comments dropped)."""
+    text = "\n".join(ln.split("#", 1)[0] for ln in text.splitlines())
+    return [float(v) for v in re.findall(re.escape(key) + r"\s*=\s*(-?[\d.]+)", text)]
+
+
+def _one(text: str, key: str) -> float:
+    vals = _all(text, key)
+    assert len(vals) == 1, (key, vals)
+    return vals[0]
+
+
+@pytest.mark.parametrize("stem", list(RUNS))
+def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
+    (specs_f, model_f, seek_f), name = RUNS[stem]
+    parv, specs, model = ((DISKSIM / f).read_text() for f in (f"{stem}.parv", specs_f, model_f))
+    # The run file sources the diskspecs, which sources the model, which names the seek curve.
+    assert f"source {specs_f}" in parv and f"source {model_f}" in specs and f"Full seek curve = {seek_f}" in model
+    imp = import_disksim(DISKSIM / f"{stem}.parv")
+    d = tomllib.loads(imp.toml)
+    assert d["name"] == name == imp.name
+    surfaces, cyls = int(_one(model, "Number of data surfaces")), int(_one(model, "Number of cylinders"))
+    assert (d["surfaces"], d["tracks"]) == (surfaces, surfaces * cyls)
+    assert d["rpm"] == _one(model, "Rotation speed (in rpms)")
+    assert d["head_switch_ms"] == _one(model, "Head switch time")
+    assert d["write_settle_ms"] == _one(model, "Add. write settling delay")
+    assert d["sector_bytes"] == 512 and d["rotation"] == "angular"
+    scheme = int(_one(model, "LBN-to-PBN mapping scheme"))
+    assert d["surface_order"] == ("ascending", "serpentine-in-zone", "serpentine")[scheme]
+    # Zones, in order: first cylinder x surfaces, blocks per track, skews.
+    firsts = [int(v) for v in _all(model, "First cylinder number")]
+    assert [z["first_track"] for z in d["zones"]] == [f * surfaces for f in firsts]
+    assert [z["sectors_per_track"] for z in d["zones"]] == [int(v) for v in _all(model, "Blocks per track")]
+    assert [z["track_skew_sectors"] for z in d["zones"]] == [int(v) for v in _all(model, "Skew for track switch")]
+    assert [z["cylinder_skew_sectors"] for z in d["zones"]] == [int(v) for v in _all(model, "Skew for cylinder switch")]
+    offsets = [int(v) for v in _all(model, "Offset of first block")]
+    assert [z.get("first_block_offset_sectors", 0) for z in d["zones"]] == offsets
+    # Spares under the key of the file's sparing scheme.
+    scheme = int(_one(model, "Sparing scheme used"))
+    key = {1: "spare_tracks", 8: "spare_sectors_per_range", 9: "spare_sectors_per_zone"}[scheme]
+    assert [z.get(key, 0) for z in d["zones"]] == [int(v) for v in _all(model, "Number of spares")]
+    if scheme == 8:
+        assert d["spare_range_cylinders"] == int(_one(model, "Rangesize for sparing"))
+    # Every measured seek point, unchanged.
+    seek = (DISKSIM / seek_f).read_text().splitlines()
+    pts = [[int(a), float(b)] for a, b in (ln.split(",") for ln in seek[1:] if ln.strip())]
+    assert d["seek"] == {"model": "table", "table": pts} and len(pts) == int(seek[0].split(":")[1])
+    # The link: max(BUS1 block time, the disk's bulk sector time) per 512 bytes.
+    bus1 = re.search(r"disksim_bus BUS1 \{(.*?)\}", parv, flags=re.S)
+    assert bus1
+    block_ms = max(_one(bus1.group(1), "Read block transfer time"), _one(specs, "Bulk sector transfer time"))
+    assert d["interface_mb_s"] == pytest.approx(512 / (block_ms * 1e-3) / 1e6, rel=1e-12)
+    # Write-back caching only with fast writes: one write segment.
+    fast = int(_one(specs, "Fast write level"))
+    seg = int(_one(specs, "Segment size (in blks)"))
+    assert d["write_cache_mib"] == (seg * 512 / 2**20 if fast else 0.0)
+    # Controller overheads and the buffer.
+    t = d
+    scale = _one(specs, "Time scale for overheads")
+    c = t["controller"]
+    assert c["read_hit_after_read_ms"] == _one(specs, "Read hit over. after read") * scale
+    assert c["write_miss_after_write_ms"] == _one(specs, "Write miss over. after write") * scale
+    assert c["read_completion_ms"] == _one(specs, "Read completion overhead") * scale
+    assert c["per_request_ms"] == _one(specs, "Per-request overhead time") * scale
+    assert len(c) == 11
+    rc = t["read_cache"]
+    assert rc == {
+        "segments": int(_one(specs, "Number of buffer segments")),
+        "segment_sectors": seg,
+        "read_ahead_min_sectors": int(_one(specs, "Minimum read-ahead (blks)")),
+        "read_ahead_max_sectors": int(_one(specs, "Maximum read-ahead (blks)")),
+        "read_hits_on_write_data": bool(_one(specs, "Allow read hits on write data")),
+    }
+    # Each value cites its source line: the rpm's comment names the model's line.
+    rpm_line = next(i for i, ln in enumerate(model.splitlines(), 1) if "Rotation speed (in rpms)" in ln)
+    assert re.search(rf"^rpm = .*# {re.escape(model_f)}:{rpm_line} ", imp.toml, flags=re.M)
+    # The core takes it.
+    check_drive(d)
+
+
+def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path: Path) -> None:
+    imp = import_disksim(DISKSIM / "atlas10k.parv")
+    # Defect slipping, sparing details, the buffer's behaviour: each with its line.
+    assert any(x.startswith("atlas10k.model:37 slips = [55017") for x in imp.unexpressed)
+    assert any(x.startswith("atlas10k.diskspecs:49 Fast write level = 2") for x in imp.unexpressed)
+    assert not any("LBN-to-PBN" in x for x in imp.unexpressed)  # surface_order expresses it
+    # What stlsim does anyway is not listed: FCFS, one request at a time, zero overheads.
+    assert not any("Scheduling policy" in x or "Max queue length" in x or "Data preparation overhead" in x for x in imp.unexpressed)
+    header = imp.toml.split("\nname = ", 1)[0]
+    assert f"# NOT EXPRESSED: {len(imp.unexpressed)} DiskSim value(s)" in header
+    assert all(f"#   {x}" in header for x in imp.unexpressed)
+    out = tmp_path / "a.toml"
+    p = cli("import-disksim", str(DISKSIM / "atlas10k.parv"), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == imp.toml and p.stdout == ""
+    assert all(x in p.stderr for x in imp.unexpressed)
+    # An existing file needs --force.
+    p = cli("import-disksim", str(DISKSIM / "atlas10k.parv"), "-o", str(out))
+    assert p.returncode == 2 and "--force" in p.stderr and "Traceback" not in p.stderr
+    assert cli("import-disksim", str(DISKSIM / "atlas10k.parv"), "-o", str(out), "--force").returncode == 0
+    # Without -o the drive goes to stdout.
+    p = cli("import-disksim", str(DISKSIM / "hp_c3323a.parv"))
+    assert p.returncode == 0 and p.stdout == import_disksim(DISKSIM / "hp_c3323a.parv").toml
+
+
+def test_diskspecs_and_model_files_import_too() -> None:
+    via_run = tomllib.loads(import_disksim(DISKSIM / "barracuda.parv").toml)
+    specs = tomllib.loads(import_disksim(DISKSIM / "barracuda.diskspecs").toml)
+    # Without the run file there is no bus: the disk's own bulk transfer time sets the link.
+    assert {k: v for k, v in specs.items() if k != "interface_mb_s"} == {k: v for k, v in via_run.items() if k != "interface_mb_s"}
+    model = import_disksim(DISKSIM / "barracuda.model")
+    d = tomllib.loads(model.toml)
+    assert d["zones"] == via_run["zones"] and d["seek"] == via_run["seek"]
+    assert d["write_cache_mib"] == 0.0 and d["interface_mb_s"] == 0.0  # nothing known: no cache, an ideal link
+    assert "[controller]" not in model.toml
+    check_drive(d)
+
+
+@pytest.mark.parametrize("stem", list(RUNS))
+def test_shipped_presets_are_what_the_importer_writes(stem: str) -> None:
+    """scripts/import-disksim-presets.sh regenerates them; this says it would change nothing."""
+    name = RUNS[stem][1]
+    assert (DRIVES / f"{name}.toml").read_text() == import_disksim(DISKSIM / f"{stem}.parv", name=name).toml
+    assert load_drive(name)["name"] == name
+
+
+def test_the_one_surface_model_keeps_its_name_and_swd_paper_builds_on_it() -> None:
+    assert load_drive("hp-c3323a-1surface")["tracks"] == 2982
+    assert 'preset = "hp-c3323a-1surface"' in (DRIVES / "swd-paper.toml").read_text()
+    assert load_drive("hp-c3323a")["tracks"] == 7 * 2982
+
+
+def _bad(tmp_path: Path, files: dict[str, str]) -> Path:
+    for n, text in files.items():
+        (tmp_path / n).write_text(text)
+    return tmp_path / next(iter(files))
+
+
+@pytest.mark.parametrize(
+    "files, where",
+    [
+        ({"a.diskspecs": "disksim_disk D {\n  Model = 3,\n  Per-request overhead time = 0.0\n"}, "a.diskspecs:1: the block 'disksim_disk D' opened on line 1 is never closed"),
+        ({"a.diskspecs": "disksim_disk D {\n  Model 3,\n}\n"}, "a.diskspecs:2: expected '=' after 'Model 3'"),
+        ({"a.diskspecs": "disksim_disk D {\n  Model = source gone.model,\n}\n"}, "a.diskspecs:2: source file 'gone.model' not found"),
+        ({"a.diskspecs": "disksim_disk D {\n  Model = source a.diskspecs,\n}\n"}, "a.diskspecs:2: 'a.diskspecs' sources itself"),
+        ({"a.diskspecs": "disksim_disk D {\n  Zones = [ 1, 2\n}\n"}, "a.diskspecs:3: expected ',' or ']' in a list"),
+        ({"a.diskspecs": "disksim_disk D {\n  Model = 3,\n}\n"}, "a.diskspecs:2: 'Model' must be a block"),
+        ({"a.diskspecs": "disksim_disk D {\n  Foo = 1,\n}\n"}, "a.diskspecs:1: disksim_disk D has no 'Model'"),
+        ({"a.parv": "disksim_bus B { type = 1 }\n"}, "a.parv:1: expected exactly one instantiated disksim_disk, found 0"),
+    ],
+)
+def test_malformed_input_is_one_line_naming_file_and_line(cli, tmp_path: Path, files: dict[str, str], where: str) -> None:
+    p = cli("import-disksim", str(_bad(tmp_path, files)))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stlsim: error: ") and where in lines[0], p.stderr
+
+
+def test_a_bad_seek_curve_or_zone_table_names_its_line(tmp_path: Path) -> None:
+    model = (DISKSIM / "cheetah4LP.model").read_text()
+    for n in ("cheetah4LP.diskspecs", "cheetah4LP.seek"):
+        (tmp_path / n).write_text((DISKSIM / n).read_text())
+    seek = (DISKSIM / "cheetah4LP.seek").read_text().splitlines()
+    (tmp_path / "cheetah4LP.seek").write_text("\n".join([*seek[:3], "7, fast", *seek[4:]]) + "\n")
+    (tmp_path / "cheetah4LP.model").write_text(model)
+    with pytest.raises(stlsim.ConfigError, match=r"cheetah4LP\.seek:4: expected 'distance, ms', found '7, fast'"):
+        import_disksim(tmp_path / "cheetah4LP.diskspecs")
+    (tmp_path / "cheetah4LP.seek").write_text("\n".join(seek) + "\n")
+    # Two zones that overlap.
+    bad = model.replace("First cylinder number = 1345", "First cylinder number = 1000", 1)
+    (tmp_path / "cheetah4LP.model").write_text(bad)
+    line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "First cylinder number = 1000" in ln)
+    with pytest.raises(stlsim.ConfigError, match=rf"cheetah4LP\.model:{line}: zones must start at cylinder 0 and follow each other without overlap"):
+        import_disksim(tmp_path / "cheetah4LP.diskspecs")
+
+
+def test_the_parser_keeps_blocks_lists_sources_and_lines() -> None:
+    f = parse_file(DISKSIM / "atlas10k.parv")
+    blocks = {b.name: b for b in f.all_blocks()}
+    disk = blocks["QUANTUM_TORNADO_validate"]
+    model = disk.need("Model").value
+    assert model.type == "dm_disk" and model.file.name == "atlas10k.model" and model.line == 1
+    zones = model.need("Layout Model").value.need("Zones")
+    assert len(zones.value) == 24 and zones.value[0].need("slips").value == [55017, 358148, 394564, 420533, 483742]
+    assert f.instances["disk0"] == ("QUANTUM_TORNADO_validate", 119)
+    assert f.parents["disk0"] == ("bus1", "disksim_bus")
+    sched = disk.need("Scheduler")
+    assert sched.value.type == "disksim_ioqueue" and sched.line == 19
+    gens = blocks["Synthio"].need("Generators").value
+    assert len(gens) == 5 and gens[0].need("Sizes").value == ["exponential", 0.0, 8.0]

@@ -1,0 +1,155 @@
+"""`stlsim validate`: DiskSim validate traces replayed closed loop as DiskSim
+does, and DiskSim's demerit figure (src/rms.c) computed exactly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import stlsim
+from stlsim.validation import demerit, disksim_cdf, rms_distance
+
+DISKSIM = Path(__file__).parent / "data" / "disksim"
+
+# preset -> validate trace (requests it holds)
+TRACES = {
+    "hp-c3323a": ("hp_c3323a.trace", 9074),
+    "hp-c2490a": ("hp_c2490a.trace.gz", 9984),
+    "atlas10k": ("atlas10k.trace.gz", 10000),
+    "barracuda": ("barracuda.trace.gz", 10000),
+    "cheetah4lp": ("cheetah4LP.trace.gz", 10000),
+}
+
+
+def _lines(path: Path) -> list[list[str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return [line.split() for line in f if line.strip()]
+
+
+def _service_ms(path: Path) -> list[float]:
+    """Column 5 (SERVICE_US, the measured response) of every line, in ms."""
+    return [float(f[4]) / 1000 for f in _lines(path)]
+
+
+def test_rms_distance_of_two_small_cdfs_by_hand() -> None:
+    # CDF 1 through (0 ms, 0), (1, 0.5), (2, 1); CDF 2 through (0, 0), (1, 0.5), (3, 1).
+    # Up to p = 0.5 they coincide; above, x1(p) = 1 + 2(p - 0.5) and x2(p) = 1 + 4(p - 0.5),
+    # so the horizontal distance is 2(p - 0.5). rms.c samples p = k/10000, k = 1..10000:
+    # the distance is 2j/10000 for j = k - 5000 = 1..5000 and 0 below, so
+    #   mean square = 4/10^8 * (5000 * 5001 * 10001 / 6) / 10^4 = 0.166716668...,
+    #   RMS = sqrt(0.166716668) = 0.408309...
+    # (the continuous limit: sqrt(integral_{0.5}^{1} 4(p - 0.5)^2 dp) = sqrt(1/6) = 0.40825;
+    # the mean absolute distance would be 0.125: the RMS weighs the tail).
+    got = rms_distance([0.0, 1.0, 2.0], [0.0, 0.5, 1.0], [0.0, 1.0, 3.0], [0.0, 0.5, 1.0])
+    assert got == pytest.approx(math.sqrt(4 * 5000 * 5001 * 10001 / 6 / 1e12), abs=2e-4)
+    assert got == pytest.approx(0.408309, abs=2e-4)
+    # A shift by 0.5 ms everywhere is 0.5 ms at every p.
+    assert rms_distance([0.0, 1.0, 2.0], [0.0, 0.5, 1.0], [0.5, 1.5, 2.5], [0.0, 0.5, 1.0]) == pytest.approx(0.5, abs=1e-12)
+    with pytest.raises(ValueError):
+        rms_distance([0.0, 1.0], [0.0, 0.9], [0.0, 1.0], [0.0, 1.0])  # never reaches 1
+
+
+def test_disksim_cdf_is_the_printed_distribution() -> None:
+    vals = [0.0004, 0.0999, 0.1, 1.5, 1.5004, 2.25, 7.0, 15.2, 15.2, 100.0]
+    xs, ys = disksim_cdf(vals)
+    assert (xs[0], ys[0]) == (0.0, 0.0) and ys[-1] == 1.0 and ys[-2] < 1.0
+    # Each point (x, y): y is the fraction of values whose whole microseconds are below x.
+    for x, y in zip(xs, ys):
+        below = sum(int(v * 1000) < round(x * 1000) for v in vals) / len(vals)
+        assert y == round(below, 6) or y == 1.0
+    # Boundaries: 1 us apart up to 0.1 ms, then 1 % wider each (DiskSim's statdefs, grow 1).
+    assert xs[1:4] == [0.001, 0.002, 0.003] and xs[100:103] == [0.1, 0.102, 0.104]
+    assert demerit(vals, vals) == 0.0
+
+
+def test_demerit_against_a_shift() -> None:
+    measured = [float(v) for v in range(1, 21)]
+    shifted = [v + 2.0 for v in measured]
+    # Moving every response 2 ms later moves the CDF 2 ms to the right (to DiskSim's bucket precision).
+    assert demerit(shifted, measured) == pytest.approx(2.0, rel=0.02)
+
+
+def test_closed_loop_issues_each_request_its_think_time_after_the_previous_completes(tmp_path: Path) -> None:
+    t = tmp_path / "v.trace"
+    # R|W HIT|MISS BLKNO BCOUNT SERVICE_US NEXT_US
+    t.write_text("R Miss 0 8 10000.0 2000.0\nW Miss 100000 16 12000.0 5000.0\nR Miss 50000 8 9000.0 0.0\nR Miss 8 8 7000.0 1000.0\n")
+    r = stlsim.run(trace=str(t), format="disksim-validate", drive="hp-c3323a-1surface", mode="closed", series_every=1)
+    s = r.series()
+    think_ms = [2.0, 5.0, 0.0]
+    for i in range(1, 4):
+        expect = s["issue_s"][i - 1] + (s["mean_latency_ms"][i - 1] + think_ms[i - 1]) / 1000
+        assert s["issue_s"][i] == pytest.approx(expect, abs=2e-9)
+    # Open loop at the measured arrivals instead: request 2 arrives at 10 + 2 ms.
+    o = stlsim.run(trace=str(t), format="disksim-validate", drive="hp-c3323a-1surface", mode="scaled", series_every=1).series()
+    assert o["issue_s"][1] == pytest.approx(0.012, abs=1e-9)
+    assert r.summary["mode"] == "closed"
+
+
+@pytest.mark.parametrize("drive", list(TRACES))
+def test_validate_each_drive_on_its_trace(drive: str) -> None:
+    name, n = TRACES[drive]
+    v = stlsim.validate(drive, DISKSIM / name)
+    assert v.requests == n == len(v.simulated_ms) == len(v.measured_ms)
+    measured = _service_ms(DISKSIM / name)
+    assert v.measured_ms == pytest.approx(measured, abs=1e-9)
+    assert v.mean_measured_ms == pytest.approx(sum(measured) / n, rel=1e-12)
+    assert v.mean_error_ms == pytest.approx(v.mean_simulated_ms - v.mean_measured_ms, abs=1e-9)
+    # Requests complete in trace order: each keeps its line's direction.
+    assert v.writes == [f[0] == "W" for f in _lines(DISKSIM / name)]
+    s = v.summary
+    assert s["reads"] + s["writes"] == n
+    werr = [a - b for a, b, w in zip(v.simulated_ms, v.measured_ms, v.writes) if w]
+    assert s["mean_write_error_ms"] == pytest.approx(sum(werr) / len(werr), abs=1e-9)
+    assert 0 < v.demerit_ms < 50 and math.isfinite(v.demerit_ms)
+    assert v.demerit_ms == demerit(v.simulated_ms, v.measured_ms)
+    df = v.cdfs()
+    assert set(df["which"]) == {"simulated", "measured"} and list(df.columns) == ["which", "latency_ms", "fraction"]
+    assert df.groupby("which")["fraction"].max().tolist() == [1.0, 1.0]
+
+
+def test_validate_command_prints_and_saves(cli, tmp_path: Path) -> None:
+    out = tmp_path / "v"
+    p = cli("validate", "--drive", "hp-c3323a", "--trace", str(DISKSIM / "hp_c3323a.trace"), "--out", str(out), "--plot-format", "svg")
+    assert p.returncode == 0, p.stderr
+    assert "demerit" in p.stdout and "9,074 requests" in p.stdout and "of the 6,113 reads" in p.stdout
+    saved = json.loads((out / "validation.json").read_text())
+    assert saved["requests"] == 9074 and saved["demerit_ms"] > 0
+    assert (out / "validation_cdf.svg").read_text().startswith("<?xml")
+    assert (out / "validation_cdf.csv").exists() and (out / "requests.csv").exists()
+    p = cli("validate", "--drive", "hp-c3323a", "--trace", str(DISKSIM / "hp_c3323a.trace"), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["demerit_ms"] == pytest.approx(saved["demerit_ms"], abs=1e-12)
+
+
+def test_validate_refuses_what_it_cannot_compare(cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.trace"
+    bad.write_text("R Miss 0 8 10000.0 2000.0\nR Miss 8 8 oops 0.0\n")
+    p = cli("validate", "--drive", "hp-c3323a", "--trace", str(bad))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.splitlines()) == 1 and f"{bad}:2" in p.stderr, p.stderr
+    # The one-surface model is too small for the real drive's trace.
+    p = cli("validate", "--drive", "hp-c3323a-1surface", "--trace", str(DISKSIM / "hp_c3323a.trace"))
+    assert p.returncode == 2 and "--fold" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_atlas10k_agrees_with_disksims_own_run_where_both_serve_from_the_buffer() -> None:
+    """atlas10k.outtrace.head: the first 41 requests of DiskSim's own atlas10k
+    validation run (each one's simulated issue time). Closed loop, so DiskSim's
+    response of request i is issue(i+1) - issue(i) - NEXT_US(i). Where both
+    simulators serve a request from the cache or buffer (no media access),
+    stlsim's time is DiskSim's to the microsecond: the same closed-loop replay,
+    command overheads, link and completion path (docs/validation.md)."""
+    rows = [ln.split(",") for ln in (DISKSIM / "atlas10k.outtrace.head").read_text().splitlines()[1:]]
+    issue = [float(r[0]) for r in rows]
+    lines = _lines(DISKSIM / "atlas10k.trace.gz")
+    assert [(int(r[2]), int(r[3]), r[4] == "1") for r in rows] == [(int(f[2]), int(f[3]), f[0] == "R") for f in lines[: len(rows)]]
+    disksim = [issue[i + 1] - issue[i] - float(lines[i][5]) / 1000 for i in range(len(rows) - 1)]
+    v = stlsim.validate("atlas10k", DISKSIM / "atlas10k.trace.gz")
+    both_hits = [(d, s) for d, s in zip(disksim, v.simulated_ms) if d < 1.0 and s < 1.0]
+    assert len(both_hits) >= 20
+    for d, s in both_hits:
+        assert s == pytest.approx(d, abs=1.5e-3)
