@@ -213,6 +213,8 @@ struct Arrival {
     write: bool,
     issue: Nanos,
     disparity: Nanos,
+    /// The trace's measured response time for it, if it has one.
+    measured: Option<Nanos>,
 }
 
 impl Simulation {
@@ -743,6 +745,7 @@ impl Simulation {
             write,
             issue,
             disparity,
+            measured,
         }))
     }
 
@@ -801,11 +804,11 @@ impl Simulation {
             }
             let cost = match self.scheduler {
                 Scheduler::Fcfs => 0,
-                Scheduler::Sstf => head.track.distance(geom.home(a.lba).track),
+                Scheduler::Sstf => mech.cylinder(head.track).abs_diff(mech.cylinder(geom.home(a.lba).track)),
                 Scheduler::Sptf => {
                     let at = geom.home(a.lba);
                     let spt = geom.sectors_in(at.track);
-                    let p = mech.access(&head, t, at, 1, spt);
+                    let p = mech.access(&head, t, at, 1, spt, a.write);
                     (p.seek + p.rotate).0
                 }
             };
@@ -825,6 +828,7 @@ impl Simulation {
             write,
             issue,
             disparity,
+            measured,
         } = a;
         if self.read_cache.is_some() {
             self.read_ahead(issue)?;
