@@ -93,7 +93,11 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
     assert c["write_miss_after_write_ms"] == _one(specs, "Write miss over. after write") * scale
     assert c["read_completion_ms"] == _one(specs, "Read completion overhead") * scale
     assert c["per_request_ms"] == _one(specs, "Per-request overhead time") * scale
-    assert len(c) == 11
+    # The read high water mark, a fraction of the request (every file sets it by request size).
+    assert int(_one(specs, "Set watermark by reqsize")) == 1
+    assert c["read_high_water_mark"] == _one(specs, "High (read) water mark")
+    assert c["scheduler"] == "fcfs" and int(_one(specs, "Scheduling policy")) == 1
+    assert len(c) == 13
     rc = t["read_cache"]
     assert rc == {
         "segments": int(_one(specs, "Number of buffer segments")),
@@ -101,6 +105,7 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
         "read_ahead_min_sectors": int(_one(specs, "Minimum read-ahead (blks)")),
         "read_ahead_max_sectors": int(_one(specs, "Maximum read-ahead (blks)")),
         "read_hits_on_write_data": bool(_one(specs, "Allow read hits on write data")),
+        "separate_write_segment": bool(_one(specs, "Use separate write segment")),
     }
     # Each value cites its source line: the rpm's comment names the model's line.
     rpm_line = next(i for i, ln in enumerate(model.splitlines(), 1) if "Rotation speed (in rpms)" in ln)

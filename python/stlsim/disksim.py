@@ -743,12 +743,26 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             if p is None:
                 continue
             ctrl_lines.append(f"{key + ' = ' + _toml_value(_as_float(p, 'ms') * scale):<40} # {p.where} \"{dk} = {_fmt(p.value)}\"{scale_note}")
+        # The read high water mark is a fraction of the request when DiskSim
+        # sets it by request size (every validated drive does).
+        hw, by_req = use(disk.get("High (read) water mark")), use(disk.get("Set watermark by reqsize"))
+        if hw is not None and (by_req is None or by_req.value == 1):
+            ctrl_lines.append(f"{'read_high_water_mark = ' + _toml_value(float(hw.value)):<40} # {hw.where} \"High (read) water mark = {_fmt(hw.value)}\" (of the request: \"Set watermark by reqsize = 1\")")
+        elif hw is not None:
+            unexpressed.append(f"{hw.where} High (read) water mark = {_fmt(hw.value)} of a segment: stlsim takes it as a fraction of the request")
+        sched = disk.get("Scheduler")
+        if sched is not None and isinstance(sched.value, Block):
+            pol = sched.value.get("Scheduling policy")
+            if pol is not None and pol.value == 1:
+                use(pol)
+                ctrl_lines.append(f"{'scheduler = ' + _toml_value('fcfs'):<40} # {pol.where} \"Scheduling policy = 1\" (FCFS)")
         cache = [
             ("segments", "Number of buffer segments", "int"),
             ("segment_sectors", "Segment size (in blks)", "int"),
             ("read_ahead_min_sectors", "Minimum read-ahead (blks)", "int"),
             ("read_ahead_max_sectors", "Maximum read-ahead (blks)", "int"),
             ("read_hits_on_write_data", "Allow read hits on write data", "bool"),
+            ("separate_write_segment", "Use separate write segment", "bool"),
         ]
         cache_lines += ["", "[read_cache]"]
         for key, dk, kind in cache:

@@ -74,6 +74,11 @@ pub struct ControllerConfig {
     pub per_request_ms: f64,
     /// Which of the queued requests the drive serves next.
     pub scheduler: Scheduler,
+    /// The fraction of a read's data the buffer holds before the transfer to
+    /// the host starts (DiskSim "High (read) water mark", set by request
+    /// size): 0 overlaps the link with the media, 1 sends the data once all
+    /// of it is read.
+    pub read_high_water_mark: f64,
 }
 
 /// The drive's command scheduler: which request, of those the host has
@@ -108,6 +113,10 @@ pub struct ReadCacheConfig {
     pub read_ahead_min_sectors: u32,
     /// Whether data written by the host can serve later reads from the buffer.
     pub read_hits_on_write_data: bool,
+    /// Written data goes to one segment of its own rather than taking a read
+    /// segment (DiskSim "Use separate write segment"); with
+    /// `read_hits_on_write_data` only.
+    pub separate_write_segment: bool,
 }
 
 impl Default for ReadCacheConfig {
@@ -118,6 +127,7 @@ impl Default for ReadCacheConfig {
             read_ahead_max_sectors: 0,
             read_ahead_min_sectors: 0,
             read_hits_on_write_data: false,
+            separate_write_segment: false,
         }
     }
 }
@@ -146,6 +156,12 @@ impl ControllerConfig {
                     "controller.{k} = {v} is outside the plausible range 0 to {MAX_OVERHEAD_MS} (ms)"
                 ));
             }
+        }
+        if !(0.0..=1.0).contains(&self.read_high_water_mark) {
+            return config_err(format!(
+                "controller.read_high_water_mark = {} is outside the range 0 to 1 (a fraction of the request)",
+                self.read_high_water_mark
+            ));
         }
         Ok(())
     }
@@ -190,6 +206,8 @@ pub struct Overheads {
     per_request: Nanos,
     completion: [Nanos; 2],
     last_was_write: bool,
+    /// [`ControllerConfig::read_high_water_mark`].
+    pub read_high_water_mark: f64,
 }
 
 impl Overheads {
@@ -222,6 +240,7 @@ impl Overheads {
             per_request: ms(c.per_request_ms),
             completion: [ms(c.read_completion_ms), ms(c.write_completion_ms)],
             last_was_write: false,
+            read_high_water_mark: c.read_high_water_mark,
         }
     }
 
@@ -247,6 +266,8 @@ struct Segment {
     /// Tokens of the buffered sectors (empty when data is not carried).
     tokens: Vec<Token>,
     last_use: u64,
+    /// The separate write segment (not one of the `segments` read segments).
+    write: bool,
 }
 
 impl Segment {
@@ -299,10 +320,11 @@ impl ReadCache {
         }
     }
 
+    /// The segment holding `lba` that reaches furthest past it.
     fn find(&self, lba: u64) -> Option<usize> {
-        self.segs
-            .iter()
-            .position(|s| s.start <= lba && lba < s.end())
+        (0..self.segs.len())
+            .filter(|&i| self.segs[i].start <= lba && lba < self.segs[i].end())
+            .max_by_key(|&i| self.segs[i].end())
     }
 
     /// How much of `lba..lba + n` the buffer holds from its start.
@@ -351,7 +373,7 @@ impl ReadCache {
         let i = match self
             .segs
             .iter()
-            .position(|s| s.end() == lba && s.len + n <= seg_len)
+            .position(|s| !s.write && s.end() == lba && s.len + n <= seg_len)
         {
             // A read that continues a segment (the tail of a prefix hit)
             // extends it: one sequential stream stays in one segment.
@@ -377,7 +399,7 @@ impl ReadCache {
         });
     }
 
-    /// A segment for `lba..lba + n`: a free one, or the least recently used.
+    /// A read segment for `lba..lba + n`: a free one, or the least recently used.
     fn claim(&mut self, lba: u64, n: u64, data: &[Token]) -> usize {
         let tokens = if self.carries {
             data.to_vec()
@@ -389,14 +411,19 @@ impl ReadCache {
             len: n,
             tokens,
             last_use: 0,
+            write: false,
         };
-        if self.segs.len() < self.cfg.segments as usize {
+        if self.segs.iter().filter(|s| !s.write).count() < self.cfg.segments as usize {
             self.segs.push(seg);
             return self.segs.len() - 1;
         }
         let i = (0..self.segs.len())
+            .filter(|&i| !self.segs[i].write)
             .min_by_key(|&i| self.segs[i].last_use)
             .unwrap_or(0);
+        if self.prefetch.is_some_and(|p| p.seg == i) {
+            self.prefetch = None;
+        }
         self.segs[i] = seg;
         i
     }
@@ -461,6 +488,40 @@ impl ReadCache {
             self.segs.retain(|s| s.len > 0);
             // Segment indices moved: a prefetch in progress stops.
             self.prefetch = None;
+            return;
+        }
+        // The written data is buffered too: its last segment's worth.
+        let seg_len = self.cfg.segment_sectors as u64;
+        let keep = n.min(seg_len);
+        let (start, data) = (
+            end - keep,
+            if self.carries {
+                &data[(n - keep) as usize..]
+            } else {
+                data
+            },
+        );
+        self.clock += 1;
+        if self.cfg.separate_write_segment {
+            let tokens = if self.carries {
+                data.to_vec()
+            } else {
+                Vec::new()
+            };
+            let seg = Segment {
+                start,
+                len: keep,
+                tokens,
+                last_use: self.clock,
+                write: true,
+            };
+            match self.segs.iter().position(|s| s.write) {
+                Some(i) => self.segs[i] = seg,
+                None => self.segs.push(seg),
+            }
+        } else {
+            let i = self.claim(start, keep, data);
+            self.segs[i].last_use = self.clock;
         }
     }
 
@@ -502,6 +563,7 @@ mod tests {
             write_completion_ms: 0.0,
             per_request_ms: 0.01,
             scheduler: Scheduler::Fcfs,
+            read_high_water_mark: 0.0,
         };
         let mut o = Overheads::new(Some(&c));
         let ms = Nanos::from_ms;
@@ -580,23 +642,35 @@ mod tests {
         c.written(0, 1, &[t(7)]);
         assert_eq!(c.lookup(0, 1), Lookup::Miss);
         assert_eq!(c.lookup(1, 3), Lookup::Full);
-        let mut c = ReadCache::new(
-            ReadCacheConfig {
-                segments: 1,
-                segment_sectors: 64,
-                read_hits_on_write_data: true,
-                ..Default::default()
-            },
-            true,
-        );
-        c.filled(0, 10, &data, Nanos(0));
-        c.written(4, 2, &[t(99), t(98)]);
-        let mut out = vec![];
-        c.copy_out(3, 4, &mut out);
-        assert_eq!(
-            out.iter().map(|x| x.lba).collect::<Vec<_>>(),
-            [3, 99, 98, 6]
-        );
+        for separate in [true, false] {
+            let mut c = ReadCache::new(
+                ReadCacheConfig {
+                    segments: 2,
+                    segment_sectors: 64,
+                    read_hits_on_write_data: true,
+                    separate_write_segment: separate,
+                    ..Default::default()
+                },
+                true,
+            );
+            c.filled(0, 10, &data, Nanos(0));
+            c.written(4, 2, &[t(99), t(98)]);
+            let mut out = vec![];
+            c.copy_out(3, 4, &mut out);
+            assert_eq!(
+                out.iter().map(|x| x.lba).collect::<Vec<_>>(),
+                [3, 99, 98, 6]
+            );
+            // The written data is buffered on its own: a read of it hits
+            // even after the read segment it updated is gone.
+            c.written(500, 3, &[t(5), t(6), t(7)]);
+            assert_eq!(c.lookup(500, 3), Lookup::Full);
+            c.filled(1000, 4, &[t(1); 4], Nanos(0));
+            c.filled(2000, 4, &[t(2); 4], Nanos(0));
+            assert_eq!(c.lookup(0, 1), Lookup::Miss);
+            // A separate write segment survives two reads; a shared one does not.
+            assert_eq!(c.lookup(500, 3) == Lookup::Full, separate);
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn controller() -> ControllerConfig {
         write_completion_ms: 0.1,
         per_request_ms: 0.0,
         scheduler: Scheduler::Fcfs,
+        read_high_water_mark: 0.0,
     }
 }
 
@@ -68,6 +69,7 @@ fn read_cache(segments: u32, ahead: u32) -> ReadCacheConfig {
         read_ahead_max_sectors: ahead,
         read_ahead_min_sectors: 0,
         read_hits_on_write_data: false,
+        separate_write_segment: false,
     }
 }
 
@@ -343,4 +345,28 @@ proptest! {
         let h = s.unwrap().report().host;
         prop_assert_eq!(h.requests + h.lost_in_crash, seq.len() as u64);
     }
+}
+
+#[test]
+fn a_high_water_mark_of_one_sends_a_read_once_it_is_all_buffered() {
+    // 8 sectors of 4 KiB over a 40 MB/s link: 0.8192 ms. Overlapped with the
+    // media read (mark 0) the link adds nothing past the media's end unless
+    // it is slower; with mark 1 it follows the media read whole.
+    let mut d = small_drive("cmr");
+    d.interface_mb_s = 40.0;
+    let recs = vec![rec(0, Op::Read, 100_000, 8)];
+    d.controller = Some(ControllerConfig {
+        read_high_water_mark: 0.0,
+        ..Default::default()
+    });
+    let overlapped = mean_ms(&run(cfg(d.clone(), "cmr"), recs.clone()).unwrap(), "read");
+    d.controller = Some(ControllerConfig {
+        read_high_water_mark: 1.0,
+        ..Default::default()
+    });
+    let after = mean_ms(&run(cfg(d, "cmr"), recs).unwrap(), "read");
+    assert!(
+        (after - overlapped - 8.0 * 4096.0 / 40e3).abs() < 1e-3,
+        "{after} {overlapped}"
+    );
 }

@@ -804,7 +804,9 @@ impl Simulation {
             }
             let cost = match self.scheduler {
                 Scheduler::Fcfs => 0,
-                Scheduler::Sstf => mech.cylinder(head.track).abs_diff(mech.cylinder(geom.home(a.lba).track)),
+                Scheduler::Sstf => mech
+                    .cylinder(head.track)
+                    .abs_diff(mech.cylinder(geom.home(a.lba).track)),
                 Scheduler::Sptf => {
                     let at = geom.home(a.lba);
                     let spt = geom.sectors_in(at.track);
@@ -1048,6 +1050,20 @@ impl Simulation {
         Ok(())
     }
 
+    /// When a read's data has crossed the host link: the link may start once
+    /// the buffer holds the high-water fraction of the data (0: at once,
+    /// overlapping the media; 1: after the media read), and takes `xfer`.
+    #[inline]
+    fn read_done(&self, media_done: Nanos, started: Nanos, xfer: Nanos) -> Nanos {
+        let h = self.overheads.read_high_water_mark;
+        let held = if h > 0.0 {
+            media_done + Nanos((h * xfer.0 as f64) as u64)
+        } else {
+            media_done
+        };
+        held.max(started + xfer)
+    }
+
     fn serve_read(
         &mut self,
         issue: Nanos,
@@ -1104,7 +1120,7 @@ impl Simulation {
                     if let Some(rc) = &mut self.read_cache {
                         rc.filled(at.0, m.0, tail, done);
                     }
-                    (done.max(issue + oh + xfer) + done_oh, Some(done))
+                    (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
                 }
             }
         } else {
@@ -1113,7 +1129,7 @@ impl Simulation {
             self.dev.advance_to(self.dev.now() + oh);
             self.layer.read(&mut self.dev, lba, n, &mut self.scratch)?;
             let done = self.dev.now();
-            (done.max(issue + oh + xfer) + done_oh, Some(done))
+            (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
         };
         if let Some(o) = &mut self.oracle {
             if self.scratch.len() != n.0 as usize {
