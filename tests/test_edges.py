@@ -261,6 +261,8 @@ _DRIVE_KEYS: list[tuple[str, ...]] = [
     ("sector_bytes",), ("rpm",), ("track_bytes",), ("tracks",), ("capacity_gib",), ("write_cache_mib",),
     ("interface_mb_s",), ("seek", "min_ms"), ("seek", "max_ms"), ("layout", "top_ratio"), ("layout", "group_tracks"),
     ("prefill",),
+    ("controller", "read_miss_after_read_ms"), ("controller", "read_high_water_mark"),
+    ("read_cache", "segments"), ("read_cache", "segment_sectors"), ("read_cache", "read_ahead_max_sectors"),
 ]  # fmt: skip
 _LAYER_PARAMS = {
     lay["name"]: [p["name"] for p in lay["params"] if p["kind"] in ("int", "float")] for lay in stlsim.layers()
