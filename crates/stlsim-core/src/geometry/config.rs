@@ -318,6 +318,12 @@ pub struct DriveConfig {
     /// Added to a write's repositioning when it moved the head, ms (DiskSim
     /// "Add. write settling delay"; may be negative, never below zero in total).
     pub write_settle_ms: f64,
+    /// Whether a whole-track access starts at whatever sector comes first
+    /// (zero-latency, read-on-arrival: the IMR paper's assumption, and
+    /// DiskSim's "Immediate buffer read/write" = 1) or waits for the track's
+    /// first sector like any other access (DiskSim's 0, as four of its five
+    /// validated drives).
+    pub zero_latency: bool,
     /// Cylinders of a sparing range (DiskSim "Rangesize for sparing"), for
     /// the zones' `spare_sectors_per_range`.
     pub spare_range_cylinders: u64,
@@ -351,6 +357,7 @@ impl Default for DriveConfig {
             surface_order: "ascending".into(),
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
+            zero_latency: true,
             spare_range_cylinders: 1,
             layout: LayoutConfig::default(),
             prefill: None,
