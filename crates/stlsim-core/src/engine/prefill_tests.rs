@@ -329,7 +329,7 @@ fn spares_the_home_map_does_not_use_are_warned_about() {
     d.zones = vec![crate::geometry::ZoneSpec {
         first_track: 0,
         sectors_per_track: (d.track_bytes / d.sector_bytes as u64) as u32,
-        spare_tracks: 3,
+        spare_sectors_per_cylinder: 3,
         front_empty_sectors: 10,
         ..Default::default()
     }];
@@ -338,7 +338,7 @@ fn spares_the_home_map_does_not_use_are_warned_about() {
         .report();
     let w = r.warnings.join("\n");
     assert!(
-        w.contains("front_empty_sectors, spare_tracks") && w.contains("does not map yet"),
+        w.contains("front_empty_sectors, spare_sectors_per_cylinder") && w.contains("does not map"),
         "{w}"
     );
 }

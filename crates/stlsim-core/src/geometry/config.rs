@@ -368,9 +368,11 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
-    /// The zone keys set that the home map does not use yet (DiskSim's
-    /// spares and empty zone front): LBAs fill those sectors too. The run's
-    /// report warns about them, so that nothing changes silently.
+    /// The zone keys set that the home map does not use (DiskSim's spare
+    /// sectors, and spare tracks and empty zone fronts other than whole
+    /// tracks of a CMR drive with a given track count): LBAs fill those
+    /// sectors too. The run's report warns about them, so that nothing
+    /// changes silently.
     pub fn unmapped_zone_keys(&self) -> Vec<&'static str> {
         let mut keys = vec![];
         let mut note = |set: bool, key| {
@@ -378,9 +380,16 @@ impl DriveConfig {
                 keys.push(key);
             }
         };
+        // Whole spare tracks and whole-track empty fronts are mapped on CMR
+        // drives with a given track count (see `Geometry`).
+        let tracks_mapped = self.layout.kind == "cmr" && self.tracks.is_some();
         for z in &self.zones {
-            note(z.front_empty_sectors != 0, "front_empty_sectors");
-            note(z.spare_tracks != 0, "spare_tracks");
+            let whole_front = z.front_empty_sectors % z.sectors_per_track.max(1) as u64 == 0;
+            note(
+                z.front_empty_sectors != 0 && !(tracks_mapped && whole_front),
+                "front_empty_sectors",
+            );
+            note(z.spare_tracks != 0 && !tracks_mapped, "spare_tracks");
             note(z.spare_sectors_per_track != 0, "spare_sectors_per_track");
             note(
                 z.spare_sectors_per_cylinder != 0,
