@@ -171,7 +171,7 @@ impl Holes {
     /// [`DriveConfig::unmapped_zone_keys`]).
     fn front(z: &ZoneSpec) -> u64 {
         let spt = z.sectors_per_track.max(1) as u64;
-        if z.front_empty_sectors % spt == 0 {
+        if z.front_empty_sectors.is_multiple_of(spt) {
             z.front_empty_sectors / spt
         } else {
             0
