@@ -407,3 +407,26 @@ def test_a_write_after_a_move_adds_the_settle(
         busy[op] = r.report["device"]["busy_s"] * 1e9
     assert busy["r"] == pytest.approx(read_ns, abs=2)
     assert busy["w"] == pytest.approx(write_ns, abs=2)
+
+
+def test_the_whole_drive_with_its_spares_exports_disksims_lbns(tmp_path: Path) -> None:
+    """With each zone's spare tracks (sparing scheme 1) and zone 0's empty
+    front (1320 sectors: 11 tracks) left out of the LBA space, the drive
+    exports what DiskSim's layout does: 2,056,008 blocks (see
+    test_the_copied_files_are_the_ones_described), and the first LBA lies on
+    track 11 (cylinder 1, surface 4), so reading it from track 0 costs the
+    one-cylinder seek and the wait for its sector, not a head switch."""
+    d = _whole_drive()
+    for z, m in zip(d["zones"], MODEL["zones"]):
+        z["spare_tracks"] = m["spares"]
+        z["front_empty_sectors"] = m["empty_front"]
+    assert check_drive(load_drive(d))["capacity_bytes"] == 2_056_008 * 512
+    trace = tmp_path / "first.spc"
+    trace.write_text("0,0,512,r,0.000\n")
+    r = stlsim.run(trace=trace, format="spc", drive=d, mode="flat-out")
+    assert r.report["warnings"] == []
+    # Track 11 is surface 4 of cylinder 1: 4 + 6 x 1 = 10 track switches and
+    # 1 cylinder switch since the zone start (g1_map_pbn_skew), 10 x 17 + 34
+    # = 204 sectors, i.e. 84: 11,111,111 x 84/120 = 7,777,777 ns. The seek
+    # (1,178,043) lands before it: the access ends one sector later.
+    assert r.report["device"]["busy_s"] * 1e9 == pytest.approx(7_777_777 + 92_592, abs=2)

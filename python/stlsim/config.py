@@ -780,6 +780,7 @@ _DRIVE_DOCS = {
     "surface_order": "surfaces a cylinder's LBAs visit: ascending, serpentine-in-zone or serpentine (DiskSim mapping scheme 0, 1, 2)",
     "head_switch_ms": "switching surfaces within a cylinder, ms (overlaps a seek)",
     "write_settle_ms": "added to a write that moved the head, ms (DiskSim; may be negative)",
+    "zero_latency": "whole-track accesses start at any sector (true) or wait for the first (DiskSim Immediate buffer read/write = 0)",
     "spare_range_cylinders": "cylinders per sparing range (zones' spare_sectors_per_range)",
 }
 _SEEK_DOCS = {

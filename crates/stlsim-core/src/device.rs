@@ -846,7 +846,18 @@ mod mechanics_tests {
     /// 6,000 RPM (10 ms a turn), 100 sectors a track (100,000 ns a sector),
     /// one-cylinder seek 1.5 ms, head switch 0.5 ms, 200 tracks.
     fn dev(surfaces: u64, track_skew: u32, cyl_skew: u32, settle_ms: f64) -> Device {
+        dev_zl(surfaces, track_skew, cyl_skew, settle_ms, true)
+    }
+
+    fn dev_zl(
+        surfaces: u64,
+        track_skew: u32,
+        cyl_skew: u32,
+        settle_ms: f64,
+        zero_latency: bool,
+    ) -> Device {
         let d = DriveConfig {
+            zero_latency,
             sector_bytes: 512,
             rpm: 6000.0,
             rotation: "angular".into(),
@@ -915,5 +926,28 @@ mod mechanics_tests {
         assert_eq!(t.unwrap(), Nanos(42_710_000));
         // Each move counts as a seek (to another track), all three.
         assert_eq!(d.totals().1.seeks, 3);
+    }
+
+    #[test]
+    fn without_zero_latency_whole_tracks_wait_for_their_skewed_first_sector() {
+        // LBAs 0..300: whole tracks 0 (cylinder 0, surface 0), 1 (surface 1)
+        // and 2 (cylinder 1, surface 0), 10 ms each; the head starts on
+        // track 0 at t = 0, so the first one continues without a wait.
+        // Zero-latency (the default): 10 + 0.5 + 10 + 1.5 + 10 = 32 ms.
+        let mut d = dev(2, 10, 20, 0.0);
+        let t = d.read_lbas(Cause::Host, Lba(0), Sectors(300), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(32_000_000));
+        // Not zero-latency, skewed: track 1's sector 0 is at 10 sectors,
+        // 1 ms; the head switch lands at 10.5 ms (angle 0.5 ms): wait 0.5,
+        // end at 21 ms. Track 2's sector 0 is at 30 sectors, 3 ms; the seek
+        // lands at 22.5 (angle 2.5): wait 0.5, end at 33 ms.
+        let mut d = dev_zl(2, 10, 20, 0.0, false);
+        let t = d.read_lbas(Cause::Host, Lba(0), Sectors(300), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(33_000_000));
+        // Not zero-latency, unskewed: each switch misses sector 0 and waits
+        // 9.5 and 8.5 ms: 10 + 0.5 + 9.5 + 10 + 1.5 + 8.5 + 10 = 50 ms.
+        let mut d = dev_zl(2, 0, 0, 0.0, false);
+        let t = d.read_lbas(Cause::Host, Lba(0), Sectors(300), &mut vec![]);
+        assert_eq!(t.unwrap(), Nanos(50_000_000));
     }
 }

@@ -17,7 +17,9 @@
 //!
 //! Whole-track accesses have zero latency in both models: once on track, a
 //! full-track read or write starts at whatever sector arrives first and costs
-//! exactly one rotation (the IMR paper's assumption for flips and promotions).
+//! exactly one rotation (the IMR paper's assumption for flips and promotions),
+//! unless the drive says `zero_latency = false` (DiskSim's "Immediate buffer
+//! read/write" = 0): then a whole track waits for its first sector too.
 //!
 //! Surfaces, head switch, write settle and skew follow DiskSim 4.0's
 //! `dm_mech_g1` (`diskmodel/mech_g1.c`) and `dm_layout_g1`
@@ -97,6 +99,8 @@ pub struct Mechanics {
     surfaces: u64,
     /// Which surface holds each track of a cylinder.
     surface_order: SurfaceOrder,
+    /// Whole-track accesses start at any sector (no rotational latency).
+    zero_latency: bool,
     /// Switching surfaces.
     head_switch: Nanos,
     /// Added to a write's non-zero repositioning; signed, as DiskSim's
@@ -193,6 +197,7 @@ impl Mechanics {
             short: vec![],
             surfaces: 1,
             surface_order: SurfaceOrder::Ascending,
+            zero_latency: true,
             head_switch: Nanos::ZERO,
             write_settle_ns: 0,
             skews: vec![],
@@ -224,6 +229,7 @@ impl Mechanics {
             }
         };
         m.head_switch = Nanos::from_ms(d.head_switch_ms);
+        m.zero_latency = d.zero_latency;
         m.write_settle_ns = (d.write_settle_ms * 1e6).round() as i64;
         // The zone table is kept when skew or a per-zone surface order needs it.
         let any = m.surface_order == SurfaceOrder::SerpentineInZone
@@ -408,7 +414,8 @@ impl Mechanics {
         let d = head.track.distance(at.track);
         let seek = self.reposition_time(head.track, at.track, write);
         let transfer = self.transfer_time(count, spt);
-        let whole_track = count >= spt;
+        // Zero-latency: a whole track starts wherever the head lands.
+        let whole_track = count >= spt && self.zero_latency;
         let continues = d == 0 && head.next_sector == at.sector && head.at == start;
         let rotate = if whole_track || continues {
             Nanos::ZERO

@@ -318,6 +318,12 @@ pub struct DriveConfig {
     /// Added to a write's repositioning when it moved the head, ms (DiskSim
     /// "Add. write settling delay"; may be negative, never below zero in total).
     pub write_settle_ms: f64,
+    /// Whether a whole-track access starts at whatever sector comes first
+    /// (zero-latency, read-on-arrival: the IMR paper's assumption, and
+    /// DiskSim's "Immediate buffer read/write" = 1) or waits for the track's
+    /// first sector like any other access (DiskSim's 0, as four of its five
+    /// validated drives).
+    pub zero_latency: bool,
     /// Cylinders of a sparing range (DiskSim "Rangesize for sparing"), for
     /// the zones' `spare_sectors_per_range`.
     pub spare_range_cylinders: u64,
@@ -355,6 +361,7 @@ impl Default for DriveConfig {
             surface_order: "ascending".into(),
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
+            zero_latency: true,
             spare_range_cylinders: 1,
             layout: LayoutConfig::default(),
             prefill: None,
@@ -367,9 +374,11 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
-    /// The zone keys set that the home map does not use yet (DiskSim's
-    /// spares and empty zone front): LBAs fill those sectors too. The run's
-    /// report warns about them, so that nothing changes silently.
+    /// The zone keys set that the home map does not use (DiskSim's spare
+    /// sectors, and spare tracks and empty zone fronts other than whole
+    /// tracks of a CMR drive with a given track count): LBAs fill those
+    /// sectors too. The run's report warns about them, so that nothing
+    /// changes silently.
     pub fn unmapped_zone_keys(&self) -> Vec<&'static str> {
         let mut keys = vec![];
         let mut note = |set: bool, key| {
@@ -377,9 +386,16 @@ impl DriveConfig {
                 keys.push(key);
             }
         };
+        // Whole spare tracks and whole-track empty fronts are mapped on CMR
+        // drives with a given track count (see `Geometry`).
+        let tracks_mapped = self.layout.kind == "cmr" && self.tracks.is_some();
         for z in &self.zones {
-            note(z.front_empty_sectors != 0, "front_empty_sectors");
-            note(z.spare_tracks != 0, "spare_tracks");
+            let whole_front = z.front_empty_sectors % z.sectors_per_track.max(1) as u64 == 0;
+            note(
+                z.front_empty_sectors != 0 && !(tracks_mapped && whole_front),
+                "front_empty_sectors",
+            );
+            note(z.spare_tracks != 0 && !tracks_mapped, "spare_tracks");
             note(z.spare_sectors_per_track != 0, "spare_sectors_per_track");
             note(
                 z.spare_sectors_per_cylinder != 0,

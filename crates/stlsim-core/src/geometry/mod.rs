@@ -120,6 +120,103 @@ pub struct Geometry {
     max_home_spt: u32,
     /// SMR: the bands' LBA-to-track mapping.
     band_map: Option<BandMap>,
+    /// CMR with DiskSim's spare tracks or empty zone fronts: tracks that
+    /// hold no LBA. The home map is built over the other tracks ("virtual"
+    /// numbering) and mapped onto physical tracks here.
+    holes: Option<Holes>,
+}
+
+/// Whole tracks of each zone that hold no LBA (DiskSim sparing scheme 1's
+/// spare tracks at the zone's end and its "Empty space at zone front").
+#[derive(Clone, Debug)]
+struct Holes {
+    /// Per zone: first physical track, first virtual track, tracks left out
+    /// at the front, tracks holding data, sectors a track.
+    zones: Vec<(u64, u64, u64, u64, u32)>,
+}
+
+impl Holes {
+    /// The zones' holes, or `None` when there are none. `tracks` physical
+    /// tracks. Errors when a zone's holes leave it no data track.
+    fn new(zones: &[ZoneSpec], tracks: u64) -> SimResult<Option<Holes>> {
+        if !zones
+            .iter()
+            .any(|z| z.spare_tracks != 0 || Holes::front(z) != 0)
+        {
+            return Ok(None);
+        }
+        let mut out = vec![];
+        let mut virt = 0;
+        for (i, z) in zones.iter().enumerate() {
+            let end = zones.get(i + 1).map_or(tracks, |n| n.first_track);
+            let len = end - z.first_track;
+            let front = Holes::front(z);
+            let Some(data) = len
+                .checked_sub(front)
+                .and_then(|l| l.checked_sub(z.spare_tracks))
+                .filter(|&d| d > 0)
+            else {
+                return config_err(format!(
+                    "the zone at track {} has {len} tracks: its front_empty_sectors ({front} tracks) and spare_tracks ({}) leave none for data",
+                    z.first_track, z.spare_tracks
+                ));
+            };
+            out.push((z.first_track, virt, front, data, z.sectors_per_track));
+            virt += data;
+        }
+        Ok(Some(Holes { zones: out }))
+    }
+
+    /// Whole tracks of a zone's empty front (a remainder is not mapped: see
+    /// [`DriveConfig::unmapped_zone_keys`]).
+    fn front(z: &ZoneSpec) -> u64 {
+        let spt = z.sectors_per_track.max(1) as u64;
+        if z.front_empty_sectors.is_multiple_of(spt) {
+            z.front_empty_sectors / spt
+        } else {
+            0
+        }
+    }
+
+    /// The zone table of the tracks holding data, numbered consecutively.
+    fn virtual_zones(&self) -> Vec<ZoneSpec> {
+        self.zones
+            .iter()
+            .map(|&(_, v, _, _, spt)| ZoneSpec {
+                first_track: v,
+                sectors_per_track: spt,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    fn virtual_tracks(&self) -> u64 {
+        self.zones.iter().map(|z| z.3).sum()
+    }
+
+    /// Physical track of virtual track `v`.
+    #[inline]
+    fn phys(&self, v: u64) -> u64 {
+        let i = self.zones.partition_point(|z| z.1 <= v).max(1) - 1;
+        let (p, vf, front, _, _) = self.zones[i];
+        p + front + (v - vf)
+    }
+
+    /// Virtual track of physical track `t`, if it holds data.
+    #[inline]
+    fn virt(&self, t: u64) -> Option<u64> {
+        let i = self.zones.partition_point(|z| z.0 <= t).max(1) - 1;
+        let (p, vf, front, data, _) = self.zones[i];
+        let off = t - p;
+        (off >= front && off < front + data).then(|| vf + off - front)
+    }
+
+    /// Sectors on physical track `t`.
+    #[inline]
+    fn size(&self, t: u64) -> u32 {
+        let i = self.zones.partition_point(|z| z.0 <= t).max(1) - 1;
+        self.zones[i].4
+    }
 }
 
 fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
@@ -471,6 +568,23 @@ impl Geometry {
         if matches!(layout, Layout::Zoned { .. }) && zones.len() > 1 {
             return config_err("the zoned layout needs a uniform track size (no zone table)");
         }
+        // Spare tracks and empty zone fronts are mapped on CMR drives with a
+        // given track count (DiskSim's drives); elsewhere the run warns.
+        if matches!(layout, Layout::Cmr) && c.tracks.is_some() {
+            if let Some(holes) = Holes::new(&zones, tracks)? {
+                let mut g = Geometry::build(
+                    c.sector_bytes,
+                    layout,
+                    &holes.virtual_zones(),
+                    holes.virtual_tracks(),
+                    band_map,
+                )?;
+                g.tracks = tracks;
+                g.max_spt = zones.iter().map(|z| z.sectors_per_track).max().unwrap_or(0);
+                g.holes = Some(holes);
+                return Ok(g);
+            }
+        }
         Geometry::build(c.sector_bytes, layout, &zones, tracks, band_map)
     }
 
@@ -494,6 +608,7 @@ impl Geometry {
             max_home_spt,
             home,
             band_map,
+            holes: None,
         })
     }
 
@@ -517,7 +632,10 @@ impl Geometry {
     #[inline]
     pub fn sectors_in(&self, t: Track) -> u32 {
         debug_assert!(t.0 < self.tracks, "track {} of {}", t.0, self.tracks);
-        self.home.size(t.0)
+        match &self.holes {
+            None => self.home.size(t.0),
+            Some(h) => h.size(t.0),
+        }
     }
     /// The largest number of sectors on any track.
     pub fn max_sectors_per_track(&self) -> u32 {
@@ -567,7 +685,10 @@ impl Geometry {
     /// The physical track holding a logical track.
     #[inline]
     pub fn logical_track_phys(&self, lt: u64) -> Track {
-        Track(self.home.phys(lt))
+        match &self.holes {
+            None => Track(self.home.phys(lt)),
+            Some(h) => Track(h.phys(self.home.phys(lt))),
+        }
     }
     /// The logical track a physical track holds, if it holds data.
     #[inline]
@@ -575,7 +696,10 @@ impl Geometry {
         if t.0 >= self.tracks {
             return None;
         }
-        self.home.logical(t.0)
+        match &self.holes {
+            None => self.home.logical(t.0),
+            Some(h) => self.home.logical(h.virt(t.0)?),
+        }
     }
 
     /// Home location of an LBA in the layout's static map.

@@ -808,3 +808,61 @@ fn surfaces_need_cylinder_aligned_zones_and_the_cmr_layout() {
     let e = Geometry::from_config(&d).unwrap_err().to_string();
     assert!(e.contains("surfaces = 3 needs layout kind 'cmr'"), "{e}");
 }
+
+#[test]
+fn spare_tracks_and_empty_zone_fronts_hold_no_lbas() {
+    // Zone 0: tracks 0..10 of 10 sectors, a 20-sector (2-track) empty front
+    // and 3 spare tracks: data on tracks 2..7. Zone 1: tracks 10..20 of 8
+    // sectors, 2 spare tracks: data on 10..18. DiskSim sparing scheme 1.
+    let mut d = drive("cmr", 20, 10);
+    d.zones = vec![
+        ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 10,
+            front_empty_sectors: 20,
+            spare_tracks: 3,
+            ..Default::default()
+        },
+        ZoneSpec {
+            first_track: 10,
+            sectors_per_track: 8,
+            spare_tracks: 2,
+            ..Default::default()
+        },
+    ];
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.tracks(), 20);
+    assert_eq!(g.capacity(), Sectors(5 * 10 + 8 * 8));
+    let at = |t: u64, s: u32| PhysAddr {
+        track: Track(t),
+        sector: s,
+    };
+    assert_eq!(g.home(Lba(0)), at(2, 0));
+    assert_eq!(g.home(Lba(49)), at(6, 9));
+    assert_eq!(g.home(Lba(50)), at(10, 0));
+    assert_eq!(g.home(Lba(113)), at(17, 7));
+    for t in [0, 1, 7, 8, 9, 18, 19] {
+        assert_eq!(g.phys_logical_track(Track(t)), None, "track {t}");
+    }
+    assert_eq!(g.home_lba(at(11, 3)), Some(Lba(61)));
+    // Holes keep their zone's size: the medium and the mechanics see them.
+    assert_eq!(g.sectors_in(Track(8)), 10);
+    assert_eq!(g.sectors_in(Track(19)), 8);
+    assert_eq!(g.max_sectors_per_track(), 10);
+    let mut ext = vec![];
+    g.for_home_extents(Lba(45), Sectors(10), |a, n, l| ext.push((a, n, l)));
+    assert_eq!(ext, vec![(at(6, 5), 5, Lba(45)), (at(10, 0), 5, Lba(50))]);
+    // Holes that leave a zone no data are an error naming the zone.
+    d.zones[1].spare_tracks = 10;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("the zone at track 10 has 10 tracks"), "{e}");
+    // The same holes on a drive sized by capacity are not mapped (warned).
+    d.zones[1].spare_tracks = 2;
+    assert!(d.unmapped_zone_keys().is_empty());
+    d.tracks = None;
+    d.capacity_gib = Some(1e-3);
+    assert_eq!(
+        d.unmapped_zone_keys(),
+        vec!["front_empty_sectors", "spare_tracks"]
+    );
+}

@@ -327,7 +327,7 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
     let unmapped = i.cfg.drive.unmapped_zone_keys();
     if !unmapped.is_empty() {
         w.push(format!(
-            "the drive's zones give {} (DiskSim spares / management area), which stlsim does not map yet: LBAs fill those sectors too, so later LBAs lie earlier on the disk than on the real drive",
+            "the drive's zones give {} (DiskSim spares / management area), which stlsim does not map: LBAs fill those sectors too, so later LBAs lie earlier on the disk than on the real drive",
             unmapped.join(", ")
         ));
     }
