@@ -543,32 +543,20 @@ impl Simulation {
                 self.crash_requested = false;
                 self.crash()?;
             }
-            if self.scheduler != Scheduler::Fcfs {
-                let Some(a) = self.next_scheduled()? else {
-                    self.irregular.unknown_skipped = self.reader.skipped_unknown();
-                    self.finish()?;
-                    return Ok(true);
-                };
-                match self.serve(a) {
-                    Ok(()) => {}
-                    Err(SimError::Crash) => {
-                        self.host.lost_in_crash += 1;
-                        self.crash()?;
-                    }
-                    Err(e) => return Err(e),
+            // FCFS serves each record as it is read; another scheduler picks
+            // among the requests the host has issued.
+            let served = if self.scheduler != Scheduler::Fcfs {
+                match self.next_scheduled()? {
+                    Some(a) => self.serve(a),
+                    None => return self.end_of_trace(),
                 }
-                if self.crash_after.last() == Some(&self.host.requests) {
-                    self.crash_after.pop();
-                    self.crash()?;
+            } else {
+                match self.reader.next_record()? {
+                    Some(rec) => self.one(&rec),
+                    None => return self.end_of_trace(),
                 }
-                continue;
-            }
-            let Some(rec) = self.reader.next_record()? else {
-                self.irregular.unknown_skipped = self.reader.skipped_unknown();
-                self.finish()?;
-                return Ok(true);
             };
-            match self.one(&rec) {
+            match served {
                 Ok(()) => {}
                 Err(SimError::Crash) => {
                     self.host.lost_in_crash += 1;
@@ -582,6 +570,13 @@ impl Simulation {
             }
         }
         Ok(false)
+    }
+
+    /// The trace is done: flush, scan, finish (`step`'s `true`).
+    fn end_of_trace(&mut self) -> SimResult<bool> {
+        self.irregular.unknown_skipped = self.reader.skipped_unknown();
+        self.finish()?;
+        Ok(true)
     }
 
     /// Run to the end.
