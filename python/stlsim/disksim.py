@@ -629,6 +629,18 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     # May be negative (hp_c2490a_validate.model: -0.642): writes then settle
     # sooner than the read seek curve says; the core allows it.
     emit("write_settle_ms", float(settle), f"{settle_p.where} \"Add. write settling delay = {_fmt(settle)}\"")
+    # Zero-latency access (DiskSim "Immediate buffer read/write": sectors
+    # taken in the order they pass under the head). stlsim has one switch
+    # for both, and it covers whole-track accesses.
+    if disk is not None:
+        imm_r, imm_w = use(disk.get("Immediate buffer read")), use(disk.get("Immediate buffer write"))
+        if imm_r is not None and imm_w is not None:
+            if imm_r.value == imm_w.value == 0:
+                emit("zero_latency", False, f"{imm_r.where} \"Immediate buffer read = 0\", {imm_w.where} \"Immediate buffer write = 0\"")
+            elif imm_r.value == imm_w.value:
+                emit("zero_latency", True, f"{imm_r.where} \"Immediate buffer read = {_fmt(imm_r.value)}\" and write alike (whole tracks only)")
+            else:
+                unexpressed.append(f"{imm_r.where} Immediate buffer read = {_fmt(imm_r.value)} with write = {_fmt(imm_w.value)}: stlsim has one zero_latency switch for both")
 
     # Write-back caching. DiskSim 4.0 manual (CMU-PDL-08-101) section 3.4.5,
     # "Fast write level": 0 disables write-back caching (a write completes once
