@@ -818,6 +818,7 @@ impl Simulation {
     }
 
     /// Serve an issued request, and count it.
+    #[inline(always)]
     fn serve(&mut self, a: Arrival) -> SimResult<()> {
         let Arrival {
             lba,
