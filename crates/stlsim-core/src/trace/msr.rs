@@ -84,7 +84,8 @@ fn digits_then(line: &[u8], i: &mut usize, stop: u8) -> Option<u64> {
                 if d > 9 {
                     break;
                 }
-                v = v * 10 + d as u64;
+                // Wrapping: a run of more than 18 digits is refused below.
+                v = v.wrapping_mul(10).wrapping_add(d as u64);
                 *i += 1;
             }
             break;
@@ -137,17 +138,16 @@ fn fast_line(line: &[u8]) -> Option<FastLine> {
     let offset = digits_then(line, &mut i, b',')?;
     let len = digits_then(line, &mut i, b',')?;
     // The response time ends the line; it may be empty (unknown).
+    if line.len() - i > 18 {
+        return None;
+    }
     let mut response = 0u64;
-    let from = i;
     for &c in &line[i..] {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
             return None;
         }
         response = response * 10 + d as u64;
-    }
-    if line.len() - from > 18 {
-        return None;
     }
     Some(FastLine {
         time_ns,
