@@ -716,7 +716,7 @@ impl Simulation {
     }
 
     /// The host issues a trace record (None: an empty one, skipped).
-    #[inline]
+    #[inline(always)]
     fn arrive(&mut self, rec: &TraceRecord) -> SimResult<Option<Arrival>> {
         if rec.len.0 == 0 {
             self.host.empty_skipped += 1;
@@ -731,7 +731,13 @@ impl Simulation {
             }
         }
         let (issue, disparity) = self.issue_time(rec);
-        let measured = self.reader.measured();
+        // The trace's measured time matters to the closed mode's think time
+        // and the latency log only: not asked for (a call per record) otherwise.
+        let measured = if self.cfg.replay.mode == Mode::Closed || self.latency_log.is_some() {
+            self.reader.measured()
+        } else {
+            None
+        };
         self.prev_measured = measured;
         let write = rec.op == Op::Write;
         Ok(Some(Arrival {
