@@ -972,9 +972,7 @@ impl Simulation {
         } else {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
-            self.dev.advance_to(issue);
-            let oh = self.overheads.command(true, false);
-            self.dev.advance_to(self.dev.now() + oh);
+            let oh = self.start_media_command(issue, true);
             if self.needs.background {
                 let w = [WriteReq {
                     lba,
@@ -1052,6 +1050,17 @@ impl Simulation {
         Ok(())
     }
 
+    /// A request that goes to the media starts once it has arrived and the
+    /// device is free, then pays its command overhead (a miss) with the
+    /// device idle; returns that overhead.
+    #[inline]
+    fn start_media_command(&mut self, issue: Nanos, write: bool) -> Nanos {
+        self.dev.advance_to(issue);
+        let oh = self.overheads.command(write, false);
+        self.dev.advance_to(self.dev.now() + oh);
+        oh
+    }
+
     /// When a read's data has crossed the host link: the link may start once
     /// the buffer holds the high-water fraction of the data (0: at once,
     /// overlapping the media; 1: after the media read), and takes `xfer`.
@@ -1085,33 +1094,37 @@ impl Simulation {
                 issue + self.overheads.command(false, true) + xfer + done_oh,
                 None,
             )
-        } else if let Some(rc) = &mut self.read_cache {
-            match rc.lookup(lba.0, n.0) {
-                Lookup::Full => {
-                    self.host.read_cache_hits += 1;
-                    rc.copy_out(lba.0, n.0, &mut self.scratch);
-                    (
-                        issue + self.overheads.command(false, true) + xfer + done_oh,
-                        None,
-                    )
+        } else {
+            // What the read cache holds of the read's first sectors.
+            let found = match &mut self.read_cache {
+                Some(rc) => rc.lookup(lba.0, n.0),
+                None => Lookup::Miss,
+            };
+            let have = match found {
+                Lookup::Full => n.0,
+                Lookup::Prefix(h) => h,
+                Lookup::Miss => 0,
+            };
+            if let Some(rc) = &self.read_cache {
+                rc.copy_out(lba.0, have, &mut self.scratch);
+            }
+            if have == n.0 {
+                self.host.read_cache_hits += 1;
+                (
+                    issue + self.overheads.command(false, true) + xfer + done_oh,
+                    None,
+                )
+            } else {
+                // A prefix hit transfers what is buffered and reads the rest.
+                if have > 0 {
+                    self.host.read_cache_partial_hits += 1;
                 }
-                found => {
-                    // A prefix hit transfers what is buffered and reads the rest.
-                    let have = match found {
-                        Lookup::Prefix(h) => {
-                            self.host.read_cache_partial_hits += 1;
-                            rc.copy_out(lba.0, h, &mut self.scratch);
-                            h
-                        }
-                        _ => 0,
-                    };
-                    let oh = self.overheads.command(false, false);
-                    self.dev.advance_to(issue);
-                    self.dev.advance_to(self.dev.now() + oh);
-                    let from = self.scratch.len();
-                    let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
-                    self.layer.read(&mut self.dev, at, m, &mut self.scratch)?;
-                    let done = self.dev.now();
+                let oh = self.start_media_command(issue, false);
+                let from = self.scratch.len();
+                let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
+                self.layer.read(&mut self.dev, at, m, &mut self.scratch)?;
+                let done = self.dev.now();
+                if let Some(rc) = &mut self.read_cache {
                     // The buffer holds the drive's newest data: what the
                     // write cache holds supersedes what the media had.
                     let from = from.min(self.scratch.len());
@@ -1119,19 +1132,10 @@ impl Simulation {
                     if carries {
                         self.cache.overlay(at.0, m.0, tail);
                     }
-                    if let Some(rc) = &mut self.read_cache {
-                        rc.filled(at.0, m.0, tail, done);
-                    }
-                    (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
+                    rc.filled(at.0, m.0, tail, done);
                 }
+                (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
             }
-        } else {
-            self.dev.advance_to(issue);
-            let oh = self.overheads.command(false, false);
-            self.dev.advance_to(self.dev.now() + oh);
-            self.layer.read(&mut self.dev, lba, n, &mut self.scratch)?;
-            let done = self.dev.now();
-            (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
         };
         if let Some(o) = &mut self.oracle {
             if self.scratch.len() != n.0 as usize {

@@ -213,37 +213,32 @@ impl RawTraceReader for MsrReader {
             if !s.next_line()? {
                 return Ok(None);
             }
-            if let Some(f) = fast_line(s.raw()) {
-                s.mark_record();
-                self.measured = f.response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
-                let rec = TraceRecord {
-                    time: Nanos(f.time_ns),
-                    op: f.op,
-                    offset: Bytes(f.offset),
-                    len: Bytes(f.len),
-                    line: s.line(),
-                };
-                return Ok(Some((rec, Some(f.disk))));
-            }
-            // Anything the fast path does not take (blank lines, spaces, a
-            // sign, other letter cases, huge numbers, errors) goes the general way.
-            if !s.split_current()? {
-                continue;
-            }
-            match general_fields(s, self.skip_unknown, &mut self.skipped)? {
+            let f = match fast_line(s.raw()) {
                 Some(f) => {
-                    self.measured = f.response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
-                    let rec = TraceRecord {
-                        time: Nanos(f.time_ns),
-                        op: f.op,
-                        offset: Bytes(f.offset),
-                        len: Bytes(f.len),
-                        line: s.line(),
-                    };
-                    return Ok(Some((rec, Some(f.disk))));
+                    s.mark_record();
+                    f
                 }
-                None => continue, // an unknown operation, skipped
-            }
+                // Anything the fast path does not take (blank lines, spaces, a
+                // sign, other letter cases, huge numbers, errors) goes the general way.
+                None => {
+                    if !s.split_current()? {
+                        continue;
+                    }
+                    match general_fields(s, self.skip_unknown, &mut self.skipped)? {
+                        Some(f) => f,
+                        None => continue, // an unknown operation, skipped
+                    }
+                }
+            };
+            self.measured = f.response.checked_mul(100).filter(|&ns| ns > 0).map(Nanos);
+            let rec = TraceRecord {
+                time: Nanos(f.time_ns),
+                op: f.op,
+                offset: Bytes(f.offset),
+                len: Bytes(f.len),
+                line: s.line(),
+            };
+            return Ok(Some((rec, Some(f.disk))));
         }
     }
 
