@@ -474,9 +474,84 @@ fn bench_readers(c: &mut Criterion) {
             Format::Mqsim,
         ),
     ];
+    // The other text readers have small samples: their records repeated
+    // (the header, if any, once) to about 20,000 records in memory.
+    let repeated = |name: &str, header_lines: usize| -> &'static [u8] {
+        let text = data(name);
+        let mut at = 0;
+        for _ in 0..header_lines {
+            at += text[at..].iter().position(|&c| c == b'\n').unwrap() + 1;
+        }
+        let body = &text[at..];
+        let times = 20_000 / body.iter().filter(|&&c| c == b'\n').count().max(1) + 1;
+        let mut out = text[..at].to_vec();
+        for _ in 0..times {
+            out.extend_from_slice(body);
+        }
+        Box::leak(out.into_boxed_slice())
+    };
+    let others: [(&str, &'static [u8], Format); 9] = [
+        ("spc-parse", repeated("samples/wdev_3.spc", 0), Format::Spc),
+        (
+            "systor17-parse",
+            repeated("samples/wdev_3.systor17.csv", 1),
+            Format::Systor17,
+        ),
+        (
+            "alibaba-parse",
+            repeated("samples/wdev_3.alibaba.csv", 0),
+            Format::Alibaba,
+        ),
+        (
+            "tencent-parse",
+            repeated("samples/wdev_3.tencent.csv", 0),
+            Format::Tencent,
+        ),
+        (
+            "fiu-parse",
+            repeated("samples/wdev_3.fiu.txt", 0),
+            Format::Fiu,
+        ),
+        (
+            "disksim-parse",
+            repeated("samples/wdev_3.disksim", 0),
+            Format::Disksim,
+        ),
+        (
+            "disksim-validate-parse",
+            repeated("disksim/hp_c3323a.trace", 0),
+            Format::DisksimValidate,
+        ),
+        (
+            "thesios-parse",
+            repeated("thesios/data-00000-of-00001", 1),
+            Format::Thesios,
+        ),
+        (
+            "fio3-parse",
+            repeated("samples/wdev_3.fio3.log", 3),
+            Format::FioIolog,
+        ),
+    ];
     let mut g = c.benchmark_group("trace");
-    for (name, bytes, format) in inputs {
-        g.throughput(Throughput::Elements(count(bytes, format)));
+    // blkparse prints one line per event, several per request (3.2 in this
+    // capture): its reader is also timed per event line read.
+    let blkparse = inputs[5];
+    let blkparse_events = (
+        "blkparse-parse-event-lines",
+        blkparse.1,
+        blkparse.2,
+        Some(blkparse.1.iter().filter(|&&c| c == b'\n').count() as u64),
+    );
+    let inputs = inputs
+        .into_iter()
+        .map(|(n, b, f)| (n, b, f, None))
+        .chain([blkparse_events])
+        .chain(others.into_iter().map(|(n, b, f)| (n, b, f, None)));
+    for (name, bytes, format, lines) in inputs {
+        g.throughput(Throughput::Elements(
+            lines.unwrap_or_else(|| count(bytes, format)),
+        ));
         g.bench_function(name, |b| {
             b.iter(|| {
                 let spec = TraceSpec {

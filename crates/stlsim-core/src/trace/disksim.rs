@@ -27,7 +27,7 @@
 //!   it).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{parse_scaled, show, CsvLines};
+use crate::trace::open::text::{digits_then, parse_scaled, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -69,6 +69,32 @@ impl DisksimAsciiReader {
     }
 }
 
+/// An MQSim line in the form MQSim writes it (one space between fields,
+/// numbers of at most 18 digits, TYPE `0` or `1`, an optional `\r`) read in
+/// one pass: `(arrival ns, device, offset bytes, length bytes, op)`. `None`
+/// sends the line the general way, which also words every error.
+#[inline]
+fn mqsim_fast_line(line: &[u8]) -> Option<(u64, u64, u64, u64, Op)> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut i = 0;
+    let time = digits_then(line, &mut i, b' ')?;
+    let dev = digits_then(line, &mut i, b' ')?;
+    let blk = digits_then(line, &mut i, b' ')?;
+    let count = digits_then(line, &mut i, b' ')?;
+    let op = match line.get(i..)? {
+        b"1" => Op::Read,
+        b"0" => Op::Write,
+        _ => return None,
+    };
+    Some((
+        time,
+        dev,
+        blk.checked_mul(512)?,
+        count.checked_mul(512)?,
+        op,
+    ))
+}
+
 fn sectors_to_bytes(s: &CsvLines, v: u64, name: &str, field: usize) -> SimResult<u64> {
     v.checked_mul(512).ok_or_else(|| {
         s.err(format!(
@@ -85,7 +111,31 @@ impl RawTraceReader for DisksimAsciiReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if !s.advance()? {
+            if self.flavour == Flavour::Mqsim {
+                if !s.next_line()? {
+                    return Ok(None);
+                }
+                let fast = if s.fast_paths() {
+                    mqsim_fast_line(s.raw())
+                } else {
+                    None
+                };
+                if let Some((time, dev, offset, len, op)) = fast {
+                    s.mark_record();
+                    let rec = TraceRecord {
+                        time: Nanos(time),
+                        op,
+                        offset: Bytes(offset),
+                        len: Bytes(len),
+                        line: s.line(),
+                    };
+                    return Ok(Some((rec, Some(dev))));
+                }
+                // Blank lines, runs of spaces, huge numbers, errors: the general way.
+                if !s.split_current()? {
+                    continue;
+                }
+            } else if !s.advance()? {
                 return Ok(None);
             }
             let (time, op) = match self.flavour {
@@ -231,6 +281,64 @@ impl RawTraceReader for DisksimValidateReader {
 mod tests {
     use super::*;
     use crate::trace::open::test_util::*;
+
+    /// `text` read as MQSim with the fast path and the general way only.
+    fn mqsim_both_ways(text: &str, skip: bool) -> (Drained, Drained) {
+        let make = || {
+            DisksimAsciiReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.trace",
+                Flavour::Mqsim,
+                skip,
+            )
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+        /// The MQSim fast path reads every text as the general way does: the
+        /// same records, the same error on the same line, the same skips.
+        #[test]
+        fn the_mqsim_fast_path_reads_what_the_general_way_reads(
+            text in mutated_lines(&[&["11413000", "0"], &["0", "1", "\t"], &["657728", "0"], &["16", "1"], &["1", "0", "2"]], " "),
+            skip in proptest::bool::ANY,
+        ) {
+            let (fast, general) = mqsim_both_ways(&text, skip);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_mqsim_fast_path_takes_mqsims_lines() {
+        assert_eq!(
+            mqsim_fast_line(b"11413000 0 657728 16 1\r"),
+            Some((11_413_000, 0, 657_728 * 512, 16 * 512, Op::Read))
+        );
+        for other in [
+            "1 0 1 1 2",
+            "1  0 1 1 1",
+            " 1 0 1 1 1",
+            "1 0 1 1 1 ",
+            "1\t0 1 1 1",
+            "1 0 1 1",
+        ] {
+            assert_eq!(mqsim_fast_line(other.as_bytes()), None, "{other}");
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(data("wsrch-small.trace.gz")).unwrap(),
+            ),
+            &mut text,
+        )
+        .unwrap();
+        let (fast, general) = mqsim_both_ways(&text, false);
+        assert_eq!(fast.0.len(), 24_783);
+        assert_eq!(fast, general);
+    }
 
     fn read<R: RawTraceReader>(mut r: R) -> SimResult<Vec<(TraceRecord, Option<u64>)>> {
         let mut v = vec![];

@@ -18,7 +18,7 @@
 //!   appearance) for disk selection.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{digits_then, digits_to_end, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -35,7 +35,7 @@ const MAX_FILES: usize = 1 << 16;
 /// Reader of fio version-2 and version-3 I/O logs.
 pub struct FioIologReader {
     src: CsvLines,
-    files: Vec<Vec<u8>>,
+    files: Files,
     /// 2 or 3 once the header is read; 0 before.
     version: u8,
     skip_unknown: bool,
@@ -52,7 +52,7 @@ impl FioIologReader {
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
         FioIologReader {
             src: CsvLines::words(input, file),
-            files: vec![],
+            files: Files::default(),
             version: 0,
             skip_unknown,
             skipped: 0,
@@ -76,6 +76,75 @@ impl FioIologReader {
     }
 }
 
+/// A read or write line as fio writes it (one space between fields, a file
+/// name without quotes or other white space at its ends, numbers of at most
+/// 18 digits, an optional `\r`), read in one pass: `(timestamp us when
+/// `timed`, file name, op, offset, length)`. `None` sends the line the
+/// general way: file actions, errors, anything unusual.
+#[inline]
+fn fast_line(line: &[u8], timed: bool) -> Option<(u64, &[u8], Op, u64, u64)> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut i = 0;
+    let us = if timed {
+        digits_then(line, &mut i, b' ')?
+    } else {
+        0
+    };
+    let rest = line.get(i..)?;
+    let n = memchr::memchr(b' ', rest)?;
+    let name = &rest[..n];
+    // The general way trims a word of white space and one pair of quotes.
+    match (name.first(), name.last()) {
+        (Some(a), Some(z))
+            if !a.is_ascii_whitespace() && !z.is_ascii_whitespace() && *a != b'"' => {}
+        _ => return None,
+    }
+    i += n + 1;
+    let rest = &line[i..];
+    let op = if rest.starts_with(b"write ") {
+        i += 6;
+        Op::Write
+    } else if rest.starts_with(b"read ") {
+        i += 5;
+        Op::Read
+    } else {
+        return None;
+    };
+    let offset = digits_then(line, &mut i, b' ')?;
+    let len = digits_to_end(line, &mut i)?;
+    Some((us, name, op, offset, len))
+}
+
+/// The files a log names, each a device numbered in order of first
+/// appearance.
+#[derive(Default)]
+struct Files {
+    names: Vec<Vec<u8>>,
+    /// The device last asked for, tried first (logs name one file for long runs).
+    last: usize,
+}
+
+impl Files {
+    /// The device number of `name`, added if new.
+    fn device(&mut self, s: &CsvLines, name: &[u8]) -> SimResult<u64> {
+        if self.names.get(self.last).map(Vec::as_slice) == Some(name) {
+            return Ok(self.last as u64);
+        }
+        let dev = match self.names.iter().position(|f| f.as_slice() == name) {
+            Some(i) => i,
+            None if self.names.len() >= MAX_FILES => {
+                return Err(s.err(format!("more than {MAX_FILES} distinct files: each is a device, and no drive has that many")));
+            }
+            None => {
+                self.names.push(name.to_vec());
+                self.names.len() - 1
+            }
+        };
+        self.last = dev;
+        Ok(dev as u64)
+    }
+}
+
 impl RawTraceReader for FioIologReader {
     fn skipped_unknown(&self) -> u64 {
         self.skipped
@@ -84,87 +153,84 @@ impl RawTraceReader for FioIologReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if !s.advance()? {
-                return Ok(None);
-            }
             if self.version == 0 {
-                // The words of the line, one space apart (quoted in an error
-                // as one field is: at most 60 characters).
-                let line = (0..s.len())
-                    .map(|i| s.field(i))
-                    .collect::<Vec<_>>()
-                    .join(&b' ');
-                self.version = match line.as_slice() {
-                    l if l == HEADER_V2.as_bytes() => 2,
-                    l if l == HEADER_V3.as_bytes() => 3,
-                    l if l.starts_with(b"fio version") => {
-                        return Err(s.err(format!(
-                            "'{}': fio iolog versions 2 and 3 are read, not this one",
-                            show(l)
-                        )))
-                    }
-                    l => {
-                        return Err(s.err(format!(
-                            "expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'",
-                            show(l)
-                        )))
-                    }
-                };
+                if !s.advance()? {
+                    return Ok(None);
+                }
+                self.version = header_version(s)?;
                 if self.version == 3 && self.gap.is_some() {
                     return Err(s.err("rate_iops (--rate) gives times to a version-2 log, which has none; this version-3 log records its own"));
                 }
                 continue;
             }
-            // Version 3 shifts every field by its timestamp.
-            let at = usize::from(self.version == 3);
-            let time = if at == 1 {
-                let us = s.u64_field(0, "TIMESTAMP (us)")?;
+            if !s.next_line()? {
+                return Ok(None);
+            }
+            let timed = self.version == 3;
+            // Marked before the parse: the file name borrows the line, and an
+            // error numbering files names it (a blank line is then passed over).
+            s.mark_record();
+            let fast = if s.fast_paths() {
+                fast_line(s.raw(), timed)
+            } else {
+                None
+            };
+            let (us, op, offset, len, dev) = match fast {
+                Some((us, name, op, offset, len)) => {
+                    let dev = self.files.device(s, name)?;
+                    (us, op, offset, len, dev)
+                }
+                None => {
+                    if !s.split_current()? {
+                        continue;
+                    }
+                    // Version 3 shifts every field by its timestamp.
+                    let at = usize::from(timed);
+                    let us = if timed {
+                        s.u64_field(0, "TIMESTAMP (us)")?
+                    } else {
+                        0
+                    };
+                    let action = s.field(at + 1);
+                    let op = match action {
+                        b"read" => Op::Read,
+                        b"write" => Op::Write,
+                        b"add" | b"open" | b"close" | b"sync" | b"datasync" | b"trim" | b"wait" => {
+                            continue
+                        }
+                        other => {
+                            s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                                format!(
+                                    "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
+                                    at + 2,
+                                    show(other)
+                                )
+                            })?;
+                            continue;
+                        }
+                    };
+                    if timed {
+                        s.expect_fields(5, "TIMESTAMP FILE ACTION OFFSET LENGTH")?;
+                    } else {
+                        s.expect_fields(4, "FILE ACTION OFFSET LENGTH")?;
+                    }
+                    let offset = s.u64_field(at + 2, "OFFSET")?;
+                    let len = s.u64_field(at + 3, "LENGTH")?;
+                    let dev = self.files.device(s, s.field(at))?;
+                    (us, op, offset, len, dev)
+                }
+            };
+            let time = if timed {
                 Nanos(
                     us.checked_mul(1_000)
                         .ok_or_else(|| s.err(format!("TIMESTAMP (field 1) overflows: {us} us")))?,
                 )
             } else {
-                // Counted before the action is known: the time is only used
-                // for reads and writes, which are numbered below.
+                // Version 2: from the rate (or 0) by the request's number.
                 Nanos(
                     self.gap
                         .map_or(0, |g| (self.issued as f64 * g).round() as u64),
                 )
-            };
-            let action = s.field(at + 1);
-            let op = match action {
-                b"read" => Op::Read,
-                b"write" => Op::Write,
-                b"add" | b"open" | b"close" | b"sync" | b"datasync" | b"trim" | b"wait" => continue,
-                other => {
-                    s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                        format!(
-                            "action (field {}) is '{}', expected read, write, add, open, close, sync, datasync, trim or wait",
-                            at + 2,
-                            show(other)
-                        )
-                    })?;
-                    continue;
-                }
-            };
-            if self.version == 3 {
-                s.expect_fields(5, "TIMESTAMP FILE ACTION OFFSET LENGTH")?;
-            } else {
-                s.expect_fields(4, "FILE ACTION OFFSET LENGTH")?;
-            }
-            let offset = s.u64_field(at + 2, "OFFSET")?;
-            let len = s.u64_field(at + 3, "LENGTH")?;
-            let line = s.line();
-            let name = s.field(at);
-            let dev = match self.files.iter().position(|f| f.as_slice() == name) {
-                Some(i) => i,
-                None if self.files.len() >= MAX_FILES => {
-                    return Err(s.err(format!("more than {MAX_FILES} distinct files: each is a device, and no drive has that many")));
-                }
-                None => {
-                    self.files.push(name.to_vec());
-                    self.files.len() - 1
-                }
             };
             self.issued += 1;
             let rec = TraceRecord {
@@ -172,16 +238,111 @@ impl RawTraceReader for FioIologReader {
                 op,
                 offset: Bytes(offset),
                 len: Bytes(len),
-                line,
+                line: s.line(),
             };
-            return Ok(Some((rec, Some(dev as u64))));
+            return Ok(Some((rec, Some(dev))));
         }
+    }
+}
+
+/// The version (2 or 3) a log's header line names, or an error.
+fn header_version(s: &CsvLines) -> SimResult<u8> {
+    // The words of the line, one space apart (quoted in an error as one
+    // field is: at most 60 characters).
+    let line = (0..s.len())
+        .map(|i| s.field(i))
+        .collect::<Vec<_>>()
+        .join(&b' ');
+    match line.as_slice() {
+        l if l == HEADER_V2.as_bytes() => Ok(2),
+        l if l == HEADER_V3.as_bytes() => Ok(3),
+        l if l.starts_with(b"fio version") => Err(s.err(format!(
+            "'{}': fio iolog versions 2 and 3 are read, not this one",
+            show(l)
+        ))),
+        l => Err(s.err(format!(
+            "expected the header '{HEADER_V2}' or '{HEADER_V3}', found '{}'",
+            show(l)
+        ))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::open::test_util::{drain, mutated_lines, Drained};
+
+    /// `text` read with the fast path and the general way only.
+    fn both_ways(text: &str, skip: bool, rate: Option<f64>) -> (Drained, Drained) {
+        let make = || {
+            FioIologReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.log",
+                skip,
+            )
+            .with_rate(rate)
+            .unwrap()
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    const FILES: &[&str] = &["/dev/sda", "/dev/sdb", "\"/dev/sda\"", "\"/dev/sdb"];
+    const ACTIONS: &[&str] = &["read", "write", "add", "open", "sync", "Write"];
+    const NUMBERS: &[&str] = &["4096", "2188587008", "0"];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+        /// The fast path reads every log as the general way does: the same
+        /// records and devices, the same error on the same line, the same skips.
+        #[test]
+        fn the_fast_path_reads_what_the_general_way_reads(
+            v2 in mutated_lines(&[FILES, ACTIONS, NUMBERS, NUMBERS], " "),
+            v3 in mutated_lines(&[&["7", "0", "18446744073709552"], FILES, ACTIONS, NUMBERS, NUMBERS], " "),
+            timed in proptest::bool::ANY,
+            skip in proptest::bool::ANY,
+            rate in proptest::option::of(1.0f64..1e6),
+        ) {
+            let (header, body, rate) = if timed { (HEADER_V3, v3, None) } else { (HEADER_V2, v2, rate) };
+            let text = format!("{header}\n{body}");
+            let (fast, general) = both_ways(&text, skip, rate);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_fios_lines() {
+        assert_eq!(
+            fast_line(b"/dev/sda write 2188587008 4096\r", false),
+            Some((0, &b"/dev/sda"[..], Op::Write, 2_188_587_008, 4096))
+        );
+        assert_eq!(
+            fast_line(b"7 /dev/sda read 0 512", true),
+            Some((7, &b"/dev/sda"[..], Op::Read, 0, 512))
+        );
+        for (other, timed) in [
+            ("/dev/sda add", false),
+            ("/dev/sda  read 0 512", false),
+            ("\"/dev/sda\" read 0 512", false),
+            ("/dev/sda read 0 512", true),
+            ("/dev/sda read 0 512 1", false),
+        ] {
+            assert_eq!(fast_line(other.as_bytes(), timed), None, "{other}");
+        }
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(crate::trace::open::test_util::data("iolog_8G.log.gz"))
+                    .unwrap(),
+            ),
+            &mut text,
+        )
+        .unwrap();
+        let (fast, general) = both_ways(&text, false, None);
+        assert!(fast.0.len() > 1000, "{}", fast.0.len());
+        assert_eq!(fast, general);
+    }
 
     fn read_all(text: &'static str) -> SimResult<Vec<TraceRecord>> {
         let mut r = FioIologReader::new(Box::new(text.as_bytes()), "t.log", false);

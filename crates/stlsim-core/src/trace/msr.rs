@@ -13,7 +13,7 @@
 //!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digit_prefix, parse_eight, parse_prefix, show, CsvLines};
+use crate::trace::open::text::{digits_then, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -67,53 +67,6 @@ struct FastLine {
     offset: u64,
     len: u64,
     response: u64,
-}
-
-/// Digits from `*i` up to `stop` (consumed), at least one and at most 18:
-/// eight bytes at a time where the line has them.
-#[inline(always)]
-fn digits_then(line: &[u8], i: &mut usize, stop: u8) -> Option<u64> {
-    const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
-    let from = *i;
-    let mut v = 0u64;
-    loop {
-        let Some(chunk) = line.get(*i..).and_then(|r| r.first_chunk::<8>()) else {
-            // The line's last bytes: one at a time.
-            while let Some(&c) = line.get(*i) {
-                let d = c.wrapping_sub(b'0');
-                if d > 9 {
-                    break;
-                }
-                // Wrapping: a run of more than 18 digits is refused below.
-                v = v.wrapping_mul(10).wrapping_add(d as u64);
-                *i += 1;
-            }
-            break;
-        };
-        let w = u64::from_le_bytes(*chunk);
-        let n = digit_prefix(w);
-        if n == 8 {
-            v = v.wrapping_mul(100_000_000).wrapping_add(parse_eight(w));
-            *i += 8;
-            if *i - from > 18 {
-                return None;
-            }
-            continue;
-        }
-        if n > 0 {
-            v = v
-                .wrapping_mul(POW10[n as usize])
-                .wrapping_add(parse_prefix(w, n));
-            *i += n as usize;
-        }
-        break;
-    }
-    let n = *i - from;
-    if n == 0 || n > 18 || line.get(*i) != Some(&stop) {
-        return None;
-    }
-    *i += 1;
-    Some(v)
 }
 
 /// One pass over a canonical line; `None` sends it the general way (which
@@ -213,7 +166,12 @@ impl RawTraceReader for MsrReader {
             if !s.next_line()? {
                 return Ok(None);
             }
-            let f = match fast_line(s.raw()) {
+            let fast = if s.fast_paths() {
+                fast_line(s.raw())
+            } else {
+                None
+            };
+            let f = match fast {
                 Some(f) => {
                     s.mark_record();
                     f
@@ -406,6 +364,26 @@ mod tests {
             if let Some(f) = fast_line(line.as_bytes()) {
                 proptest::prop_assert_eq!(Some(f), general(&line), "{:?}", line);
             }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+        /// Whole texts read with and without the fast path: the same records,
+        /// devices and measured times, the same error on the same line, the same skips.
+        #[test]
+        fn the_reader_reads_the_same_with_and_without_the_fast_path(
+            text in crate::trace::open::test_util::mutated_lines(&[
+                &["128166372002993722", "0"], &["wdev", ""], &["0", "3"], &["Read", "Write", "read", "Trim"],
+                &["3154149376", "0"], &["4096", "512"], &["1903", "0", ""],
+            ], ","),
+            skip in proptest::bool::ANY,
+        ) {
+            use crate::trace::open::test_util::drain;
+            let make = || MsrReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.csv", skip);
+            let mut general = make();
+            general.src.general_only = true;
+            proptest::prop_assert_eq!(drain(&mut make()), drain(&mut general), "{:?}", text);
         }
     }
 

@@ -998,6 +998,10 @@ pub(crate) mod text {
         /// 1-based number of the current line, and of lines consumed.
         line: u64,
         lines: u64,
+        /// Tests read a text both ways, with and without the readers' fast
+        /// paths, and compare.
+        #[cfg(test)]
+        pub(crate) general_only: bool,
     }
 
     impl CsvLines {
@@ -1024,7 +1028,19 @@ pub(crate) mod text {
                 file: file.to_string(),
                 line: 0,
                 lines: 0,
+                #[cfg(test)]
+                general_only: false,
             }
+        }
+
+        /// Whether a reader may try its one-pass fast path on a line (always,
+        /// but in the tests that read a text the general way to compare).
+        #[inline(always)]
+        pub(crate) fn fast_paths(&self) -> bool {
+            #[cfg(test)]
+            return !self.general_only;
+            #[cfg(not(test))]
+            true
         }
 
         /// Read more input behind the unread bytes (moved to the front);
@@ -1402,6 +1418,76 @@ pub(crate) mod text {
         parse_eight((w << shift) | (0x3030_3030_3030_3030 >> (64 - shift)))
     }
 
+    /// Digits from `*i` up to `stop` (consumed), at least one and at most 18
+    /// (so none overflows), eight bytes at a time where the line has them:
+    /// the number step of the readers' one-pass fast paths, which leave any
+    /// line it refuses to the general, field-by-field way.
+    #[inline(always)]
+    pub(crate) fn digits_then(line: &[u8], i: &mut usize, stop: u8) -> Option<u64> {
+        const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+        let from = *i;
+        let mut v = 0u64;
+        loop {
+            let Some(chunk) = line.get(*i..).and_then(|r| r.first_chunk::<8>()) else {
+                // The line's last bytes: one at a time.
+                while let Some(&c) = line.get(*i) {
+                    let d = c.wrapping_sub(b'0');
+                    if d > 9 {
+                        break;
+                    }
+                    // Wrapping: a run of more than 18 digits is refused below.
+                    v = v.wrapping_mul(10).wrapping_add(d as u64);
+                    *i += 1;
+                }
+                break;
+            };
+            let w = u64::from_le_bytes(*chunk);
+            let n = digit_prefix(w);
+            if n == 8 {
+                v = v.wrapping_mul(100_000_000).wrapping_add(parse_eight(w));
+                *i += 8;
+                if *i - from > 18 {
+                    return None;
+                }
+                continue;
+            }
+            if n > 0 {
+                v = v
+                    .wrapping_mul(POW10[n as usize])
+                    .wrapping_add(parse_prefix(w, n));
+                *i += n as usize;
+            }
+            break;
+        }
+        let n = *i - from;
+        if n == 0 || n > 18 || line.get(*i) != Some(&stop) {
+            return None;
+        }
+        *i += 1;
+        Some(v)
+    }
+
+    /// [`digits_then`] for the last field of a line: the digits must run to
+    /// its end (a `\r` before the newline already stripped).
+    #[inline(always)]
+    pub(crate) fn digits_to_end(line: &[u8], i: &mut usize) -> Option<u64> {
+        let from = *i;
+        let n = line.get(from..)?.len();
+        if n == 0 || n > 18 {
+            return None;
+        }
+        let mut v = 0u64;
+        for &c in &line[from..] {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as u64;
+        }
+        *i = line.len();
+        Some(v)
+    }
+
     /// A non-empty string of decimal digits, without overflow.
     #[inline]
     fn parse_digits(s: &[u8]) -> Option<u64> {
@@ -1626,6 +1712,79 @@ pub(crate) mod test_util {
             }
             e => panic!("expected a trace format error at line {line}, got {e:?}"),
         }
+    }
+
+    /// Everything a raw reader gives until its end or first error: records
+    /// with their device and measured time, the error's text, the skipped
+    /// count.
+    pub(crate) type Drained = (
+        Vec<(TraceRecord, Option<u64>, Option<Nanos>)>,
+        Option<String>,
+        u64,
+    );
+
+    /// Read `r` to its end or first error.
+    pub(crate) fn drain(r: &mut dyn RawTraceReader) -> Drained {
+        let mut v = Vec::new();
+        loop {
+            match r.next_raw() {
+                Ok(Some((rec, dev))) => v.push((rec, dev, r.measured())),
+                Ok(None) => return (v, None, r.skipped_unknown()),
+                Err(e) => return (v, Some(e.to_string()), r.skipped_unknown()),
+            }
+        }
+    }
+
+    /// Texts for the readers' fast-path property tests: lines of the
+    /// format's `columns` (each field one of its column's values), a field
+    /// now and then replaced by a near miss (spaces, a sign, 17 to 20
+    /// digits, empty, a decimal) or junk, a field dropped or added now and
+    /// then, joined by `sep`, with `\r` endings and blank lines sometimes.
+    pub(crate) fn mutated_lines(
+        columns: &'static [&'static [&'static str]],
+        sep: &'static str,
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let junk = || {
+            prop_oneof![
+                3 => "[0-9]{1,12}",
+                1 => "[0-9]{17,20}",
+                1 => Just("18446744073709551615".to_string()),
+                1 => Just("999999999999999999".to_string()),
+                1 => "[ \t]?\\+?[0-9]{1,3}[ \t]?",
+                1 => "[a-zA-Z\"]{0,4}",
+                1 => Just(String::new()),
+                1 => "[0-9]{1,3}\\.[0-9]{1,2}",
+            ]
+        };
+        let fields: Vec<BoxedStrategy<String>> = columns
+            .iter()
+            .map(|col| {
+                prop_oneof![
+                    8 => proptest::sample::select(*col).prop_map(str::to_string),
+                    1 => junk(),
+                ]
+                .boxed()
+            })
+            .collect();
+        let line = (fields, proptest::bool::ANY, 0u8..12, junk()).prop_map(
+            move |(mut f, cr, shape, extra)| {
+                match shape {
+                    0 => return String::new(),
+                    1 => {
+                        f.pop();
+                    }
+                    2 => f.push(extra),
+                    _ => {}
+                }
+                let mut l = f.join(sep);
+                if cr {
+                    l.push('\r');
+                }
+                l
+            },
+        );
+        proptest::collection::vec(line, 1..12).prop_map(|ls| ls.join("\n"))
     }
 
     /// Write `contents` to `name` in a temp dir and return the path.
