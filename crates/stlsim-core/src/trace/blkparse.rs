@@ -520,6 +520,11 @@ fn small_number(w: &[u8]) -> Option<u64> {
 #[inline]
 fn fast_line(line: &[u8], wanted: &[u8]) -> Option<Fast> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.len() > crate::trace::open::text::MAX_FIELDS {
+        // It might hold more fields than the general way allows, beyond
+        // the ones read here.
+        return None;
+    }
     let mut i = 0;
     let device = next_word(line, &mut i)?;
     let (major, minor) = parse_device(device)?;

@@ -27,7 +27,7 @@
 //!   it).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, parse_scaled, show, CsvLines};
+use crate::trace::open::text::{digits_then, parse_scaled, show, Columns, CsvLines, Take};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -45,6 +45,8 @@ pub enum Flavour {
 /// Reader of DiskSim ASCII and MQSim traces.
 pub struct DisksimAsciiReader {
     src: CsvLines,
+    /// DiskSim's one-pass fast path (MQSim has its own).
+    fast: Option<Columns>,
     flavour: Flavour,
     skip_unknown: bool,
     skipped: u64,
@@ -60,8 +62,17 @@ impl DisksimAsciiReader {
         flavour: Flavour,
         skip_unknown: bool,
     ) -> Self {
+        let src = CsvLines::words(input, file);
+        let takes = vec![
+            Take::Scaled(1_000_000),
+            Take::Int,
+            Take::Int,
+            Take::Int,
+            Take::Word,
+        ];
         DisksimAsciiReader {
-            src: CsvLines::words(input, file),
+            fast: Columns::new(takes, &src, true),
+            src,
             flavour,
             skip_unknown,
             skipped: 0,
@@ -95,6 +106,35 @@ fn mqsim_fast_line(line: &[u8]) -> Option<(u64, u64, u64, u64, Op)> {
     ))
 }
 
+/// A DiskSim ASCII line in the plain form (one space between fields,
+/// numbers of at most 18 digits, FLAGS of at most 16 hexadecimal digits)
+/// read in one pass, as [`mqsim_fast_line`] reads MQSim's.
+#[inline]
+fn disksim_fast_line(fast: &Columns, line: &[u8]) -> Option<(u64, u64, u64, u64, Op)> {
+    let mut nums = [0u64; 4];
+    let mut words: [&[u8]; 1] = [&[]];
+    fast.read(line, &mut nums, &mut words)?;
+    let [time, dev, blk, count] = nums;
+    let f = words[0];
+    let hex = f
+        .strip_prefix(b"0x")
+        .or_else(|| f.strip_prefix(b"0X"))
+        .unwrap_or(f);
+    if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    // Bit 0 of the number is bit 0 of its last digit.
+    let read = (*hex.last()? as char).to_digit(16)? & 1 == 1;
+    let op = if read { Op::Read } else { Op::Write };
+    Some((
+        time,
+        dev,
+        blk.checked_mul(512)?,
+        count.checked_mul(512)?,
+        op,
+    ))
+}
+
 fn sectors_to_bytes(s: &CsvLines, v: u64, name: &str, field: usize) -> SimResult<u64> {
     v.checked_mul(512).ok_or_else(|| {
         s.err(format!(
@@ -111,32 +151,31 @@ impl RawTraceReader for DisksimAsciiReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if self.flavour == Flavour::Mqsim {
-                if !s.next_line()? {
-                    return Ok(None);
-                }
-                let fast = if s.fast_paths() {
-                    mqsim_fast_line(s.raw())
-                } else {
-                    None
-                };
-                if let Some((time, dev, offset, len, op)) = fast {
-                    s.mark_record();
-                    let rec = TraceRecord {
-                        time: Nanos(time),
-                        op,
-                        offset: Bytes(offset),
-                        len: Bytes(len),
-                        line: s.line(),
-                    };
-                    return Ok(Some((rec, Some(dev))));
-                }
-                // Blank lines, runs of spaces, huge numbers, errors: the general way.
-                if !s.split_current()? {
-                    continue;
-                }
-            } else if !s.advance()? {
+            if !s.next_line()? {
                 return Ok(None);
+            }
+            let fast = match self.flavour {
+                _ if !s.fast_paths() => None,
+                Flavour::Mqsim => mqsim_fast_line(s.raw()),
+                Flavour::Disksim => self
+                    .fast
+                    .as_ref()
+                    .and_then(|f| disksim_fast_line(f, s.raw())),
+            };
+            if let Some((time, dev, offset, len, op)) = fast {
+                s.mark_record();
+                let rec = TraceRecord {
+                    time: Nanos(time),
+                    op,
+                    offset: Bytes(offset),
+                    len: Bytes(len),
+                    line: s.line(),
+                };
+                return Ok(Some((rec, Some(dev))));
+            }
+            // Blank lines, runs of spaces, huge numbers, errors: the general way.
+            if !s.split_current()? {
+                continue;
             }
             let (time, op) = match self.flavour {
                 Flavour::Disksim => {
@@ -193,9 +232,28 @@ impl RawTraceReader for DisksimAsciiReader {
     }
 }
 
+/// A validate line in the plain form (one space between fields, `R` or
+/// `W`, numbers of at most 18 digits each side of the point) read in one
+/// pass: `(op, BLKNO, BCOUNT, SERVICE ns, NEXT ns)`.
+#[inline]
+fn validate_fast_line(fast: &Columns, line: &[u8]) -> Option<(Option<Op>, u64, u64, u64, u64)> {
+    let mut nums = [0u64; 4];
+    let mut words: [&[u8]; 1] = [&[]];
+    fast.read(line, &mut nums, &mut words)?;
+    let op = match words[0] {
+        b"R" => Op::Read,
+        b"W" => Op::Write,
+        _ => return None,
+    };
+    let [blk, count, service, next] = nums;
+    Some((Some(op), blk, count, service, next))
+}
+
 /// Reader of DiskSim `validate` traces.
 pub struct DisksimValidateReader {
     src: CsvLines,
+    /// The one-pass fast path: R|W, HIT|MISS, BLKNO, BCOUNT, SERVICE, NEXT.
+    fast: Option<Columns>,
     /// Arrival of the next request in the measured run, nanoseconds.
     next_arrival: u64,
     skip_unknown: bool,
@@ -209,8 +267,18 @@ impl DisksimValidateReader {
     /// With `skip_unknown`, a record whose first field is neither R nor W is
     /// skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
+        let src = CsvLines::words(input, file);
+        let takes = vec![
+            Take::Word,
+            Take::Skip,
+            Take::Int,
+            Take::Int,
+            Take::Scaled(1_000),
+            Take::Scaled(1_000),
+        ];
         DisksimValidateReader {
-            src: CsvLines::words(input, file),
+            fast: Columns::new(takes, &src, true),
+            src,
             next_arrival: 0,
             skip_unknown,
             skipped: 0,
@@ -227,29 +295,48 @@ impl RawTraceReader for DisksimValidateReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if !s.advance()? {
+            if !s.next_line()? {
                 return Ok(None);
             }
-            s.expect_fields(6, "R|W HIT|MISS BLKNO BCOUNT SERVICE_US NEXT_US")?;
-            let op = match s.field(0) {
-                b"R" => Some(Op::Read),
-                b"W" => Some(Op::Write),
-                other => {
-                    s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                        format!("field 1 is '{}', expected R or W", show(other))
+            let fast = if s.fast_paths() {
+                self.fast
+                    .as_ref()
+                    .and_then(|f| validate_fast_line(f, s.raw()))
+            } else {
+                None
+            };
+            let (op, blk, count, service, next) = match fast {
+                Some(f) => {
+                    s.mark_record();
+                    f
+                }
+                None => {
+                    if !s.split_current()? {
+                        continue;
+                    }
+                    s.expect_fields(6, "R|W HIT|MISS BLKNO BCOUNT SERVICE_US NEXT_US")?;
+                    let op = match s.field(0) {
+                        b"R" => Some(Op::Read),
+                        b"W" => Some(Op::Write),
+                        other => {
+                            s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                                format!("field 1 is '{}', expected R or W", show(other))
+                            })?;
+                            None
+                        }
+                    };
+                    let blk = s.u64_field(2, "BLKNO")?;
+                    let count = s.u64_field(3, "BCOUNT")?;
+                    let service = s.scaled_field(4, 1_000, "SERVICE (us)")?;
+                    let next = parse_scaled(s.field(5), 1_000).ok_or_else(|| {
+                        s.err(format!(
+                            "NEXT (us) (field 6) is not a valid non-negative number: '{}'",
+                            show(s.field(5))
+                        ))
                     })?;
-                    None
+                    (op, blk, count, service, next)
                 }
             };
-            let blk = s.u64_field(2, "BLKNO")?;
-            let count = s.u64_field(3, "BCOUNT")?;
-            let service = s.scaled_field(4, 1_000, "SERVICE (us)")?;
-            let next = parse_scaled(s.field(5), 1_000).ok_or_else(|| {
-                s.err(format!(
-                    "NEXT (us) (field 6) is not a valid non-negative number: '{}'",
-                    show(s.field(5))
-                ))
-            })?;
             let time = self.next_arrival;
             // A skipped record still took its time on the measured drive: the
             // arrivals after it keep the measured run's clock.
@@ -308,6 +395,92 @@ mod tests {
         ) {
             let (fast, general) = mqsim_both_ways(&text, skip);
             proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    /// `text` read as DiskSim ASCII with the fast path and the general way only.
+    fn disksim_both_ways(text: &str) -> (Drained, Drained) {
+        let make = || {
+            DisksimAsciiReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.trace",
+                Flavour::Disksim,
+                false,
+            )
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    /// `text` read as a validate trace with the fast path and the general way only.
+    fn validate_both_ways(text: &str, skip: bool) -> (Drained, Drained) {
+        let make = || {
+            DisksimValidateReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.trace",
+                skip,
+            )
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+        /// The DiskSim ASCII fast path reads every text as the general way
+        /// does: the same records, the same error on the same line.
+        #[test]
+        fn the_disksim_fast_path_reads_what_the_general_way_reads(
+            text in mutated_lines(&[
+                &["0.000000", "0.007100", "12", "1.5", "0.1234567"], &["0", "1"], &["6165695", "0"], &["8", "1"],
+                &["0", "1", "0x1", "0X0", "ffffffffffffffff", "1ffffffffffffffff", "00000000000000001", "+1", "0x", "g"],
+            ], " "),
+        ) {
+            let (fast, general) = disksim_both_ways(&text);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+
+        /// The validate fast path reads every text as the general way does:
+        /// the same records, arrivals and measured times, the same error on
+        /// the same line, the same skips.
+        #[test]
+        fn the_validate_fast_path_reads_what_the_general_way_reads(
+            text in mutated_lines(&[
+                &["R", "W", "r", "X"], &["Hit", "Miss"], &["4583176", "0"], &["4", "44"],
+                &["663.00000", "14901.000000", "1", "0.0005"], &["45422.00000", "4757.708232", "0"],
+            ], " "),
+            skip in proptest::bool::ANY,
+        ) {
+            let (fast, general) = validate_both_ways(&text, skip);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_disksim_and_validate_fast_paths_take_the_samples_lines() {
+        let text = std::fs::read_to_string(data("samples/wdev_3.disksim")).unwrap();
+        let (fast, general) = disksim_both_ways(&text);
+        assert_eq!(fast.0.len(), 200);
+        assert_eq!(fast, general);
+        let r = DisksimAsciiReader::new(Box::new(std::io::empty()), "t", Flavour::Disksim, false);
+        for line in text.lines() {
+            assert!(
+                disksim_fast_line(r.fast.as_ref().unwrap(), line.as_bytes()).is_some(),
+                "{line}"
+            );
+        }
+        let text = std::fs::read_to_string(data("disksim/hp_c3323a.trace")).unwrap();
+        let (fast, general) = validate_both_ways(&text, false);
+        assert_eq!(fast.0.len(), 9074);
+        assert_eq!(fast, general);
+        let r = DisksimValidateReader::new(Box::new(std::io::empty()), "t", false);
+        for line in text.lines() {
+            assert!(
+                validate_fast_line(r.fast.as_ref().unwrap(), line.as_bytes()).is_some(),
+                "{line}"
+            );
         }
     }
 

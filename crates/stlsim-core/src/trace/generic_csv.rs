@@ -6,7 +6,7 @@
 //! rounded.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{show, Columns, CsvLines, Take};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{GenericCsv, Op, TimeUnit, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -122,6 +122,10 @@ pub struct GenericCsvReader {
     write_values: Vec<Vec<u8>>,
     min_fields: usize,
     skip_header: bool,
+    /// The one-pass fast path for this layout, and where it puts the
+    /// time, offset, size and device among its numbers.
+    fast: Option<Columns>,
+    slots: [usize; 4],
 }
 
 impl GenericCsvReader {
@@ -145,15 +149,38 @@ impl GenericCsvReader {
             .max()
             .unwrap_or(0)
             .saturating_add(1);
+        let src = if cfg.whitespace {
+            CsvLines::words(input, file)
+        } else {
+            CsvLines::new(input, file, cfg.delimiter as u8)
+        };
+        let time_scale = time_unit_nanos(cfg.time_unit);
+        // The numbers come out in column order: each one's place among them.
+        let mut numeric = vec![
+            (cfg.time_col, Take::Scaled(time_scale)),
+            (cfg.offset_col, Take::Scaled(cfg.offset_unit_bytes)),
+            (cfg.size_col, Take::Scaled(cfg.size_unit_bytes)),
+        ];
+        if let Some(d) = cfg.device_col {
+            numeric.push((d, Take::Int));
+        }
+        let mut slots = [0; 4];
+        for (slot, (col, _)) in slots.iter_mut().zip(&numeric) {
+            *slot = numeric.iter().filter(|(c, _)| c < col).count();
+        }
+        let mut takes = vec![Take::Skip; min_fields];
+        for &(col, take) in &numeric {
+            takes[col] = take;
+        }
+        takes[cfg.op_col] = Take::Word;
+        let fast = Columns::new(takes, &src, false);
         Ok(GenericCsvReader {
-            src: if cfg.whitespace {
-                CsvLines::words(input, file)
-            } else {
-                CsvLines::new(input, file, cfg.delimiter as u8)
-            },
+            src,
+            fast,
+            slots,
             skip_unknown,
             skipped: 0,
-            time_scale: time_unit_nanos(cfg.time_unit),
+            time_scale,
             read_values,
             write_values,
             min_fields,
@@ -180,30 +207,54 @@ impl RawTraceReader for GenericCsvReader {
     }
 
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
-        if !self.src.advance()? {
-            return Ok(None);
-        }
-        if self.skip_header {
-            self.skip_header = false;
-            if !self.src.advance()? {
+        loop {
+            let s = &mut self.src;
+            if !s.next_line()? {
                 return Ok(None);
             }
-        }
-        loop {
-            match self.one()? {
-                Some(rec) => return Ok(Some(rec)),
-                None => {
-                    // An unknown op, skipped (and counted): on to the next line.
-                    if !self.src.advance()? {
-                        return Ok(None);
-                    }
+            if !self.skip_header && s.fast_paths() {
+                if let Some(rec) = self.fast_record() {
+                    return Ok(Some(rec));
                 }
             }
+            let s = &mut self.src;
+            if !s.split_current()? {
+                continue; // blank
+            }
+            if self.skip_header {
+                self.skip_header = false;
+                continue;
+            }
+            if let Some(rec) = self.one()? {
+                return Ok(Some(rec));
+            }
+            // An unknown op, skipped (and counted): on to the next line.
         }
     }
 }
 
 impl GenericCsvReader {
+    /// The current line as a record by the fast path, if it takes it (a
+    /// read or write in the plain form).
+    #[inline]
+    fn fast_record(&mut self) -> Option<(TraceRecord, Option<u64>)> {
+        let fast = self.fast.as_ref()?;
+        let mut nums = [0u64; 4];
+        let mut words: [&[u8]; 1] = [&[]];
+        fast.read(self.src.raw(), &mut nums, &mut words)?;
+        let op = self.op(words[0])?;
+        self.src.mark_record();
+        let [time, offset, size, device] = self.slots.map(|k| nums[k]);
+        let rec = TraceRecord {
+            time: Nanos(time),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(size),
+            line: self.src.line(),
+        };
+        Some((rec, self.cfg.device_col.map(|_| device)))
+    }
+
     /// The current line as a record; `None` for an op to skip.
     fn one(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         let s = &self.src;
@@ -255,6 +306,135 @@ mod tests {
     use super::*;
     use crate::trace::open::test_util::*;
     use crate::trace::{Format, TraceSpec};
+
+    /// `text` read by `cfg` with the fast path and the general way only.
+    fn both_ways(text: &str, cfg: &GenericCsv, skip: bool) -> (Drained, Drained) {
+        let make = || {
+            GenericCsvReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.csv",
+                cfg,
+                skip,
+            )
+            .unwrap()
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    const SYSTOR17: &[&[&str]] = &[
+        &["0.000000", "1.5", "12", "0.0000000001"],
+        &["0.000100"],
+        &["W", "R", "", "w", "Read"],
+        &["0", "3"],
+        &["3156835840", "0"],
+        &["4096", "512", "4096.5"],
+    ];
+    const ALIBABA: &[&[&str]] = &[
+        &["3", "0"],
+        &["W", "R", "r", "X"],
+        &["3156835840", "0"],
+        &["4096", "512"],
+        &["1577808000000000", "7"],
+    ];
+    const TENCENT: &[&[&str]] = &[
+        &["1538323200", "0"],
+        &["6165695", "0"],
+        &["8", "1"],
+        &["1", "0", "2"],
+        &["1283", "0"],
+    ];
+    const FIU: &[&[&str]] = &[
+        &["0", "7100"],
+        &["4242"],
+        &["postgres", "\"a b\"", "\t"],
+        &["6165695", "0"],
+        &["8", "1"],
+        &["W", "R", "w", "X"],
+        &["8"],
+        &["0", "1"],
+        &["d41d8cd98f00b204e9800998ecf8427e"],
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1000, ..Default::default() })]
+        /// The fast path reads every text as the general way does, for each
+        /// preset layout: the same records and devices, the same error on
+        /// the same line, the same skips.
+        #[test]
+        fn the_fast_path_reads_what_the_general_way_reads(
+            systor in mutated_lines(SYSTOR17, ","),
+            alibaba in mutated_lines(ALIBABA, ","),
+            tencent in mutated_lines(TENCENT, ","),
+            fiu in mutated_lines(FIU, " "),
+            skip in proptest::bool::ANY,
+        ) {
+            for (format, text) in [(Format::Systor17, systor), (Format::Alibaba, alibaba), (Format::Tencent, tencent), (Format::Fiu, fiu)] {
+                let cfg = format.layout().unwrap();
+                let (fast, general) = both_ways(&text, &cfg, skip);
+                proptest::prop_assert_eq!(fast, general, "{:?} {:?}", format, text);
+            }
+        }
+
+        /// The same for user layouts: tabs, header lines, a time column
+        /// after the others, units of every size.
+        #[test]
+        fn the_fast_path_reads_user_layouts_as_the_general_way_does(
+            text in mutated_lines(&[&["r", "w", "x", " r"], &["12", "0.5"], &["7", "0"], &["1", "2.25"], &["9", "1e3"], &["3"]], "\t"),
+            header in proptest::bool::ANY,
+            unit in proptest::sample::select(&[TimeUnit::S, TimeUnit::Ms, TimeUnit::Us, TimeUnit::Ns, TimeUnit::Filetime][..]),
+            offset_unit in proptest::sample::select(&[1u64, 512, 4096, 1 << 40][..]),
+        ) {
+            let cfg = GenericCsv {
+                op_col: 0,
+                offset_col: 1,
+                size_col: 3,
+                time_col: 4,
+                device_col: Some(2),
+                time_unit: unit,
+                offset_unit_bytes: offset_unit,
+                delimiter: '\t',
+                header,
+                ..GenericCsv::default()
+            };
+            let (fast, general) = both_ways(&text, &cfg, false);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_the_samples_lines() {
+        for (format, name) in [
+            (Format::Systor17, "wdev_3.systor17.csv"),
+            (Format::Alibaba, "wdev_3.alibaba.csv"),
+            (Format::Tencent, "wdev_3.tencent.csv"),
+            (Format::Fiu, "wdev_3.fiu.txt"),
+        ] {
+            let text = std::fs::read_to_string(data(&format!("samples/{name}"))).unwrap();
+            let cfg = format.layout().unwrap();
+            let (fast, general) = both_ways(&text, &cfg, false);
+            assert_eq!(fast.0.len(), 200, "{format:?}");
+            assert_eq!(fast, general, "{format:?}");
+            // And the fast path took them all: each line, read alone, is a record.
+            let mut r = GenericCsvReader::new(
+                Box::new(std::io::Cursor::new(text.into_bytes())),
+                "t",
+                &cfg,
+                false,
+            )
+            .unwrap();
+            if cfg.header {
+                r.src.next_line().unwrap();
+                r.skip_header = false;
+            }
+            let mut taken = 0;
+            while r.src.next_line().unwrap() {
+                taken += usize::from(r.fast_record().is_some());
+            }
+            assert_eq!(taken, 200, "{format:?}");
+        }
+    }
 
     fn csv_spec(path: &str, cfg: GenericCsv) -> TraceSpec {
         TraceSpec {

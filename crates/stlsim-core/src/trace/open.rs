@@ -1488,6 +1488,213 @@ pub(crate) mod text {
         Some(v)
     }
 
+    /// What a [`Columns`] fast path takes from one column.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Take {
+        /// Not read (in whitespace mode it must still be one word).
+        Skip,
+        /// Digits (at most 18), as [`CsvLines::u64_field`] reads them.
+        Int,
+        /// Digits, then optionally a point and digits (at most 18 each side),
+        /// times the scale and rounded as [`parse_scaled`] rounds.
+        Scaled(u64),
+        /// The bytes themselves, for the reader to judge: no white space or
+        /// quote at either end, so the general way's trimming leaves them be.
+        Word,
+    }
+
+    /// A one-pass fast path over lines of a fixed column layout: each
+    /// column taken as [`Take`] says, in one walk along the line, without
+    /// splitting it first. A line it refuses (`None`) goes the general way,
+    /// which also words every error, so it only has to be right about the
+    /// lines it takes: it takes one only where the general way would read
+    /// the same values.
+    pub(crate) struct Columns {
+        takes: Vec<Take>,
+        delimiter: u8,
+        whitespace: bool,
+        /// The layout has exactly these columns (more is an error the
+        /// general way words); otherwise later ones are not read.
+        exact: bool,
+    }
+
+    impl Columns {
+        /// A fast path for lines split like `lines` is (its delimiter or
+        /// whitespace mode); trailing `Skip`s are dropped. `None` where the
+        /// delimiter is white space other than a space or a tab (trimming
+        /// fields would then interact with splitting).
+        pub(crate) fn new(mut takes: Vec<Take>, lines: &CsvLines, exact: bool) -> Option<Self> {
+            let d = lines.delimiter;
+            if !lines.whitespace && d.is_ascii_whitespace() && d != b' ' && d != b'\t' {
+                return None;
+            }
+            if !exact {
+                while takes.last() == Some(&Take::Skip) {
+                    takes.pop();
+                }
+            }
+            Some(Columns {
+                takes,
+                delimiter: d,
+                whitespace: lines.whitespace,
+                exact,
+            })
+        }
+
+        /// Whether `c` ends a field.
+        #[inline(always)]
+        fn separates(&self, c: u8) -> bool {
+            c == self.delimiter || (self.whitespace && c == b'\t')
+        }
+
+        /// Read `line`: the numbers of `Int` and `Scaled` columns into
+        /// `nums`, the `Word`s into `words`, each in column order. `None`
+        /// when the line is not in the plain form.
+        #[inline]
+        pub(crate) fn read<'a>(
+            &self,
+            line: &'a [u8],
+            nums: &mut [u64],
+            words: &mut [&'a [u8]],
+        ) -> Option<()> {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if !self.exact && line.len() > MAX_FIELDS {
+                // It might hold more fields than the general way allows,
+                // beyond the columns read here.
+                return None;
+            }
+            let (mut n, mut w) = (0, 0);
+            let mut i = 0;
+            for (k, take) in self.takes.iter().enumerate() {
+                if k > 0 {
+                    // One separator between fields (a run in whitespace mode
+                    // is left to the general way).
+                    if !self.separates(*line.get(i)?) {
+                        return None;
+                    }
+                    i += 1;
+                }
+                let from = i;
+                match take {
+                    Take::Skip | Take::Word => {
+                        while let Some(&c) = line.get(i) {
+                            if self.separates(c) {
+                                break;
+                            }
+                            i += 1;
+                        }
+                        let f = &line[from..i];
+                        if *take == Take::Word {
+                            match (f.first(), f.last()) {
+                                (Some(&a), Some(&z)) if a > b' ' && z > b' ' && a != b'"' => {}
+                                (None, None) if !self.whitespace => {}
+                                _ => return None,
+                            }
+                            *words.get_mut(w)? = f;
+                            w += 1;
+                        } else if self.whitespace && f.first().is_none_or(|&a| a <= b' ') {
+                            // Not one word to the general way (empty, or all
+                            // white space it would drop).
+                            return None;
+                        }
+                    }
+                    Take::Int => {
+                        *nums.get_mut(n)? = digit_run(line, &mut i)?;
+                        n += 1;
+                    }
+                    Take::Scaled(scale) => {
+                        let whole = digit_run(line, &mut i)?;
+                        let mut v = whole.checked_mul(*scale)?;
+                        if line.get(i) == Some(&b'.') {
+                            i += 1;
+                            let at = i;
+                            let frac = if line.get(i).is_some_and(u8::is_ascii_digit) {
+                                digit_run(line, &mut i)?
+                            } else {
+                                0
+                            };
+                            let digits = i - at;
+                            if digits > 0 {
+                                // As parse_scaled: frac * scale / 10^digits, half up.
+                                const POW10: [u64; 19] = {
+                                    let mut p = [1u64; 19];
+                                    let mut k = 1;
+                                    while k < 19 {
+                                        p[k] = p[k - 1] * 10;
+                                        k += 1;
+                                    }
+                                    p
+                                };
+                                let den = POW10[digits];
+                                let part = match frac.checked_mul(*scale) {
+                                    Some(x) => x.checked_add(den / 2)? / den,
+                                    None => u64::try_from(
+                                        (u128::from(frac) * u128::from(*scale)
+                                            + u128::from(den / 2))
+                                            / u128::from(den),
+                                    )
+                                    .ok()?,
+                                };
+                                v = v.checked_add(part)?;
+                            }
+                        }
+                        *nums.get_mut(n)? = v;
+                        n += 1;
+                    }
+                }
+            }
+            // The last column taken ends its field; in an exact layout it
+            // ends the line (white space after it aside, in whitespace mode).
+            match line.get(i) {
+                None => Some(()),
+                Some(_) if self.exact => (self.whitespace
+                    && line[i..].iter().all(|&c| c == b' ' || c == b'\t'))
+                .then_some(()),
+                Some(&c) => self.separates(c).then_some(()),
+            }
+        }
+    }
+
+    /// A run of 1 to 18 digits from `*i` (consumed), eight bytes at a time
+    /// where the line has them; `None` for none or more than 18.
+    #[inline(always)]
+    pub(crate) fn digit_run(line: &[u8], i: &mut usize) -> Option<u64> {
+        let from = *i;
+        let mut v = 0u64;
+        while let Some(chunk) = line.get(*i..).and_then(|r| r.first_chunk::<8>()) {
+            let w = u64::from_le_bytes(*chunk);
+            let n = digit_prefix(w);
+            if n == 8 {
+                v = v.wrapping_mul(100_000_000).wrapping_add(parse_eight(w));
+                *i += 8;
+                if *i - from > 18 {
+                    return None;
+                }
+                continue;
+            }
+            if n > 0 {
+                const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+                v = v
+                    .wrapping_mul(POW10[n as usize])
+                    .wrapping_add(parse_prefix(w, n));
+                *i += n as usize;
+            }
+            let n = *i - from;
+            return (n > 0 && n <= 18).then_some(v);
+        }
+        // The line's last bytes: one at a time.
+        while let Some(&c) = line.get(*i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(d as u64);
+            *i += 1;
+        }
+        let n = *i - from;
+        (n > 0 && n <= 18).then_some(v)
+    }
+
     /// A non-empty string of decimal digits, without overflow.
     #[inline]
     fn parse_digits(s: &[u8]) -> Option<u64> {

@@ -31,7 +31,7 @@
 //! error saying so (read such a file as a generic CSV with a header).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, CsvLines};
+use crate::trace::open::text::{show, Columns, CsvLines, Take};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -42,6 +42,8 @@ const LAYOUT: &str = "ASU,LBA,Size,Opcode,Timestamp";
 /// Reader of UMass SPC traces.
 pub struct SpcReader {
     src: CsvLines,
+    /// The one-pass fast path: ASU, LBA, Size, Opcode, Timestamp.
+    fast: Option<Columns>,
     skip_unknown: bool,
     skipped: u64,
 }
@@ -51,8 +53,17 @@ impl SpcReader {
     /// With `skip_unknown`, a record whose Opcode is neither a read nor a
     /// write is skipped and counted instead of being an error.
     pub fn new(input: Box<dyn Read + Send>, file: &str, skip_unknown: bool) -> Self {
+        let src = CsvLines::new(input, file, b',');
+        let takes = vec![
+            Take::Int,
+            Take::Int,
+            Take::Int,
+            Take::Word,
+            Take::Scaled(1_000_000_000),
+        ];
         SpcReader {
-            src: CsvLines::new(input, file, b','),
+            fast: Columns::new(takes, &src, false),
+            src,
             skip_unknown,
             skipped: 0,
         }
@@ -69,6 +80,30 @@ fn parse_opcode(v: &[u8]) -> Option<Op> {
     }
 }
 
+/// The current line as a record by the fast path, if it takes it (a read or
+/// write in the plain form).
+#[inline]
+fn fast_record(fast: &Columns, s: &mut CsvLines) -> Option<(TraceRecord, Option<u64>)> {
+    if !s.fast_paths() {
+        return None;
+    }
+    let mut nums = [0u64; 4];
+    let mut words: [&[u8]; 1] = [&[]];
+    fast.read(s.raw(), &mut nums, &mut words)?;
+    let op = parse_opcode(words[0])?;
+    let [asu, lba, len, time] = nums;
+    let offset = lba.checked_mul(512)?;
+    s.mark_record();
+    let rec = TraceRecord {
+        time: Nanos(time),
+        op,
+        offset: Bytes(offset),
+        len: Bytes(len),
+        line: s.line(),
+    };
+    Some((rec, Some(asu)))
+}
+
 impl RawTraceReader for SpcReader {
     fn skipped_unknown(&self) -> u64 {
         self.skipped
@@ -77,8 +112,14 @@ impl RawTraceReader for SpcReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             let s = &mut self.src;
-            if !s.advance()? {
+            if !s.next_line()? {
                 return Ok(None);
+            }
+            if let Some(rec) = self.fast.as_ref().and_then(|f| fast_record(f, s)) {
+                return Ok(Some(rec));
+            }
+            if !s.split_current()? {
+                continue;
             }
             if s.len() < 5 {
                 return Err(s.err(format!(
@@ -132,6 +173,55 @@ mod tests {
     use super::*;
     use crate::trace::open::test_util::*;
     use crate::trace::open_trace;
+
+    /// `text` read with the fast path and the general way only.
+    fn both_ways(text: &str, skip: bool) -> (Drained, Drained) {
+        let make = || {
+            SpcReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.spc",
+                skip,
+            )
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+        /// The fast path reads every text as the general way does: the same
+        /// records and ASUs, the same error on the same line, the same skips.
+        #[test]
+        fn the_fast_path_reads_what_the_general_way_reads(
+            text in mutated_lines(&[
+                &["0", "3", "ASU"], &["303567", "0", "36028797018963968"], &["3584", "512"], &["w", "R", "read", "Write", "x"],
+                &["0.000000", "0.026214", "12345.123456789", "1.5", "2", "0.1234567890123456789"], &["Alpha/NT"],
+            ], ","),
+            skip in proptest::bool::ANY,
+        ) {
+            let (fast, general) = both_ways(&text, skip);
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_the_samples_lines() {
+        let text = std::fs::read_to_string(data("samples/wdev_3.spc")).unwrap();
+        let (fast, general) = both_ways(&text, false);
+        assert_eq!(fast.0.len(), 200);
+        assert_eq!(fast, general);
+        let mut r = SpcReader::new(
+            Box::new(std::io::Cursor::new(text.into_bytes())),
+            "t",
+            false,
+        );
+        let mut taken = 0;
+        while r.src.next_line().unwrap() {
+            taken += usize::from(fast_record(r.fast.as_ref().unwrap(), &mut r.src).is_some());
+        }
+        assert_eq!(taken, 200);
+    }
 
     const SAMPLE: &str = "0,303567,3584,w,0.000000\n\
                           1,55590,3072,w,0.000000\n\

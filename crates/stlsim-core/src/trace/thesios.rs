@@ -30,11 +30,10 @@
 //! * One file holds one disk: there is no device column.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, trim, CsvLines};
+use crate::trace::open::text::{show, trim, Columns, CsvLines, Take};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
-use std::collections::HashMap;
 use std::io::Read;
 
 /// MiB of address space each file gets when the trace option is unset.
@@ -60,7 +59,12 @@ pub struct ThesiosReader {
     /// Column index of each of [`NEEDED`], and of `cache_hit` if present.
     cols: Option<([usize; 6], Option<usize>)>,
     extent: u64,
-    files: HashMap<Box<[u8]>, u64>,
+    files: rustc_hash::FxHashMap<Box<[u8]>, u64>,
+    /// The one-pass fast path, once the header has named the columns, and
+    /// where it puts each column among its numbers (start_time,
+    /// file_offset, request_io_size_bytes, disk_io_size_bytes) and words
+    /// (op_type, filename, cache_hit).
+    fast: Option<(Columns, [usize; 4], [usize; 3])>,
     skip_unknown: bool,
     skipped: u64,
     cache_hits: u64,
@@ -85,7 +89,8 @@ impl ThesiosReader {
             src: CsvLines::new(input, file, b','),
             cols: None,
             extent: mib << 20,
-            files: HashMap::new(),
+            files: Default::default(),
+            fast: None,
             skip_unknown,
             skipped: 0,
             cache_hits: 0,
@@ -116,14 +121,94 @@ impl ThesiosReader {
     }
 }
 
+/// The fast path for the columns the header named (`c` as [`NEEDED`]).
+fn fast_layout(
+    src: &CsvLines,
+    c: [usize; 6],
+    hit_col: Option<usize>,
+) -> Option<(Columns, [usize; 4], [usize; 3])> {
+    let numeric = [
+        (c[0], Take::Scaled(1_000_000_000)),
+        (c[3], Take::Int),
+        (c[4], Take::Int),
+        (c[5], Take::Int),
+    ];
+    // Without a cache_hit column, the op_type column stands in for it (it
+    // is never "1", so no read is taken for a hit).
+    let words = [c[1], c[2], hit_col.unwrap_or(c[1])];
+    let width = c.iter().copied().chain(hit_col).max()? + 1;
+    let mut takes = vec![Take::Skip; width];
+    for (col, take) in numeric {
+        takes[col] = take;
+    }
+    for col in words {
+        takes[col] = Take::Word;
+    }
+    let word_cols: Vec<usize> = (0..width).filter(|&k| takes[k] == Take::Word).collect();
+    let num_slots = numeric.map(|(col, _)| numeric.iter().filter(|(k, _)| *k < col).count());
+    let word_slots = words.map(|col| word_cols.iter().position(|&k| k == col).unwrap_or(0));
+    Some((Columns::new(takes, src, false)?, num_slots, word_slots))
+}
+
+impl ThesiosReader {
+    /// The current line as a record by the fast path, if it takes it: a
+    /// read that missed the buffer cache or a write, in the plain form, of
+    /// a file seen before, within its extent.
+    #[inline]
+    fn fast_record(&mut self) -> Option<(TraceRecord, Option<u64>)> {
+        let (fast, num_slots, word_slots) = self.fast.as_ref()?;
+        if !self.src.fast_paths() {
+            return None;
+        }
+        let mut nums = [0u64; 4];
+        let mut words: [&[u8]; 3] = [&[]; 3];
+        fast.read(self.src.raw(), &mut nums, &mut words)?;
+        let [time, at, request, disk] = num_slots.map(|k| nums[k]);
+        let [op, name, hit] = word_slots.map(|k| words[k]);
+        let op = if op.eq_ignore_ascii_case(b"read") {
+            Op::Read
+        } else if op.eq_ignore_ascii_case(b"write") {
+            Op::Write
+        } else {
+            return None;
+        };
+        let len = match op {
+            Op::Read if hit == b"1" => return None, // counted the general way
+            Op::Read if disk > 0 => disk,
+            _ => request,
+        };
+        if at.checked_add(len)? > self.extent {
+            return None;
+        }
+        let base = *self.files.get(name)?;
+        self.src.mark_record();
+        let rec = TraceRecord {
+            time: Nanos(time),
+            op,
+            offset: Bytes(base + at),
+            len: Bytes(len),
+            line: self.src.line(),
+        };
+        Some((rec, None))
+    }
+}
+
 impl RawTraceReader for ThesiosReader {
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
-            if !self.src.advance()? {
+            if !self.src.next_line()? {
                 return Ok(None);
             }
+            if let Some(rec) = self.fast_record() {
+                return Ok(Some(rec));
+            }
+            if !self.src.split_current()? {
+                continue;
+            }
             let Some((c, hit_col)) = self.cols else {
-                self.cols = Some(self.header()?);
+                let (c, hit_col) = self.header()?;
+                self.cols = Some((c, hit_col));
+                self.fast = fast_layout(&self.src, c, hit_col);
                 continue;
             };
             let s = &self.src;
@@ -207,6 +292,75 @@ mod tests {
     use super::*;
     use crate::trace::open::test_util::*;
     use crate::trace::{Format, TraceSpec};
+
+    /// `text` read with the fast path and the general way only.
+    fn both_ways(text: &str, skip: bool, extent_mib: Option<u64>) -> (Drained, Drained) {
+        let make = || {
+            ThesiosReader::new(
+                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
+                "t.csv",
+                extent_mib,
+                skip,
+            )
+            .unwrap()
+        };
+        let mut general = make();
+        general.src.general_only = true;
+        (drain(&mut make()), drain(&mut general))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1500, ..Default::default() })]
+        /// The fast path reads every shard as the general way does: the same
+        /// records, the same error on the same line, the same skips (with
+        /// and without a cache_hit column, columns in two orders).
+        #[test]
+        fn the_fast_path_reads_what_the_general_way_reads(
+            body in mutated_lines(&[
+                &["f1", "f2", "1818e811892f902b"], &["spanner"], &["4096", "0", "1048000", "2000000"], &["1705300000"], &["WARM"],
+                &["REPLICATED"], &["READ", "WRITE", "write", "TRIM"], &["OTHER"], &["0"], &["0", "1", "-1"], &["8192", "4096"],
+                &["8192"], &["16384", "0", "-1"], &["1705312800.000001", "1705312801", "1705312800.0029871234"], &["0.004"],
+                &["0"], &["0.005"],
+            ], ","),
+            header in proptest::sample::select(&[0usize, 1, 2][..]),
+            skip in proptest::bool::ANY,
+        ) {
+            let headers = [
+                SAMPLE.lines().next().unwrap().to_string(),
+                SAMPLE.lines().next().unwrap().replace("cache_hit", "cache_hit_not"),
+                // The same columns named in another order: start_time first, filename last.
+                "start_time,application,file_offset,c_time,io_zone,redundancy_type,op_type,service_class,from_flash_cache,cache_hit,request_io_size_bytes,response_io_size_bytes,disk_io_size_bytes,filename,disk_time,simulated_disk_start_time,simulated_latency".to_string(),
+            ];
+            let text = format!("{}\n{body}", headers[header]);
+            let (fast, general) = both_ways(&text, skip, Some(1));
+            proptest::prop_assert_eq!(fast, general, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_the_samples_lines() {
+        let text = std::fs::read_to_string(data("thesios/data-00000-of-00001")).unwrap();
+        let (fast, general) = both_ways(&text, false, None);
+        assert!(fast.0.len() > 20, "{:?}", fast.1);
+        assert_eq!(fast, general);
+        // Every read that missed and every write of a file seen before is
+        // the fast path's: read again, each such line is taken.
+        let mut r = ThesiosReader::new(
+            Box::new(std::io::Cursor::new(text.clone().into_bytes())),
+            "t",
+            None,
+            false,
+        )
+        .unwrap();
+        while r.next_raw().unwrap().is_some() {}
+        let mut taken = 0;
+        r.src = CsvLines::new(Box::new(std::io::Cursor::new(text.into_bytes())), "t", b',');
+        r.src.next_line().unwrap();
+        while r.src.next_line().unwrap() {
+            taken += usize::from(r.fast_record().is_some());
+        }
+        assert_eq!(taken, fast.0.len());
+    }
 
     /// The README's columns, in its order, and a few requests.
     const SAMPLE: &str = "filename,application,file_offset,c_time,io_zone,redundancy_type,op_type,service_class,from_flash_cache,cache_hit,request_io_size_bytes,response_io_size_bytes,disk_io_size_bytes,start_time,disk_time,simulated_disk_start_time,simulated_latency\n\
