@@ -38,16 +38,15 @@ import os
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import pandas as pd
 
 from .config import REPLAY_SETTINGS
 from .errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .result import Result
 
 __all__ = ["Plan", "SweepResult", "load_plan", "read_rows", "sweep"]
@@ -232,6 +231,8 @@ def _write_row(out: Path, row: dict[str, Any]) -> None:
 
 def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row a sweep folder holds, one per cell."""
+    import pandas as pd
+
     # One frame from every row's values (rows of different plans may have
     # different columns); far faster than a pandas read per file.
     return pd.DataFrame(_read_row_files(Path(out)))
@@ -386,6 +387,8 @@ def sweep(
     # The rows just run are in memory (as written); only those of earlier
     # runs of the plan are read back, since a read per file is a serial cost.
     found = [*fresh.values(), *_read_row_files(outp, skip=fresh.keys(), only=order.keys())]
+    import pandas as pd
+
     # Built in plan order, so that the columns come in the same order however
     # the rows were found.
     return pd.DataFrame(sorted(found, key=lambda r: order[r["hash"]]))
@@ -405,6 +408,10 @@ def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finishe
         for c in todo:
             finished(_run_and_write(c, out))
         return
+    # Here, not at the top: multiprocessing is a tenth of `import stlsim`,
+    # which every command pays.
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     # Imported before the workers fork, so that each does not import them again
     # (pyarrow's import alone costs about as much as a short cell).
     import pyarrow.parquet  # noqa: F401
