@@ -11,6 +11,13 @@ child's peak resident memory.
     python benches/run_long.py                      # 10 M requests, cmr, queue mode
     python benches/run_long.py --requests 2000000 --layer cmr --extra=--no-write-cache
     python benches/run_long.py --extra=--out --extra=/tmp/out   # include writing Parquet
+    python benches/run_long.py --trace-format msr   # the same requests as MSR CSV text
+    python benches/run_long.py --trace-format stlt  # ... as stlsim's binary form (stlsim convert)
+    python benches/run_long.py --parse-threads 1    # parse on the engine's thread
+
+By default the trace is parsed on a second thread while the engine
+simulates (`STLSIM_PARSE_THREAD`, docs/cli.md); `--parse-threads 1` measures
+the one-thread figure.
 
 The wall time covers the whole command: Python start-up, reading the trace
 file, the simulation and printing the JSON report.
@@ -21,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -57,6 +63,24 @@ def build_trace(out: Path, requests: int) -> None:
             copy += 1
 
 
+def build_msr(vscsi: Path, out: Path) -> None:
+    """The vscsi trace's reads and writes as MSR Cambridge CSV (times in
+    100 ns ticks, offsets and sizes in bytes, one disk)."""
+    raw = vscsi.read_bytes()
+    ops = {0x28: "Read", 0x08: "Read", 0xA8: "Read", 0x88: "Read", 0x2A: "Write", 0x0A: "Write", 0xAA: "Write", 0x8A: "Write"}
+    with out.open("w") as f:
+        lines = []
+        for i in range(0, len(raw) - len(raw) % REC.size, REC.size):
+            _, ln, _, cmd, _, lbn, ts = REC.unpack_from(raw, i)
+            op = ops.get(cmd)
+            if op:
+                lines.append(f"{ts * 10},bench,0,{op},{lbn * 512},{ln},0\n")
+            if len(lines) >= 100_000:
+                f.write("".join(lines))
+                lines.clear()
+        f.write("".join(lines))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=10_000_000)
@@ -64,6 +88,10 @@ def main() -> int:
     ap.add_argument("--drive", default="imr-paper")
     ap.add_argument("--extra", action="append", default=[], help="extra argument for stlsim run (repeatable)")
     ap.add_argument("--keep", type=Path, help="keep the generated trace at this path")
+    ap.add_argument("--trace-format", choices=("vscsi", "msr", "stlt"), default="vscsi",
+                    help="the form the requests are replayed from (default: vscsi)")
+    ap.add_argument("--parse-threads", type=int, choices=(1, 2), default=2,
+                    help="2: parse on a second thread (the default of stlsim run); 1: on the engine's")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,19 +100,42 @@ def main() -> int:
             t = time.perf_counter()
             build_trace(trace, args.requests)
             print(f"built {trace} ({args.requests:,} requests) in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        cmd = [sys.executable, "-m", "stlsim", "run", "--trace", str(trace), "--format", "vscsi",
+        if args.trace_format != "vscsi":
+            t = time.perf_counter()
+            msr = Path(tmp) / "long.csv"
+            # In a child: the parent stays small, and a forked run would
+            # otherwise count the parent's pages in its peak memory.
+            subprocess.run([sys.executable, __file__, "--build-msr", str(trace), str(msr)], check=True)
+            trace = msr
+            if args.trace_format == "stlt":
+                trace = Path(tmp) / "long.stlt"
+                subprocess.run([sys.executable, "-m", "stlsim", "convert", str(msr), str(trace), "--format", "msr"],
+                               check=True, stdout=subprocess.DEVNULL)
+            print(f"wrote {trace} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        cmd = [sys.executable, "-m", "stlsim", "run", "--trace", str(trace), "--format", args.trace_format,
                "--drive", args.drive, "--layer", args.layer, "--json", *args.extra]
+        env = dict(os.environ, STLSIM_PARSE_THREAD="1" if args.parse_threads == 2 else "0")
         t = time.perf_counter()
-        done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
-        wall = time.perf_counter() - t
-        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        report = json.loads(done.stdout)
+        with tempfile.TemporaryFile("w+") as out:
+            child = subprocess.Popen(cmd, stdout=out, text=True, env=env)
+            # The run's own peak memory (RUSAGE_CHILDREN would also count the
+            # convert step's), from the wait that reaps it.
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - t
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                raise SystemExit(f"stlsim run failed ({child.returncode}): {' '.join(cmd)}")
+            peak_kib = usage.ru_maxrss
+            out.seek(0)
+            report = json.load(out)
     n = report["host"]["requests"]
     result = {
         "requests": n,
         "layer": args.layer,
         "drive": args.drive,
         "extra": args.extra,
+        "trace_format": args.trace_format,
+        "parse_threads": args.parse_threads,
         "wall_s": round(wall, 3),
         "requests_per_s": round(n / wall),
         "peak_rss_mib": round(peak_kib / 1024, 1),
@@ -95,4 +146,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--build-msr"]:
+        build_msr(Path(sys.argv[2]), Path(sys.argv[3]))
+        raise SystemExit(0)
     raise SystemExit(main())

@@ -166,9 +166,18 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
     return cfg
 
 
+def parse_thread() -> bool:
+    """Whether runs parse their trace on a second thread (the default;
+    ``STLSIM_PARSE_THREAD=0`` keeps them on one). A speed setting, not part
+    of a run's configuration: the results are the same either way."""
+    return os.environ.get("STLSIM_PARSE_THREAD", "1") != "0"
+
+
 def _open(cfg: Mapping[str, Any]) -> _core.Simulation:
+    core = {k: v for k, v in cfg.items() if k != NOTES}
+    core["replay"] = {**core["replay"], "parse_thread": parse_thread()}
     try:
-        return _core.Simulation(json.dumps({k: v for k, v in cfg.items() if k != NOTES}))
+        return _core.Simulation(json.dumps(core))
     except ConfigError as e:
         raise ConfigError(f"configuration error: {_core_message(e)}") from None
 

@@ -73,6 +73,10 @@ pub struct ReplayConfig {
     pub fold_to_prefill: bool,
     /// Host writes per point of the WAF series.
     pub waf_every: u64,
+    /// Parse the trace on a second thread while the engine simulates
+    /// ([`crate::trace::parse_thread`]): the same results, faster on a
+    /// machine with a core to spare.
+    pub parse_thread: bool,
 }
 
 impl Default for ReplayConfig {
@@ -87,6 +91,7 @@ impl Default for ReplayConfig {
             prefill: None,
             fold_to_prefill: false,
             waf_every: 10_000,
+            parse_thread: true,
         }
     }
 }

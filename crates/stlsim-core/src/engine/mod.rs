@@ -220,7 +220,10 @@ struct Arrival {
 impl Simulation {
     /// Validate a configuration and set up the run (opens the trace).
     pub fn new(cfg: RunConfig) -> SimResult<Simulation> {
-        let reader = open_trace(&cfg.trace)?;
+        let mut reader = open_trace(&cfg.trace)?;
+        if cfg.replay.parse_thread {
+            reader = Box::new(crate::trace::parse_thread::ParseThread::new(reader)?);
+        }
         Simulation::with_reader(cfg, reader)
     }
 

@@ -18,6 +18,7 @@ pub mod generic_csv;
 pub mod info;
 pub mod msr;
 pub mod open;
+pub mod parse_thread;
 pub mod selection;
 pub mod spc;
 pub mod synth;
