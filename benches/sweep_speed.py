@@ -48,15 +48,27 @@ def main() -> None:
         inner["fixed"] = {**inner.get("fixed", {}), "repeat": a.cell_repeat}
         a.plan = {"sweep": inner}
     once(a.plan, 1)  # warm the imports and the file cache for both sides
-    walls: dict[int, list[float]] = {1: [], a.jobs: []}
+    # The cells one after another on one core (each run parsing on its own
+    # thread), one after another with a parse thread each (stlsim's
+    # default: two cores, partly), and on a pool of workers.
+    sides = {"1 worker, one thread": (1, "0"), "1 worker, parse thread": (1, "1"), f"{a.jobs} workers": (a.jobs, None)}
+    walls: dict[str, list[float]] = {k: [] for k in sides}
     for _ in range(a.repeat):
-        for jobs in walls:
-            walls[jobs].append(once(a.plan, jobs))
-    for jobs, w in walls.items():
-        print(f"{jobs} worker(s): median {statistics.median(w):.3f} s, best {min(w):.3f} s over {len(w)} runs")
-    med = statistics.median(walls[1]) / statistics.median(walls[a.jobs])
-    best = min(walls[1]) / min(walls[a.jobs])
-    print(f"speed-up with {a.jobs} workers: {med:.2f}x (medians), {best:.2f}x (best runs)")
+        for name, (jobs, env) in sides.items():
+            if env is None:
+                os.environ.pop("STLSIM_PARSE_THREAD", None)
+            else:
+                os.environ["STLSIM_PARSE_THREAD"] = env
+            walls[name].append(once(a.plan, jobs))
+    os.environ.pop("STLSIM_PARSE_THREAD", None)
+    for name, w in walls.items():
+        print(f"{name}: median {statistics.median(w):.3f} s, best {min(w):.3f} s over {len(w)} runs")
+    pool = walls[f"{a.jobs} workers"]
+    for base in ("1 worker, one thread", "1 worker, parse thread"):
+        med = statistics.median(walls[base]) / statistics.median(pool)
+        best = min(walls[base]) / min(pool)
+        print(f"speed-up of {a.jobs} workers over {base}: {med:.2f}x (medians), {best:.2f}x (best runs)")
+
 
 
 if __name__ == "__main__":

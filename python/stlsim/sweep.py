@@ -402,6 +402,11 @@ def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
     return row
 
 
+def _one_parse_thread() -> None:
+    """Pool-worker set-up: runs parse on the worker's own thread."""
+    os.environ["STLSIM_PARSE_THREAD"] = "0"
+
+
 def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finished: Callable[[dict[str, Any]], None]) -> None:
     workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     if workers == 1:
@@ -418,7 +423,13 @@ def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finishe
 
     from . import api  # noqa: F401
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Workers enough for every core: each parses on its own thread rather
+    # than start a second one per run (docs/cli.md), unless the user chose.
+    one_thread = workers >= (os.cpu_count() or 1) and "STLSIM_PARSE_THREAD" not in os.environ
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=_one_parse_thread if one_thread else None,
+    ) as pool:
         pending = {pool.submit(_run_and_write, c, out) for c in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
