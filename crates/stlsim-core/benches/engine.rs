@@ -173,7 +173,7 @@ fn bench_swd(c: &mut Criterion) {
     let mut g = c.benchmark_group("engine-swd-75pct");
     g.throughput(Throughput::Elements(recs.len() as u64));
     g.sample_size(10);
-    for layer in ["swd-1234", "swd-r4123", "swd-124r3", "swd-14r23"] {
+    for layer in ["swd-1234", "swd-r4123", "swd-124r3", "swd-14r23", "swd"] {
         g.bench_function(layer, |b| {
             b.iter_batched(
                 || {
