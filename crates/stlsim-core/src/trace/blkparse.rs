@@ -677,9 +677,7 @@ mod tests {
             .with_pairing(pair)
             .unwrap()
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     proptest::proptest! {

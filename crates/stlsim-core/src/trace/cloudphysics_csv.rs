@@ -150,9 +150,7 @@ mod tests {
                 "t.csv",
             )
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     proptest::proptest! {

@@ -379,9 +379,7 @@ mod tests {
                 skip,
             )
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     proptest::proptest! {
@@ -408,9 +406,7 @@ mod tests {
                 false,
             )
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     /// `text` read as a validate trace with the fast path and the general way only.
@@ -422,9 +418,7 @@ mod tests {
                 skip,
             )
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     proptest::proptest! {

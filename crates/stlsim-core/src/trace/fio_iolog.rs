@@ -270,7 +270,7 @@ fn header_version(s: &CsvLines) -> SimResult<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::{drain, mutated_lines, Drained};
+    use crate::trace::open::test_util::{fast_and_general, mutated_lines, Drained};
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, skip: bool, rate: Option<f64>) -> (Drained, Drained) {
@@ -283,9 +283,7 @@ mod tests {
             .with_rate(rate)
             .unwrap()
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     const FILES: &[&str] = &["/dev/sda", "/dev/sdb", "\"/dev/sda\"", "\"/dev/sdb"];

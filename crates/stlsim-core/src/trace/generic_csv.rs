@@ -318,9 +318,7 @@ mod tests {
             )
             .unwrap()
         };
-        let mut general = make();
-        general.src.general_only = true;
-        (drain(&mut make()), drain(&mut general))
+        fast_and_general(make, |r| r.src.general_only = true)
     }
 
     const SYSTOR17: &[&[&str]] = &[

@@ -1424,43 +1424,8 @@ pub(crate) mod text {
     /// line it refuses to the general, field-by-field way.
     #[inline(always)]
     pub(crate) fn digits_then(line: &[u8], i: &mut usize, stop: u8) -> Option<u64> {
-        const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
-        let from = *i;
-        let mut v = 0u64;
-        loop {
-            let Some(chunk) = line.get(*i..).and_then(|r| r.first_chunk::<8>()) else {
-                // The line's last bytes: one at a time.
-                while let Some(&c) = line.get(*i) {
-                    let d = c.wrapping_sub(b'0');
-                    if d > 9 {
-                        break;
-                    }
-                    // Wrapping: a run of more than 18 digits is refused below.
-                    v = v.wrapping_mul(10).wrapping_add(d as u64);
-                    *i += 1;
-                }
-                break;
-            };
-            let w = u64::from_le_bytes(*chunk);
-            let n = digit_prefix(w);
-            if n == 8 {
-                v = v.wrapping_mul(100_000_000).wrapping_add(parse_eight(w));
-                *i += 8;
-                if *i - from > 18 {
-                    return None;
-                }
-                continue;
-            }
-            if n > 0 {
-                v = v
-                    .wrapping_mul(POW10[n as usize])
-                    .wrapping_add(parse_prefix(w, n));
-                *i += n as usize;
-            }
-            break;
-        }
-        let n = *i - from;
-        if n == 0 || n > 18 || line.get(*i) != Some(&stop) {
+        let v = digit_run(line, i)?;
+        if line.get(*i) != Some(&stop) {
             return None;
         }
         *i += 1;
@@ -2033,6 +1998,17 @@ pub(crate) mod test_util {
                 Err(e) => return (v, Some(e.to_string()), r.skipped_unknown()),
             }
         }
+    }
+
+    /// What `make()` reads with its fast path, and with the general way only
+    /// (`general_only` switches a reader's fast path off).
+    pub(crate) fn fast_and_general<R: RawTraceReader>(
+        make: impl Fn() -> R,
+        general_only: impl FnOnce(&mut R),
+    ) -> (Drained, Drained) {
+        let mut general = make();
+        general_only(&mut general);
+        (drain(&mut make()), drain(&mut general))
     }
 
     /// Texts for the readers' fast-path property tests: lines of the
