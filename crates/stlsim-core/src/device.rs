@@ -581,6 +581,13 @@ impl Device {
         Ok(self.time(true, cause, at, count))
     }
 
+    /// An empty buffer for the words of a metadata record, reused from a
+    /// record the medium lost (pass it to [`write_meta`](Self::write_meta):
+    /// a layer writing a record per write then allocates none).
+    pub fn meta_words(&mut self) -> Vec<u64> {
+        self.medium.meta_words()
+    }
+
     /// Write `count` sectors from `at` holding a layer metadata record
     /// (`words`) and, when data is carried, `data` tokens (empty or one per
     /// sector: a record may carry saved host data after its header). The record

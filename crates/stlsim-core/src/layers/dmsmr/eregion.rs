@@ -324,7 +324,9 @@ impl State {
                 &w.data[done as usize..done as usize + take as usize]
             };
             self.seq += 1;
-            let words = vec![EXT, self.seq, lba, take as u64, off, self.ring.tail];
+            // In a lost record's buffer (no allocation per write).
+            let mut words = dev.meta_words();
+            words.extend([EXT, self.seq, lba, take as u64, off, self.ring.tail]);
             let at = PhysAddr {
                 track: self.log_track(off),
                 sector,
