@@ -757,16 +757,18 @@ impl Device {
     }
 
     /// [`write_lbas`](Self::write_lbas) where every sector carries its own
-    /// out-of-band record, `tag(lba)`, written with it: a power loss part way
-    /// through the command leaves the sectors already written with their
-    /// records, as a drive writes a sector and its metadata together.
+    /// out-of-band record, `tag(lba, words)` appending its words to an
+    /// empty buffer (a lost record's: no allocation per sector in steady
+    /// state), written with it: a power loss part way through the command
+    /// leaves the sectors already written with their records, as a drive
+    /// writes a sector and its metadata together.
     pub fn write_lbas_tagged(
         &mut self,
         cause: Cause,
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: impl FnMut(Lba) -> Vec<u64>,
+        mut tag: impl FnMut(Lba, &mut Vec<u64>),
     ) -> SimResult<Nanos> {
         self.write_command(cause, lba, n, data, Some(&mut tag))
     }
@@ -777,7 +779,7 @@ impl Device {
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: Option<&mut dyn FnMut(Lba) -> Vec<u64>>,
+        mut tag: Option<&mut dyn FnMut(Lba, &mut Vec<u64>)>,
     ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);
@@ -792,7 +794,8 @@ impl Device {
                 res = self.write(cause, at, count, d);
                 if let (Ok(_), Some(tag)) = (&res, tag.as_mut()) {
                     for k in 0..count {
-                        let words = tag(Lba(l.0 + k as u64));
+                        let mut words = self.medium.meta_words();
+                        tag(Lba(l.0 + k as u64), &mut words);
                         self.medium.put_meta(
                             PhysAddr {
                                 track: at.track,

@@ -91,7 +91,7 @@ pub struct MetaRecord {
 }
 
 /// Buffers of lost metadata records kept for reuse, at most (of each kind).
-const MAX_SPARE: usize = 64;
+const MAX_SPARE: usize = 1024;
 
 /// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]

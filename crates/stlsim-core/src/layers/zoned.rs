@@ -53,7 +53,7 @@ use crate::layers::{LayerReport, ParamKind, ParamSpec, Params, QueueView, StageO
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 const SLOT_MAGIC: u64 = 0x484d_534c_4f54_3031; // "HMSLOT01"
 const LOG_MAGIC: u64 = 0x484d_4c4f_4752_4331; // "HMLOGRC1"
@@ -218,10 +218,12 @@ pub struct Buffer {
     zone_padding: FxHashMap<u64, u64>,
     /// Slot of each buffered host block.
     index: FxHashMap<u64, u32>,
-    /// Buffered offsets of each native zone: offset -> slot.
-    by_zone: FxHashMap<u64, BTreeMap<u32, u32>>,
+    /// Buffered offsets of each native zone (their slots are `index`'s).
+    by_zone: FxHashMap<u64, ZoneBlocks>,
+    /// Offset lists of zones that emptied, reused for zones that fill.
+    spare_offsets: Vec<Vec<u32>>,
     /// Slots freed in memory since the last log record.
-    pending_free: BTreeSet<u32>,
+    pending_free: SlotSet,
     seq: u64,
     log_gen: u64,
     log_pos: u64,
@@ -258,7 +260,8 @@ impl Buffer {
             zone_padding: FxHashMap::default(),
             index: FxHashMap::default(),
             by_zone: FxHashMap::default(),
-            pending_free: BTreeSet::new(),
+            spare_offsets: vec![],
+            pending_free: SlotSet::new(buffer_sectors),
             seq: 1,
             log_gen: 1,
             log_pos: 0,
@@ -312,20 +315,29 @@ impl Buffer {
     pub fn used(&self) -> u64 {
         self.index.len() as u64
     }
-    /// Buffered offsets of native zone `nz` (offset -> slot).
-    pub fn zone_blocks(&self, nz: u64) -> Option<&BTreeMap<u32, u32>> {
-        self.by_zone.get(&nz)
+    /// Blocks of native zone `nz` buffered.
+    pub fn zone_block_count(&self, nz: u64) -> u64 {
+        self.by_zone.get(&nz).map_or(0, |z| z.live as u64)
     }
     /// Every buffered block of native zone `nz` as write-back victims: (offset, slot), by offset.
     pub fn zone_victims(&self, nz: u64) -> Vec<(u32, u32)> {
-        self.by_zone
-            .get(&nz)
-            .map(|m| m.iter().map(|(&o, &s)| (o, s)).collect())
-            .unwrap_or_default()
+        let Some(z) = self.by_zone.get(&nz) else {
+            return vec![];
+        };
+        let base = nz * self.zones.zone_sectors;
+        let mut v: Vec<(u32, u32)> = z
+            .offsets
+            .iter()
+            .filter_map(|&o| self.index.get(&(base + o as u64)).map(|&s| (o, s)))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        debug_assert_eq!(v.len(), z.live as usize);
+        v
     }
     /// Native zones with buffered blocks.
-    pub fn zones_buffered(&self) -> impl Iterator<Item = (&u64, &BTreeMap<u32, u32>)> {
-        self.by_zone.iter()
+    pub fn zones_buffered(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_zone.keys().copied()
     }
     /// Drive LBA of slot `s`.
     pub fn slot_lba(&self, s: u32) -> Lba {
@@ -339,16 +351,33 @@ impl Buffer {
                 self.unbind(s);
             }
         }
-        if let Some(prev) = self.index.insert(h, s) {
+        let prev = self.index.insert(h, s);
+        if let Some(prev) = prev {
             if prev != s {
                 self.owner[prev as usize] = FREE;
                 self.pending_free.insert(prev);
             }
         }
         self.owner[s as usize] = h;
-        self.pending_free.remove(&s);
+        self.pending_free.remove(s);
         let (nz, off) = self.zones.split(h);
-        self.by_zone.entry(nz).or_default().insert(off as u32, s);
+        let spare = &mut self.spare_offsets;
+        let z = self.by_zone.entry(nz).or_insert_with(|| ZoneBlocks {
+            live: 0,
+            offsets: spare.pop().unwrap_or_default(),
+        });
+        if prev.is_none() {
+            // A block new to the buffer: a new offset of its zone.
+            z.live += 1;
+            z.offsets.push(off as u32);
+            if z.offsets.len() > 2 * z.live as usize + 64 {
+                let (index, base) = (&self.index, nz * self.zones.zone_sectors);
+                z.offsets.sort_unstable();
+                z.offsets.dedup();
+                z.offsets
+                    .retain(|&o| index.contains_key(&(base + o as u64)));
+            }
+        }
     }
 
     /// Forget slot `s`'s block (freed in memory; the next log record makes it durable).
@@ -357,11 +386,15 @@ impl Buffer {
         self.owner[s as usize] = FREE;
         if self.index.get(&h) == Some(&s) {
             self.index.remove(&h);
-            let (nz, off) = self.zones.split(h);
-            if let Some(m) = self.by_zone.get_mut(&nz) {
-                m.remove(&(off as u32));
-                if m.is_empty() {
-                    self.by_zone.remove(&nz);
+            let (nz, _) = self.zones.split(h);
+            if let Some(z) = self.by_zone.get_mut(&nz) {
+                // Its offset stays in the list, stale, until the zone empties
+                // or the list is compacted.
+                z.live -= 1;
+                if z.live == 0 {
+                    let mut z = self.by_zone.remove(&nz).expect("present");
+                    z.offsets.clear();
+                    self.spare_offsets.push(z.offsets);
                 }
             }
         }
@@ -410,15 +443,15 @@ impl Buffer {
                 &tags[i..j]
             };
             let mut done = 0usize;
-            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l| {
+            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l, w| {
                 let k = (l.0 - first.0) as usize;
                 done = done.max(k + 1);
-                vec![
+                w.extend([
                     SLOT_MAGIC,
                     run[k].1,
                     base + k as u64,
                     tags_run.get(k).copied().unwrap_or(0) as u64,
-                ]
+                ]);
             });
             // Sectors written before a power loss are bound too (the layer is rebuilt anyway).
             for (k, &(s, h)) in run[..done].iter().enumerate() {
@@ -500,7 +533,7 @@ impl Buffer {
     /// Append one log record (freed slots since the last record, and a zone
     /// remapping if any), checkpointing first when the ring is full.
     pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
-        let runs = runs_of(&self.pending_free);
+        let runs = self.pending_free.runs();
         let wps = (dev.geometry().sector_bytes() / 8) as usize;
         let per = (wps - 6) / 2;
         let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() {
@@ -520,12 +553,11 @@ impl Buffer {
             at,
             Sectors(chunks.len() as u64),
             &blank,
-            |l| {
+            |l, w| {
                 let k = (l.0 - at.0) as usize;
                 let c = chunks[k];
-                let mut w = vec![LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64];
+                w.extend([LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64]);
                 w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
-                w
             },
         )?;
         self.log_gen += chunks.len() as u64;
@@ -711,15 +743,93 @@ fn blank(dev: &Device, n: usize) -> Vec<Token> {
     }
 }
 
-fn runs_of(set: &BTreeSet<u32>) -> Vec<(u32, u32)> {
-    let mut v: Vec<(u32, u32)> = vec![];
-    for &s in set {
-        match v.last_mut() {
-            Some((a, l)) if *a + *l == s => *l += 1,
-            _ => v.push((s, 1)),
+/// The buffered offsets of one native zone. A `BTreeMap` kept in order
+/// here allocated a node every few blocks buffered (zones empty at each
+/// write-back and fill again); this list is only put in order when the zone
+/// is written back ([`Buffer::zone_victims`]). Offsets are appended when a
+/// block enters the buffer and left in place, stale, when it leaves
+/// (`index` says which are live); the list is compacted when stale
+/// offsets outnumber live ones.
+#[derive(Debug, Default)]
+struct ZoneBlocks {
+    /// Blocks of the zone buffered.
+    live: u32,
+    /// Their offsets, each once, among stale ones, in no order.
+    offsets: Vec<u32>,
+}
+
+/// A set of slots (the ones freed since the last log record) with no
+/// allocation per insertion in steady state (a `BTreeSet` allocated a node
+/// every few): a bit per slot for membership, and a list of the members in
+/// no order, which may also hold slots removed since (their bit is clear)
+/// and repeats; it is compacted when these outnumber the members.
+#[derive(Debug)]
+struct SlotSet {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+    len: usize,
+}
+
+impl SlotSet {
+    fn new(slots: u64) -> SlotSet {
+        SlotSet {
+            bits: vec![0; slots.div_ceil(64) as usize],
+            list: vec![],
+            len: 0,
         }
     }
-    v
+    fn has(&self, s: u32) -> bool {
+        self.bits[s as usize / 64] >> (s % 64) & 1 == 1
+    }
+    fn insert(&mut self, s: u32) {
+        if !self.has(s) {
+            self.bits[s as usize / 64] |= 1 << (s % 64);
+            self.list.push(s);
+            self.len += 1;
+            if self.list.len() > 2 * self.len + 64 {
+                self.compact();
+            }
+        }
+    }
+    fn remove(&mut self, s: u32) {
+        if self.has(s) {
+            self.bits[s as usize / 64] &= !(1 << (s % 64));
+            self.len -= 1;
+        }
+    }
+    fn clear(&mut self) {
+        for &s in &self.list {
+            self.bits[s as usize / 64] &= !(1 << (s % 64));
+        }
+        self.list.clear();
+        self.len = 0;
+    }
+    /// Keep each member once, in the list's order.
+    fn compact(&mut self) {
+        let bits = &mut self.bits;
+        // A member's bit is cleared as it is kept, so its repeats go too.
+        self.list.retain(|&s| {
+            let live = bits[s as usize / 64] >> (s % 64) & 1 == 1;
+            bits[s as usize / 64] &= !(1 << (s % 64));
+            live
+        });
+        for &s in &self.list {
+            self.bits[s as usize / 64] |= 1 << (s % 64);
+        }
+    }
+    /// The members as runs of consecutive slots `(first, count)`, in order.
+    fn runs(&mut self) -> Vec<(u32, u32)> {
+        self.compact();
+        self.list.sort_unstable();
+        let mut v: Vec<(u32, u32)> = vec![];
+        for &s in &self.list {
+            match v.last_mut() {
+                Some((a, l)) if *a + *l == s => *l += 1,
+                _ => v.push((s, 1)),
+            }
+        }
+        v
+    }
 }
 
 /// Phases of a zone write-back.
@@ -1065,6 +1175,10 @@ pub struct BufferLayer {
     job: Option<WriteBack>,
     collect_blocks: u64,
     scratch: Vec<(u32, u64)>,
+    /// A write's slot tags (reused buffer).
+    tags: Vec<u8>,
+    /// The queued requests a stage may stop for (reused buffer).
+    others: Vec<crate::layers::QueuedRequest>,
     /// The writes last found waiting for room (noted by `write_must_wait`).
     waiting: std::cell::RefCell<Vec<(u64, u64)>>,
 }
@@ -1093,6 +1207,8 @@ impl BufferLayer {
             job: None,
             collect_blocks: p.u64("collect_blocks").max(1),
             scratch: vec![],
+            tags: vec![],
+            others: vec![],
             waiting: Default::default(),
         };
         if let Some(n) = Buffer::sectors_wanted(p, None, l.sector_bytes)? {
@@ -1169,6 +1285,8 @@ impl crate::layers::Layer for BufferLayer {
         // waits here for cleaning: the request is acknowledged only whole.
         let (mut done, n) = (0u64, w.sectors.0);
         let mut items = std::mem::take(&mut self.scratch);
+        // Tags in a buffer kept between writes (no allocation per write).
+        let mut tags = std::mem::take(&mut self.tags);
         let mut stuck = 0;
         while done < n {
             // Work under way runs to its end first: a write-back must not see
@@ -1187,7 +1305,8 @@ impl crate::layers::Layer for BufferLayer {
                 }
             };
             buf.counts.blocks_written += placed;
-            let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
+            tags.clear();
+            tags.extend(items.iter().map(|&(s, _)| pol.write_tag(s)));
             let data = if w.data.is_empty() {
                 &[][..]
             } else {
@@ -1201,7 +1320,11 @@ impl crate::layers::Layer for BufferLayer {
             if done == n {
                 break;
             }
-            *self.waiting.borrow_mut() = vec![(w.lba.0 + done, n - done)];
+            {
+                let mut v = self.waiting.borrow_mut();
+                v.clear();
+                v.push((w.lba.0 + done, n - done));
+            }
             let out = self.stage(dev, &QueueView::default())?;
             stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() {
                 stuck + 1
@@ -1217,6 +1340,7 @@ impl crate::layers::Layer for BufferLayer {
             }
         }
         self.scratch = items;
+        self.tags = tags;
         self.waiting.borrow_mut().clear();
         Ok(())
     }
@@ -1252,11 +1376,42 @@ impl crate::layers::Layer for BufferLayer {
     }
     fn stage(&mut self, dev: &mut Device, queue: &QueueView) -> SimResult<StageOutcome> {
         let collect = self.collect_blocks;
+        // The waiting writes are lent out for the stage (not copied: no
+        // allocation per stage) and put back before it returns.
+        let waiting = std::mem::take(&mut *self.waiting.borrow_mut());
+        let r = self.stage_with(dev, queue, collect, &waiting);
+        *self.waiting.borrow_mut() = waiting;
+        r
+    }
+    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+        let (buf, pol) = self.parts()?;
+        buf.recover(dev)?;
+        pol.rebuild(buf);
+        Ok(())
+    }
+    fn report(&self) -> LayerReport {
+        let mut r = LayerReport::new();
+        if let (Some(b), Some(p)) = (&self.buf, &self.policy) {
+            b.report(&mut r, self.sector_bytes);
+            p.report(&mut r);
+        }
+        r
+    }
+}
+
+impl BufferLayer {
+    /// One stage of [`Layer::stage`], with the writes waiting for room.
+    fn stage_with(
+        &mut self,
+        dev: &mut Device,
+        queue: &QueueView,
+        collect: u64,
+        waiting: &[(u64, u64)],
+    ) -> SimResult<StageOutcome> {
         if self.job.is_none() {
-            let waiting = self.waiting.borrow().clone();
             let name = self.name;
             let (buf, pol) = self.parts()?;
-            match pol.next_work(buf, dev, &waiting) {
+            match pol.next_work(buf, dev, waiting) {
                 Work::WriteBack(nz, victims) => {
                     let abortable = pol.abortable();
                     let cuts = pol.cuts(&victims);
@@ -1279,7 +1434,7 @@ impl crate::layers::Layer for BufferLayer {
                     return Ok(StageOutcome::Ran);
                 }
                 Work::None => {
-                    if !pol.fits(buf, &waiting) && buf.used() == 0 {
+                    if !pol.fits(buf, waiting) && buf.used() == 0 {
                         return config_err(format!(
                             "a write of {} blocks cannot fit in layer '{}''s buffer even when it is empty ({} blocks): give a larger buffer",
                             waiting.iter().map(|w| w.1).sum::<u64>(),
@@ -1295,15 +1450,20 @@ impl crate::layers::Layer for BufferLayer {
         // The write waiting for the room this work makes is not a queued
         // write the garbage collector should stop for (paper 004 Figure 6:
         // the collector serves it); later requests are.
-        let waiting = self.waiting.borrow().clone();
-        let others: Vec<crate::layers::QueuedRequest> = queue
-            .requests()
-            .iter()
-            .filter(|r| !(r.write && waiting.contains(&(r.lba.0, r.sectors.0))))
-            .copied()
-            .collect();
+        let mut others = std::mem::take(&mut self.others);
+        others.clear();
+        others.extend(
+            queue
+                .requests()
+                .iter()
+                .filter(|r| !(r.write && waiting.contains(&(r.lba.0, r.sectors.0))))
+                .copied(),
+        );
+        let (buf, _) = self.parts()?;
+        let staged = job.stage(buf, dev, &QueueView::new(&others), collect);
+        self.others = others;
+        let (out, done) = staged?;
         let (buf, pol) = self.parts()?;
-        let (out, done) = job.stage(buf, dev, &QueueView::new(&others), collect)?;
         if done {
             pol.work_done(
                 buf,
@@ -1313,20 +1473,6 @@ impl crate::layers::Layer for BufferLayer {
             self.job = Some(job);
         }
         Ok(out)
-    }
-    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
-        let (buf, pol) = self.parts()?;
-        buf.recover(dev)?;
-        pol.rebuild(buf);
-        Ok(())
-    }
-    fn report(&self) -> LayerReport {
-        let mut r = LayerReport::new();
-        if let (Some(b), Some(p)) = (&self.buf, &self.policy) {
-            b.report(&mut r, self.sector_bytes);
-            p.report(&mut r);
-        }
-        r
     }
 }
 

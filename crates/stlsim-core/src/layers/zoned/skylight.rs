@@ -143,8 +143,7 @@ impl Placement for Skylight {
         for p in short {
             let zone = buf
                 .zones_buffered()
-                .filter(|(nz, _)| self.part_of(**nz) == p)
-                .map(|(nz, _)| *nz)
+                .filter(|&nz| self.part_of(nz) == p)
                 .min();
             match zone {
                 Some(nz) => {
