@@ -327,7 +327,7 @@ impl Device {
         offset: u32,
         n: u32,
         data: &[Token],
-        words: Vec<u64>,
+        words: &[u64],
     ) -> SimResult<Nanos> {
         self.begin_side(OpKind::SideWrite(kind), cause, slot, n)?;
         let account = self.accounting;

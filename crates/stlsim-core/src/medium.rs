@@ -90,8 +90,11 @@ pub struct MetaRecord {
     pub words: Vec<u64>,
 }
 
-/// Buffers of lost metadata records kept for reuse, at most (of each kind).
-const MAX_SPARE: usize = 1024;
+/// Buffers of lost metadata records kept for reuse, at most (of each
+/// kind). Layers lose records in bursts (a cleaned band, a collected log
+/// region) and write them again later, so the pool must hold a burst; the
+/// bound only matters for records whose buffers did not come from it.
+const MAX_SPARE: usize = 1 << 16;
 
 /// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]

@@ -340,6 +340,7 @@ fn case(layer: &str) -> (RunConfig, Workload) {
         // buffered-cmr, sblock, hwsr
         cfg.drive = hwsr_paper();
         cfg.replay.queue_depth = 1;
+        w.span = 512 << 20;
     }
     (cfg, w)
 }
