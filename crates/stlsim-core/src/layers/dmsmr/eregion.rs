@@ -435,8 +435,8 @@ impl BandContents for State {
         Ok(read)
     }
 
-    fn state_words(&self) -> Vec<u64> {
-        vec![self.seq, self.ring.tail, self.ring.head]
+    fn state_words(&self, out: &mut Vec<u64>) {
+        out.extend([self.seq, self.ring.tail, self.ring.head]);
     }
 }
 
