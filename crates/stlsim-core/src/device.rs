@@ -581,11 +581,12 @@ impl Device {
         Ok(self.time(true, cause, at, count))
     }
 
-    /// An empty buffer for the words of a metadata record, reused from a
-    /// record the medium lost (pass it to [`write_meta`](Self::write_meta):
-    /// a layer writing a record per write then allocates none).
-    pub fn meta_words(&mut self) -> Vec<u64> {
-        self.medium.meta_words()
+    /// An empty buffer for the words of a metadata record of about `n`
+    /// words, reused from a record the medium lost (pass it to
+    /// [`write_meta`](Self::write_meta): a layer writing a record per write
+    /// then allocates none).
+    pub fn meta_words(&mut self, n: usize) -> Vec<u64> {
+        self.medium.meta_words(n)
     }
 
     /// Write `count` sectors from `at` holding a layer metadata record
@@ -762,15 +763,17 @@ impl Device {
     /// state), written with it: a power loss part way through the command
     /// leaves the sectors already written with their records, as a drive
     /// writes a sector and its metadata together.
+    /// `words` is about how many words a record has (the size of buffer it gets).
     pub fn write_lbas_tagged(
         &mut self,
         cause: Cause,
         lba: Lba,
         n: Sectors,
         data: &[Token],
+        words: usize,
         mut tag: impl FnMut(Lba, &mut Vec<u64>),
     ) -> SimResult<Nanos> {
-        self.write_command(cause, lba, n, data, Some(&mut tag))
+        self.write_command(cause, lba, n, data, Some((words, &mut tag)))
     }
 
     fn write_command(
@@ -779,7 +782,7 @@ impl Device {
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: Option<&mut dyn FnMut(Lba, &mut Vec<u64>)>,
+        mut tag: Option<(usize, &mut dyn FnMut(Lba, &mut Vec<u64>))>,
     ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);
@@ -792,9 +795,9 @@ impl Device {
                     &data[(l.0 - lba.0) as usize..][..count as usize]
                 };
                 res = self.write(cause, at, count, d);
-                if let (Ok(_), Some(tag)) = (&res, tag.as_mut()) {
+                if let (Ok(_), Some((n, tag))) = (&res, tag.as_mut()) {
                     for k in 0..count {
-                        let mut words = self.medium.meta_words();
+                        let mut words = self.medium.meta_words(*n);
                         tag(Lba(l.0 + k as u64), &mut words);
                         self.medium.put_meta(
                             PhysAddr {

@@ -95,6 +95,22 @@ pub struct MetaRecord {
 /// region) and write them again later, so the pool must hold a burst; the
 /// bound only matters for records whose buffers did not come from it.
 const MAX_SPARE: usize = 1 << 16;
+/// Long word buffers kept, at most.
+const MAX_SPARE_LONG: usize = 256;
+/// Words a record may have and still count as short.
+const SMALL_WORDS: usize = 16;
+
+/// Keep a lost record's word buffer for reuse, with the short or the long ones.
+fn keep_words(short: &mut Vec<Vec<u64>>, long: &mut Vec<Vec<u64>>, mut w: Vec<u64>) {
+    w.clear();
+    if w.capacity() > SMALL_WORDS {
+        if long.len() < MAX_SPARE_LONG {
+            long.push(w);
+        }
+    } else if short.len() < MAX_SPARE {
+        short.push(w);
+    }
+}
 
 /// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]
@@ -102,8 +118,11 @@ pub struct Medium {
     meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
     /// Emptied word buffers of lost records, handed out again by
     /// [`meta_words`](Self::meta_words) (layers write a record per write
-    /// or per move; reused, they cost no allocation in steady state).
+    /// or per move; reused, they cost no allocation in steady state): small
+    /// ones, and ones of more than [`SMALL_WORDS`] (few records are long,
+    /// and each should get a long buffer back).
     spare_words: Vec<Vec<u64>>,
+    spare_long: Vec<Vec<u64>>,
     /// Emptied record lists of tracks that lost their last record, reused
     /// for the next track that gets one.
     spare_lists: Vec<Vec<MetaRecord>>,
@@ -141,6 +160,7 @@ impl Medium {
         Medium {
             meta: Default::default(),
             spare_words: vec![],
+            spare_long: vec![],
             spare_lists: vec![],
             tracked,
             tracks: Default::default(),
@@ -310,13 +330,11 @@ impl Medium {
     /// (their buffers are kept for reuse).
     fn drop_meta(&mut self, t: Track, lo: u32, hi: u32) {
         if let Some(v) = self.meta.get_mut(&t.0) {
-            let spare = &mut self.spare_words;
+            let (short, long) = (&mut self.spare_words, &mut self.spare_long);
             v.retain_mut(|r| {
                 let keep = r.sector + r.count <= lo || r.sector >= hi;
-                if !keep && spare.len() < MAX_SPARE {
-                    let mut w = std::mem::take(&mut r.words);
-                    w.clear();
-                    spare.push(w);
+                if !keep {
+                    keep_words(short, long, std::mem::take(&mut r.words));
                 }
                 keep
             });
@@ -330,21 +348,24 @@ impl Medium {
     /// Keep a removed record list and its records' word buffers for reuse.
     fn keep_spare(&mut self, mut v: Vec<MetaRecord>) {
         for r in v.drain(..) {
-            if self.spare_words.len() < MAX_SPARE {
-                let mut w = r.words;
-                w.clear();
-                self.spare_words.push(w);
-            }
+            keep_words(&mut self.spare_words, &mut self.spare_long, r.words);
         }
         if self.spare_lists.len() < MAX_SPARE {
             self.spare_lists.push(v);
         }
     }
 
-    /// An empty buffer for a metadata record's words (a lost record's,
-    /// when there is one: no allocation per record in steady state).
-    pub fn meta_words(&mut self) -> Vec<u64> {
-        self.spare_words.pop().unwrap_or_default()
+    /// An empty buffer for a metadata record of about `n` words (a lost
+    /// record's, when there is one: no allocation per record in steady state).
+    pub fn meta_words(&mut self, n: usize) -> Vec<u64> {
+        let mut w = if n <= SMALL_WORDS {
+            self.spare_words.pop()
+        } else {
+            self.spare_long.pop()
+        }
+        .unwrap_or_default();
+        w.reserve(n);
+        w
     }
 
     /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after

@@ -268,6 +268,8 @@ pub struct ScratchPad {
     areas: [Vec<Track>; 2],
     next: usize,
     counter: u64,
+    /// A record's words as they are put together (reused list).
+    words: Vec<u64>,
 }
 
 impl ScratchPad {
@@ -276,6 +278,7 @@ impl ScratchPad {
             areas,
             next: 0,
             counter: 0,
+            words: vec![],
         }
     }
 
@@ -322,11 +325,15 @@ impl ScratchPad {
         }
         assert!(left == 0, "scratch area too small (sized at build time)");
         self.counter += 1;
-        // In a lost record's buffer (no allocation per stage in steady state).
-        let mut words = dev.meta_words();
-        words.extend([PAD_MAGIC, self.counter, kind, sectors]);
-        words.extend(job);
-        state.state_words(&mut words);
+        // Put together in a reused list, then copied into a lost record's
+        // buffer of about its length (no allocation per stage in steady state).
+        let w = &mut self.words;
+        w.clear();
+        w.extend([PAD_MAGIC, self.counter, kind, sectors]);
+        w.extend(job);
+        state.state_words(w);
+        let mut words = dev.meta_words(w.len());
+        words.extend_from_slice(w);
         let spt = dev.geometry().sectors_in(last);
         let blank = if dev.carries_data() {
             vec![Token::EMPTY]

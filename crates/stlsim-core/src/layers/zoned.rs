@@ -224,6 +224,8 @@ pub struct Buffer {
     spare_offsets: Vec<Vec<u32>>,
     /// Slots freed in memory since the last log record.
     pending_free: SlotSet,
+    /// Their runs, for a log record (reused list).
+    runs: Vec<(u32, u32)>,
     seq: u64,
     log_gen: u64,
     log_pos: u64,
@@ -262,6 +264,7 @@ impl Buffer {
             by_zone: FxHashMap::default(),
             spare_offsets: vec![],
             pending_free: SlotSet::new(buffer_sectors),
+            runs: vec![],
             seq: 1,
             log_gen: 1,
             log_pos: 0,
@@ -321,19 +324,26 @@ impl Buffer {
     }
     /// Every buffered block of native zone `nz` as write-back victims: (offset, slot), by offset.
     pub fn zone_victims(&self, nz: u64) -> Vec<(u32, u32)> {
+        let mut v = vec![];
+        self.zone_victims_into(nz, &mut v);
+        v
+    }
+    /// [`zone_victims`](Self::zone_victims) into `v` (cleared first; a
+    /// policy's list reused from one write-back to the next).
+    pub fn zone_victims_into(&self, nz: u64, v: &mut Vec<(u32, u32)>) {
+        v.clear();
         let Some(z) = self.by_zone.get(&nz) else {
-            return vec![];
+            return;
         };
         let base = nz * self.zones.zone_sectors;
-        let mut v: Vec<(u32, u32)> = z
-            .offsets
-            .iter()
-            .filter_map(|&o| self.index.get(&(base + o as u64)).map(|&s| (o, s)))
-            .collect();
+        v.extend(
+            z.offsets
+                .iter()
+                .filter_map(|&o| self.index.get(&(base + o as u64)).map(|&s| (o, s))),
+        );
         v.sort_unstable();
         v.dedup();
         debug_assert_eq!(v.len(), z.live as usize);
-        v
     }
     /// Native zones with buffered blocks.
     pub fn zones_buffered(&self) -> impl Iterator<Item = u64> + '_ {
@@ -443,7 +453,7 @@ impl Buffer {
                 &tags[i..j]
             };
             let mut done = 0usize;
-            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l, w| {
+            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, 4, |l, w| {
                 let k = (l.0 - first.0) as usize;
                 done = done.max(k + 1);
                 w.extend([
@@ -533,36 +543,41 @@ impl Buffer {
     /// Append one log record (freed slots since the last record, and a zone
     /// remapping if any), checkpointing first when the ring is full.
     pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
-        let runs = self.pending_free.runs();
+        // The runs in a list kept between records; one record per `per`
+        // runs (one, empty, when there are none), found by index.
+        let mut runs = std::mem::take(&mut self.runs);
+        self.pending_free.runs_into(&mut runs);
         let wps = (dev.geometry().sector_bytes() / 8) as usize;
         let per = (wps - 6) / 2;
-        let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() {
-            vec![&[][..]]
-        } else {
-            runs.chunks(per).collect()
-        };
-        if self.log_pos + chunks.len() as u64 > LOG_SECTORS {
+        let nchunks = runs.len().div_ceil(per).max(1);
+        let chunk = |k: usize| &runs[(k * per).min(runs.len())..((k + 1) * per).min(runs.len())];
+        if self.log_pos + nchunks as u64 > LOG_SECTORS {
+            self.runs = runs;
             return self.checkpoint(dev);
         }
         let at = Lba(self.log_pos);
-        let blank = blank(dev, chunks.len());
+        let blank = blank(dev, nchunks);
         let (nz, pz) = remap.unwrap_or((FREE, FREE));
         let (gen, seq) = (self.log_gen, self.seq);
-        dev.write_lbas_tagged(
+        let r = dev.write_lbas_tagged(
             Cause::Metadata,
             at,
-            Sectors(chunks.len() as u64),
+            Sectors(nchunks as u64),
             &blank,
+            // The longest a record may be, so reused buffers need not grow.
+            6 + per,
             |l, w| {
                 let k = (l.0 - at.0) as usize;
-                let c = chunks[k];
+                let c = chunk(k);
                 w.extend([LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64]);
                 w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
             },
-        )?;
-        self.log_gen += chunks.len() as u64;
+        );
+        self.runs = runs;
+        r?;
+        self.log_gen += nchunks as u64;
         self.seq += 1;
-        self.log_pos += chunks.len() as u64;
+        self.log_pos += nchunks as u64;
         self.pending_free.clear();
         Ok(())
     }
@@ -570,17 +585,22 @@ impl Buffer {
     /// Write a checkpoint (zone map and bitmap of valid slots) to the older
     /// of the two checkpoint areas, and restart the log.
     pub fn checkpoint(&mut self, dev: &mut Device) -> SimResult<()> {
-        let mut w = vec![CKPT_MAGIC, self.log_gen, self.seq, self.zones.natives];
+        // In a lost record's buffer, the slot bitmap set in place (no
+        // allocation per checkpoint in steady state).
+        let mut w = dev
+            .meta_words(4 + self.zones.phys.len().div_ceil(2) + self.slots.div_ceil(64) as usize);
+        w.extend([CKPT_MAGIC, self.log_gen, self.seq, self.zones.natives]);
         for pair in self.zones.phys.chunks(2) {
             w.push(pair[0] as u64 | (pair.get(1).copied().unwrap_or(0) as u64) << 32);
         }
-        let mut bits = vec![0u64; self.slots.div_ceil(64) as usize];
+        let at_bits = w.len();
+        w.resize(at_bits + self.slots.div_ceil(64) as usize, 0);
+        let bits = &mut w[at_bits..];
         for (s, &o) in self.owner.iter().enumerate() {
             if o != FREE {
                 bits[s / 64] |= 1 << (s % 64);
             }
         }
-        w.extend(bits);
         let at = Lba(LOG_SECTORS + self.ckpt_next * self.ckpt_sectors);
         let blank = blank(dev, self.ckpt_sectors as usize);
         dev.write_lbas(Cause::Metadata, at, Sectors(self.ckpt_sectors), &blank)?;
@@ -817,18 +837,17 @@ impl SlotSet {
             self.bits[s as usize / 64] |= 1 << (s % 64);
         }
     }
-    /// The members as runs of consecutive slots `(first, count)`, in order.
-    fn runs(&mut self) -> Vec<(u32, u32)> {
+    /// The members as runs of consecutive slots `(first, count)`, in order, into `v` (cleared first).
+    fn runs_into(&mut self, v: &mut Vec<(u32, u32)>) {
         self.compact();
         self.list.sort_unstable();
-        let mut v: Vec<(u32, u32)> = vec![];
+        v.clear();
         for &s in &self.list {
             match v.last_mut() {
                 Some((a, l)) if *a + *l == s => *l += 1,
                 _ => v.push((s, 1)),
             }
         }
-        v
     }
 }
 
@@ -862,6 +881,11 @@ pub struct WriteBack {
     target: u64,
     /// Victim indices where collection stages end (empty: every `collect_blocks`).
     cuts: Vec<usize>,
+    /// A collection stage's (slot, victim index) pairs, its slots and their
+    /// tokens (lists reused from stage to stage).
+    part: Vec<(u32, usize)>,
+    slots: Vec<u32>,
+    got: Vec<Token>,
 }
 
 /// Blocks read or written per stage of a write-back's native-zone phases (16 MiB of 4 KiB blocks).
@@ -886,7 +910,29 @@ impl WriteBack {
             written: 0,
             target: 0,
             cuts: vec![],
+            part: vec![],
+            slots: vec![],
+            got: vec![],
         }
+    }
+
+    /// This finished write-back's lists reused for a new one (as
+    /// [`new`](Self::new) makes it; `cuts` are the caller's to fill).
+    pub fn reset(&mut self, nz: u64, victims: Vec<(u32, u32)>, abortable: bool) {
+        self.nz = nz;
+        self.victims = victims;
+        self.collected = 0;
+        self.abortable = abortable;
+        self.phase = Phase::Collect;
+        self.rmw = false;
+        self.wp = 0;
+        self.end = 0;
+        self.native.clear();
+        self.native_read = 0;
+        self.vdata.clear();
+        self.written = 0;
+        self.target = 0;
+        self.cuts.clear();
     }
 
     /// Collect in stages that end at these victim indices (chunk boundaries).
@@ -927,16 +973,19 @@ impl WriteBack {
                         (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize)
                     }
                 };
-                let mut part: Vec<(u32, usize)> = self.victims
-                    [self.collected..self.collected + take]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(_, s))| (s, i))
-                    .collect();
+                let (part, slots, got) = (&mut self.part, &mut self.slots, &mut self.got);
+                part.clear();
+                part.extend(
+                    self.victims[self.collected..self.collected + take]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(_, s))| (s, i)),
+                );
                 part.sort_unstable();
-                let slots: Vec<u32> = part.iter().map(|&(s, _)| s).collect();
-                let mut got = vec![];
-                buf.load(dev, Cause::Gc, &slots, &mut got)?;
+                slots.clear();
+                slots.extend(part.iter().map(|&(s, _)| s));
+                got.clear();
+                buf.load(dev, Cause::Gc, slots, got)?;
                 if dev.carries_data() {
                     let mut ordered = vec![Token::EMPTY; take];
                     for (k, &(_, i)) in part.iter().enumerate() {
@@ -1137,16 +1186,18 @@ pub trait Placement: Send + 'static {
     }
     /// A write-back committed (its victims are freed), or a move completed.
     fn work_done(&mut self, buf: &Buffer, work: &Work);
+    /// A finished write-back's victim list, for the policy to fill again
+    /// (no allocation per write-back). Default: dropped.
+    fn recycle(&mut self, _victims: Vec<(u32, u32)>) {}
     /// Rebuild the policy's state from the buffer after a crash.
     fn rebuild(&mut self, buf: &Buffer);
     /// Whether collection stops when a queued write targets the victim zone.
     fn abortable(&self) -> bool {
         false
     }
-    /// Where a write-back's collection stages end (victim indices; empty: every `collect_blocks`).
-    fn cuts(&self, _victims: &[(u32, u32)]) -> Vec<usize> {
-        vec![]
-    }
+    /// Where a write-back's collection stages end (victim indices appended
+    /// to `out`, which comes empty; left empty: every `collect_blocks`).
+    fn cuts(&self, _victims: &[(u32, u32)], _out: &mut Vec<usize>) {}
     /// The tag a written block's slot gets (default 0).
     fn write_tag(&self, _slot: u32) -> u8 {
         0
@@ -1173,6 +1224,8 @@ pub struct BufferLayer {
     buf: Option<Buffer>,
     policy: Option<Box<dyn PlacementBox>>,
     job: Option<WriteBack>,
+    /// The last finished write-back, its lists kept for the next.
+    spare_job: Option<WriteBack>,
     collect_blocks: u64,
     scratch: Vec<(u32, u64)>,
     /// A write's slot tags (reused buffer).
@@ -1205,6 +1258,7 @@ impl BufferLayer {
             buf: None,
             policy: None,
             job: None,
+            spare_job: None,
             collect_blocks: p.u64("collect_blocks").max(1),
             scratch: vec![],
             tags: vec![],
@@ -1410,12 +1464,28 @@ impl BufferLayer {
     ) -> SimResult<StageOutcome> {
         if self.job.is_none() {
             let name = self.name;
-            let (buf, pol) = self.parts()?;
+            self.parts()?;
+            // Borrowed field by field, so the spare write-back is at hand too.
+            let (Some(buf), Some(pol)) = (&mut self.buf, &mut self.policy) else {
+                unreachable!("checked by parts()");
+            };
             match pol.next_work(buf, dev, waiting) {
                 Work::WriteBack(nz, victims) => {
                     let abortable = pol.abortable();
-                    let cuts = pol.cuts(&victims);
-                    self.job = Some(WriteBack::new(nz, victims, abortable).with_cuts(cuts));
+                    // The last write-back's lists, reused for the next.
+                    let job = match self.spare_job.take() {
+                        Some(mut j) => {
+                            j.reset(nz, victims, abortable);
+                            pol.cuts(&j.victims, &mut j.cuts);
+                            j
+                        }
+                        None => {
+                            let mut cuts = vec![];
+                            pol.cuts(&victims, &mut cuts);
+                            WriteBack::new(nz, victims, abortable).with_cuts(cuts)
+                        }
+                    };
+                    self.job = Some(job);
                 }
                 Work::Move { from, to } if from == to => {
                     pol.work_done(buf, &Work::Move { from, to });
@@ -1465,10 +1535,12 @@ impl BufferLayer {
         let (out, done) = staged?;
         let (buf, pol) = self.parts()?;
         if done {
-            pol.work_done(
-                buf,
-                &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)),
-            );
+            let work = Work::WriteBack(job.nz, std::mem::take(&mut job.victims));
+            pol.work_done(buf, &work);
+            if let Work::WriteBack(_, victims) = work {
+                pol.recycle(victims);
+            }
+            self.spare_job = Some(job);
         } else {
             self.job = Some(job);
         }

@@ -325,7 +325,7 @@ impl State {
             };
             self.seq += 1;
             // In a lost record's buffer (no allocation per write).
-            let mut words = dev.meta_words();
+            let mut words = dev.meta_words(6);
             words.extend([EXT, self.seq, lba, take as u64, off, self.ring.tail]);
             let at = PhysAddr {
                 track: self.log_track(off),

@@ -487,7 +487,12 @@ impl State {
         self.map_insert(home.0, slot);
         self.set_owner(slot, home.0);
         self.active += k as u64;
-        let words = self.words(dev.meta_words(), home.0, slot);
+        let len = if self.seq % self.full_every == 0 {
+            9 + self.flat.len()
+        } else {
+            6
+        };
+        let words = self.words(dev.meta_words(len), home.0, slot);
         let cs = self.cache_spt;
         let carries = dev.carries_data();
         for i in 0..k - 1 {

@@ -181,7 +181,7 @@ impl Segments {
     ) -> SimResult<()> {
         let at = self.at(seg, idx);
         if tagged {
-            let mut words = dev.meta_words();
+            let mut words = dev.meta_words(4);
             words.extend([HOME_TAG, seg, idx as u64, self.seq]);
             dev.write_meta(cause, at, self.b, data, words)?;
         } else {
@@ -262,7 +262,7 @@ impl Backend for Segments {
             let pad = self.pad_seg();
             for (k, im) in images.iter().enumerate() {
                 let at = self.at(pad, k as u32);
-                let mut words = dev.meta_words();
+                let mut words = dev.meta_words(6);
                 words.extend([PAD_TAG, seg, lo, self.seq, k as u64, len]);
                 dev.write_meta(Cause::Backup, at, b, &im.data, words)?;
             }

@@ -310,7 +310,7 @@ impl Logs {
                 } else {
                     &data[rel as usize..rel as usize + cnt as usize]
                 };
-                let mut words = dev.meta_words();
+                let mut words = dev.meta_words(5);
                 words.extend([SBLK_TAG, global, self.seq, rel, cnt as u64]);
                 res = dev.write_meta(causes[i], at, cnt, d, words).map(|_| ());
             });

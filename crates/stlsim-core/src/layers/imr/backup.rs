@@ -143,7 +143,14 @@ impl BackupRegion {
         let mut off = 0usize;
         let n = parts.len();
         for (i, &(t, take)) in parts.iter().enumerate() {
-            let words = Self::header(dev.meta_words(), self.seq, i, n, saved, tx);
+            let words = Self::header(
+                dev.meta_words(6 + 3 * saved.len()),
+                self.seq,
+                i,
+                n,
+                saved,
+                tx,
+            );
             let payload: Vec<Token> = if data.is_empty() {
                 vec![]
             } else {
@@ -184,7 +191,7 @@ impl BackupRegion {
         if self.live.is_empty() {
             return Ok(());
         }
-        let mut words = dev.meta_words();
+        let mut words = dev.meta_words(2);
         words.extend([MAGIC, CLEARED]);
         let payload = if dev.carries_data() {
             vec![Token::EMPTY]

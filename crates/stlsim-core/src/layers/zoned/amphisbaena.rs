@@ -740,12 +740,12 @@ impl Placement for Amphisbaena {
     fn abortable(&self) -> bool {
         self.gc_abort
     }
-    fn cuts(&self, victims: &[(u32, u32)]) -> Vec<usize> {
-        let mut v: Vec<usize> = (1..victims.len())
-            .filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c)
-            .collect();
+    fn cuts(&self, victims: &[(u32, u32)], v: &mut Vec<usize>) {
+        v.extend(
+            (1..victims.len())
+                .filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c),
+        );
         v.push(victims.len());
-        v
     }
     fn write_tag(&self, slot: u32) -> u8 {
         if self.is_hfb_slot(slot) {
