@@ -38,6 +38,7 @@
 //! at all (no cache room, no map entry) or that touches the band being
 //! cleaned waits for the stages it needs.
 
+mod chunk_map;
 pub mod eregion;
 pub mod vguard;
 

@@ -71,7 +71,7 @@ use crate::layers::{
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 const SLOT: u64 = 0x5647_5344_534c_4f54; // "VGSDSLOT"
 const NONE: u64 = u64::MAX;
@@ -176,8 +176,10 @@ struct State {
     /// The largest home track.
     home_spt: u32,
     ring: TrackRing,
-    /// Home track -> slot.
-    map: BTreeMap<u64, Slot>,
+    /// Home track -> slot (a hash map: looked up, never walked in order —
+    /// `flat` holds the order; a `BTreeMap` allocated a node every few
+    /// slots written).
+    map: FxHashMap<u64, Slot>,
     /// The same map as (home, off, k, h) quadruples in home order: a full
     /// map copy is one copy of it.
     flat: Vec<u64>,
@@ -272,7 +274,7 @@ impl VGuard {
                 ring: TrackRing::new(log_len),
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
-                map: BTreeMap::new(),
+                map: FxHashMap::default(),
                 flat: vec![],
                 active: 0,
                 seq: 0,
@@ -443,11 +445,10 @@ impl State {
         #[cfg(test)]
         assert!(
             self.flat.len() == 4 * self.map.len()
-                && self
-                    .flat
-                    .chunks_exact(4)
-                    .zip(&self.map)
-                    .all(|(q, (&h, s))| q == [h, s.off, s.k as u64, s.h as u64]),
+                && self.flat.chunks_exact(4).all(|q| self
+                    .map
+                    .get(&q[0])
+                    .is_some_and(|s| q == [q[0], s.off, s.k as u64, s.h as u64])),
             "the flat map copy is out of step with the map"
         );
         v.extend([self.ring.head, self.ring.tail, self.map.len() as u64]);
@@ -883,7 +884,19 @@ impl Layer for VGuard {
         }
         let tail = st.map.values().map(|s| s.off).min().unwrap_or(head);
         st.ring.reset(head, tail);
-        let entries: Vec<(u64, Slot)> = st.map.iter().map(|(&h, &s)| (h, s)).collect();
+        // In home order (the flat copy's).
+        let entries: Vec<(u64, Slot)> = st
+            .flat
+            .chunks_exact(4)
+            .map(|q| {
+                let s = Slot {
+                    off: q[1],
+                    k: q[2] as u32,
+                    h: q[3] as u32,
+                };
+                (q[0], s)
+            })
+            .collect();
         for (h, s) in entries {
             st.set_owner(s, h);
             st.active += s.k as u64;
