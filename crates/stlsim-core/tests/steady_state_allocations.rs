@@ -16,9 +16,9 @@
 //! per thousand): a steady-state run still grows the vectors that keep a
 //! point every N requests (the time series: every `series_every` = 1,000
 //! requests; the WAF series: every 10,000 writes), each doubling now and
-//! then (11 to 17 of the counts below), a latency histogram may widen, and
-//! a reused buffer may meet a record, extent list or queue longer than any
-//! before. Everything touched for the first time (a track's row in the
+//! then (about 11 allocations in every case), a latency histogram may
+//! widen, and a reused buffer may meet a record, extent list or queue
+//! longer than any before (11 to 26 in all, measured). Everything touched for the first time (a track's row in the
 //! medium, a layer's map entry for a new track, a log's fresh tracks) may
 //! also allocate, which is why the warm-up replays the same addresses the
 //! measured window does: the window touches nothing new.
