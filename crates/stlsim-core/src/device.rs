@@ -168,6 +168,10 @@ pub struct OpRecord {
 
 const OP_LOG: usize = 1 << 16;
 
+/// A tagged write's record maker: about how many words a record has, and
+/// the closure appending sector `lba`'s words.
+type Tagger<'a> = (usize, &'a mut dyn FnMut(Lba, &mut Vec<u64>));
+
 /// A simulated drive.
 pub struct Device {
     geom: Arc<Geometry>,
@@ -782,7 +786,7 @@ impl Device {
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: Option<(usize, &mut dyn FnMut(Lba, &mut Vec<u64>))>,
+        mut tag: Option<Tagger>,
     ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);

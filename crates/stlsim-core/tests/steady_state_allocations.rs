@@ -154,10 +154,10 @@ fn pattern(i: u64, span: u64) -> (bool, u64, u64) {
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;
     let len = [4096u64, 8192, 16384, 65536][(x & 3) as usize];
-    let write = (x >> 2) % 4 != 0;
+    let write = !(x >> 2).is_multiple_of(4);
     let blocks = span / 4096 - 16;
     // One request in eight continues the previous one (a sequential run).
-    let offset = if (x >> 8) % 8 == 0 && i > 0 {
+    let offset = if (x >> 8).is_multiple_of(8) && i > 0 {
         let (_, o, n) = pattern(i - 1, span);
         (o + n) % (blocks * 4096)
     } else {

@@ -488,7 +488,7 @@ impl State {
         self.map_insert(home.0, slot);
         self.set_owner(slot, home.0);
         self.active += k as u64;
-        let len = if self.seq % self.full_every == 0 {
+        let len = if self.seq.is_multiple_of(self.full_every) {
             9 + self.flat.len()
         } else {
             6

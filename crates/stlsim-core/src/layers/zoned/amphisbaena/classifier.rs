@@ -341,10 +341,8 @@ impl Roles {
         let is_nonres = listed && nonres(role);
         match old {
             Some(Role::Sup) => self.sup -= 1,
-            Some(Role::Ghost | Role::Shadow) => {
-                if was_nonres && !is_nonres {
-                    self.nonres_live -= 1;
-                }
+            Some(Role::Ghost | Role::Shadow) if was_nonres && !is_nonres => {
+                self.nonres_live -= 1;
             }
             _ => {}
         }
