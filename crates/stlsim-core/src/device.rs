@@ -168,6 +168,10 @@ pub struct OpRecord {
 
 const OP_LOG: usize = 1 << 16;
 
+/// A tagged write's record maker: about how many words a record has, and
+/// the closure appending sector `lba`'s words.
+type Tagger<'a> = (usize, &'a mut dyn FnMut(Lba, &mut Vec<u64>));
+
 /// A simulated drive.
 pub struct Device {
     geom: Arc<Geometry>,
@@ -327,7 +331,7 @@ impl Device {
         offset: u32,
         n: u32,
         data: &[Token],
-        words: Vec<u64>,
+        words: &[u64],
     ) -> SimResult<Nanos> {
         self.begin_side(OpKind::SideWrite(kind), cause, slot, n)?;
         let account = self.accounting;
@@ -581,6 +585,14 @@ impl Device {
         Ok(self.time(true, cause, at, count))
     }
 
+    /// An empty buffer for the words of a metadata record of about `n`
+    /// words, reused from a record the medium lost (pass it to
+    /// [`write_meta`](Self::write_meta): a layer writing a record per write
+    /// then allocates none).
+    pub fn meta_words(&mut self, n: usize) -> Vec<u64> {
+        self.medium.meta_words(n)
+    }
+
     /// Write `count` sectors from `at` holding a layer metadata record
     /// (`words`) and, when data is carried, `data` tokens (empty or one per
     /// sector: a record may carry saved host data after its header). The record
@@ -750,18 +762,22 @@ impl Device {
     }
 
     /// [`write_lbas`](Self::write_lbas) where every sector carries its own
-    /// out-of-band record, `tag(lba)`, written with it: a power loss part way
-    /// through the command leaves the sectors already written with their
-    /// records, as a drive writes a sector and its metadata together.
+    /// out-of-band record, `tag(lba, words)` appending its words to an
+    /// empty buffer (a lost record's: no allocation per sector in steady
+    /// state), written with it: a power loss part way through the command
+    /// leaves the sectors already written with their records, as a drive
+    /// writes a sector and its metadata together.
+    /// `words` is about how many words a record has (the size of buffer it gets).
     pub fn write_lbas_tagged(
         &mut self,
         cause: Cause,
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: impl FnMut(Lba) -> Vec<u64>,
+        words: usize,
+        mut tag: impl FnMut(Lba, &mut Vec<u64>),
     ) -> SimResult<Nanos> {
-        self.write_command(cause, lba, n, data, Some(&mut tag))
+        self.write_command(cause, lba, n, data, Some((words, &mut tag)))
     }
 
     fn write_command(
@@ -770,7 +786,7 @@ impl Device {
         lba: Lba,
         n: Sectors,
         data: &[Token],
-        mut tag: Option<&mut dyn FnMut(Lba) -> Vec<u64>>,
+        mut tag: Option<Tagger>,
     ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
         let geom = Arc::clone(&self.geom);
@@ -783,9 +799,10 @@ impl Device {
                     &data[(l.0 - lba.0) as usize..][..count as usize]
                 };
                 res = self.write(cause, at, count, d);
-                if let (Ok(_), Some(tag)) = (&res, tag.as_mut()) {
+                if let (Ok(_), Some((n, tag))) = (&res, tag.as_mut()) {
                     for k in 0..count {
-                        let words = tag(Lba(l.0 + k as u64));
+                        let mut words = self.medium.meta_words(*n);
+                        tag(Lba(l.0 + k as u64), &mut words);
                         self.medium.put_meta(
                             PhysAddr {
                                 track: at.track,

@@ -90,10 +90,42 @@ pub struct MetaRecord {
     pub words: Vec<u64>,
 }
 
+/// Buffers of lost metadata records kept for reuse, at most (of each
+/// kind). Layers lose records in bursts (a cleaned band, a collected log
+/// region) and write them again later, so the pool must hold a burst; the
+/// bound only matters for records whose buffers did not come from it.
+const MAX_SPARE: usize = 1 << 16;
+/// Long word buffers kept, at most.
+const MAX_SPARE_LONG: usize = 256;
+/// Words a record may have and still count as short.
+const SMALL_WORDS: usize = 16;
+
+/// Keep a lost record's word buffer for reuse, with the short or the long ones.
+fn keep_words(short: &mut Vec<Vec<u64>>, long: &mut Vec<Vec<u64>>, mut w: Vec<u64>) {
+    w.clear();
+    if w.capacity() > SMALL_WORDS {
+        if long.len() < MAX_SPARE_LONG {
+            long.push(w);
+        }
+    } else if short.len() < MAX_SPARE {
+        short.push(w);
+    }
+}
+
 /// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]
 pub struct Medium {
     meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
+    /// Emptied word buffers of lost records, handed out again by
+    /// [`meta_words`](Self::meta_words) (layers write a record per write
+    /// or per move; reused, they cost no allocation in steady state): small
+    /// ones, and ones of more than [`SMALL_WORDS`] (few records are long,
+    /// and each should get a long buffer back).
+    spare_words: Vec<Vec<u64>>,
+    spare_long: Vec<Vec<u64>>,
+    /// Emptied record lists of tracks that lost their last record, reused
+    /// for the next track that gets one.
+    spare_lists: Vec<Vec<MetaRecord>>,
     tracked: bool,
     /// Rows of tokens of the tracks written or damaged, by track: memory
     /// follows what the run wrote, not the drive's capacity.
@@ -127,6 +159,9 @@ impl Medium {
         };
         Medium {
             meta: Default::default(),
+            spare_words: vec![],
+            spare_long: vec![],
+            spare_lists: vec![],
             tracked,
             tracks: Default::default(),
             zones,
@@ -273,7 +308,9 @@ impl Medium {
     pub fn empty_zone(&mut self, geom: &Geometry, zone: u64) {
         for lt in self.zone_logical_tracks(geom, zone) {
             let t = geom.logical_track_phys(lt);
-            self.meta.remove(&t.0);
+            if let Some(v) = self.meta.remove(&t.0) {
+                self.keep_spare(v);
+            }
             self.prefill.clear_track(t);
             if self.tracked {
                 self.tracks.remove(&t.0);
@@ -289,24 +326,60 @@ impl Medium {
         geom.logical_track_of(Lba(start))..geom.logical_track_of(Lba(end - 1)) + 1
     }
 
-    /// Drop the metadata records of track `t` that meet sectors `[lo, hi)`.
+    /// Drop the metadata records of track `t` that meet sectors `[lo, hi)`
+    /// (their buffers are kept for reuse).
     fn drop_meta(&mut self, t: Track, lo: u32, hi: u32) {
         if let Some(v) = self.meta.get_mut(&t.0) {
-            v.retain(|r| r.sector + r.count <= lo || r.sector >= hi);
+            let (short, long) = (&mut self.spare_words, &mut self.spare_long);
+            v.retain_mut(|r| {
+                let keep = r.sector + r.count <= lo || r.sector >= hi;
+                if !keep {
+                    keep_words(short, long, std::mem::take(&mut r.words));
+                }
+                keep
+            });
             if v.is_empty() {
-                self.meta.remove(&t.0);
+                let v = self.meta.remove(&t.0).expect("present");
+                self.keep_spare(v);
             }
         }
+    }
+
+    /// Keep a removed record list and its records' word buffers for reuse.
+    fn keep_spare(&mut self, mut v: Vec<MetaRecord>) {
+        for r in v.drain(..) {
+            keep_words(&mut self.spare_words, &mut self.spare_long, r.words);
+        }
+        if self.spare_lists.len() < MAX_SPARE {
+            self.spare_lists.push(v);
+        }
+    }
+
+    /// An empty buffer for a metadata record of about `n` words (a lost
+    /// record's, when there is one: no allocation per record in steady state).
+    pub fn meta_words(&mut self, n: usize) -> Vec<u64> {
+        let mut w = if n <= SMALL_WORDS {
+            self.spare_words.pop()
+        } else {
+            self.spare_long.pop()
+        }
+        .unwrap_or_default();
+        w.reserve(n);
+        w
     }
 
     /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after
     /// the sectors themselves were written by [`write`](Self::write)).
     pub fn put_meta(&mut self, at: PhysAddr, count: u32, words: Vec<u64>) {
-        self.meta.entry(at.track.0).or_default().push(MetaRecord {
-            sector: at.sector,
-            count,
-            words,
-        });
+        let spare = &mut self.spare_lists;
+        self.meta
+            .entry(at.track.0)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(MetaRecord {
+                sector: at.sector,
+                count,
+                words,
+            });
     }
 
     /// The intact metadata records of a track, in sector order.

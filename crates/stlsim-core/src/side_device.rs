@@ -193,7 +193,11 @@ pub struct SideDevice {
     cfg: SideConfig,
     sector_bytes: u32,
     slot_sectors: u32,
-    slots: Vec<Option<Slot>>,
+    /// Every slot's contents, kept when it is discarded (its buffers are
+    /// reused: no allocation per write in steady state); `live` says which
+    /// slots hold something.
+    slots: Vec<Slot>,
+    live: Vec<bool>,
     reads: [OpCounts; Cause::ALL.len()],
     writes: [OpCounts; Cause::ALL.len()],
 }
@@ -229,7 +233,8 @@ impl SideDevice {
             cfg,
             sector_bytes,
             slot_sectors,
-            slots: vec![None; n],
+            slots: vec![Slot::default(); n],
+            live: vec![false; n],
             reads: Default::default(),
             writes: Default::default(),
         })
@@ -256,7 +261,8 @@ impl SideDevice {
     }
     /// A slot's contents (what a scan of the device finds; no timing).
     pub fn slot(&self, i: u64) -> Option<&Slot> {
-        self.slots.get(i as usize).and_then(|s| s.as_ref())
+        let i = i as usize;
+        (*self.live.get(i)?).then(|| &self.slots[i])
     }
     /// Counters of reads by cause, in [`Cause::ALL`] order.
     pub fn read_counts(&self) -> &[OpCounts] {
@@ -331,10 +337,7 @@ impl SideDevice {
     ) -> SimResult<Nanos> {
         self.check(slot, offset, n)?;
         if carry {
-            match self.slots[slot as usize]
-                .as_ref()
-                .filter(|s| !s.data.is_empty())
-            {
+            match self.slot(slot).filter(|s| !s.data.is_empty()) {
                 Some(s) => out.extend_from_slice(&s.data[offset as usize..(offset + n) as usize]),
                 None => out.extend(std::iter::repeat(Token::EMPTY).take(n as usize)),
             }
@@ -352,33 +355,41 @@ impl SideDevice {
         offset: u32,
         n: u32,
         data: &[Token],
-        words: Vec<u64>,
+        words: &[u64],
         account: bool,
     ) -> SimResult<Nanos> {
         self.check(slot, offset, n)?;
         let ss = self.slot_sectors as usize;
-        let s = self.slots[slot as usize].get_or_insert_with(Slot::default);
-        s.words = words;
+        // A discarded slot's buffers were emptied, not freed.
+        self.live[slot as usize] = true;
+        let s = &mut self.slots[slot as usize];
+        s.words.clear();
+        s.words.extend_from_slice(words);
         if !data.is_empty() {
             if s.data.is_empty() {
-                s.data = vec![Token::EMPTY; ss];
+                s.data.resize(ss, Token::EMPTY);
             }
             s.data[offset as usize..(offset + n) as usize].copy_from_slice(data);
         }
         Ok(self.count(true, cause, n, account))
     }
 
-    /// Drop a slot's contents (a free-list update: no media time).
+    /// Drop a slot's contents (a free-list update: no media time). Its
+    /// buffers are emptied and kept for the slot's next write.
     pub(crate) fn discard(&mut self, slot: u64) {
         if let Some(s) = self.slots.get_mut(slot as usize) {
-            *s = None;
+            s.words.clear();
+            s.data.clear();
+            self.live[slot as usize] = false;
         }
     }
 
     /// A power loss: a volatile device forgets everything.
     pub(crate) fn power_cycle(&mut self) {
         if !self.persistent() {
-            self.slots.iter_mut().for_each(|s| *s = None);
+            for i in 0..self.slots.len() {
+                self.discard(i as u64);
+            }
         }
     }
 }
@@ -397,9 +408,7 @@ mod tests {
             .unwrap();
         assert_eq!(t, Nanos(196_072));
         // 4 KiB write: 85 us + 4096 / 70 MB/s = 85 + 58.514 us.
-        let t = ssd
-            .write(Cause::Promote, 1, 0, 8, &[], vec![], true)
-            .unwrap();
+        let t = ssd.write(Cause::Promote, 1, 0, 8, &[], &[], true).unwrap();
         assert_eq!(t, Nanos(143_514));
         assert_eq!(ssd.slots(), 32);
         assert_eq!(ssd.read_counts()[Cause::Host as usize].ops, 1);
@@ -413,7 +422,7 @@ mod tests {
             let mut cfg = SideConfig::ddr3_1333(1.0);
             cfg.battery_backed = backed;
             let mut m = SideDevice::new(SideKind::Memory, cfg, 512, 4).unwrap();
-            m.write(Cause::Host, 2, 1, 1, &[tok], vec![7, 9], true)
+            m.write(Cause::Host, 2, 1, 1, &[tok], &[7, 9], true)
                 .unwrap();
             let mut out = vec![];
             m.read(Cause::Host, 2, 0, 2, &mut out, true, true).unwrap();
@@ -458,7 +467,7 @@ mod tests {
         assert!(m
             .read(Cause::Host, 32, 0, 1, &mut vec![], false, true)
             .is_err());
-        assert!(m.write(Cause::Host, 0, 60, 8, &[], vec![], true).is_err());
+        assert!(m.write(Cause::Host, 0, 60, 8, &[], &[], true).is_err());
         let mut c = SideConfig::ddr3_1333(0.0);
         assert!(SideDevice::new(SideKind::Memory, c.clone(), 512, 64).is_err());
         c.mib = 0.01;

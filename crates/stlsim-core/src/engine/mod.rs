@@ -160,6 +160,10 @@ pub struct Simulation {
     /// The layer's series gauges (reused buffer).
     gauges: Vec<(&'static str, f64)>,
     batch: Vec<write_cache::Extent>,
+    /// The writes of a destage batch (reused buffer; empty between batches).
+    batch_reqs: Vec<WriteReq<'static>>,
+    /// The queue entries of a destage batch (reused buffer).
+    batch_queued: Vec<QueuedRequest>,
     /// Crashes by the cause of the operation they interrupted.
     crashes_during: std::collections::BTreeMap<&'static str, u64>,
     /// Crashes that fell inside a stage of background work.
@@ -379,6 +383,8 @@ impl Simulation {
             scratch: vec![],
             gauges: vec![],
             batch: vec![],
+            batch_reqs: vec![],
+            batch_queued: vec![],
             past_counters: Default::default(),
             past_intervals: 0,
             crashes_during: Default::default(),
@@ -1295,17 +1301,23 @@ impl Simulation {
             self.wait_for_layer(&w, &q)
                 .and_then(|_| self.layer.write_batch(&mut self.dev, &w))
         } else {
-            let reqs: Vec<WriteReq> = batch.iter().map(req).collect();
-            let q: Vec<QueuedRequest> = reqs
-                .iter()
-                .map(|w| QueuedRequest {
-                    write: true,
-                    lba: w.lba,
-                    sectors: w.sectors,
-                })
-                .collect();
-            self.wait_for_layer(&reqs, &q)
-                .and_then(|_| self.layer.write_batch(&mut self.dev, &reqs))
+            // The batch's writes and queue entries go in buffers kept
+            // between batches (no allocation per destage).
+            let mut reqs = layers::recycle_writes(std::mem::take(&mut self.batch_reqs));
+            reqs.extend(batch.iter().map(req));
+            let mut q = std::mem::take(&mut self.batch_queued);
+            q.clear();
+            q.extend(reqs.iter().map(|w| QueuedRequest {
+                write: true,
+                lba: w.lba,
+                sectors: w.sectors,
+            }));
+            let r = self
+                .wait_for_layer(&reqs, &q)
+                .and_then(|_| self.layer.write_batch(&mut self.dev, &reqs));
+            self.batch_reqs = layers::recycle_writes(reqs);
+            self.batch_queued = q;
+            r
         };
         self.note_durable();
         if let Err(e) = r {

@@ -17,6 +17,13 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+/// Room for extents a new track list starts with. The lists are reused
+/// (see `WriteCache::spare`), so each grows a few times at most; starting
+/// at 8 rather than Vec's 4 keeps random small writes (a few extents a
+/// track) from growing every list of a large cache once more, which a run
+/// would do for a long time after its warm-up.
+const EXTENTS_AT_FIRST: usize = 8;
+
 /// One cached extent (within one home track).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extent {
@@ -46,55 +53,74 @@ pub struct WriteCache {
     tracks: FxHashMap<u64, TrackEntry>,
     /// `(seq, logical track)` in dirtying order; an entry is stale once its track was destaged.
     age: VecDeque<(u64, u64)>,
+    /// Empty extent lists of destaged tracks, reused for tracks that become
+    /// dirty (no allocation per destage in steady state). Lists only move
+    /// between here, the tracks and the caller's batch, so there are never
+    /// more than the most tracks ever dirty at once, plus one.
+    spare: Vec<Vec<Extent>>,
 }
 
 /// Remove `[lo, hi)` from a sorted extent list; returns the sectors removed.
+/// Edits the list in place (no new list per punch: this runs on every cached
+/// write that overlaps cached data).
 fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
     // Extents are sorted and disjoint, so their ends are sorted too.
     let first = list.partition_point(|e| e.lba + e.len <= lo);
     if first == list.len() || list[first].lba >= hi {
         return 0;
     }
-    let mut removed = 0;
-    let mut out = Vec::with_capacity(list.len() + 1);
-    for e in list.drain(..) {
+    // Extents `[first, last)` meet `[lo, hi)`.
+    let last = first + list[first..].partition_point(|e| e.lba < hi);
+    let removed = list[first..last]
+        .iter()
+        .map(|e| (e.lba + e.len).min(hi) - e.lba.max(lo))
+        .sum();
+    let (head, tail) = (list[first].lba < lo, {
+        let e = &list[last - 1];
+        e.lba + e.len > hi
+    });
+    if head && tail && last == first + 1 {
+        // One extent loses its middle: it keeps its head, its tail follows it.
+        let e = &mut list[first];
         let end = e.lba + e.len;
-        if end <= lo || e.lba >= hi {
-            out.push(e);
-            continue;
-        }
-        let carries = !e.data.is_empty();
-        if e.lba < lo {
-            let n = (lo - e.lba) as usize;
-            let data = if carries {
-                e.data[..n].to_vec()
-            } else {
-                vec![]
-            };
-            out.push(Extent {
-                lba: e.lba,
-                len: n as u64,
-                seq: e.seq,
-                data,
-            });
-        }
-        if end > hi {
-            let off = (hi - e.lba) as usize;
-            let data = if carries {
-                e.data[off..].to_vec()
-            } else {
-                vec![]
-            };
-            out.push(Extent {
+        let data = if e.data.is_empty() {
+            vec![]
+        } else {
+            let t = e.data[(hi - e.lba) as usize..].to_vec();
+            e.data.truncate((lo - e.lba) as usize);
+            t
+        };
+        e.len = lo - e.lba;
+        let seq = e.seq;
+        list.insert(
+            first + 1,
+            Extent {
                 lba: hi,
                 len: end - hi,
-                seq: e.seq,
+                seq,
                 data,
-            });
-        }
-        removed += end.min(hi) - e.lba.max(lo);
+            },
+        );
+        return removed;
     }
-    *list = out;
+    let (mut a, mut b) = (first, last);
+    if head {
+        let e = &mut list[first];
+        e.len = lo - e.lba;
+        e.data.truncate(e.len as usize);
+        a += 1;
+    }
+    if tail {
+        let e = &mut list[last - 1];
+        let off = (hi - e.lba) as usize;
+        if !e.data.is_empty() {
+            e.data.drain(..off);
+        }
+        e.len = e.lba + e.len - hi;
+        e.lba = hi;
+        b -= 1;
+    }
+    list.drain(a..b);
     removed
 }
 
@@ -140,6 +166,7 @@ impl WriteCache {
             geom,
             tracks: FxHashMap::default(),
             age: VecDeque::new(),
+            spare: Vec::new(),
         }
     }
     /// Capacity in sectors (0: no cache).
@@ -172,19 +199,15 @@ impl WriteCache {
             return;
         }
         let mut removed = 0;
-        let tracks = &mut self.tracks;
-        let mut emptied = vec![];
+        let (tracks, spare) = (&mut self.tracks, &mut self.spare);
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             if let Some(t) = tracks.get_mut(&lt) {
                 removed += punch_list(&mut t.extents, lo, hi);
                 if t.extents.is_empty() {
-                    emptied.push(lt);
+                    spare.push(tracks.remove(&lt).expect("present").extents);
                 }
             }
         });
-        for lt in emptied {
-            self.tracks.remove(&lt);
-        }
         self.used -= removed;
     }
 
@@ -193,7 +216,12 @@ impl WriteCache {
         let carries = !data.is_empty();
         let mut added = 0;
         let mut removed = 0;
-        let (tracks, age, next_seq) = (&mut self.tracks, &mut self.age, &mut self.next_seq);
+        let (tracks, age, next_seq, spare) = (
+            &mut self.tracks,
+            &mut self.age,
+            &mut self.next_seq,
+            &mut self.spare,
+        );
         let mut data = Some(data);
         let geom = Arc::clone(&self.geom);
         let single = geom.logical_track_of(Lba(lba)) == geom.logical_track_of(Lba(lba + len - 1));
@@ -203,7 +231,9 @@ impl WriteCache {
                 age.push_back((*next_seq, lt));
                 TrackEntry {
                     seq: *next_seq,
-                    extents: Vec::new(),
+                    extents: spare
+                        .pop()
+                        .unwrap_or_else(|| Vec::with_capacity(EXTENTS_AT_FIRST)),
                 }
             });
             removed += punch_list(&mut t.extents, lo, hi);
@@ -294,9 +324,12 @@ impl WriteCache {
         out.clear();
         while let Some((seq, lt)) = self.age.pop_front() {
             if self.tracks.get(&lt).is_some_and(|t| t.seq == seq) {
-                let t = self.tracks.remove(&lt).expect("checked above");
+                let mut t = self.tracks.remove(&lt).expect("checked above");
                 self.used -= t.extents.iter().map(|e| e.len).sum::<u64>();
-                *out = t.extents;
+                // The batch takes the track's list; the caller's old (cleared)
+                // list is kept for the next track that becomes dirty.
+                std::mem::swap(out, &mut t.extents);
+                self.spare.push(t.extents);
                 return;
             }
         }

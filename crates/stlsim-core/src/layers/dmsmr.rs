@@ -38,6 +38,7 @@
 //! at all (no cache room, no map entry) or that touches the band being
 //! cleaned waits for the stages it needs.
 
+mod chunk_map;
 pub mod eregion;
 pub mod vguard;
 
@@ -268,6 +269,8 @@ pub struct ScratchPad {
     areas: [Vec<Track>; 2],
     next: usize,
     counter: u64,
+    /// A record's words as they are put together (reused list).
+    words: Vec<u64>,
 }
 
 impl ScratchPad {
@@ -276,20 +279,21 @@ impl ScratchPad {
             areas,
             next: 0,
             counter: 0,
+            words: vec![],
         }
     }
 
     /// Write a record: `sectors` of data (tokens in `data` when carried)
     /// from the area's first track, then the header on the area's last
     /// sector. Returns the media sectors written.
-    fn write(
+    fn write<S: BandContents + ?Sized>(
         &mut self,
         dev: &mut Device,
         kind: u64,
         job: [u64; 5],
         sectors: u64,
         data: &[Token],
-        state: &[u64],
+        state: &S,
     ) -> SimResult<u64> {
         let area = &self.areas[self.next];
         let last = *area.last().expect("areas are not empty");
@@ -322,9 +326,15 @@ impl ScratchPad {
         }
         assert!(left == 0, "scratch area too small (sized at build time)");
         self.counter += 1;
-        let mut words = vec![PAD_MAGIC, self.counter, kind, sectors];
-        words.extend(job);
-        words.extend_from_slice(state);
+        // Put together in a reused list, then copied into a lost record's
+        // buffer of about its length (no allocation per stage in steady state).
+        let w = &mut self.words;
+        w.clear();
+        w.extend([PAD_MAGIC, self.counter, kind, sectors]);
+        w.extend(job);
+        state.state_words(w);
+        let mut words = dev.meta_words(w.len());
+        words.extend_from_slice(w);
         let spt = dev.geometry().sectors_in(last);
         let blank = if dev.carries_data() {
             vec![Token::EMPTY]
@@ -416,8 +426,9 @@ pub trait BandContents {
     /// only when data is carried), issuing the timed reads this costs
     /// (cause `clean`). Returns the sectors read from the media.
     fn merged_track(&mut self, dev: &mut Device, t: Track, out: &mut Vec<Token>) -> SimResult<u64>;
-    /// The layer's persistent state, written with every scratch record.
-    fn state_words(&self) -> Vec<u64>;
+    /// The layer's persistent state, written with every scratch record
+    /// (appended to `out`: the record's buffer, no list of its own).
+    fn state_words(&self, out: &mut Vec<u64>);
 }
 
 /// One band being rewritten: positions `first..=last`, next to write `next`.
@@ -598,14 +609,9 @@ impl Cleaner {
             sectors += g.sectors_in(t) as u64;
         }
         let words = [job.band, job.first as u64, a as u64, upto as u64, e as u64];
-        self.stats.written_sectors += self.pad.write(
-            dev,
-            PAD_STAGE,
-            words,
-            sectors,
-            &self.buf,
-            &src.state_words(),
-        )?;
+        self.stats.written_sectors += self
+            .pad
+            .write(dev, PAD_STAGE, words, sectors, &self.buf, &*src)?;
         let carries = dev.carries_data();
         let mut off = 0usize;
         for p in a..b {
@@ -647,9 +653,7 @@ impl Cleaner {
 
     /// Persist the layer's state after a committed band (the done record).
     fn finish<S: BandContents>(&mut self, dev: &mut Device, src: &S) -> SimResult<()> {
-        self.stats.written_sectors +=
-            self.pad
-                .write(dev, PAD_DONE, [0; 5], 0, &[], &src.state_words())?;
+        self.stats.written_sectors += self.pad.write(dev, PAD_DONE, [0; 5], 0, &[], src)?;
         Ok(())
     }
 

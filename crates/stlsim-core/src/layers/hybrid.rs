@@ -108,6 +108,12 @@ impl SectorSet {
     /// Maximal runs `(start, len)` of the set within `[0, n)`.
     pub fn runs(&self, n: u32) -> Vec<(u32, u32)> {
         let mut v = vec![];
+        self.for_runs(n, |s, len| v.push((s, len)));
+        v
+    }
+    /// Call `f(start, len)` for each maximal run of the set within `[0,
+    /// n)`, in order ([`runs`](Self::runs) without a list).
+    pub fn for_runs(&self, n: u32, mut f: impl FnMut(u32, u32)) {
         let mut i = 0;
         while i < n {
             if self.has(i) {
@@ -115,12 +121,11 @@ impl SectorSet {
                 while i < n && self.has(i) {
                     i += 1;
                 }
-                v.push((s, i - s));
+                f(s, i - s);
             } else {
                 i += 1;
             }
         }
-        v
     }
     /// The four words of a record.
     pub fn words(&self) -> [u64; 4] {
@@ -416,20 +421,27 @@ impl Hybrid {
             return n;
         }
         let spb = self.spb as usize;
-        let node = SegNode {
-            seg,
-            mb: vec![NIL; spb],
-            sb: vec![NIL; spb],
-            in_mem: 0,
-            in_ssd: 0,
-        };
         let id = match self.node_free.pop() {
             Some(id) => {
-                self.nodes[id as usize] = node;
+                // A freed node's maps are reused (no allocation per node).
+                let n = &mut self.nodes[id as usize];
+                n.seg = seg;
+                n.mb.clear();
+                n.mb.resize(spb, NIL);
+                n.sb.clear();
+                n.sb.resize(spb, NIL);
+                n.in_mem = 0;
+                n.in_ssd = 0;
                 id
             }
             None => {
-                self.nodes.push(node);
+                self.nodes.push(SegNode {
+                    seg,
+                    mb: vec![NIL; spb],
+                    sb: vec![NIL; spb],
+                    in_mem: 0,
+                    in_ssd: 0,
+                });
                 self.nodes.len() as u32 - 1
             }
         };
@@ -457,6 +469,22 @@ pub struct HybridLayer {
     state: Option<Hybrid>,
     counts: Counts,
     sector_bytes: f64,
+    scratch: EvictScratch,
+}
+
+/// The lists of an eviction, kept from one to the next (no allocation per eviction).
+#[derive(Debug, Default)]
+struct EvictScratch {
+    /// The victims' buffer slots.
+    victims: Vec<u32>,
+    /// The dirty victims' block indices.
+    dirty: Vec<u32>,
+    /// The segment's buffer map.
+    mb: Vec<u32>,
+    /// The block indices written.
+    idxs: Vec<u32>,
+    /// Their images.
+    images: Vec<BlockImage>,
 }
 
 impl HybridLayer {
@@ -484,6 +512,7 @@ impl HybridLayer {
             state: None,
             counts: Counts::default(),
             sector_bytes: geom.sector_bytes() as f64,
+            scratch: EvictScratch::default(),
         })
     }
 
@@ -536,9 +565,9 @@ impl HybridLayer {
         (block / spb, (block % spb) as u32)
     }
 
-    fn mem_words(block: u64, seq: u64, valid: SectorSet) -> Vec<u64> {
+    fn mem_words(block: u64, seq: u64, valid: SectorSet) -> [u64; 7] {
         let v = valid.words();
-        vec![MEM_TAG, block, seq, v[0], v[1], v[2], v[3]]
+        [MEM_TAG, block, seq, v[0], v[1], v[2], v[3]]
     }
 
     /// The buffer slot holding `block`, if any.
@@ -605,19 +634,21 @@ impl HybridLayer {
         dev.side_discard(SideKind::Memory, slot as u64);
     }
 
-    /// Choose the victims of one eviction: slots, all of one segment.
-    fn victims(&self) -> (u64, Vec<u32>) {
+    /// Choose the victims of one eviction: slots, all of one segment (into `v`).
+    fn victims(&self, v: &mut Vec<u32>) -> u64 {
         let st = self.state.as_ref().expect("initialised");
         let spb = st.spb as u64;
+        v.clear();
         match self.policy {
             Policy::Segment => {
                 let n = &st.nodes[st.seg_lru.tail as usize];
-                (n.seg, n.mb.iter().copied().filter(|&s| s != NIL).collect())
+                v.extend(n.mb.iter().copied().filter(|&s| s != NIL));
+                n.seg
             }
             Policy::Block | Policy::Lwa => {
                 let t = st.mem_lru.tail;
                 let seg = st.mem[t as usize].expect("tail is buffered").block / spb;
-                let mut v = vec![t];
+                v.push(t);
                 if self.policy == Policy::Lwa {
                     let mut i = st.mem_lru.prev[t as usize];
                     let mut seen = 1;
@@ -630,37 +661,54 @@ impl HybridLayer {
                         seen += 1;
                     }
                 }
-                (seg, v)
+                seg
             }
         }
     }
 
-    /// Evict one group of blocks (one segment at most is written).
+    /// Evict one group of blocks (one segment at most is written). Its
+    /// lists live in [`EvictScratch`], reused from one eviction to the next.
     fn evict(&mut self, dev: &mut Device) -> SimResult<()> {
-        let (seg, victims) = self.victims();
+        let mut sc = std::mem::take(&mut self.scratch);
+        let r = self.evict_with(dev, &mut sc);
+        self.scratch = sc;
+        r
+    }
+
+    fn evict_with(&mut self, dev: &mut Device, sc: &mut EvictScratch) -> SimResult<()> {
+        let seg = self.victims(&mut sc.victims);
+        let victims = &sc.victims;
         self.counts.evictions += 1;
         self.counts.blocks_evicted += victims.len() as u64;
         let st = self.state.as_ref().expect("initialised");
         let (b, spb) = (st.b, st.spb);
         // The dirty victims' block indices, ascending and distinct.
-        let dirty: Vec<u32> = victims
-            .iter()
-            .map(|&s| st.mem[s as usize].expect("victims are buffered"))
-            .filter(|m| m.dirty)
-            .map(|m| (m.block % spb as u64) as u32)
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let dirty = &mut sc.dirty;
+        dirty.clear();
+        dirty.extend(
+            victims
+                .iter()
+                .map(|&s| st.mem[s as usize].expect("victims are buffered"))
+                .filter(|m| m.dirty)
+                .map(|m| (m.block % spb as u64) as u32),
+        );
+        dirty.sort_unstable();
+        dirty.dedup();
         if let Some(&lo) = dirty.first() {
             // The blocks written: the backend's span, or the dirty victims alone.
-            let mb = st.nodes[st.sht[&seg] as usize].mb.clone();
-            let idxs: Vec<u32> = match self.backend.span(lo) {
-                Some(r) => r.collect(),
-                None => dirty,
-            };
+            let mb = &mut sc.mb;
+            mb.clear();
+            mb.extend_from_slice(&st.nodes[st.sht[&seg] as usize].mb);
+            let idxs = &mut sc.idxs;
+            idxs.clear();
+            match self.backend.span(lo) {
+                Some(r) => idxs.extend(r),
+                None => idxs.extend_from_slice(dirty),
+            }
             let carry = dev.carries_data();
-            let mut images = Vec::with_capacity(idxs.len());
-            for idx in idxs {
+            let images = &mut sc.images;
+            images.clear();
+            for &idx in idxs.iter() {
                 let s = mb[idx as usize];
                 let (valid, dirty) = if s != NIL {
                     let m = self.state.as_ref().expect("initialised").mem[s as usize]
@@ -682,9 +730,9 @@ impl HybridLayer {
                     data,
                 });
             }
-            self.backend.flush(dev, seg, &mut images)?;
+            self.backend.flush(dev, seg, images)?;
             // Written: durable, and no longer what the SSD holds.
-            for im in &images {
+            for im in images.iter() {
                 if !im.dirty {
                     continue;
                 }
@@ -705,7 +753,7 @@ impl HybridLayer {
         } else {
             self.counts.clean_drops += 1;
         }
-        for s in victims {
+        for &s in victims {
             self.drop_mem(dev, s);
         }
         Ok(())
@@ -760,7 +808,7 @@ impl HybridLayer {
         let words = Self::mem_words(block, st.seq, valid);
         self.touch(slot, seg);
         self.invalidate_ssd(dev, block);
-        dev.side_write(SideKind::Memory, cause, slot as u64, off, n, data, words)?;
+        dev.side_write(SideKind::Memory, cause, slot as u64, off, n, data, &words)?;
         Ok(())
     }
 
@@ -800,7 +848,7 @@ impl HybridLayer {
             0,
             b,
             data,
-            vec![block],
+            &[block],
         )?;
         Ok(())
     }

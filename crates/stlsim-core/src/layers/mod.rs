@@ -39,6 +39,16 @@ pub struct WriteReq<'a> {
     pub data: &'a [Token],
 }
 
+/// An empty vector of writes of any lifetime, in `v`'s allocation: a buffer
+/// of [`WriteReq`]s kept between calls (the borrow of one call's data must
+/// not outlive it) is cleared and handed to the next call this way, without
+/// allocating (collecting in place reuses the buffer: the element types
+/// differ only in lifetime).
+pub(crate) fn recycle_writes<'b>(mut v: Vec<WriteReq<'_>>) -> Vec<WriteReq<'b>> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("cleared")).collect()
+}
+
 /// Layer-specific figures for the report: counters (flips, RMWs ...) and
 /// gauges (map bytes ...), by name. Names ending in `_bytes` or `_tracks`
 /// are gauges; every other figure is a counter, summed over the layer's

@@ -53,7 +53,7 @@ use crate::layers::{LayerReport, ParamKind, ParamSpec, Params, QueueView, StageO
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 const SLOT_MAGIC: u64 = 0x484d_534c_4f54_3031; // "HMSLOT01"
 const LOG_MAGIC: u64 = 0x484d_4c4f_4752_4331; // "HMLOGRC1"
@@ -218,10 +218,14 @@ pub struct Buffer {
     zone_padding: FxHashMap<u64, u64>,
     /// Slot of each buffered host block.
     index: FxHashMap<u64, u32>,
-    /// Buffered offsets of each native zone: offset -> slot.
-    by_zone: FxHashMap<u64, BTreeMap<u32, u32>>,
+    /// Buffered offsets of each native zone (their slots are `index`'s).
+    by_zone: FxHashMap<u64, ZoneBlocks>,
+    /// Offset lists of zones that emptied, reused for zones that fill.
+    spare_offsets: Vec<Vec<u32>>,
     /// Slots freed in memory since the last log record.
-    pending_free: BTreeSet<u32>,
+    pending_free: SlotSet,
+    /// Their runs, for a log record (reused list).
+    runs: Vec<(u32, u32)>,
     seq: u64,
     log_gen: u64,
     log_pos: u64,
@@ -258,7 +262,9 @@ impl Buffer {
             zone_padding: FxHashMap::default(),
             index: FxHashMap::default(),
             by_zone: FxHashMap::default(),
-            pending_free: BTreeSet::new(),
+            spare_offsets: vec![],
+            pending_free: SlotSet::new(buffer_sectors),
+            runs: vec![],
             seq: 1,
             log_gen: 1,
             log_pos: 0,
@@ -312,20 +318,36 @@ impl Buffer {
     pub fn used(&self) -> u64 {
         self.index.len() as u64
     }
-    /// Buffered offsets of native zone `nz` (offset -> slot).
-    pub fn zone_blocks(&self, nz: u64) -> Option<&BTreeMap<u32, u32>> {
-        self.by_zone.get(&nz)
+    /// Blocks of native zone `nz` buffered.
+    pub fn zone_block_count(&self, nz: u64) -> u64 {
+        self.by_zone.get(&nz).map_or(0, |z| z.live as u64)
     }
     /// Every buffered block of native zone `nz` as write-back victims: (offset, slot), by offset.
     pub fn zone_victims(&self, nz: u64) -> Vec<(u32, u32)> {
-        self.by_zone
-            .get(&nz)
-            .map(|m| m.iter().map(|(&o, &s)| (o, s)).collect())
-            .unwrap_or_default()
+        let mut v = vec![];
+        self.zone_victims_into(nz, &mut v);
+        v
+    }
+    /// [`zone_victims`](Self::zone_victims) into `v` (cleared first; a
+    /// policy's list reused from one write-back to the next).
+    pub fn zone_victims_into(&self, nz: u64, v: &mut Vec<(u32, u32)>) {
+        v.clear();
+        let Some(z) = self.by_zone.get(&nz) else {
+            return;
+        };
+        let base = nz * self.zones.zone_sectors;
+        v.extend(
+            z.offsets
+                .iter()
+                .filter_map(|&o| self.index.get(&(base + o as u64)).map(|&s| (o, s))),
+        );
+        v.sort_unstable();
+        v.dedup();
+        debug_assert_eq!(v.len(), z.live as usize);
     }
     /// Native zones with buffered blocks.
-    pub fn zones_buffered(&self) -> impl Iterator<Item = (&u64, &BTreeMap<u32, u32>)> {
-        self.by_zone.iter()
+    pub fn zones_buffered(&self) -> impl Iterator<Item = u64> + '_ {
+        self.by_zone.keys().copied()
     }
     /// Drive LBA of slot `s`.
     pub fn slot_lba(&self, s: u32) -> Lba {
@@ -339,16 +361,33 @@ impl Buffer {
                 self.unbind(s);
             }
         }
-        if let Some(prev) = self.index.insert(h, s) {
+        let prev = self.index.insert(h, s);
+        if let Some(prev) = prev {
             if prev != s {
                 self.owner[prev as usize] = FREE;
                 self.pending_free.insert(prev);
             }
         }
         self.owner[s as usize] = h;
-        self.pending_free.remove(&s);
+        self.pending_free.remove(s);
         let (nz, off) = self.zones.split(h);
-        self.by_zone.entry(nz).or_default().insert(off as u32, s);
+        let spare = &mut self.spare_offsets;
+        let z = self.by_zone.entry(nz).or_insert_with(|| ZoneBlocks {
+            live: 0,
+            offsets: spare.pop().unwrap_or_default(),
+        });
+        if prev.is_none() {
+            // A block new to the buffer: a new offset of its zone.
+            z.live += 1;
+            z.offsets.push(off as u32);
+            if z.offsets.len() > 2 * z.live as usize + 64 {
+                let (index, base) = (&self.index, nz * self.zones.zone_sectors);
+                z.offsets.sort_unstable();
+                z.offsets.dedup();
+                z.offsets
+                    .retain(|&o| index.contains_key(&(base + o as u64)));
+            }
+        }
     }
 
     /// Forget slot `s`'s block (freed in memory; the next log record makes it durable).
@@ -357,11 +396,15 @@ impl Buffer {
         self.owner[s as usize] = FREE;
         if self.index.get(&h) == Some(&s) {
             self.index.remove(&h);
-            let (nz, off) = self.zones.split(h);
-            if let Some(m) = self.by_zone.get_mut(&nz) {
-                m.remove(&(off as u32));
-                if m.is_empty() {
-                    self.by_zone.remove(&nz);
+            let (nz, _) = self.zones.split(h);
+            if let Some(z) = self.by_zone.get_mut(&nz) {
+                // Its offset stays in the list, stale, until the zone empties
+                // or the list is compacted.
+                z.live -= 1;
+                if z.live == 0 {
+                    let mut z = self.by_zone.remove(&nz).expect("present");
+                    z.offsets.clear();
+                    self.spare_offsets.push(z.offsets);
                 }
             }
         }
@@ -410,15 +453,15 @@ impl Buffer {
                 &tags[i..j]
             };
             let mut done = 0usize;
-            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, |l| {
+            let r = dev.write_lbas_tagged(cause, first, Sectors((j - i) as u64), d, 4, |l, w| {
                 let k = (l.0 - first.0) as usize;
                 done = done.max(k + 1);
-                vec![
+                w.extend([
                     SLOT_MAGIC,
                     run[k].1,
                     base + k as u64,
                     tags_run.get(k).copied().unwrap_or(0) as u64,
-                ]
+                ]);
             });
             // Sectors written before a power loss are bound too (the layer is rebuilt anyway).
             for (k, &(s, h)) in run[..done].iter().enumerate() {
@@ -500,37 +543,41 @@ impl Buffer {
     /// Append one log record (freed slots since the last record, and a zone
     /// remapping if any), checkpointing first when the ring is full.
     pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
-        let runs = runs_of(&self.pending_free);
+        // The runs in a list kept between records; one record per `per`
+        // runs (one, empty, when there are none), found by index.
+        let mut runs = std::mem::take(&mut self.runs);
+        self.pending_free.runs_into(&mut runs);
         let wps = (dev.geometry().sector_bytes() / 8) as usize;
         let per = (wps - 6) / 2;
-        let chunks: Vec<&[(u32, u32)]> = if runs.is_empty() {
-            vec![&[][..]]
-        } else {
-            runs.chunks(per).collect()
-        };
-        if self.log_pos + chunks.len() as u64 > LOG_SECTORS {
+        let nchunks = runs.len().div_ceil(per).max(1);
+        let chunk = |k: usize| &runs[(k * per).min(runs.len())..((k + 1) * per).min(runs.len())];
+        if self.log_pos + nchunks as u64 > LOG_SECTORS {
+            self.runs = runs;
             return self.checkpoint(dev);
         }
         let at = Lba(self.log_pos);
-        let blank = blank(dev, chunks.len());
+        let blank = blank(dev, nchunks);
         let (nz, pz) = remap.unwrap_or((FREE, FREE));
         let (gen, seq) = (self.log_gen, self.seq);
-        dev.write_lbas_tagged(
+        let r = dev.write_lbas_tagged(
             Cause::Metadata,
             at,
-            Sectors(chunks.len() as u64),
+            Sectors(nchunks as u64),
             &blank,
-            |l| {
+            // The longest a record may be, so reused buffers need not grow.
+            6 + per,
+            |l, w| {
                 let k = (l.0 - at.0) as usize;
-                let c = chunks[k];
-                let mut w = vec![LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64];
+                let c = chunk(k);
+                w.extend([LOG_MAGIC, gen + k as u64, seq, nz, pz, c.len() as u64]);
                 w.extend(c.iter().map(|&(s, l)| (s as u64) << 32 | l as u64));
-                w
             },
-        )?;
-        self.log_gen += chunks.len() as u64;
+        );
+        self.runs = runs;
+        r?;
+        self.log_gen += nchunks as u64;
         self.seq += 1;
-        self.log_pos += chunks.len() as u64;
+        self.log_pos += nchunks as u64;
         self.pending_free.clear();
         Ok(())
     }
@@ -538,17 +585,22 @@ impl Buffer {
     /// Write a checkpoint (zone map and bitmap of valid slots) to the older
     /// of the two checkpoint areas, and restart the log.
     pub fn checkpoint(&mut self, dev: &mut Device) -> SimResult<()> {
-        let mut w = vec![CKPT_MAGIC, self.log_gen, self.seq, self.zones.natives];
+        // In a lost record's buffer, the slot bitmap set in place (no
+        // allocation per checkpoint in steady state).
+        let mut w = dev
+            .meta_words(4 + self.zones.phys.len().div_ceil(2) + self.slots.div_ceil(64) as usize);
+        w.extend([CKPT_MAGIC, self.log_gen, self.seq, self.zones.natives]);
         for pair in self.zones.phys.chunks(2) {
             w.push(pair[0] as u64 | (pair.get(1).copied().unwrap_or(0) as u64) << 32);
         }
-        let mut bits = vec![0u64; self.slots.div_ceil(64) as usize];
+        let at_bits = w.len();
+        w.resize(at_bits + self.slots.div_ceil(64) as usize, 0);
+        let bits = &mut w[at_bits..];
         for (s, &o) in self.owner.iter().enumerate() {
             if o != FREE {
                 bits[s / 64] |= 1 << (s % 64);
             }
         }
-        w.extend(bits);
         let at = Lba(LOG_SECTORS + self.ckpt_next * self.ckpt_sectors);
         let blank = blank(dev, self.ckpt_sectors as usize);
         dev.write_lbas(Cause::Metadata, at, Sectors(self.ckpt_sectors), &blank)?;
@@ -711,15 +763,92 @@ fn blank(dev: &Device, n: usize) -> Vec<Token> {
     }
 }
 
-fn runs_of(set: &BTreeSet<u32>) -> Vec<(u32, u32)> {
-    let mut v: Vec<(u32, u32)> = vec![];
-    for &s in set {
-        match v.last_mut() {
-            Some((a, l)) if *a + *l == s => *l += 1,
-            _ => v.push((s, 1)),
+/// The buffered offsets of one native zone. A `BTreeMap` kept in order
+/// here allocated a node every few blocks buffered (zones empty at each
+/// write-back and fill again); this list is only put in order when the zone
+/// is written back ([`Buffer::zone_victims`]). Offsets are appended when a
+/// block enters the buffer and left in place, stale, when it leaves
+/// (`index` says which are live); the list is compacted when stale
+/// offsets outnumber live ones.
+#[derive(Debug, Default)]
+struct ZoneBlocks {
+    /// Blocks of the zone buffered.
+    live: u32,
+    /// Their offsets, each once, among stale ones, in no order.
+    offsets: Vec<u32>,
+}
+
+/// A set of slots (the ones freed since the last log record) with no
+/// allocation per insertion in steady state (a `BTreeSet` allocated a node
+/// every few): a bit per slot for membership, and a list of the members in
+/// no order, which may also hold slots removed since (their bit is clear)
+/// and repeats; it is compacted when these outnumber the members.
+#[derive(Debug)]
+struct SlotSet {
+    bits: Vec<u64>,
+    list: Vec<u32>,
+    len: usize,
+}
+
+impl SlotSet {
+    fn new(slots: u64) -> SlotSet {
+        SlotSet {
+            bits: vec![0; slots.div_ceil(64) as usize],
+            list: vec![],
+            len: 0,
         }
     }
-    v
+    fn has(&self, s: u32) -> bool {
+        self.bits[s as usize / 64] >> (s % 64) & 1 == 1
+    }
+    fn insert(&mut self, s: u32) {
+        if !self.has(s) {
+            self.bits[s as usize / 64] |= 1 << (s % 64);
+            self.list.push(s);
+            self.len += 1;
+            if self.list.len() > 2 * self.len + 64 {
+                self.compact();
+            }
+        }
+    }
+    fn remove(&mut self, s: u32) {
+        if self.has(s) {
+            self.bits[s as usize / 64] &= !(1 << (s % 64));
+            self.len -= 1;
+        }
+    }
+    fn clear(&mut self) {
+        for &s in &self.list {
+            self.bits[s as usize / 64] &= !(1 << (s % 64));
+        }
+        self.list.clear();
+        self.len = 0;
+    }
+    /// Keep each member once, in the list's order.
+    fn compact(&mut self) {
+        let bits = &mut self.bits;
+        // A member's bit is cleared as it is kept, so its repeats go too.
+        self.list.retain(|&s| {
+            let live = bits[s as usize / 64] >> (s % 64) & 1 == 1;
+            bits[s as usize / 64] &= !(1 << (s % 64));
+            live
+        });
+        for &s in &self.list {
+            self.bits[s as usize / 64] |= 1 << (s % 64);
+        }
+    }
+    /// The members as runs of consecutive slots `(first, count)`, in order, into `v` (cleared first).
+    fn runs_into(&mut self, v: &mut Vec<(u32, u32)>) {
+        self.compact();
+        self.list.sort_unstable();
+        v.clear();
+        for &s in &self.list {
+            match v.last_mut() {
+                Some((a, l)) if *a + *l == s => *l += 1,
+                _ => v.push((s, 1)),
+            }
+        }
+    }
 }
 
 /// Phases of a zone write-back.
@@ -752,6 +881,11 @@ pub struct WriteBack {
     target: u64,
     /// Victim indices where collection stages end (empty: every `collect_blocks`).
     cuts: Vec<usize>,
+    /// A collection stage's (slot, victim index) pairs, its slots and their
+    /// tokens (lists reused from stage to stage).
+    part: Vec<(u32, usize)>,
+    slots: Vec<u32>,
+    got: Vec<Token>,
 }
 
 /// Blocks read or written per stage of a write-back's native-zone phases (16 MiB of 4 KiB blocks).
@@ -776,7 +910,29 @@ impl WriteBack {
             written: 0,
             target: 0,
             cuts: vec![],
+            part: vec![],
+            slots: vec![],
+            got: vec![],
         }
+    }
+
+    /// This finished write-back's lists reused for a new one (as
+    /// [`new`](Self::new) makes it; `cuts` are the caller's to fill).
+    pub fn reset(&mut self, nz: u64, victims: Vec<(u32, u32)>, abortable: bool) {
+        self.nz = nz;
+        self.victims = victims;
+        self.collected = 0;
+        self.abortable = abortable;
+        self.phase = Phase::Collect;
+        self.rmw = false;
+        self.wp = 0;
+        self.end = 0;
+        self.native.clear();
+        self.native_read = 0;
+        self.vdata.clear();
+        self.written = 0;
+        self.target = 0;
+        self.cuts.clear();
     }
 
     /// Collect in stages that end at these victim indices (chunk boundaries).
@@ -817,16 +973,19 @@ impl WriteBack {
                         (self.victims.len() - self.collected).min(collect_blocks.max(1) as usize)
                     }
                 };
-                let mut part: Vec<(u32, usize)> = self.victims
-                    [self.collected..self.collected + take]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(_, s))| (s, i))
-                    .collect();
+                let (part, slots, got) = (&mut self.part, &mut self.slots, &mut self.got);
+                part.clear();
+                part.extend(
+                    self.victims[self.collected..self.collected + take]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(_, s))| (s, i)),
+                );
                 part.sort_unstable();
-                let slots: Vec<u32> = part.iter().map(|&(s, _)| s).collect();
-                let mut got = vec![];
-                buf.load(dev, Cause::Gc, &slots, &mut got)?;
+                slots.clear();
+                slots.extend(part.iter().map(|&(s, _)| s));
+                got.clear();
+                buf.load(dev, Cause::Gc, slots, got)?;
                 if dev.carries_data() {
                     let mut ordered = vec![Token::EMPTY; take];
                     for (k, &(_, i)) in part.iter().enumerate() {
@@ -1027,16 +1186,18 @@ pub trait Placement: Send + 'static {
     }
     /// A write-back committed (its victims are freed), or a move completed.
     fn work_done(&mut self, buf: &Buffer, work: &Work);
+    /// A finished write-back's victim list, for the policy to fill again
+    /// (no allocation per write-back). Default: dropped.
+    fn recycle(&mut self, _victims: Vec<(u32, u32)>) {}
     /// Rebuild the policy's state from the buffer after a crash.
     fn rebuild(&mut self, buf: &Buffer);
     /// Whether collection stops when a queued write targets the victim zone.
     fn abortable(&self) -> bool {
         false
     }
-    /// Where a write-back's collection stages end (victim indices; empty: every `collect_blocks`).
-    fn cuts(&self, _victims: &[(u32, u32)]) -> Vec<usize> {
-        vec![]
-    }
+    /// Where a write-back's collection stages end (victim indices appended
+    /// to `out`, which comes empty; left empty: every `collect_blocks`).
+    fn cuts(&self, _victims: &[(u32, u32)], _out: &mut Vec<usize>) {}
     /// The tag a written block's slot gets (default 0).
     fn write_tag(&self, _slot: u32) -> u8 {
         0
@@ -1063,8 +1224,14 @@ pub struct BufferLayer {
     buf: Option<Buffer>,
     policy: Option<Box<dyn PlacementBox>>,
     job: Option<WriteBack>,
+    /// The last finished write-back, its lists kept for the next.
+    spare_job: Option<WriteBack>,
     collect_blocks: u64,
     scratch: Vec<(u32, u64)>,
+    /// A write's slot tags (reused buffer).
+    tags: Vec<u8>,
+    /// The queued requests a stage may stop for (reused buffer).
+    others: Vec<crate::layers::QueuedRequest>,
     /// The writes last found waiting for room (noted by `write_must_wait`).
     waiting: std::cell::RefCell<Vec<(u64, u64)>>,
 }
@@ -1091,8 +1258,11 @@ impl BufferLayer {
             buf: None,
             policy: None,
             job: None,
+            spare_job: None,
             collect_blocks: p.u64("collect_blocks").max(1),
             scratch: vec![],
+            tags: vec![],
+            others: vec![],
             waiting: Default::default(),
         };
         if let Some(n) = Buffer::sectors_wanted(p, None, l.sector_bytes)? {
@@ -1169,6 +1339,8 @@ impl crate::layers::Layer for BufferLayer {
         // waits here for cleaning: the request is acknowledged only whole.
         let (mut done, n) = (0u64, w.sectors.0);
         let mut items = std::mem::take(&mut self.scratch);
+        // Tags in a buffer kept between writes (no allocation per write).
+        let mut tags = std::mem::take(&mut self.tags);
         let mut stuck = 0;
         while done < n {
             // Work under way runs to its end first: a write-back must not see
@@ -1187,7 +1359,8 @@ impl crate::layers::Layer for BufferLayer {
                 }
             };
             buf.counts.blocks_written += placed;
-            let tags: Vec<u8> = items.iter().map(|&(s, _)| pol.write_tag(s)).collect();
+            tags.clear();
+            tags.extend(items.iter().map(|&(s, _)| pol.write_tag(s)));
             let data = if w.data.is_empty() {
                 &[][..]
             } else {
@@ -1201,7 +1374,11 @@ impl crate::layers::Layer for BufferLayer {
             if done == n {
                 break;
             }
-            *self.waiting.borrow_mut() = vec![(w.lba.0 + done, n - done)];
+            {
+                let mut v = self.waiting.borrow_mut();
+                v.clear();
+                v.push((w.lba.0 + done, n - done));
+            }
             let out = self.stage(dev, &QueueView::default())?;
             stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() {
                 stuck + 1
@@ -1217,6 +1394,7 @@ impl crate::layers::Layer for BufferLayer {
             }
         }
         self.scratch = items;
+        self.tags = tags;
         self.waiting.borrow_mut().clear();
         Ok(())
     }
@@ -1252,15 +1430,62 @@ impl crate::layers::Layer for BufferLayer {
     }
     fn stage(&mut self, dev: &mut Device, queue: &QueueView) -> SimResult<StageOutcome> {
         let collect = self.collect_blocks;
+        // The waiting writes are lent out for the stage (not copied: no
+        // allocation per stage) and put back before it returns.
+        let waiting = std::mem::take(&mut *self.waiting.borrow_mut());
+        let r = self.stage_with(dev, queue, collect, &waiting);
+        *self.waiting.borrow_mut() = waiting;
+        r
+    }
+    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
+        let (buf, pol) = self.parts()?;
+        buf.recover(dev)?;
+        pol.rebuild(buf);
+        Ok(())
+    }
+    fn report(&self) -> LayerReport {
+        let mut r = LayerReport::new();
+        if let (Some(b), Some(p)) = (&self.buf, &self.policy) {
+            b.report(&mut r, self.sector_bytes);
+            p.report(&mut r);
+        }
+        r
+    }
+}
+
+impl BufferLayer {
+    /// One stage of [`Layer::stage`], with the writes waiting for room.
+    fn stage_with(
+        &mut self,
+        dev: &mut Device,
+        queue: &QueueView,
+        collect: u64,
+        waiting: &[(u64, u64)],
+    ) -> SimResult<StageOutcome> {
         if self.job.is_none() {
-            let waiting = self.waiting.borrow().clone();
             let name = self.name;
-            let (buf, pol) = self.parts()?;
-            match pol.next_work(buf, dev, &waiting) {
+            self.parts()?;
+            // Borrowed field by field, so the spare write-back is at hand too.
+            let (Some(buf), Some(pol)) = (&mut self.buf, &mut self.policy) else {
+                unreachable!("checked by parts()");
+            };
+            match pol.next_work(buf, dev, waiting) {
                 Work::WriteBack(nz, victims) => {
                     let abortable = pol.abortable();
-                    let cuts = pol.cuts(&victims);
-                    self.job = Some(WriteBack::new(nz, victims, abortable).with_cuts(cuts));
+                    // The last write-back's lists, reused for the next.
+                    let job = match self.spare_job.take() {
+                        Some(mut j) => {
+                            j.reset(nz, victims, abortable);
+                            pol.cuts(&j.victims, &mut j.cuts);
+                            j
+                        }
+                        None => {
+                            let mut cuts = vec![];
+                            pol.cuts(&victims, &mut cuts);
+                            WriteBack::new(nz, victims, abortable).with_cuts(cuts)
+                        }
+                    };
+                    self.job = Some(job);
                 }
                 Work::Move { from, to } if from == to => {
                     pol.work_done(buf, &Work::Move { from, to });
@@ -1279,7 +1504,7 @@ impl crate::layers::Layer for BufferLayer {
                     return Ok(StageOutcome::Ran);
                 }
                 Work::None => {
-                    if !pol.fits(buf, &waiting) && buf.used() == 0 {
+                    if !pol.fits(buf, waiting) && buf.used() == 0 {
                         return config_err(format!(
                             "a write of {} blocks cannot fit in layer '{}''s buffer even when it is empty ({} blocks): give a larger buffer",
                             waiting.iter().map(|w| w.1).sum::<u64>(),
@@ -1295,38 +1520,31 @@ impl crate::layers::Layer for BufferLayer {
         // The write waiting for the room this work makes is not a queued
         // write the garbage collector should stop for (paper 004 Figure 6:
         // the collector serves it); later requests are.
-        let waiting = self.waiting.borrow().clone();
-        let others: Vec<crate::layers::QueuedRequest> = queue
-            .requests()
-            .iter()
-            .filter(|r| !(r.write && waiting.contains(&(r.lba.0, r.sectors.0))))
-            .copied()
-            .collect();
+        let mut others = std::mem::take(&mut self.others);
+        others.clear();
+        others.extend(
+            queue
+                .requests()
+                .iter()
+                .filter(|r| !(r.write && waiting.contains(&(r.lba.0, r.sectors.0))))
+                .copied(),
+        );
+        let (buf, _) = self.parts()?;
+        let staged = job.stage(buf, dev, &QueueView::new(&others), collect);
+        self.others = others;
+        let (out, done) = staged?;
         let (buf, pol) = self.parts()?;
-        let (out, done) = job.stage(buf, dev, &QueueView::new(&others), collect)?;
         if done {
-            pol.work_done(
-                buf,
-                &Work::WriteBack(job.nz, std::mem::take(&mut job.victims)),
-            );
+            let work = Work::WriteBack(job.nz, std::mem::take(&mut job.victims));
+            pol.work_done(buf, &work);
+            if let Work::WriteBack(_, victims) = work {
+                pol.recycle(victims);
+            }
+            self.spare_job = Some(job);
         } else {
             self.job = Some(job);
         }
         Ok(out)
-    }
-    fn recover(&mut self, dev: &mut Device) -> SimResult<()> {
-        let (buf, pol) = self.parts()?;
-        buf.recover(dev)?;
-        pol.rebuild(buf);
-        Ok(())
-    }
-    fn report(&self) -> LayerReport {
-        let mut r = LayerReport::new();
-        if let (Some(b), Some(p)) = (&self.buf, &self.policy) {
-            b.report(&mut r, self.sector_bytes);
-            p.report(&mut r);
-        }
-        r
     }
 }
 

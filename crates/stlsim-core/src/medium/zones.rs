@@ -31,7 +31,7 @@
 use crate::error::{SimError, SimResult};
 use crate::units::{Lba, Sectors};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 
 /// A zone's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -95,6 +95,34 @@ pub struct ZoneOpCounts {
     pub reports: u64,
 }
 
+/// The implicitly open zones as `(stamp, zone)`, oldest first: a queue in
+/// stamp order (zones are opened with ever larger stamps), which, unlike a
+/// `BTreeSet`, allocates nothing as zones open and close.
+#[derive(Clone, Debug, Default)]
+struct ImplicitOpen(VecDeque<(u64, u64)>);
+
+impl ImplicitOpen {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn clear(&mut self) {
+        self.0.clear()
+    }
+    /// Add a zone opened with a stamp larger than any held.
+    fn push(&mut self, e: (u64, u64)) {
+        debug_assert!(self.0.back().is_none_or(|b| b.0 < e.0));
+        self.0.push_back(e);
+    }
+    fn remove(&mut self, e: &(u64, u64)) {
+        if let Ok(i) = self.0.binary_search(e) {
+            self.0.remove(i);
+        }
+    }
+}
+
 /// The zones of a host-managed drive: write pointers, conditions, open zones.
 #[derive(Clone, Debug, Default)]
 pub struct ZoneTable {
@@ -108,7 +136,7 @@ pub struct ZoneTable {
     unrestricted_reads: bool,
     explicit_open: u64,
     /// Implicitly open zones by the order they were opened: (stamp, zone).
-    implicit: BTreeSet<(u64, u64)>,
+    implicit: ImplicitOpen,
     opened_at: Vec<u64>,
     stamp: u64,
     counts: ZoneOpCounts,
@@ -250,7 +278,7 @@ impl ZoneTable {
         if self.max_open == 0 || self.open_count() < self.max_open {
             return Ok(());
         }
-        let Some(&(s, victim)) = self.implicit.iter().next() else {
+        let Some(&(s, victim)) = self.implicit.0.front() else {
             return Err(zbc(
                 "INSUFFICIENT ZONE RESOURCES",
                 format!(
@@ -287,7 +315,7 @@ impl ZoneTable {
             self.reserve_open(z, "write to")?;
             self.stamp += 1;
             self.opened_at[z as usize] = self.stamp;
-            self.implicit.insert((self.stamp, z));
+            self.implicit.push((self.stamp, z));
             self.cond[z as usize] = ZoneCondition::ImplicitOpen;
         }
         self.wp[z as usize] = lba + count;

@@ -128,7 +128,12 @@ impl Series {
     pub fn push_layer(&mut self, gauges: &[(&'static str, f64)]) {
         let n = self.requests.len();
         for &(k, v) in gauges {
-            let col = self.layer.entry(k.to_string()).or_default();
+            // Look the column up first: a new key only for a new gauge (no
+            // String allocated per sample).
+            let col = match self.layer.get_mut(k) {
+                Some(col) => col,
+                None => self.layer.entry(k.to_string()).or_default(),
+            };
             col.resize(n - 1, f64::NAN);
             col.push(v);
         }

@@ -39,6 +39,7 @@
 //!   cleaned since the tail last moved come back as live after a crash:
 //!   their data equals the band's, so nothing is lost; they are cleaned again.
 
+use super::chunk_map::ChunkMap;
 use super::{
     finish_resumed, map_bytes_eq1, run_stage, scan_log, BandContents, BandJob, CacheSplit, Cleaner,
     CleaningState, TrackRing, CLEAN_BUFFER,
@@ -52,7 +53,8 @@ use crate::layers::{
 };
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 const EXT: u64 = 0x4552_4547_4558_5431; // "EREGEXT1"
 /// Bytes of one extent-map entry in firmware (64-bit LBA, 32-bit cache address, 32-bit length).
@@ -114,10 +116,14 @@ struct State {
     ring: TrackRing,
     /// The log track being filled (ring offset) and its next sector.
     cur: Option<(u64, u32)>,
-    /// Extents by first LBA (non-overlapping).
-    map: BTreeMap<u64, Ext>,
-    /// Extents by log position: (offset, sector) -> first LBA.
-    by_pos: BTreeMap<(u64, u32), u64>,
+    /// Extents by first LBA (non-overlapping), in a map that reuses its
+    /// storage as extents come and go (a `BTreeMap` allocated nodes).
+    map: ChunkMap<Ext>,
+    /// Extents by log position, oldest first: a min-heap of ((offset,
+    /// sector), first LBA) whose entries leave lazily (live while `map`
+    /// holds that extent at that position). Only the oldest is ever asked
+    /// for; a `BTreeMap` here allocated a node every few appends.
+    by_pos: BinaryHeap<Reverse<((u64, u32), u64)>>,
     seq: u64,
     map_entries: u64,
     skip_leading: bool,
@@ -178,8 +184,8 @@ impl ERegion {
                 log_spt: split.log.iter().map(|&t| g.sectors_in(t)).collect(),
                 log: split.log,
                 cur: None,
-                map: BTreeMap::new(),
-                by_pos: BTreeMap::new(),
+                map: ChunkMap::default(),
+                by_pos: BinaryHeap::new(),
                 seq: 0,
                 map_entries,
                 skip_leading: p.bool("skip_leading"),
@@ -249,10 +255,9 @@ impl State {
     /// walk of the extents meeting a range from `lba` starts.
     fn covering_start(&self, lba: u64) -> u64 {
         self.map
-            .range(..=lba)
-            .next_back()
-            .filter(|(&s, e)| s + e.len > lba)
-            .map(|(&s, _)| s)
+            .last_at_or_below(lba)
+            .filter(|&(s, e)| s + e.len > lba)
+            .map(|(s, _)| s)
             .unwrap_or(lba)
     }
 
@@ -261,16 +266,21 @@ impl State {
         let start = self.covering_start(lo);
         let mut keys = std::mem::take(&mut self.keys);
         keys.clear();
-        keys.extend(self.map.range(start..hi).map(|(&k, _)| k));
+        keys.extend(
+            self.map
+                .iter_from(start)
+                .map(|(k, _)| k)
+                .take_while(|&k| k < hi),
+        );
         for &k in &keys {
+            // Its position entry dies with it (lazily); a head left in
+            // place keeps the same entry.
             let e = self.map.remove(&k).expect("listed");
-            self.by_pos.remove(&(e.off, e.sector));
             let (a, b) = (k.max(lo), (k + e.len).min(hi));
             self.ring.sub(e.off, (b - a) as u32);
             if k < a {
                 let left = Ext { len: a - k, ..e };
                 self.map.insert(k, left);
-                self.by_pos.insert((e.off, e.sector), k);
             }
             if b < k + e.len {
                 let right = Ext {
@@ -279,7 +289,7 @@ impl State {
                     sector: e.sector + (b - k) as u32,
                 };
                 self.map.insert(b, right);
-                self.by_pos.insert((right.off, right.sector), b);
+                self.by_pos.push(Reverse(((right.off, right.sector), b)));
             }
         }
         self.keys = keys;
@@ -288,8 +298,32 @@ impl State {
     fn insert(&mut self, lba: u64, e: Ext) {
         self.remove_range(lba, lba + e.len);
         self.map.insert(lba, e);
-        self.by_pos.insert((e.off, e.sector), lba);
+        self.by_pos.push(Reverse(((e.off, e.sector), lba)));
+        self.tidy_by_pos();
         self.ring.add(e.off, e.len as u32);
+    }
+
+    /// Whether `by_pos` entry `(pos, lba)` is live.
+    fn pos_live(&self, pos: (u64, u32), lba: u64) -> bool {
+        self.map.get(&lba).is_some_and(|e| (e.off, e.sector) == pos)
+    }
+
+    /// Drop dead entries from the top of `by_pos`, and compact it when the
+    /// dead outnumber the live (one live entry per extent).
+    fn tidy_by_pos(&mut self) {
+        while self
+            .by_pos
+            .peek()
+            .is_some_and(|&Reverse((pos, lba))| !self.pos_live(pos, lba))
+        {
+            self.by_pos.pop();
+        }
+        if self.by_pos.len() > 2 * self.map.len() + 64 {
+            let map = &self.map;
+            self.by_pos.retain(|&Reverse((pos, lba))| {
+                map.get(&lba).is_some_and(|e| (e.off, e.sector) == pos)
+            });
+        }
     }
 
     fn advance_tail(&mut self) {
@@ -324,7 +358,9 @@ impl State {
                 &w.data[done as usize..done as usize + take as usize]
             };
             self.seq += 1;
-            let words = vec![EXT, self.seq, lba, take as u64, off, self.ring.tail];
+            // In a lost record's buffer (no allocation per write).
+            let mut words = dev.meta_words(6);
+            words.extend([EXT, self.seq, lba, take as u64, off, self.ring.tail]);
             let at = PhysAddr {
                 track: self.log_track(off),
                 sector,
@@ -364,7 +400,7 @@ impl State {
         let end = lba + n;
         let mut cur = lba;
         let first = self.covering_start(lba);
-        for (&k, &e) in self.map.range(first..end) {
+        for (k, &e) in self.map.iter_from(first).take_while(|&(k, _)| k < end) {
             let (a, b) = (k.max(cur), (k + e.len).min(end));
             if a >= b {
                 continue;
@@ -413,9 +449,8 @@ impl BandContents for State {
         // Overlay the cached extents of this track, read from the log.
         let first = self.covering_start(lba);
         let end = lba + spt as u64;
-        let hits: Vec<(u64, Ext)> = self.map.range(first..end).map(|(&k, &e)| (k, e)).collect();
         let mut piece = vec![];
-        for (k, e) in hits {
+        for (k, &e) in self.map.iter_from(first).take_while(|&(k, _)| k < end) {
             let (a, b) = (k.max(lba), (k + e.len).min(end));
             let at = PhysAddr {
                 track: self.log_track(e.off),
@@ -433,26 +468,23 @@ impl BandContents for State {
         Ok(read)
     }
 
-    fn state_words(&self) -> Vec<u64> {
-        vec![self.seq, self.ring.tail, self.ring.head]
+    fn state_words(&self, out: &mut Vec<u64>) {
+        out.extend([self.seq, self.ring.tail, self.ring.head]);
     }
 }
 
 impl CleaningState for State {
     fn plan(&mut self, g: &Geometry) -> Option<BandJob> {
-        let (_, &lba) = self.by_pos.iter().next()?;
+        self.tidy_by_pos();
+        let &Reverse((_, lba)) = self.by_pos.peek()?;
         let (b, _) = g.band_position(g.home(Lba(lba)).track)?;
         let (lo, hi) = self.band_lbas(g, b);
         let first = if self.skip_leading {
-            let straddles = self
-                .map
-                .range(..lo)
-                .next_back()
-                .is_some_and(|(&s, e)| s + e.len > lo);
+            let straddles = self.map.last_below(lo).is_some_and(|(s, e)| s + e.len > lo);
             let k = if straddles {
                 lo
             } else {
-                *self.map.range(lo..hi).next()?.0
+                self.map.iter_from(lo).next().filter(|&(k, _)| k < hi)?.0
             };
             g.band_position(g.home(Lba(k)).track)?.1
         } else {

@@ -71,7 +71,7 @@ use crate::layers::{
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 const SLOT: u64 = 0x5647_5344_534c_4f54; // "VGSDSLOT"
 const NONE: u64 = u64::MAX;
@@ -176,8 +176,10 @@ struct State {
     /// The largest home track.
     home_spt: u32,
     ring: TrackRing,
-    /// Home track -> slot.
-    map: BTreeMap<u64, Slot>,
+    /// Home track -> slot (a hash map: looked up, never walked in order —
+    /// `flat` holds the order; a `BTreeMap` allocated a node every few
+    /// slots written).
+    map: FxHashMap<u64, Slot>,
     /// The same map as (home, off, k, h) quadruples in home order: a full
     /// map copy is one copy of it.
     flat: Vec<u64>,
@@ -197,6 +199,8 @@ struct State {
     tracks: u64,
     c: Counts,
     buf: Vec<Token>,
+    /// Scratch of [`needs`](Self::needs): tracks a batch copies.
+    copied: std::cell::RefCell<Vec<u64>>,
 }
 
 /// The Virtual Guard layer.
@@ -270,7 +274,7 @@ impl VGuard {
                 ring: TrackRing::new(log_len),
                 owner: vec![NONE; log_len as usize],
                 log: split.log,
-                map: BTreeMap::new(),
+                map: FxHashMap::default(),
                 flat: vec![],
                 active: 0,
                 seq: 0,
@@ -286,6 +290,7 @@ impl VGuard {
                 tracks: g.tracks(),
                 c: Counts::default(),
                 buf: vec![],
+                copied: Default::default(),
             },
             bands_per_episode: bpe as u32,
             cache_tracks: g.cache_tracks(),
@@ -425,30 +430,29 @@ impl State {
         }
     }
 
-    fn words(&self, home: u64, slot: Slot) -> Vec<u64> {
-        let mut w = vec![SLOT, self.seq, home, slot.off, slot.k as u64, slot.h as u64];
+    /// A slot's record, in `w` (a buffer from [`Device::meta_words`]).
+    fn words(&self, mut w: Vec<u64>, home: u64, slot: Slot) -> Vec<u64> {
+        w.extend([SLOT, self.seq, home, slot.off, slot.k as u64, slot.h as u64]);
         if self.seq % self.full_every == 0 {
-            w.extend(self.full_copy());
+            self.full_copy(&mut w);
         }
         w
     }
 
-    /// The whole map: head, tail, entries, then (home, off, k, h) quadruples.
-    fn full_copy(&self) -> Vec<u64> {
+    /// The whole map: head, tail, entries, then (home, off, k, h) quadruples
+    /// (appended to `v`).
+    fn full_copy(&self, v: &mut Vec<u64>) {
         #[cfg(test)]
         assert!(
             self.flat.len() == 4 * self.map.len()
-                && self
-                    .flat
-                    .chunks_exact(4)
-                    .zip(&self.map)
-                    .all(|(q, (&h, s))| q == [h, s.off, s.k as u64, s.h as u64]),
+                && self.flat.chunks_exact(4).all(|q| self
+                    .map
+                    .get(&q[0])
+                    .is_some_and(|s| q == [q[0], s.off, s.k as u64, s.h as u64])),
             "the flat map copy is out of step with the map"
         );
-        let mut v = Vec::with_capacity(3 + self.flat.len());
         v.extend([self.ring.head, self.ring.tail, self.map.len() as u64]);
         v.extend_from_slice(&self.flat);
-        v
     }
 
     /// Write home track `home`'s newest contents (`data`: one token per
@@ -484,7 +488,12 @@ impl State {
         self.map_insert(home.0, slot);
         self.set_owner(slot, home.0);
         self.active += k as u64;
-        let words = self.words(home.0, slot);
+        let len = if self.seq.is_multiple_of(self.full_every) {
+            9 + self.flat.len()
+        } else {
+            6
+        };
+        let words = self.words(dev.meta_words(len), home.0, slot);
         let cs = self.cache_spt;
         let carries = dev.carries_data();
         for i in 0..k - 1 {
@@ -663,7 +672,9 @@ impl State {
         let (mut pos, mut tracks, mut slots) = (self.ring.index(self.ring.head) as u64, 0u64, 0u64);
         // Tracks an earlier piece of the batch caches: a later piece on one
         // of them writes a cached track (and may relocate it).
-        let mut copied: Vec<u64> = vec![];
+        // A list kept between calls (no allocation per write).
+        let mut copied = self.copied.borrow_mut();
+        copied.clear();
         for w in ws {
             g.for_home_extents(w.lba, w.sectors, |at, _, _| {
                 let t = at.track;
@@ -700,10 +711,9 @@ impl BandContents for State {
         self.read_track(dev, Cause::Clean, t, out)?;
         Ok(dev.geometry().sectors_in(t) as u64)
     }
-    fn state_words(&self) -> Vec<u64> {
-        let mut v = vec![self.seq];
-        v.extend(self.full_copy());
-        v
+    fn state_words(&self, out: &mut Vec<u64>) {
+        out.push(self.seq);
+        self.full_copy(out);
     }
 }
 
@@ -716,12 +726,19 @@ impl CleaningState for State {
         let home = self.owner[self.ring.index(self.ring.tail)];
         debug_assert!(home != NONE, "the tail track is live after advance_tail");
         let (b, px) = g.band_position(Track(home))?;
-        let cached: Vec<u32> = (1..=self.band as u32)
-            .filter(|&p| self.map.contains_key(&g.band_track(b, p).0))
-            .collect();
-        let first = if self.skip_leading { cached[0] } else { 1 };
-        let last = match cached.iter().find(|&&p| p > px) {
-            Some(&q) if self.partial => q - 1,
+        // The band's cached positions, walked without a list of them.
+        let mut cached =
+            (1..=self.band as u32).filter(|&p| self.map.contains_key(&g.band_track(b, p).0));
+        let first = if self.skip_leading {
+            cached
+                .clone()
+                .next()
+                .expect("the tail's home track is cached")
+        } else {
+            1
+        };
+        let last = match cached.find(|&p| p > px) {
+            Some(q) if self.partial => q - 1,
             _ => self.band as u32,
         };
         Some(BandJob::new(b, first, last))
@@ -867,7 +884,19 @@ impl Layer for VGuard {
         }
         let tail = st.map.values().map(|s| s.off).min().unwrap_or(head);
         st.ring.reset(head, tail);
-        let entries: Vec<(u64, Slot)> = st.map.iter().map(|(&h, &s)| (h, s)).collect();
+        // In home order (the flat copy's).
+        let entries: Vec<(u64, Slot)> = st
+            .flat
+            .chunks_exact(4)
+            .map(|q| {
+                let s = Slot {
+                    off: q[1],
+                    k: q[2] as u32,
+                    h: q[3] as u32,
+                };
+                (q[0], s)
+            })
+            .collect();
         for (h, s) in entries {
             st.set_owner(s, h);
             st.active += s.k as u64;

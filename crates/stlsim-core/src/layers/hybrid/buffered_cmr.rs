@@ -52,6 +52,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             spb: p.u64("segment_blocks") as u32,
             blocks_written: 0,
             writes: 0,
+            runs: vec![],
         };
         Ok(Box::new(HybridLayer::new(
             "buffered-cmr",
@@ -84,6 +85,8 @@ pub struct Home {
     spb: u32,
     blocks_written: u64,
     writes: u64,
+    /// A flush's runs (reused list: no allocation per flush).
+    runs: Vec<(u64, u64, Vec<Token>)>,
 }
 
 impl Backend for Home {
@@ -110,10 +113,11 @@ impl Backend for Home {
         let b = self.b as u32;
         let first = seg * self.spb as u64 * self.b;
         // Valid runs in LBA order, adjacent ones merged: (first LBA, sectors, tokens).
-        let mut runs: Vec<(u64, u64, Vec<Token>)> = vec![];
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
         for im in images.iter() {
             self.blocks_written += 1;
-            for (s, len) in im.valid.runs(b) {
+            im.valid.for_runs(b, |s, len| {
                 let lba = first + im.idx as u64 * self.b + s as u64;
                 let data = if im.data.is_empty() {
                     &[][..]
@@ -127,18 +131,21 @@ impl Backend for Home {
                     }
                     _ => runs.push((lba, len as u64, data.to_vec())),
                 }
-            }
+            });
         }
-        for (lba, n, data) in runs {
+        let r = runs.iter().try_for_each(|(lba, n, data)| {
             let w = WriteReq {
-                lba: Lba(lba),
-                sectors: Sectors(n),
+                lba: Lba(*lba),
+                sectors: Sectors(*n),
                 cause: Cause::Destage,
-                data: &data,
+                data,
             };
             write_home(dev, &w)?;
             self.writes += 1;
-        }
+            Ok(())
+        });
+        self.runs = runs;
+        r?;
         Ok(())
     }
 

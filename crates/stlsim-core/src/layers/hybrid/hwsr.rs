@@ -181,13 +181,9 @@ impl Segments {
     ) -> SimResult<()> {
         let at = self.at(seg, idx);
         if tagged {
-            dev.write_meta(
-                cause,
-                at,
-                self.b,
-                data,
-                vec![HOME_TAG, seg, idx as u64, self.seq],
-            )?;
+            let mut words = dev.meta_words(4);
+            words.extend([HOME_TAG, seg, idx as u64, self.seq]);
+            dev.write_meta(cause, at, self.b, data, words)?;
         } else {
             dev.write(cause, at, self.b, data)?;
         }
@@ -251,7 +247,7 @@ impl Backend for Segments {
         // Save the image before endangering anything.
         if persistent {
             for (k, im) in images.iter().enumerate() {
-                let words = vec![STAGE_TAG, seg, im.idx as u64, self.seq, lo, len];
+                let words = [STAGE_TAG, seg, im.idx as u64, self.seq, lo, len];
                 dev.side_write(
                     SideKind::Memory,
                     Cause::Backup,
@@ -259,26 +255,24 @@ impl Backend for Segments {
                     0,
                     b,
                     &im.data,
-                    words,
+                    &words,
                 )?;
             }
         } else {
             let pad = self.pad_seg();
             for (k, im) in images.iter().enumerate() {
                 let at = self.at(pad, k as u32);
-                dev.write_meta(
-                    Cause::Backup,
-                    at,
-                    b,
-                    &im.data,
-                    vec![PAD_TAG, seg, lo, self.seq, k as u64, len],
-                )?;
+                let mut words = dev.meta_words(6);
+                words.extend([PAD_TAG, seg, lo, self.seq, k as u64, len]);
+                dev.write_meta(Cause::Backup, at, b, &im.data, words)?;
             }
         }
-        let mut touched = std::collections::BTreeSet::new();
+        // Whether the blocks lie in more than one segment (no set of them per flush).
+        let (mut first, mut over_one) = (None, false);
         for im in images.iter() {
             let cause = if im.dirty { Cause::Destage } else { Cause::Rmw };
-            touched.insert(self.segment_of(self.at(seg, im.idx)));
+            let s = self.segment_of(self.at(seg, im.idx));
+            over_one |= *first.get_or_insert(s) != s;
             self.write_home(dev, cause, seg, im.idx, &im.data, !persistent)?;
         }
         if persistent {
@@ -289,7 +283,7 @@ impl Backend for Segments {
         self.seq += 1;
         self.segments_rewritten += 1;
         self.blocks_rewritten += len;
-        if touched.len() > 1 {
+        if over_one {
             self.flushes_over_one_segment += 1;
         }
         Ok(())

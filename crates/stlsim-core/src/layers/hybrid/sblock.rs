@@ -154,6 +154,10 @@ pub struct Logs {
     gcs: u64,
     skipped: u64,
     merges: u64,
+    /// Causes of a collected slot's blocks (reused list).
+    causes: Vec<Cause>,
+    /// Causes of a flushed S-block's blocks (reused list).
+    flush_causes: Vec<Cause>,
 }
 
 impl Logs {
@@ -199,6 +203,8 @@ impl Logs {
             gcs: 0,
             skipped: 0,
             merges: 0,
+            causes: vec![],
+            flush_causes: vec![],
         })
     }
 
@@ -224,9 +230,17 @@ impl Logs {
         self.logs.get_mut(&r).expect("inserted above")
     }
 
-    /// The pieces (one per track) of sectors `[off, off + n)` of slot `slot` of region `r`.
-    fn pieces(&self, r: u64, slot: u32, off: u64, n: u64) -> Vec<(PhysAddr, u32, u64)> {
-        let mut v = vec![];
+    /// Call `f(at, sectors, offset in the slot)` for each piece (one per
+    /// track) of sectors `[off, off + n)` of slot `slot` of region `r`, in
+    /// order (no list of them per call).
+    fn for_pieces(
+        &self,
+        r: u64,
+        slot: u32,
+        off: u64,
+        n: u64,
+        mut f: impl FnMut(PhysAddr, u32, u64),
+    ) {
         let mut q = slot as u64 * self.slot_sectors + off;
         let end = q + n;
         while q < end {
@@ -234,17 +248,16 @@ impl Logs {
             let sec = q % self.st;
             let take = (self.st - sec).min(end - q);
             let t = self.geom.band_track(r, p as u32 + 1);
-            v.push((
+            f(
                 PhysAddr {
                     track: t,
                     sector: sec as u32,
                 },
                 take as u32,
                 q - slot as u64 * self.slot_sectors,
-            ));
+            );
             q += take;
         }
-        v
     }
 
     fn read_slot(
@@ -257,10 +270,13 @@ impl Logs {
         n: u64,
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
-        for (at, k, _) in self.pieces(r, slot, off, n) {
-            dev.read(cause, at, k, out)?;
-        }
-        Ok(())
+        let mut res = Ok(());
+        self.for_pieces(r, slot, off, n, |at, k, _| {
+            if res.is_ok() {
+                res = dev.read(cause, at, k, out).map(|_| ());
+            }
+        });
+        res
     }
 
     /// Append a copy of host S-block `j` of region `r` at the head; `causes`
@@ -284,20 +300,21 @@ impl Logs {
             while k < causes.len() && causes[k] == causes[i] {
                 k += 1;
             }
-            for (at, cnt, rel) in self.pieces(r, h, i as u64 * b, (k - i) as u64 * b) {
+            let mut res = Ok(());
+            self.for_pieces(r, h, i as u64 * b, (k - i) as u64 * b, |at, cnt, rel| {
+                if res.is_err() {
+                    return;
+                }
                 let d = if data.is_empty() {
                     &[][..]
                 } else {
                     &data[rel as usize..rel as usize + cnt as usize]
                 };
-                dev.write_meta(
-                    causes[i],
-                    at,
-                    cnt,
-                    d,
-                    vec![SBLK_TAG, global, self.seq, rel, cnt as u64],
-                )?;
-            }
+                let mut words = dev.meta_words(5);
+                words.extend([SBLK_TAG, global, self.seq, rel, cnt as u64]);
+                res = dev.write_meta(causes[i], at, cnt, d, words).map(|_| ());
+            });
+            res?;
             i = k;
         }
         let slots = self.slots;
@@ -331,7 +348,13 @@ impl Logs {
             if j != NIL {
                 let mut data = vec![];
                 self.read_slot(dev, Cause::Gc, r, t, 0, self.slot_sectors, &mut data)?;
-                self.append(dev, r, j, &data, &vec![Cause::Gc; spb])?;
+                // The causes in a list kept between calls (no allocation per slot).
+                let mut causes = std::mem::take(&mut self.causes);
+                causes.clear();
+                causes.resize(spb, Cause::Gc);
+                let appended = self.append(dev, r, j, &data, &causes);
+                self.causes = causes;
+                appended?;
                 self.immigrated += 1;
             } else {
                 self.skipped += 1;
@@ -397,14 +420,19 @@ impl Backend for Logs {
                 }
             }
         }
-        let mut causes = vec![Cause::Rmw; self.s as usize];
+        let mut causes = std::mem::take(&mut self.flush_causes);
+        causes.clear();
+        causes.resize(self.s as usize, Cause::Rmw);
         for im in images.iter() {
             if im.dirty {
                 causes[im.idx as usize] = Cause::Destage;
             }
         }
-        self.collect(dev, r)?;
-        self.append(dev, r, j, &data, &causes)
+        let r = self
+            .collect(dev, r)
+            .and_then(|_| self.append(dev, r, j, &data, &causes));
+        self.flush_causes = causes;
+        r
     }
 
     fn set_seq(&mut self, seq: u64) {

@@ -47,6 +47,8 @@ pub struct BackupRegion {
     tracks: Vec<Track>,
     seq: u64,
     live: Vec<Saved>,
+    /// The parts of the record being written (reused buffer).
+    parts: Vec<(Track, u64)>,
     /// Records written.
     pub records: u64,
     /// Lazy clears performed.
@@ -62,6 +64,7 @@ impl BackupRegion {
             tracks,
             seq: 0,
             live: vec![],
+            parts: vec![],
             records: 0,
             clears: 0,
             restored: 0,
@@ -78,15 +81,24 @@ impl BackupRegion {
         self.live.iter().any(|s| s.meets(t, lo, hi))
     }
 
-    fn header(&self, seq: u64, part: usize, parts: usize, saved: &[Saved], tx: u64) -> Vec<u64> {
-        let mut w = vec![
+    /// A record part's header words, written into `w` (a buffer from
+    /// [`Device::meta_words`]).
+    fn header(
+        mut w: Vec<u64>,
+        seq: u64,
+        part: usize,
+        parts: usize,
+        saved: &[Saved],
+        tx: u64,
+    ) -> Vec<u64> {
+        w.extend([
             MAGIC,
             seq,
             part as u64,
             parts as u64,
             saved.len() as u64,
             tx,
-        ];
+        ]);
         for s in saved {
             w.extend([s.track.0, s.sector as u64, s.count as u64]);
         }
@@ -111,7 +123,9 @@ impl BackupRegion {
     ) -> SimResult<()> {
         let total: u64 = saved.iter().map(|s| s.count as u64).sum();
         self.seq += 1;
-        let mut parts = vec![];
+        // The parts go in a buffer kept between records (no allocation per record).
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
         let mut left = total;
         for &t in &self.tracks {
             let room = dev.geometry().sectors_in(t) as u64 - 1;
@@ -129,7 +143,14 @@ impl BackupRegion {
         let mut off = 0usize;
         let n = parts.len();
         for (i, &(t, take)) in parts.iter().enumerate() {
-            let words = self.header(self.seq, i, n, saved, tx);
+            let words = Self::header(
+                dev.meta_words(6 + 3 * saved.len()),
+                self.seq,
+                i,
+                n,
+                saved,
+                tx,
+            );
             let payload: Vec<Token> = if data.is_empty() {
                 vec![]
             } else {
@@ -150,7 +171,9 @@ impl BackupRegion {
             )?;
             off += take as usize;
         }
-        self.live = saved.to_vec();
+        self.parts = parts;
+        self.live.clear();
+        self.live.extend_from_slice(saved);
         self.records += 1;
         Ok(())
     }
@@ -168,7 +191,8 @@ impl BackupRegion {
         if self.live.is_empty() {
             return Ok(());
         }
-        let words = vec![MAGIC, CLEARED];
+        let mut words = dev.meta_words(2);
+        words.extend([MAGIC, CLEARED]);
         let payload = if dev.carries_data() {
             vec![Token::EMPTY]
         } else {

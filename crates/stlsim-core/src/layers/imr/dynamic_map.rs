@@ -95,7 +95,7 @@ use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
 use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
-use super::{home_pieces, top_neighbours, HomePiece, COUNT_AT};
+use super::{for_home_pieces, top_neighbours, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
@@ -305,7 +305,10 @@ pub struct ImrDtm {
     fg_credit: bool,
     count_at_arrival: bool,
     c: Counters,
-    scratch: Vec<HomePiece>,
+    /// Scratch for a read's or a write's pieces and touched pseudo-tracks.
+    buf: (Vec<HomePiece>, Vec<u64>),
+    /// Scratch for a batch's pieces.
+    pieces: Vec<(HomePiece, usize)>,
     sector_bytes: u64,
 }
 
@@ -397,7 +400,8 @@ impl ImrDtm {
             fg_credit: false,
             count_at_arrival: p.choice("count_at") == "arrival",
             c: Counters::default(),
-            scratch: vec![],
+            buf: (vec![], vec![]),
+            pieces: vec![],
             sector_bytes: g.sector_bytes() as u64,
         })
     }
@@ -459,31 +463,37 @@ impl ImrDtm {
     /// their offsets in the request); the logical pseudo-tracks touched are
     /// appended to `touched`.
     fn map_range(
-        &mut self,
-        geom: &Geometry,
-        lba: u64,
-        n: u64,
-        out: &mut Vec<HomePiece>,
-        touched: &mut Vec<u64>,
-    ) {
-        let mut home = std::mem::take(&mut self.scratch);
-        self.map_range_with(geom, lba, n, out, touched, &mut home);
-        self.scratch = home;
-    }
-
-    /// [`map_range`](Self::map_range) with a caller's scratch vector.
-    fn map_range_with(
         &self,
         geom: &Geometry,
         lba: u64,
         n: u64,
         out: &mut Vec<HomePiece>,
         touched: &mut Vec<u64>,
-        home: &mut Vec<HomePiece>,
     ) {
-        home.clear();
-        home_pieces(geom, &self.res, lba, n, home);
-        for hp in home.iter() {
+        self.for_mapped(
+            geom,
+            lba,
+            n,
+            |l| {
+                if touched.last() != Some(&l) {
+                    touched.push(l);
+                }
+            },
+            |p| out.push(p),
+        );
+    }
+
+    /// [`map_range`](Self::map_range) without lists: `touched(l)` for the
+    /// logical pseudo-track of each part, `out(p)` for each physical piece, in order.
+    fn for_mapped(
+        &self,
+        geom: &Geometry,
+        lba: u64,
+        n: u64,
+        mut touched: impl FnMut(u64),
+        mut out: impl FnMut(HomePiece),
+    ) {
+        for_home_pieces(geom, &self.res, lba, n, |hp| {
             let space = if geom.kind(hp.at.track) == TrackKind::Bottom {
                 BOTTOM
             } else {
@@ -496,16 +506,14 @@ impl ImrDtm {
                 let (q, within) = (o / self.p, o % self.p);
                 let take = (hp.count as u64 - done).min(self.p - within);
                 let l = self.id(space, q);
-                if touched.last() != Some(&l) {
-                    touched.push(l);
-                }
+                touched(l);
                 let (ss, sq) = self.split_id(self.phys_of(l));
                 let po = sq * self.p + within;
                 let mut k = 0u64;
                 while k < take {
                     let (at, left) = self.spaces[ss].locate(po + k);
                     let c = (take - k).min(left as u64);
-                    out.push(HomePiece {
+                    out(HomePiece {
                         at,
                         count: c as u32,
                         offset: hp.offset + done + k,
@@ -514,7 +522,7 @@ impl ImrDtm {
                 }
                 done += take;
             }
-        }
+        });
     }
 
     /// Algorithm 3's RemapTracks over every zone: plan the interval's swaps.
@@ -784,21 +792,25 @@ impl Layer for ImrDtm {
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        let mut pieces = vec![];
-        self.map_range(&geom, lba.0, n.0, &mut pieces, &mut vec![]);
-        for p in pieces {
-            self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
-        }
-        Ok(())
+        let (mut pieces, mut touched) = std::mem::take(&mut self.buf);
+        pieces.clear();
+        touched.clear();
+        self.map_range(&geom, lba.0, n.0, &mut pieces, &mut touched);
+        let r = pieces
+            .iter()
+            .try_for_each(|p| self.rmw.read(dev, Cause::Host, p.at, p.count, out));
+        self.buf = (pieces, touched);
+        r
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
         self.write_batch(dev, std::slice::from_ref(w))
     }
     fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        let mut pieces: Vec<(HomePiece, usize)> = vec![];
-        let mut buf = vec![];
-        let mut touched = vec![];
+        // Buffers kept between calls (no allocation per write).
+        let mut pieces = std::mem::take(&mut self.pieces);
+        let (mut buf, mut touched) = std::mem::take(&mut self.buf);
+        pieces.clear();
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
             touched.clear();
@@ -808,7 +820,10 @@ impl Layer for ImrDtm {
                 self.count_write(&mut touched);
             }
         }
-        self.rmw.write_pieces(dev, &mut pieces, ws)
+        self.buf = (buf, touched);
+        let r = self.rmw.write_pieces(dev, &mut pieces, ws);
+        self.pieces = pieces;
+        r
     }
     fn host_write_arrived(&mut self, geom: &Geometry, lba: Lba, n: Sectors) {
         if self.count_at_arrival {
@@ -831,21 +846,22 @@ impl Layer for ImrDtm {
         if !self.rmw.busy() {
             return false;
         }
-        let (mut out, mut touched, mut home) = (vec![], vec![], vec![]);
+        let mut wait = false;
         for w in ws {
-            self.map_range_with(
+            self.for_mapped(
                 geom,
                 w.lba.0,
                 w.sectors.0,
-                &mut out,
-                &mut touched,
-                &mut home,
+                |_| {},
+                |p| {
+                    wait = wait
+                        || self
+                            .rmw
+                            .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom);
+                },
             );
         }
-        out.iter().any(|p| {
-            self.rmw
-                .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom)
-        })
+        wait
     }
     fn intervals_completed(&self) -> Option<u64> {
         Some(self.c.plans)

@@ -102,7 +102,7 @@ use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
 use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
-use super::{home_pieces, HomePiece, COUNT_AT};
+use super::{for_home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
 use crate::geometry::{Geometry, TrackKind};
@@ -302,8 +302,10 @@ pub struct ImrFlip {
     count_at_arrival: bool,
     counters: FlipCounters,
     pieces: Vec<(HomePiece, usize)>,
-    /// Scratch for mapping arriving writes.
+    /// Scratch for mapping arriving writes (and a batch's or read's pieces).
     arrival: Vec<HomePiece>,
+    /// Scratch of [`count`](Self::count): the tracks of one request.
+    seen: Vec<(u64, Count)>,
 }
 
 /// The paper's map size: 3 bits per bottom track.
@@ -313,7 +315,7 @@ pub fn map_bytes(geom: &Geometry) -> u64 {
 }
 
 /// Split `[s, s+c)` of a track whose `[a, a+m)` lives at `[to_s, ..)` of track `to`.
-fn split(p: HomePiece, a: u32, m: u32, to: Track, to_s: u32, out: &mut Vec<HomePiece>) {
+fn split(p: HomePiece, a: u32, m: u32, to: Track, to_s: u32, out: &mut impl FnMut(HomePiece)) {
     let (s, e) = (p.at.sector, p.at.sector + p.count);
     let piece = |x: u32, y: u32, at: PhysAddr| HomePiece {
         at,
@@ -321,11 +323,11 @@ fn split(p: HomePiece, a: u32, m: u32, to: Track, to_s: u32, out: &mut Vec<HomeP
         offset: p.offset + (x - s) as u64,
     };
     if s < a.min(e) {
-        out.push(piece(s, a.min(e), p.at));
+        out(piece(s, a.min(e), p.at));
     }
     let (x, y) = (s.max(a), e.min(a + m));
     if x < y {
-        out.push(piece(
+        out(piece(
             x,
             y,
             PhysAddr {
@@ -336,7 +338,7 @@ fn split(p: HomePiece, a: u32, m: u32, to: Track, to_s: u32, out: &mut Vec<HomeP
     }
     let x = s.max(a + m);
     if x < e {
-        out.push(piece(
+        out(piece(
             x,
             e,
             PhysAddr {
@@ -397,6 +399,7 @@ impl ImrFlip {
             counters: FlipCounters::default(),
             pieces: vec![],
             arrival: vec![],
+            seen: vec![],
         })
     }
 
@@ -456,9 +459,9 @@ impl ImrFlip {
     }
 
     /// Map a home piece to the physical pieces holding it, in sector order.
-    fn map_piece(&self, geom: &Geometry, p: HomePiece, out: &mut Vec<HomePiece>) {
+    fn map_piece(&self, geom: &Geometry, p: HomePiece, out: &mut impl FnMut(HomePiece)) {
         if self.flipped_now == 0 {
-            out.push(p);
+            out(p);
             return;
         }
         match geom.kind(p.at.track) {
@@ -467,34 +470,34 @@ impl ImrFlip {
                     let s = swap_of(geom, p.at.track, f);
                     split(p, s.lo, s.m, s.top, 0, out);
                 }
-                None => out.push(p),
+                None => out(p),
             },
             _ => match self.top_partner(geom, p.at.track) {
                 Some((b, f)) => {
                     let s = swap_of(geom, b, f);
                     split(p, 0, s.m, b, s.lo, out);
                 }
-                None => out.push(p),
+                None => out(p),
             },
         }
     }
 
     /// Host `[lba, lba+n)` as physical pieces.
     fn phys_pieces(&self, geom: &Geometry, lba: u64, n: u64, out: &mut Vec<HomePiece>) {
-        if self.flipped_now == 0 {
-            home_pieces(geom, &self.res, lba, n, out);
-            return;
-        }
-        let mut home = vec![];
-        home_pieces(geom, &self.res, lba, n, &mut home);
-        for p in home {
-            self.map_piece(geom, p, out);
-        }
+        self.for_phys_pieces(geom, lba, n, |p| out.push(p));
+    }
+
+    /// Call `f` for each physical piece of host `[lba, lba+n)`, in order
+    /// ([`phys_pieces`](Self::phys_pieces) without a list).
+    fn for_phys_pieces(&self, geom: &Geometry, lba: u64, n: u64, mut f: impl FnMut(HomePiece)) {
+        for_home_pieces(geom, &self.res, lba, n, |p| self.map_piece(geom, p, &mut f));
     }
 
     /// Count one write request that landed on `pieces` (physical).
     fn count(&mut self, geom: &Geometry, pieces: &[HomePiece]) {
-        let mut seen: Vec<(u64, Count)> = Vec::with_capacity(pieces.len());
+        // Per track of the request (a reused buffer: no allocation per write).
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.clear();
         for p in pieces {
             let t = p.at.track;
             let mut c = Count {
@@ -530,13 +533,14 @@ impl ImrFlip {
                 None => seen.push((t.0, c)),
             }
         }
-        for (t, c) in seen {
+        for &(t, c) in &seen {
             let e = self.counts.entry(t).or_default();
             e.n += c.n;
             e.head += c.head;
             e.tail += c.tail;
             e.swapped += c.swapped;
         }
+        self.seen = seen;
     }
 
     /// Whether top track `p` may take part in a new flip.
@@ -620,9 +624,13 @@ impl ImrFlip {
     fn boundary(&mut self, geom: &Geometry) {
         self.writes_in_interval = 0;
         self.counters.intervals += 1;
-        let counts = std::mem::take(&mut self.counts);
+        let mut counts = std::mem::take(&mut self.counts);
         self.overdue = self.pending.len() + self.current.is_some() as usize;
         let plan = self.plan(geom, &counts);
+        // The next interval counts in the same map (no regrowing it every
+        // interval; `plan` sorts what it takes, so the map's order is moot).
+        counts.clear();
+        self.counts = counts;
         self.counters.planned += plan.len() as u64;
         self.pending.extend(plan);
     }
@@ -787,12 +795,14 @@ impl Layer for ImrFlip {
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        let mut pieces = vec![];
+        let mut pieces = std::mem::take(&mut self.arrival);
+        pieces.clear();
         self.phys_pieces(&geom, lba.0, n.0, &mut pieces);
-        for p in pieces {
-            self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
-        }
-        Ok(())
+        let r = pieces
+            .iter()
+            .try_for_each(|p| self.rmw.read(dev, Cause::Host, p.at, p.count, out));
+        self.arrival = pieces;
+        r
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
         self.write_batch(dev, std::slice::from_ref(w))
@@ -802,7 +812,7 @@ impl Layer for ImrFlip {
         let geom = dev.geometry_arc();
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
-        let mut buf = vec![];
+        let mut buf = std::mem::take(&mut self.arrival);
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
             self.phys_pieces(&geom, w.lba.0, w.sectors.0, &mut buf);
@@ -811,6 +821,7 @@ impl Layer for ImrFlip {
             }
             pieces.extend(buf.iter().map(|&p| (p, i)));
         }
+        self.arrival = buf;
         let result = self.rmw.write_pieces(dev, &mut pieces, ws);
         self.pieces = pieces;
         result
@@ -835,14 +846,16 @@ impl Layer for ImrFlip {
         if !self.rmw.busy() {
             return false;
         }
-        let mut pieces = vec![];
+        let mut wait = false;
         for w in ws {
-            self.phys_pieces(geom, w.lba.0, w.sectors.0, &mut pieces);
+            self.for_phys_pieces(geom, w.lba.0, w.sectors.0, |p| {
+                wait = wait
+                    || self
+                        .rmw
+                        .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom);
+            });
         }
-        pieces.iter().any(|p| {
-            self.rmw
-                .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom)
-        })
+        wait
     }
     fn intervals_completed(&self) -> Option<u64> {
         Some(self.counters.intervals)

@@ -43,9 +43,21 @@ pub struct HomePiece {
 
 /// Split host `[lba, lba+n)` into per-track pieces at their home locations.
 pub fn home_pieces(geom: &Geometry, res: &Reserved, lba: u64, n: u64, out: &mut Vec<HomePiece>) {
+    for_home_pieces(geom, res, lba, n, |p| out.push(p));
+}
+
+/// Call `f` for each per-track piece of host `[lba, lba+n)` at its home
+/// location, in order ([`home_pieces`] without a list).
+pub fn for_home_pieces(
+    geom: &Geometry,
+    res: &Reserved,
+    lba: u64,
+    n: u64,
+    mut f: impl FnMut(HomePiece),
+) {
     res.for_home_pieces(lba, n, |home, count, off| {
         geom.for_home_extents(Lba(home), crate::units::Sectors(count), |at, c, l| {
-            out.push(HomePiece {
+            f(HomePiece {
                 at,
                 count: c,
                 offset: off + (l.0 - home),
@@ -62,13 +74,15 @@ pub fn read_home_mapped(
     n: u64,
     out: &mut Vec<Token>,
 ) -> SimResult<()> {
+    // Each piece is read as it is found (no list of pieces per read).
     let geom = dev.geometry_arc();
-    let mut pieces = vec![];
-    home_pieces(&geom, res, lba, n, &mut pieces);
-    for p in pieces {
-        dev.read(Cause::Host, p.at, p.count, out)?;
-    }
-    Ok(())
+    let mut r = Ok(());
+    for_home_pieces(&geom, res, lba, n, |p| {
+        if r.is_ok() {
+            r = dev.read(Cause::Host, p.at, p.count, out).map(|_| ());
+        }
+    });
+    r
 }
 
 /// The top tracks next to bottom track `t` (one or two).

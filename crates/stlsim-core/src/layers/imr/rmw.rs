@@ -138,6 +138,22 @@ pub struct RmwEngine {
     pub in_flight: Option<Relocation>,
     /// Host-read pieces served from a move's memory buffer.
     pub reads_from_move_buffer: u64,
+    /// Reused buffers of [`write_track`](Self::write_track) and
+    /// [`write_group`](Self::write_group) (no allocation per write).
+    scratch: RmwScratch,
+}
+
+/// Buffers an RMW reuses from one write to the next.
+#[derive(Debug, Default)]
+struct RmwScratch {
+    /// The neighbour spans to save.
+    spans: Vec<Saved>,
+    /// One neighbour's overlapped spans, before merging.
+    overlaps: Vec<(u32, u32)>,
+    /// The saved sectors' tokens (data carried only).
+    saved: Vec<Token>,
+    /// A group's pieces.
+    parts: Vec<HomePiece>,
 }
 
 impl RmwEngine {
@@ -150,6 +166,7 @@ impl RmwEngine {
             counters: RmwCounters::default(),
             in_flight: None,
             reads_from_move_buffer: 0,
+            scratch: RmwScratch::default(),
         }
     }
 
@@ -271,17 +288,23 @@ impl RmwEngine {
             return Ok(());
         }
         // Spans of each neighbour overlapped by any piece, merged where they touch.
-        let mut spans: Vec<Saved> = vec![];
+        let mut spans = std::mem::take(&mut self.scratch.spans);
+        let mut s = std::mem::take(&mut self.scratch.overlaps);
+        let mut saved = std::mem::take(&mut self.scratch.saved);
+        spans.clear();
+        saved.clear();
         for nb in top_neighbours(&geom, track) {
             if self.skip_empty && !self.holds_data(dev, nb) {
                 continue;
             }
-            let mut s: Vec<(u32, u32)> = pieces
-                .iter()
-                .map(|p| geom.overlap_span(track, p.at.sector, p.count, nb))
-                .collect();
+            s.clear();
+            s.extend(
+                pieces
+                    .iter()
+                    .map(|p| geom.overlap_span(track, p.at.sector, p.count, nb)),
+            );
             s.sort_unstable();
-            for (lo, hi) in s {
+            for &(lo, hi) in &s {
                 match spans.last_mut() {
                     Some(last) if last.track == nb && last.sector + last.count >= lo => {
                         last.count = last.count.max(hi - last.sector);
@@ -294,8 +317,27 @@ impl RmwEngine {
                 }
             }
         }
-        let mut saved: Vec<Token> = vec![];
-        for s in &spans {
+        let r = self.rmw_spans(dev, track, pieces, &spans, &mut saved, data, cause);
+        self.scratch.spans = spans;
+        self.scratch.overlaps = s;
+        self.scratch.saved = saved;
+        r
+    }
+
+    /// [`write_track`](Self::write_track) on a bottom track, once the
+    /// neighbour `spans` to save are known: read, save, write, restore.
+    #[allow(clippy::too_many_arguments)]
+    fn rmw_spans<'a>(
+        &mut self,
+        dev: &mut Device,
+        track: Track,
+        pieces: &[HomePiece],
+        spans: &[Saved],
+        saved: &mut Vec<Token>,
+        data: impl Fn(&HomePiece) -> &'a [Token],
+        cause: impl Fn(&HomePiece) -> Cause,
+    ) -> SimResult<()> {
+        for s in spans {
             dev.read(
                 Cause::Rmw,
                 PhysAddr {
@@ -303,20 +345,20 @@ impl RmwEngine {
                     sector: s.sector,
                 },
                 s.count,
-                &mut saved,
+                saved,
             )?;
         }
         if spans.is_empty() {
             self.counters.rmw_skipped_empty += 1;
         } else {
-            self.backup.save(dev, &spans, &saved)?;
+            self.backup.save(dev, spans, saved)?;
             self.counters.rmws += 1;
         }
         for p in pieces {
             dev.write(cause(p), p.at, p.count, data(p))?;
         }
         let mut off = 0usize;
-        for s in &spans {
+        for s in spans {
             let chunk = if saved.is_empty() {
                 &[][..]
             } else {
@@ -348,15 +390,19 @@ impl RmwEngine {
         group: &[(HomePiece, usize)],
         ws: &[WriteReq],
     ) -> SimResult<()> {
-        let parts: Vec<HomePiece> = group.iter().map(|x| x.0).collect();
+        let mut parts = std::mem::take(&mut self.scratch.parts);
+        parts.clear();
+        parts.extend(group.iter().map(|x| x.0));
         let owner = |p: &HomePiece| group[parts.iter().position(|q| q == p).unwrap_or(0)].1;
-        self.write_track(
+        let r = self.write_track(
             dev,
             track,
             &parts,
             |p| piece_data(&ws[owner(p)], p),
             |p| ws[owner(p)].cause,
-        )
+        );
+        self.scratch.parts = parts;
+        r
     }
 
     /// Write every piece of a batch, one physical track at a time (sorts `pieces`).
@@ -453,6 +499,8 @@ pub struct ImrRmw {
     res: Reserved,
     rmw: RmwEngine,
     pieces: Vec<(HomePiece, usize)>,
+    /// One write's pieces (reused buffer).
+    buf: Vec<HomePiece>,
 }
 
 impl ImrRmw {
@@ -463,6 +511,7 @@ impl ImrRmw {
             res,
             rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
             pieces: vec![],
+            buf: vec![],
         })
     }
 }
@@ -492,8 +541,8 @@ impl Layer for ImrRmw {
     fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
         let geom = dev.geometry_arc();
         let mut pieces = std::mem::take(&mut self.pieces);
+        let mut buf = std::mem::take(&mut self.buf);
         pieces.clear();
-        let mut buf = vec![];
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
             home_pieces(&geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
@@ -501,6 +550,7 @@ impl Layer for ImrRmw {
         }
         let result = self.rmw.write_pieces(dev, &mut pieces, ws);
         self.pieces = pieces;
+        self.buf = buf;
         result
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {

@@ -109,7 +109,7 @@ use super::relocation::{track_rmw_steps, Relocation, Step};
 use super::rmw::{
     for_track_groups, piece_data, sort_by_location, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY,
 };
-use super::{home_pieces, HomePiece, COUNT_AT};
+use super::{for_home_pieces, home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
 use crate::geometry::{Geometry, TrackKind};
@@ -267,7 +267,17 @@ pub struct TrackCache {
     pieces: Vec<(HomePiece, usize)>,
     /// Scratch for mapping arriving writes.
     arrival: Vec<HomePiece>,
+    /// Scratch for a read's or a write's home pieces.
+    read_pieces: Vec<HomePiece>,
+    /// Scratch for a slot's extents.
+    ext: Vec<(PhysAddr, u32)>,
+    /// Scratch of the interval's plan: track counts, the hottest, the victims.
+    plan_scratch: PlanScratch,
 }
+
+/// Lists [`TrackCache`]'s plan reuses: track counts, the hottest tracks,
+/// the eviction victims.
+type PlanScratch = (Vec<(u64, u64)>, Vec<(u64, u64)>, Vec<(u64, u64, u64)>);
 
 /// Place runs of `len` groups wanted at `want` groups without overlap on a
 /// drive of `groups` groups: sweep up from the wanted starts, then down from
@@ -442,6 +452,9 @@ impl TrackCache {
             counters: Counters::default(),
             pieces: vec![],
             arrival: vec![],
+            read_pieces: vec![],
+            ext: vec![],
+            plan_scratch: Default::default(),
         })
     }
 
@@ -468,6 +481,12 @@ impl TrackCache {
     /// The physical extents of sectors `[off, off+n)` of slot `s`.
     fn extents(&self, s: u32, off: u64, n: u64, out: &mut Vec<(PhysAddr, u32)>) {
         out.clear();
+        self.for_extents(s, off, n, |at, c| out.push((at, c)));
+    }
+
+    /// Call `f` with each physical extent of sectors `[off, off+n)` of slot
+    /// `s`, in order ([`extents`](Self::extents) without a list).
+    fn for_extents(&self, s: u32, off: u64, n: u64, mut f: impl FnMut(PhysAddr, u32)) {
         let slot = self.slots[s as usize];
         let run = &self.runs[slot.run];
         let mut cur = slot.base + off;
@@ -475,22 +494,22 @@ impl TrackCache {
         while cur < end {
             let i = run.start.partition_point(|&x| x <= cur) - 1;
             let take = end.min(run.start[i + 1]) - cur;
-            out.push((
+            f(
                 PhysAddr {
                     track: run.tracks[i],
                     sector: (cur - run.start[i]) as u32,
                 },
                 take as u32,
-            ));
+            );
             cur += take;
         }
     }
 
     /// Where slot `s`'s header lies.
     fn header_at(&self, s: u32) -> PhysAddr {
-        let mut v = vec![];
-        self.extents(s, self.slot_len - 1, 1, &mut v);
-        v[0].0
+        let mut at = None;
+        self.for_extents(s, self.slot_len - 1, 1, |a, _| at = at.or(Some(a)));
+        at.expect("a slot's last sector lies on a cache track")
     }
 
     fn store(&mut self, dev: &Device) -> Option<&mut MapStore> {
@@ -512,12 +531,14 @@ impl TrackCache {
         n: u64,
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
-        let mut ext = vec![];
+        // The extents go in a buffer kept between calls (no allocation per read).
+        let mut ext = std::mem::take(&mut self.ext);
         self.extents(s, off, n, &mut ext);
-        for (at, c) in ext {
-            self.rmw.read(dev, cause, at, c, out)?;
-        }
-        Ok(())
+        let r = ext
+            .iter()
+            .try_for_each(|&(at, c)| self.rmw.read(dev, cause, at, c, out).map(|_| ()));
+        self.ext = ext;
+        r
     }
 
     /// Write sectors of slot `s` in place (no read-modify-write: cache tracks have no live neighbours).
@@ -530,19 +551,22 @@ impl TrackCache {
         n: u64,
         data: &[Token],
     ) -> SimResult<()> {
-        let mut ext = vec![];
-        self.extents(s, off, n, &mut ext);
+        // Each extent is written as it is found (no list per write).
         let mut done = 0usize;
-        for (at, c) in ext {
+        let mut r = Ok(());
+        self.for_extents(s, off, n, |at, c| {
+            if r.is_err() {
+                return;
+            }
             let chunk = if data.is_empty() {
                 &[][..]
             } else {
                 &data[done..done + c as usize]
             };
-            dev.write(cause, at, c, chunk)?;
+            r = dev.write(cause, at, c, chunk).map(|_| ());
             done += c as usize;
-        }
-        Ok(())
+        });
+        r
     }
 
     /// A free slot, in the run nearest home track `t`.
@@ -727,7 +751,9 @@ impl TrackCache {
     fn make_plan(&mut self) {
         let mut log = std::mem::take(&mut self.track_log);
         log.sort_unstable();
-        let mut counts: Vec<(u64, u64)> = vec![];
+        // Lists kept from one interval to the next (no regrowing them every interval).
+        let (mut counts, mut hottest, mut victims) = std::mem::take(&mut self.plan_scratch);
+        counts.clear();
         for &t in &log {
             match counts.last_mut() {
                 Some((lt, c)) if *lt == t as u64 => *c += 1,
@@ -742,16 +768,18 @@ impl TrackCache {
                 .map(|i| counts[i].1)
                 .unwrap_or(0)
         };
-        let mut hottest = counts.clone();
+        hottest.clear();
+        hottest.extend_from_slice(&counts);
         hottest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         hottest.truncate(self.slots.len());
         // Cached tracks, coldest first (ties: promoted earliest).
-        let mut victims: Vec<(u64, u64, u64)> = self
-            .slot_home
-            .iter()
-            .flatten()
-            .map(|&(t, seq)| (count_of(t), seq, t))
-            .collect();
+        victims.clear();
+        victims.extend(
+            self.slot_home
+                .iter()
+                .flatten()
+                .map(|&(t, seq)| (count_of(t), seq, t)),
+        );
         victims.sort_unstable();
         let mut free = self.slot_home.iter().filter(|s| s.is_none()).count();
         let mut vi = 0;
@@ -771,6 +799,7 @@ impl TrackCache {
             }
             self.plan.push_back(Move::Promote(t));
         }
+        self.plan_scratch = (counts, hottest, victims);
         self.counters.intervals += 1;
         self.counters.planned_moves += self.plan.len() as u64;
         self.writes_in_interval = 0;
@@ -905,9 +934,10 @@ impl Layer for TrackCache {
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
         let geom = dev.geometry_arc();
-        let mut pieces = vec![];
+        let mut pieces = std::mem::take(&mut self.read_pieces);
+        pieces.clear();
         home_pieces(&geom, &self.res, lba.0, n.0, &mut pieces);
-        for p in pieces {
+        let r = pieces.iter().try_for_each(|p| {
             match self.cached.get(&p.at.track.0).copied() {
                 Some(s) => {
                     self.read_slot(dev, Cause::Host, s, p.at.sector as u64, p.count as u64, out)?;
@@ -917,8 +947,10 @@ impl Layer for TrackCache {
                     self.rmw.read(dev, Cause::Host, p.at, p.count, out)?;
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        });
+        self.read_pieces = pieces;
+        r
     }
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
         self.write_batch(dev, std::slice::from_ref(w))
@@ -927,7 +959,7 @@ impl Layer for TrackCache {
         let geom = dev.geometry_arc();
         let mut pieces = std::mem::take(&mut self.pieces);
         pieces.clear();
-        let mut buf = vec![];
+        let mut buf = std::mem::take(&mut self.read_pieces);
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
             home_pieces(&geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
@@ -936,6 +968,7 @@ impl Layer for TrackCache {
                 self.count_write(&buf, &geom);
             }
         }
+        self.read_pieces = buf;
         sort_by_location(&mut pieces);
         let result = for_track_groups(&pieces, |t, group| match self.cached.get(&t.0).copied() {
             Some(s) => {
@@ -976,25 +1009,26 @@ impl Layer for TrackCache {
         if !self.rmw.busy() {
             return false;
         }
-        let mut pieces = vec![];
-        let mut ext = vec![];
+        // Without lists of pieces or extents (no allocation per write).
+        let mut wait = false;
         for w in ws {
-            pieces.clear();
-            home_pieces(geom, &self.res, w.lba.0, w.sectors.0, &mut pieces);
-            for p in &pieces {
-                let wait = match self.cached.get(&p.at.track.0) {
-                    Some(&s) => {
-                        self.extents(s, p.at.sector as u64, p.count as u64, &mut ext);
-                        ext.iter()
-                            .any(|(at, _)| self.rmw.must_wait(at.track, false))
-                    }
-                    None => self
-                        .rmw
-                        .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom),
-                };
-                if wait {
-                    return true;
-                }
+            for_home_pieces(geom, &self.res, w.lba.0, w.sectors.0, |p| {
+                wait = wait
+                    || match self.cached.get(&p.at.track.0) {
+                        Some(&s) => {
+                            let mut any = false;
+                            self.for_extents(s, p.at.sector as u64, p.count as u64, |at, _| {
+                                any = any || self.rmw.must_wait(at.track, false);
+                            });
+                            any
+                        }
+                        None => self
+                            .rmw
+                            .must_wait(p.at.track, geom.kind(p.at.track) == TrackKind::Bottom),
+                    };
+            });
+            if wait {
+                return true;
             }
         }
         false

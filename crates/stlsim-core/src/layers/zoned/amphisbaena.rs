@@ -73,7 +73,7 @@ use crate::geometry::Geometry;
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use classifier::{Admit, Roles, Window};
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 const TAG_HFB: u8 = 1;
 const TAG_LFB: u8 = 2;
@@ -183,9 +183,25 @@ pub struct Amphisbaena {
     nchunks: u64,
     kind: Vec<Kind>,
     cmt: Vec<Option<Cmt>>,
-    /// The chunk location tree: (zone, chunk number) -> chunk.
-    clt: BTreeMap<(u64, u64), u32>,
-    zone_chunks: FxHashMap<u64, BTreeSet<u32>>,
+    /// The chunk location tree: (zone, chunk number) -> chunk (a hash map:
+    /// only looked up, never walked in order).
+    clt: FxHashMap<(u64, u64), u32>,
+    /// The mapped chunks of each native zone, in order (a sorted list: a
+    /// zone has few, and unlike a `BTreeSet` it allocates nothing as chunks
+    /// come and go once emptied lists are reused).
+    zone_chunks: FxHashMap<u64, Vec<u32>>,
+    /// Emptied lists of `zone_chunks`, and valid-block maps of unmapped
+    /// chunks, kept for reuse.
+    spare_chunk_lists: Vec<Vec<u32>>,
+    spare_valid: Vec<Vec<u64>>,
+    /// A finished write-back's victim list, and the blocks of one bulk
+    /// eviction (lists reused).
+    spare_victims: Vec<(u32, u32)>,
+    same: Vec<u64>,
+    /// Scratch of `needs`: the chunks a write would map.
+    new_chunks: std::cell::RefCell<Vec<(u64, u64)>>,
+    /// Scratch of `reallocate`: unused reallocated chunks, a chunk's used slots.
+    period_scratch: (Vec<u32>, Vec<u32>),
     hfb_free: Vec<u32>,
     hfb_chunks: u64,
     lfb_free: Vec<u32>,
@@ -233,8 +249,14 @@ impl Amphisbaena {
             nchunks,
             kind: vec![Kind::Free; nchunks as usize],
             cmt: vec![None; nchunks as usize],
-            clt: BTreeMap::new(),
+            clt: FxHashMap::default(),
             zone_chunks: FxHashMap::default(),
+            spare_chunk_lists: vec![],
+            spare_valid: vec![],
+            spare_victims: vec![],
+            same: vec![],
+            new_chunks: Default::default(),
+            period_scratch: Default::default(),
             hfb_free: vec![],
             hfb_chunks: 0,
             lfb_free: vec![],
@@ -293,16 +315,27 @@ impl Amphisbaena {
     fn map_chunk(&mut self, z: u64, cn: u64) -> Option<u32> {
         let k = self.lfb_free.pop()?;
         self.kind[k as usize] = Kind::Lfb;
+        let mut valid = self.spare_valid.pop().unwrap_or_default();
+        valid.clear();
+        valid.resize(self.c.div_ceil(64) as usize, 0);
         self.cmt[k as usize] = Some(Cmt {
             zone: z,
             chunk_num: cn,
             min_off: u32::MAX,
             max_off: 0,
-            valid: vec![0; self.c.div_ceil(64) as usize],
+            valid,
             count: 0,
         });
         self.clt.insert((z, cn), k);
-        self.zone_chunks.entry(z).or_default().insert(k);
+        let spare = &mut self.spare_chunk_lists;
+        let list = self.zone_chunks.entry(z).or_insert_with(|| {
+            let mut v = spare.pop().unwrap_or_default();
+            v.clear();
+            v
+        });
+        if let Err(i) = list.binary_search(&k) {
+            list.insert(i, k);
+        }
         Some(k)
     }
 
@@ -331,12 +364,17 @@ impl Amphisbaena {
         }
         if e.count == 0 {
             let (z, cn) = (e.zone, e.chunk_num);
-            self.cmt[k as usize] = None;
+            if let Some(e) = self.cmt[k as usize].take() {
+                self.spare_valid.push(e.valid);
+            }
             self.clt.remove(&(z, cn));
             if let Some(set) = self.zone_chunks.get_mut(&z) {
-                set.remove(&k);
+                if let Ok(i) = set.binary_search(&k) {
+                    set.remove(i);
+                }
                 if set.is_empty() {
-                    self.zone_chunks.remove(&z);
+                    let set = self.zone_chunks.remove(&z).expect("present");
+                    self.spare_chunk_lists.push(set);
                 }
             }
             self.kind[k as usize] = Kind::Free;
@@ -357,8 +395,15 @@ impl Amphisbaena {
         }
     }
 
-    /// The write's demand: (hot label, force to LFB, new HFB slots, new LFB chunks).
-    fn demand(&self, buf: &Buffer, lba: u64, n: u64) -> (bool, bool, u64, BTreeSet<(u64, u64)>) {
+    /// The write's demand: (hot label, force to LFB, new HFB slots); the
+    /// LFB chunks it would map are appended to `chunks` (repeats included).
+    fn demand(
+        &self,
+        buf: &Buffer,
+        lba: u64,
+        n: u64,
+        chunks: &mut Vec<(u64, u64)>,
+    ) -> (bool, bool, u64) {
         // The rest of a write placed in rounds keeps the labels of its first round.
         let (hot, force) = if self.rest == Some((lba, n)) {
             self.label
@@ -369,7 +414,7 @@ impl Amphisbaena {
                 .count() as u64;
             (hot, new_h > self.hfb_chunks * self.c / 2)
         };
-        let (mut need_h, mut chunks) = (0, BTreeSet::new());
+        let mut need_h = 0;
         for h in lba..lba + n {
             match self.roles.admits(h, hot) {
                 Admit::HfbResident => {}
@@ -377,26 +422,31 @@ impl Amphisbaena {
                 _ => {
                     let (z, cn, _) = self.locate(buf, h);
                     if !self.clt.contains_key(&(z, cn)) {
-                        chunks.insert((z, cn));
+                        chunks.push((z, cn));
                     }
                 }
             }
         }
-        (hot, force, need_h, chunks)
+        (hot, force, need_h)
     }
 
+    /// New HFB slots and distinct new LFB chunks the writes `ws` need.
     fn needs(&self, buf: &Buffer, ws: &[(u64, u64)]) -> (u64, u64) {
-        let (mut h, mut chunks) = (0, BTreeSet::new());
+        // The chunks in a list reused between calls (no set per write).
+        let mut chunks = self.new_chunks.borrow_mut();
+        chunks.clear();
+        let mut h = 0;
         for &(l, n) in ws {
-            let (_, _, nh, c) = self.demand(buf, l, n);
+            let (_, _, nh) = self.demand(buf, l, n, &mut chunks);
             h += nh;
-            chunks.extend(c);
         }
+        chunks.sort_unstable();
+        chunks.dedup();
         (h, chunks.len() as u64)
     }
 
     /// Equations 3 and 4: the weight of native zone `z`'s LFB blocks as a victim.
-    fn weight(&self, buf: &Buffer, dev: &Device, z: u64, chunks: &BTreeSet<u32>) -> f64 {
+    fn weight(&self, buf: &Buffer, dev: &Device, z: u64, chunks: &[u32]) -> f64 {
         let wp = buf.zones.wp_off(dev, z);
         let (mut n, mut first, mut last) = (0u64, u64::MAX, 0u64);
         for &k in chunks {
@@ -424,7 +474,8 @@ impl Amphisbaena {
         let Some((_, z)) = best else {
             return Work::None;
         };
-        let mut victims = vec![];
+        let mut victims = std::mem::take(&mut self.spare_victims);
+        victims.clear();
         for &k in &self.zone_chunks[&z] {
             let e = self.cmt[k as usize].as_ref().expect("mapped");
             for i in 0..self.c as usize {
@@ -461,20 +512,19 @@ impl Amphisbaena {
                 None => return self.gc(buf, dev),
             },
         };
-        let same: Vec<u64> = self
-            .roles
-            .filter_lru()
-            .filter(|&b| {
-                let (bz, bcn, _) = self.locate(buf, b);
-                (bz, bcn) == (z, cn)
-            })
-            .collect();
+        let mut same = std::mem::take(&mut self.same);
+        same.clear();
+        same.extend(self.roles.filter_lru().filter(|&b| {
+            let (bz, bcn, _) = self.locate(buf, b);
+            (bz, bcn) == (z, cn)
+        }));
         if same.len() > 1 {
             self.counts.bulk_evictions += 1;
         }
-        for b in same {
+        for &b in &same {
             self.plan_eviction(buf, b, chunk);
         }
+        self.same = same;
         self.moves
             .pop_front()
             .map(|(from, to)| Work::Move { from, to })
@@ -495,22 +545,27 @@ impl Amphisbaena {
     fn reallocate(&mut self, buf: &Buffer) {
         self.counts.reallocation_periods += 1;
         // Chunks that saw a whole period without a write hit go back to the LFB.
-        let unused: Vec<u32> = self
-            .reallocated
-            .iter()
-            .filter(|(_, &hit)| hit == Some(false))
-            .map(|(&k, _)| k)
-            .collect();
-        for k in unused {
+        // Lists reused from one period to the next.
+        let (mut unused, mut used) = std::mem::take(&mut self.period_scratch);
+        unused.clear();
+        unused.extend(
+            self.reallocated
+                .iter()
+                .filter(|(_, &hit)| hit == Some(false))
+                .map(|(&k, _)| k),
+        );
+        for &k in &unused {
             if self.hfb_chunks <= self.min_chunks {
                 break;
             }
             let c = self.c;
             let base = k as u64 * c;
-            let used: Vec<u32> = (base..base + c)
-                .map(|s| s as u32)
-                .filter(|&s| buf.owner(s).is_some())
-                .collect();
+            used.clear();
+            used.extend(
+                (base..base + c)
+                    .map(|s| s as u32)
+                    .filter(|&s| buf.owner(s).is_some()),
+            );
             let free_elsewhere = self
                 .hfb_free
                 .iter()
@@ -529,12 +584,13 @@ impl Amphisbaena {
                 self.lfb_free.push(k);
             } else {
                 self.kind[k as usize] = Kind::Returning;
-                for s in used {
+                for &s in &used {
                     let to = self.hfb_free.pop().expect("counted");
                     self.moves.push_back((s, to));
                 }
             }
         }
+        self.period_scratch = (unused, used);
         for hit in self.reallocated.values_mut() {
             *hit = Some(false);
         }
@@ -570,7 +626,10 @@ impl Placement for Amphisbaena {
         out: &mut Vec<(u32, u64)>,
     ) -> SimResult<u64> {
         if first {
-            let (hot, force, _, _) = self.demand(buf, lba, n);
+            let mut chunks = std::mem::take(&mut *self.new_chunks.borrow_mut());
+            chunks.clear();
+            let (hot, force, _) = self.demand(buf, lba, n, &mut chunks);
+            *self.new_chunks.borrow_mut() = chunks;
             self.label = (hot, force);
             self.window.push(n);
             if force {
@@ -659,6 +718,9 @@ impl Placement for Amphisbaena {
         Work::None
     }
 
+    fn recycle(&mut self, victims: Vec<(u32, u32)>) {
+        self.spare_victims = victims;
+    }
     fn work_done(&mut self, buf: &Buffer, work: &Work) {
         match *work {
             Work::Move { from, .. } => {
@@ -740,12 +802,12 @@ impl Placement for Amphisbaena {
     fn abortable(&self) -> bool {
         self.gc_abort
     }
-    fn cuts(&self, victims: &[(u32, u32)]) -> Vec<usize> {
-        let mut v: Vec<usize> = (1..victims.len())
-            .filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c)
-            .collect();
+    fn cuts(&self, victims: &[(u32, u32)], v: &mut Vec<usize>) {
+        v.extend(
+            (1..victims.len())
+                .filter(|&i| victims[i].0 as u64 / self.c != victims[i - 1].0 as u64 / self.c),
+        );
         v.push(victims.len());
-        v
     }
     fn write_tag(&self, slot: u32) -> u8 {
         if self.is_hfb_slot(slot) {

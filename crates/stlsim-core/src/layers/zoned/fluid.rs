@@ -93,6 +93,8 @@ pub struct Fluid {
     loops_since_writeback: u64,
     looped: u64,
     looped_free: u64,
+    /// A finished write-back's victim list, filled again for the next.
+    spare: Vec<(u32, u32)>,
 }
 
 impl Fluid {
@@ -109,6 +111,7 @@ impl Fluid {
             loops_since_writeback: 0,
             looped: 0,
             looped_free: 0,
+            spare: vec![],
         }
     }
 
@@ -196,8 +199,12 @@ impl Placement for Fluid {
             self.head = (self.head + 1) % self.slots;
             return Work::Move { from, to };
         }
-        let victims: Vec<(u32, u32)> = buf.zone_victims(nz);
+        let mut victims = std::mem::take(&mut self.spare);
+        buf.zone_victims_into(nz, &mut victims);
         Work::WriteBack(nz, victims)
+    }
+    fn recycle(&mut self, victims: Vec<(u32, u32)>) {
+        self.spare = victims;
     }
     fn work_done(&mut self, buf: &Buffer, work: &Work) {
         if let Work::WriteBack(nz, _) = work {

@@ -68,6 +68,10 @@ pub struct Skylight {
     part_slots: u64,
     fill: Vec<u64>,
     live: Vec<u64>,
+    /// A finished write-back's victim list, filled again for the next.
+    spare: Vec<(u32, u32)>,
+    /// Scratch of `demand`: (part, blocks).
+    demand: std::cell::RefCell<Vec<(usize, u64)>>,
 }
 
 impl Skylight {
@@ -77,6 +81,8 @@ impl Skylight {
             part_slots: slots / parts,
             fill: vec![0; parts as usize],
             live: vec![0; parts as usize],
+            spare: vec![],
+            demand: Default::default(),
         }
     }
 
@@ -84,8 +90,11 @@ impl Skylight {
         ((nz.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % self.fill.len() as u64) as usize
     }
 
-    fn demand(&self, buf: &Buffer, ws: &[(u64, u64)]) -> Vec<(usize, u64)> {
-        let mut d: Vec<(usize, u64)> = vec![];
+    /// Blocks `ws` would add to each part, in a list reused between calls
+    /// (no allocation per write).
+    fn demand(&self, buf: &Buffer, ws: &[(u64, u64)]) -> std::cell::RefMut<'_, Vec<(usize, u64)>> {
+        let mut d = self.demand.borrow_mut();
+        d.clear();
         for &(l, n) in ws {
             for h in l..l + n {
                 let p = self.part_of(buf.zones.split(h).0);
@@ -134,27 +143,30 @@ impl Placement for Skylight {
         _dev: &crate::device::Device,
         waiting: &[(u64, u64)],
     ) -> Work {
-        let short: Vec<usize> = self
-            .demand(buf, waiting)
-            .into_iter()
-            .filter(|&(p, k)| self.fill[p] + k > self.part_slots)
-            .map(|(p, _)| p)
-            .collect();
-        for p in short {
+        // The parts short of room (decided before any is emptied below).
+        let mut d = std::mem::take(&mut *self.demand(buf, waiting));
+        d.retain(|&(p, k)| self.fill[p] + k > self.part_slots);
+        let mut work = Work::None;
+        for &(p, _) in d.iter() {
             let zone = buf
                 .zones_buffered()
-                .filter(|(nz, _)| self.part_of(**nz) == p)
-                .map(|(nz, _)| *nz)
+                .filter(|&nz| self.part_of(nz) == p)
                 .min();
             match zone {
                 Some(nz) => {
-                    let victims = buf.zone_victims(nz);
-                    return Work::WriteBack(nz, victims);
+                    let mut victims = std::mem::take(&mut self.spare);
+                    buf.zone_victims_into(nz, &mut victims);
+                    work = Work::WriteBack(nz, victims);
+                    break;
                 }
                 None => self.fill[p] = 0,
             }
         }
-        Work::None
+        *self.demand.borrow_mut() = d;
+        work
+    }
+    fn recycle(&mut self, victims: Vec<(u32, u32)>) {
+        self.spare = victims;
     }
     fn work_done(&mut self, buf: &Buffer, work: &Work) {
         if let Work::WriteBack(nz, victims) = work {

@@ -38,7 +38,8 @@
 //!   `2 x capacity`; beyond that the oldest is forgotten.
 
 use rustc_hash::FxHashMap;
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Paper 004 section 6.1: the observation window of phase 1.
 pub const WINDOW_LENGTH: usize = 1024;
@@ -124,14 +125,48 @@ pub struct RoleCounts {
     pub evicted: u64,
 }
 
+/// A recency list: `(stamp, block)` entries in stamp order (entries join at
+/// either end with a stamp beyond all others). An entry leaves lazily: it is
+/// dead once its block's [`Entry`] no longer holds its stamp, dropped when it
+/// reaches an end and compacted away when the dead outnumber the live.
+/// Ordered maps keyed by stamp did the same with a node allocated every few
+/// entries; this allocates nothing once its buffer has grown.
+#[derive(Clone, Debug, Default)]
+struct StampList {
+    items: VecDeque<(i64, u64)>,
+    live: usize,
+}
+
+impl StampList {
+    /// Drop dead entries from both ends, and compact when they abound.
+    fn tidy(&mut self, is_live: impl Fn(i64, u64) -> bool) {
+        while self.items.front().is_some_and(|&(st, b)| !is_live(st, b)) {
+            self.items.pop_front();
+        }
+        while self.items.back().is_some_and(|&(st, b)| !is_live(st, b)) {
+            self.items.pop_back();
+        }
+        if self.items.len() > 2 * self.live + 64 {
+            self.items.retain(|&(st, b)| is_live(st, b));
+        }
+    }
+}
+
 /// Phase 2: the filter list and the resident list.
 #[derive(Clone, Debug)]
 pub struct Roles {
     lambda: f64,
     capacity: u64,
-    s: BTreeMap<i64, u64>,
-    q: BTreeMap<i64, u64>,
-    nonres: BTreeMap<i64, u64>,
+    /// The resident list: live while the block's `Entry::s` holds the stamp.
+    s: StampList,
+    /// The filter list: live while the block's `Entry::q` holds the stamp.
+    q: StampList,
+    /// The resident list's non-resident (ghost and shadow) entries, oldest
+    /// first: a min-heap whose entries leave lazily (live while the block
+    /// is a ghost or shadow whose `Entry::s` holds the stamp), with the live
+    /// count beside it.
+    nonres: BinaryHeap<Reverse<(i64, u64)>>,
+    nonres_live: usize,
     meta: FxHashMap<u64, Entry>,
     mru: i64,
     lru: i64,
@@ -149,9 +184,10 @@ impl Roles {
         Roles {
             lambda,
             capacity,
-            s: BTreeMap::new(),
-            q: BTreeMap::new(),
-            nonres: BTreeMap::new(),
+            s: StampList::default(),
+            q: StampList::default(),
+            nonres: BinaryHeap::new(),
+            nonres_live: 0,
             meta: FxHashMap::default(),
             mru: 0,
             lru: 0,
@@ -188,11 +224,48 @@ impl Roles {
     }
     /// The resident list's bottom (LRU) block.
     pub fn bottom(&self) -> Option<u64> {
-        self.s.values().next().copied()
+        // Its front is live: every change that kills entries tidies it.
+        self.s.items.front().map(|&(_, b)| b)
     }
     /// The filter list from its LRU end.
     pub fn filter_lru(&self) -> impl Iterator<Item = u64> + '_ {
-        self.q.values().copied()
+        self.q
+            .items
+            .iter()
+            .filter(|&&(st, b)| self.q_live(st, b))
+            .map(|&(_, b)| b)
+    }
+
+    fn q_live(&self, st: i64, b: u64) -> bool {
+        self.meta.get(&b).is_some_and(|e| e.q == Some(st))
+    }
+    fn nonres_live(&self, st: i64, b: u64) -> bool {
+        self.meta
+            .get(&b)
+            .is_some_and(|e| e.s == Some(st) && matches!(e.role, Role::Ghost | Role::Shadow))
+    }
+    /// Tidy the lists after entries died.
+    fn tidy(&mut self) {
+        let meta = &self.meta;
+        self.s
+            .tidy(|st, b| meta.get(&b).is_some_and(|e| e.s == Some(st)));
+        self.q
+            .tidy(|st, b| meta.get(&b).is_some_and(|e| e.q == Some(st)));
+        while self
+            .nonres
+            .peek()
+            .is_some_and(|&Reverse((st, b))| !self.nonres_live(st, b))
+        {
+            self.nonres.pop();
+        }
+        if self.nonres.len() > 2 * self.nonres_live + 64 {
+            let meta = &self.meta;
+            self.nonres.retain(|&Reverse((st, b))| {
+                meta.get(&b).is_some_and(|e| {
+                    e.s == Some(st) && matches!(e.role, Role::Ghost | Role::Shadow)
+                })
+            });
+        }
     }
 
     fn sup_limit(&self) -> u64 {
@@ -211,9 +284,12 @@ impl Roles {
 
     fn s_remove(&mut self, b: u64) {
         if let Some(e) = self.meta.get_mut(&b) {
-            if let Some(st) = e.s.take() {
-                self.s.remove(&st);
-                self.nonres.remove(&st);
+            if e.s.take().is_some() {
+                self.s.live -= 1;
+                if matches!(e.role, Role::Ghost | Role::Shadow) {
+                    self.nonres_live -= 1;
+                }
+                self.tidy();
             }
         }
     }
@@ -221,18 +297,21 @@ impl Roles {
     fn s_push_mru(&mut self, b: u64) {
         self.s_remove(b);
         let st = self.next_mru();
-        self.s.insert(st, b);
+        self.s.items.push_back((st, b));
+        self.s.live += 1;
         let e = self.meta.get_mut(&b).expect("entry");
         e.s = Some(st);
         if matches!(e.role, Role::Ghost | Role::Shadow) {
-            self.nonres.insert(st, b);
+            self.nonres.push(Reverse((st, b)));
+            self.nonres_live += 1;
         }
     }
 
     fn q_remove(&mut self, b: u64) {
         if let Some(e) = self.meta.get_mut(&b) {
-            if let Some(st) = e.q.take() {
-                self.q.remove(&st);
+            if e.q.take().is_some() {
+                self.q.live -= 1;
+                self.tidy();
             }
         }
     }
@@ -240,22 +319,30 @@ impl Roles {
     fn q_push(&mut self, b: u64, mru: bool) {
         self.q_remove(b);
         let st = if mru {
-            self.next_mru()
+            let st = self.next_mru();
+            self.q.items.push_back((st, b));
+            st
         } else {
-            self.next_lru()
+            let st = self.next_lru();
+            self.q.items.push_front((st, b));
+            st
         };
-        self.q.insert(st, b);
+        self.q.live += 1;
         self.meta.get_mut(&b).expect("entry").q = Some(st);
     }
 
     fn set_role(&mut self, b: u64, role: Role) {
         let old = self.meta.get(&b).map(|e| e.role);
+        // A ghost or shadow in the resident list that stays one keeps its
+        // non-resident entry; one that turns resident loses it (lazily).
+        let nonres = |r: Role| matches!(r, Role::Ghost | Role::Shadow);
+        let listed = self.meta.get(&b).and_then(|e| e.s).is_some();
+        let was_nonres = listed && old.is_some_and(nonres);
+        let is_nonres = listed && nonres(role);
         match old {
             Some(Role::Sup) => self.sup -= 1,
-            Some(Role::Ghost | Role::Shadow) => {
-                if let Some(st) = self.meta[&b].s {
-                    self.nonres.remove(&st);
-                }
+            Some(Role::Ghost | Role::Shadow) if was_nonres && !is_nonres => {
+                self.nonres_live -= 1;
             }
             _ => {}
         }
@@ -275,10 +362,13 @@ impl Roles {
             q: None,
         });
         e.role = role;
-        if matches!(role, Role::Ghost | Role::Shadow) {
-            if let Some(st) = e.s {
-                self.nonres.insert(st, b);
-            }
+        if is_nonres && !was_nonres {
+            let st = e.s.expect("listed");
+            self.nonres.push(Reverse((st, b)));
+            self.nonres_live += 1;
+        }
+        if was_nonres && !is_nonres {
+            self.tidy();
         }
     }
 
@@ -299,18 +389,19 @@ impl Roles {
 
     /// Remove entries at the resident list's bottom until it is an SUP block.
     fn prune(&mut self) {
-        while let Some((&st, &b)) = self.s.iter().next() {
+        while let Some(b) = self.bottom() {
             let role = self.meta[&b].role;
             if role == Role::Sup {
                 break;
             }
             self.counts.pruned += 1;
-            self.s.remove(&st);
-            self.nonres.remove(&st);
+            self.s.live -= 1;
             self.meta.get_mut(&b).expect("entry").s = None;
             if matches!(role, Role::Ghost | Role::Shadow) {
+                self.nonres_live -= 1;
                 self.meta.remove(&b);
             }
+            self.tidy();
         }
     }
 
@@ -329,11 +420,13 @@ impl Roles {
     }
 
     fn cap_nonresident(&mut self) {
-        while self.nonres.len() as u64 > 2 * self.capacity.max(1) {
-            let (&st, &b) = self.nonres.iter().next().expect("entry");
-            self.nonres.remove(&st);
-            self.s.remove(&st);
+        while self.nonres_live as u64 > 2 * self.capacity.max(1) {
+            // The heap's top is live: every change that kills entries tidies it.
+            let Reverse((_, b)) = *self.nonres.peek().expect("entry");
+            self.nonres_live -= 1;
+            self.s.live -= 1;
             self.meta.remove(&b);
+            self.tidy();
         }
     }
 
@@ -413,10 +506,10 @@ impl Roles {
     /// The next eviction victim: the filter list's LRU end, or (an empty
     /// filter list) the bottom SUP demoted first.
     pub fn victim(&mut self) -> Option<u64> {
-        if self.q.is_empty() {
+        if self.q.live == 0 {
             self.demote_bottom();
         }
-        self.q.values().next().copied()
+        self.q.items.front().map(|&(_, b)| b)
     }
 
     /// Block `b` left the HFB (evicted into the LFB): a ghost if it is
