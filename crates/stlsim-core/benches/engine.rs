@@ -16,6 +16,10 @@ use stlsim_core::trace::open::open_reader;
 use stlsim_core::trace::{open_trace, Format, TraceRecord, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
 
+#[path = "../tests/common/drives.rs"]
+mod drives;
+use drives::{dmsmr, exos_x18z, hwsr_paper, imr_paper, swd_paper};
+
 fn sample() -> Vec<TraceRecord> {
     let spec = TraceSpec {
         path: concat!(
@@ -31,21 +35,6 @@ fn sample() -> Vec<TraceRecord> {
         v.push(x);
     }
     v
-}
-
-fn imr_paper() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "imr-paper".into(),
-        sector_bytes: 4096,
-        rpm: 6000.0,
-        track_bytes: 2 << 20,
-        capacity_gib: Some(1024.0),
-        write_cache_mib: 100.0,
-        ..Default::default()
-    };
-    d.layout.kind = "imr".into();
-    d.layout.group_tracks = 8;
-    d
 }
 
 fn bench(c: &mut Criterion) {
@@ -143,29 +132,6 @@ fn bench_imr(c: &mut Criterion, recs: &[TraceRecord], group: &str, destage: bool
     g.finish();
 }
 
-/// Paper 002's drive (`swd-paper`): HP C3323A-like mechanics, 3,000 tracks of
-/// 1,000 blocks, bands of 4, W = 2, a 10-track random-access zone.
-fn swd_paper() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "swd-paper".into(),
-        sector_bytes: 512,
-        rpm: 5400.0,
-        track_bytes: 512_000,
-        tracks: Some(3010),
-        capacity_gib: None,
-        interface_mb_s: 3.5189,
-        rotation: "angular".into(),
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.18;
-    d.seek.max_ms = 18.1;
-    d.layout.kind = "smr".into();
-    d.layout.band_tracks = 4;
-    d.layout.head_width_tracks = 2;
-    d.layout.random_access_tracks = 10;
-    d
-}
-
 /// The four mappings on the CloudPhysics sample folded into 75 % of the
 /// swd-paper drive, scaled mode (x1), verification off.
 fn bench_swd(c: &mut Criterion) {
@@ -204,50 +170,6 @@ fn bench_swd(c: &mut Criterion) {
         });
     }
     g.finish();
-}
-
-/// A drive like `dmsmr-5tb` (paper 003): 5,900 RPM, a 24 GB shingled
-/// persistent cache of 1.80 MiB tracks at the outer edge, 20-track bands and
-/// one guard, three data zones instead of the preset's sixteen.
-fn dmsmr() -> DriveConfig {
-    use stlsim_core::geometry::ZoneSpec;
-    let mut d = DriveConfig {
-        name: "dmsmr-like".into(),
-        sector_bytes: 4096,
-        rpm: 5900.0,
-        zones: vec![
-            ZoneSpec {
-                first_track: 0,
-                sectors_per_track: 460,
-                ..Default::default()
-            },
-            ZoneSpec {
-                first_track: 12_739,
-                sectors_per_track: 444,
-                ..Default::default()
-            },
-            ZoneSpec {
-                first_track: 1_500_000,
-                sectors_per_track: 332,
-                ..Default::default()
-            },
-            ZoneSpec {
-                first_track: 3_000_000,
-                sectors_per_track: 220,
-                ..Default::default()
-            },
-        ],
-        capacity_gib: Some(4656.613),
-        write_cache_mib: 0.0,
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.0;
-    d.seek.max_ms = 25.0;
-    d.layout.kind = "smr".into();
-    d.layout.band_tracks = 20;
-    d.layout.head_width_tracks = 2;
-    d.layout.cache_mib = Some(22_888.0);
-    d
 }
 
 /// Paper 003's two layers, flat out at queue depth 1 with the write cache
@@ -313,20 +235,7 @@ fn bench_dmsmr(c: &mut Criterion) {
 /// drive: the CloudPhysics sample with the buffer at 1 % of its access
 /// range (queue depth 64, write cache off), verification off.
 fn bench_zoned(c: &mut Criterion) {
-    let mut d = DriveConfig {
-        name: "exos-x18z".into(),
-        sector_bytes: 4096,
-        rpm: 7200.0,
-        track_bytes: 2 << 20,
-        capacity_gib: Some(16764.0),
-        write_cache_mib: 0.0,
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.0;
-    d.seek.max_ms = 18.0;
-    d.layout.kind = "zoned".into();
-    d.layout.zone_tracks = 128;
-    d.layout.conventional_zones = 720;
+    let d = exos_x18z();
     bench_layers(
         c,
         "engine-zoned",
@@ -380,24 +289,7 @@ fn bench_layers(
 /// battery-backed memory buffer, 200 MB SSD): the CloudPhysics sample at
 /// queue depth 1, verification off.
 fn bench_hybrid(c: &mut Criterion) {
-    let mut d = DriveConfig {
-        name: "hwsr-paper".into(),
-        sector_bytes: 512,
-        rpm: 7200.0,
-        track_bytes: 4 << 20,
-        capacity_gib: Some(764.6),
-        write_cache_mib: 0.0,
-        interface_mb_s: 300.0,
-        memory: Some(stlsim_core::side_device::SideConfig {
-            battery_backed: true,
-            ..stlsim_core::side_device::SideConfig::ddr3_1333(95.367)
-        }),
-        ssd: Some(stlsim_core::side_device::SideConfig::intel_x25m(190.735)),
-        ..Default::default()
-    };
-    d.seek.min_ms = 0.6;
-    d.seek.max_ms = 14.0;
-    d.layout.kind = "wave".into();
+    let d = hwsr_paper();
     bench_layers(
         c,
         "engine-hybrid",

@@ -7,9 +7,11 @@
 //!     valgrind --tool=callgrind target/release/examples/replay_sample imr-dtm on count_at=destage
 
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
-use stlsim_core::geometry::DriveConfig;
 use stlsim_core::trace::{open_trace, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
+
+#[path = "../tests/common/drives.rs"]
+mod drives;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -41,19 +43,8 @@ fn main() {
     while let Some(x) = r.next_record().unwrap() {
         recs.push(x);
     }
-    let mut drive = DriveConfig {
-        name: "imr-paper".into(),
-        sector_bytes: 4096,
-        rpm: 6000.0,
-        track_bytes: 2 << 20,
-        capacity_gib: Some(1024.0),
-        write_cache_mib: 100.0,
-        ..Default::default()
-    };
-    drive.layout.kind = "imr".into();
-    drive.layout.group_tracks = 8;
     let cfg = RunConfig {
-        drive,
+        drive: drives::imr_paper(),
         layer: LayerConfig {
             name: layer.into(),
             params,

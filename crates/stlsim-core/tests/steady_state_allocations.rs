@@ -47,13 +47,15 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use stlsim_core::engine::{LayerConfig, Mode, RunConfig};
-use stlsim_core::geometry::{DriveConfig, ZoneSpec};
 use stlsim_core::layers::REGISTRY;
 use stlsim_core::medium::prefill::PrefillSpec;
-use stlsim_core::side_device::SideConfig;
 use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};
 use stlsim_core::Simulation;
+
+#[path = "common/drives.rs"]
+mod drives;
+use drives::{dmsmr, exos_x18z, hwsr_paper, imr_paper, swd_paper};
 
 /// Allocations allowed in [`MEASURED`] steady-state requests (amortised
 /// growth of the run's series; see the module comment).
@@ -195,118 +197,6 @@ fn measure(name: &str, cfg: RunConfig, w: Workload) -> u64 {
     assert_eq!(s.requests_done() - before, MEASURED, "{name}");
     println!("{name}: {n} allocations in {MEASURED} steady-state requests");
     n
-}
-
-// ---- the drives (as the benches build them) ----
-
-/// The IMR paper's drive (`imr-paper`): 1 TiB of 2 MiB tracks, 100 MiB write cache.
-fn imr_paper() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "imr-paper".into(),
-        sector_bytes: 4096,
-        rpm: 6000.0,
-        track_bytes: 2 << 20,
-        capacity_gib: Some(1024.0),
-        write_cache_mib: 100.0,
-        ..Default::default()
-    };
-    d.layout.kind = "imr".into();
-    d.layout.group_tracks = 8;
-    d
-}
-
-/// Paper 002's drive (`swd-paper`): 3,010 tracks of 1,000 blocks, bands of 4.
-fn swd_paper() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "swd-paper".into(),
-        sector_bytes: 512,
-        rpm: 5400.0,
-        track_bytes: 512_000,
-        tracks: Some(3010),
-        capacity_gib: None,
-        interface_mb_s: 3.5189,
-        rotation: "angular".into(),
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.18;
-    d.seek.max_ms = 18.1;
-    d.layout.kind = "smr".into();
-    d.layout.band_tracks = 4;
-    d.layout.head_width_tracks = 2;
-    d.layout.random_access_tracks = 10;
-    d
-}
-
-/// A drive like `dmsmr-5tb` (paper 003): 24 GB shingled persistent cache, 20-track bands.
-fn dmsmr() -> DriveConfig {
-    let zone = |first_track, sectors_per_track| ZoneSpec {
-        first_track,
-        sectors_per_track,
-        ..Default::default()
-    };
-    let mut d = DriveConfig {
-        name: "dmsmr-like".into(),
-        sector_bytes: 4096,
-        rpm: 5900.0,
-        zones: vec![
-            zone(0, 460),
-            zone(12_739, 444),
-            zone(1_500_000, 332),
-            zone(3_000_000, 220),
-        ],
-        capacity_gib: Some(4656.613),
-        write_cache_mib: 0.0,
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.0;
-    d.seek.max_ms = 25.0;
-    d.layout.kind = "smr".into();
-    d.layout.band_tracks = 20;
-    d.layout.head_width_tracks = 2;
-    d.layout.cache_mib = Some(22_888.0);
-    d
-}
-
-/// An Exos X18z-like host-managed zoned drive (paper 004).
-fn exos_x18z() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "exos-x18z".into(),
-        sector_bytes: 4096,
-        rpm: 7200.0,
-        track_bytes: 2 << 20,
-        capacity_gib: Some(16764.0),
-        write_cache_mib: 0.0,
-        ..Default::default()
-    };
-    d.seek.min_ms = 1.0;
-    d.seek.max_ms = 18.0;
-    d.layout.kind = "zoned".into();
-    d.layout.zone_tracks = 128;
-    d.layout.conventional_zones = 720;
-    d
-}
-
-/// Paper 001's drive (`hwsr-paper`): wave layout, battery-backed memory buffer, SSD.
-fn hwsr_paper() -> DriveConfig {
-    let mut d = DriveConfig {
-        name: "hwsr-paper".into(),
-        sector_bytes: 512,
-        rpm: 7200.0,
-        track_bytes: 4 << 20,
-        capacity_gib: Some(764.6),
-        write_cache_mib: 0.0,
-        interface_mb_s: 300.0,
-        memory: Some(SideConfig {
-            battery_backed: true,
-            ..SideConfig::ddr3_1333(95.367)
-        }),
-        ssd: Some(SideConfig::intel_x25m(190.735)),
-        ..Default::default()
-    };
-    d.seek.min_ms = 0.6;
-    d.seek.max_ms = 14.0;
-    d.layout.kind = "wave".into();
-    d
 }
 
 /// A layer's case: its family's drive and replay, as the benches run it.
