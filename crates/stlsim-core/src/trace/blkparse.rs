@@ -579,21 +579,9 @@ fn nanoseconds(w: &[u8]) -> Option<u64> {
     }
     let mut j = 0;
     let f = crate::trace::open::text::digits_to_end(frac, &mut j)?;
-    const POW10: [u64; 10] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-        1_000_000_000,
-    ];
     whole
         .checked_mul(1_000_000_000)?
-        .checked_add(f * POW10[9 - frac.len()])
+        .checked_add(crate::trace::open::text::shift_fraction(f, frac.len(), 9)?)
 }
 
 /// `8,16` as (8, 16).

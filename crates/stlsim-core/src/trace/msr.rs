@@ -13,7 +13,7 @@
 //!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, show, CsvLines};
+use crate::trace::open::text::{digits_then, digits_to_end, show, CsvLines};
 use crate::trace::open::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
@@ -91,17 +91,11 @@ fn fast_line(line: &[u8]) -> Option<FastLine> {
     let offset = digits_then(line, &mut i, b',')?;
     let len = digits_then(line, &mut i, b',')?;
     // The response time ends the line; it may be empty (unknown).
-    if line.len() - i > 18 {
-        return None;
-    }
-    let mut response = 0u64;
-    for &c in &line[i..] {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        response = response * 10 + d as u64;
-    }
+    let response = if i == line.len() {
+        0
+    } else {
+        digits_to_end(line, &mut i)?
+    };
     Some(FastLine {
         time_ns,
         disk,

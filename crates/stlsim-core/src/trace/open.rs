@@ -1696,7 +1696,7 @@ pub(crate) mod text {
     /// rather than a variable (a 64-bit division cost a validate line a
     /// fifth of its time).
     #[inline(always)]
-    fn shift_fraction(frac: u64, digits: usize, k: usize) -> Option<u64> {
+    pub(crate) fn shift_fraction(frac: u64, digits: usize, k: usize) -> Option<u64> {
         if digits <= k {
             return Some(frac * POW10[k - digits]);
         }
