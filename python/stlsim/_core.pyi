@@ -23,6 +23,8 @@ class Simulation:
         """Inject a power loss before the next request."""
     def keep_latencies(self) -> None:
         """Keep each request's simulated latency beside its measured response time (call before stepping)."""
+    def verification_memory(self) -> tuple[int, int] | None:
+        """With verification on: (heap bytes of the oracle and the medium's contents, distinct host sectors written)."""
     def latencies(self) -> tuple[list[float], list[float], list[bool]]:
         """The kept per-request latencies in completion order: (simulated ms, measured ms; NaN where none, write?)."""
     def report_json(self) -> str:

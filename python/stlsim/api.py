@@ -216,6 +216,20 @@ def _fraction(sim: _core.Simulation, limit: int | None) -> float:
     return f
 
 
+def _add_verification_memory(report: dict[str, Any], sim: _core.Simulation) -> None:
+    """Put what verification held into the report's verification section
+    (measured from the run's own structures, so kept out of the core's
+    deterministic report, whose bytes the golden tests pin)."""
+    mem = sim.verification_memory()
+    if mem is None:
+        return
+    state, written = mem
+    v = report["verification"]
+    v["state_bytes"] = state
+    v["written_sectors"] = written
+    v["bytes_per_written_sector"] = round(state / written, 3) if written else 0.0
+
+
 def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Result:
     """Run one core configuration to the end and collect its result."""
     t0 = time.perf_counter()
@@ -233,6 +247,7 @@ def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Resu
             bar.stop()
     report = json.loads(sim.report_json())
     report["warnings"] = list(cfg.get(NOTES, [])) + list(report.get("warnings") or [])
+    _add_verification_memory(report, sim)
     cdfs = {c: sim.cdf(c) for c in LATENCY_CLASSES}
     series = json.loads(sim.series_json())
     waf = json.loads(sim.waf_series_json())

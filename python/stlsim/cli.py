@@ -784,6 +784,11 @@ def _print_summary(result: Any) -> None:
             f"Verification: {verdict}: {v['read_blocks_checked']:,} blocks checked on reads, "
             f"{v['scan_blocks_checked']:,} by scans, {v['mismatches']} mismatches"
         )
+        if v.get("written_sectors"):
+            con.print(
+                f"Verification state: {v['state_bytes'] / 2**20:,.1f} MiB, "
+                f"{v['bytes_per_written_sector']:.2f} bytes per written sector ({v['written_sectors']:,} sectors)"
+            )
     else:
         con.print("Verification: off (use --verify)")
 

@@ -5,9 +5,16 @@
 //!
 //!     cargo build --release --example replay_sample
 //!     valgrind --tool=callgrind target/release/examples/replay_sample imr-dtm on count_at=destage
+//!
+//! `STLSIM_VERIFY=1` turns verification on; `STLSIM_UNIFORM=N` replays N
+//! synthetic requests instead (16 KiB, three in four writes, uniformly
+//! random over 80 GiB), `STLSIM_TRACE=FILE` replays that file (its first
+//! `STLSIM_LIMIT` requests), and `STLSIM_PREFILL=F` starts the drive F full
+//! (the `imr-paper` preset's own default is 1).
 
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
-use stlsim_core::trace::{open_trace, TraceSpec, VecTrace};
+use stlsim_core::medium::prefill::PrefillSpec;
+use stlsim_core::trace::{open_trace, SynthKind, SynthSpec, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
 
 #[path = "../tests/common/drives.rs"]
@@ -30,7 +37,11 @@ fn main() {
             (k.to_string(), val)
         })
         .collect();
-    let spec = TraceSpec {
+    let verify = std::env::var("STLSIM_VERIFY").as_deref() == Ok("1");
+    let uniform: Option<u64> = std::env::var("STLSIM_UNIFORM")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let mut spec = TraceSpec {
         path: concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/data/cloudPhysicsIO.vscsi"
@@ -38,6 +49,24 @@ fn main() {
         .into(),
         ..Default::default()
     };
+    if let Ok(path) = std::env::var("STLSIM_TRACE") {
+        spec.path = path;
+    }
+    spec.limit = std::env::var("STLSIM_LIMIT")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let prefill = std::env::var("STLSIM_PREFILL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(PrefillSpec::Fraction);
+    if let Some(n) = uniform {
+        let mut u = SynthSpec::new(SynthKind::Uniform);
+        u.request_bytes = 16 << 10;
+        u.count = Some(n);
+        u.span_bytes = Some(80 << 30);
+        u.write_fraction = Some(0.75);
+        spec.synth = Some(u);
+    }
     let mut r = open_trace(&spec).unwrap();
     let mut recs = vec![];
     while let Some(x) = r.next_record().unwrap() {
@@ -51,8 +80,10 @@ fn main() {
         },
         replay: ReplayConfig {
             write_cache: Some(cache),
+            prefill,
             ..Default::default()
         },
+        verify,
         ..Default::default()
     };
     let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();

@@ -26,5 +26,5 @@ pub mod trace;
 pub mod track_bits;
 pub mod units;
 
-pub use engine::{RunConfig, Simulation};
+pub use engine::{RunConfig, Simulation, VerifyMemory};
 pub use error::{SimError, SimResult};

@@ -8,15 +8,17 @@
 //! * Host-managed zones: a write into a sequential-write-required zone must
 //!   start at the zone's write pointer; a reset rewinds it and empties the zone.
 //!
-//! Contents are tracked only when verification is on (tokens per sector,
-//! allocated per track on first write); with it off the medium keeps only
-//! the write pointers, so the physics costs nothing.
+//! Contents are tracked only when verification is on (a run-length encoded
+//! row of tokens per track written or damaged, [`runs`]: a track written in
+//! order is one 16-byte run); with it off the medium keeps only the write
+//! pointers, so the physics costs nothing.
 //!
 //! A medium may start *prefilled* ([`prefill`]): prefilled tracks hold
 //! version 0 of their home LBAs implicitly (one bit per track); a track's
 //! row of tokens is made from it on the first write or damage.
 
 pub mod prefill;
+pub(crate) mod runs;
 pub mod zones;
 
 use crate::error::SimResult;
@@ -24,6 +26,7 @@ use crate::geometry::{Geometry, Layout};
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Track};
 use prefill::Prefill;
+use runs::{Run, RunRow};
 use zones::ZoneTable;
 
 /// What a sector holds: the host block (LBA, version) last written there, or
@@ -128,8 +131,11 @@ pub struct Medium {
     spare_lists: Vec<Vec<MetaRecord>>,
     tracked: bool,
     /// Rows of tokens of the tracks written or damaged, by track: memory
-    /// follows what the run wrote, not the drive's capacity.
-    tracks: rustc_hash::FxHashMap<u64, Box<[Token]>>,
+    /// follows what the run wrote (and how sequentially), not the drive's capacity.
+    tracks: rustc_hash::FxHashMap<u64, RunRow>,
+    /// Buffers reused by every write (no allocation per write).
+    run_scratch: Vec<Run>,
+    token_scratch: Vec<Token>,
     zones: ZoneTable,
     prefill: Prefill,
     /// Tracks read, written or damaged (tracked media only): what a final scan must cover.
@@ -164,6 +170,8 @@ impl Medium {
             spare_lists: vec![],
             tracked,
             tracks: Default::default(),
+            run_scratch: vec![],
+            token_scratch: vec![],
             zones,
             prefill: Prefill::none(),
             touched: if tracked {
@@ -227,24 +235,27 @@ impl Medium {
 
     /// Heap bytes of the contents, metadata and bookkeeping (not the geometry).
     pub fn heap_bytes(&self) -> u64 {
-        let rows: u64 = self
-            .tracks
-            .values()
-            .map(|r| r.len() as u64 * std::mem::size_of::<Token>() as u64)
-            .sum();
-        rows + (self.tracks.capacity() * std::mem::size_of::<(u64, Box<[Token]>)>()) as u64
+        let rows: u64 = self.tracks.values().map(RunRow::heap_bytes).sum();
+        rows + (self.tracks.capacity() * (std::mem::size_of::<(u64, RunRow)>() + 1)) as u64
             + self.prefill.heap_bytes()
             + self.touched.heap_bytes()
             + self.zones.heap_bytes()
     }
 
     /// The row of track `t`, made on first use (from the prefill, else empty).
-    fn row(&mut self, geom: &Geometry, t: Track) -> &mut [Token] {
-        let prefill = &self.prefill;
-        self.tracks.entry(t.0).or_insert_with(|| {
-            let spt = geom.sectors_in(t);
+    fn row<'a>(
+        tracks: &'a mut rustc_hash::FxHashMap<u64, RunRow>,
+        prefill: &Prefill,
+        geom: &Geometry,
+        t: Track,
+        tokens: &mut Vec<Token>,
+        scratch: &mut Vec<Run>,
+    ) -> &'a mut RunRow {
+        tracks.entry(t.0).or_insert_with(|| {
+            let mut row = RunRow::default();
             if prefill.track(t) {
-                let mut v = Vec::with_capacity(spt as usize);
+                let spt = geom.sectors_in(t);
+                tokens.clear();
                 prefill.tokens(
                     geom,
                     PhysAddr {
@@ -252,12 +263,11 @@ impl Medium {
                         sector: 0,
                     },
                     spt,
-                    &mut v,
+                    tokens,
                 );
-                v.into_boxed_slice()
-            } else {
-                vec![Token::EMPTY; spt as usize].into_boxed_slice()
+                row.write(spt, 0, tokens, scratch);
             }
+            row
         })
     }
 
@@ -404,14 +414,21 @@ impl Medium {
             return;
         }
         self.touched.set(at.track);
-        let row = self.row(geom, at.track);
-        let s = at.sector as usize;
-        let n = count as usize;
-        if data.len() == n {
-            row[s..s + n].copy_from_slice(data);
+        let spt = geom.sectors_in(at.track);
+        let (tokens, scratch) = (&mut self.token_scratch, &mut self.run_scratch);
+        let row = Self::row(
+            &mut self.tracks,
+            &self.prefill,
+            geom,
+            at.track,
+            tokens,
+            scratch,
+        );
+        if data.len() == count as usize {
+            row.write(spt, at.sector, data, scratch);
         } else {
             // A layer that moves no payload (should not happen with verification on).
-            row[s..s + n].fill(Token::destroyed(op));
+            row.fill(spt, at.sector, count, Token::destroyed(op));
         }
         for nb in geom.damaged_by_write(at.track) {
             let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
@@ -419,12 +436,9 @@ impl Medium {
                 continue; // nothing there to damage
             }
             self.touched.set(nb);
-            let nrow = self.row(geom, nb);
-            for cell in &mut nrow[lo as usize..hi as usize] {
-                if !cell.is_empty() {
-                    *cell = Token::destroyed(op);
-                }
-            }
+            let nspt = geom.sectors_in(nb);
+            let row = Self::row(&mut self.tracks, &self.prefill, geom, nb, tokens, scratch);
+            row.damage(nspt, lo, hi, Token::destroyed(op), scratch);
         }
     }
 
@@ -453,9 +467,7 @@ impl Medium {
             return;
         }
         match self.tracks.get(&at.track.0) {
-            Some(row) => {
-                out.extend_from_slice(&row[at.sector as usize..(at.sector + count) as usize])
-            }
+            Some(row) => row.read(at.sector, count, out),
             None if self.prefill.track(at.track) => self.prefill.tokens(geom, at, count, out),
             None => out.extend(std::iter::repeat_n(Token::EMPTY, count as usize)),
         }
@@ -464,7 +476,7 @@ impl Medium {
     /// Peek at one sector without timing (tests and diagnostics).
     pub fn peek(&self, geom: &Geometry, at: PhysAddr) -> Token {
         match self.tracks.get(&at.track.0) {
-            Some(r) => r[at.sector as usize],
+            Some(r) => r.get(at.sector),
             None => self.prefill.token(geom, at),
         }
     }

@@ -116,6 +116,14 @@ impl Simulation {
         self.sim().finished()
     }
 
+    /// With verification on: (heap bytes of the oracle and the medium's
+    /// contents, distinct host sectors written); None otherwise.
+    fn verification_memory(&self) -> Option<(u64, u64)> {
+        self.sim()
+            .verification_memory()
+            .map(|m| (m.state_bytes, m.written_sectors))
+    }
+
     /// Inject a power loss before the next request.
     fn request_crash(&self) {
         self.sim().request_crash()

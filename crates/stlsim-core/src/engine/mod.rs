@@ -130,6 +130,25 @@ pub struct HostCounts {
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
+/// Memory verification takes (see [`Simulation::verification_memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VerifyMemory {
+    /// Heap bytes of the oracle and of the medium's tracked contents.
+    pub state_bytes: u64,
+    /// Distinct host LBAs written.
+    pub written_sectors: u64,
+}
+
+impl VerifyMemory {
+    /// Bytes per written sector (0 before any write).
+    pub fn per_written_sector(&self) -> f64 {
+        if self.written_sectors == 0 {
+            0.0
+        } else {
+            self.state_bytes as f64 / self.written_sectors as f64
+        }
+    }
+}
 
 /// One simulation run.
 pub struct Simulation {
@@ -507,6 +526,16 @@ impl Simulation {
         } else {
             self.reader.progress()
         }
+    }
+    /// What verification holds, when it is on: heap bytes of the oracle's
+    /// state and of the medium's contents, and the host LBAs written at least
+    /// once (the denominator of the bytes-per-written-sector figure).
+    pub fn verification_memory(&self) -> Option<VerifyMemory> {
+        let o = self.oracle.as_ref()?;
+        Some(VerifyMemory {
+            state_bytes: o.heap_bytes() + self.dev.medium().heap_bytes(),
+            written_sectors: o.written_sectors(),
+        })
     }
     /// Requests completed so far.
     pub fn requests_done(&self) -> u64 {
@@ -953,7 +982,7 @@ impl Simulation {
         xfer: Nanos,
     ) -> SimResult<(Nanos, Option<Nanos>)> {
         self.write_arrived(lba, n);
-        let data = match &self.oracle {
+        let data = match &mut self.oracle {
             Some(o) => o.new_write(lba.0, n.0),
             None => vec![],
         };
@@ -1412,13 +1441,7 @@ impl Simulation {
     /// Host ranges a scan must read: every LBA the host wrote, and the
     /// prefilled LBAs of every track the run read, wrote or damaged.
     fn scan_ranges(&self, o: &Oracle) -> Vec<(u64, u64)> {
-        let mut v: Vec<(u64, u64)> = vec![];
-        for l in o.footprint() {
-            match v.last_mut() {
-                Some((s, n)) if *s + *n == l => *n += 1,
-                _ => v.push((l, 1)),
-            }
-        }
+        let mut v = o.footprint();
         let med = self.dev.medium();
         if let Some(start) = o.start() {
             let geom = self.dev.geometry();

@@ -153,6 +153,23 @@ impl HomeMap {
         &self.reserved
     }
 
+    /// The host LBA stored at home LBA `home` (or `None` inside a reserved
+    /// range), and how many home LBAs from it on continue the same way
+    /// (consecutive host LBAs, or reserved ones), up to the next boundary.
+    pub fn host_run(&self, home: u64) -> (Option<u64>, u64) {
+        let i = self.reserved.partition_point(|r| r.0 <= home);
+        let next = self.reserved.get(i).map_or(u64::MAX, |r| r.0);
+        if i == 0 {
+            return (Some(home), next - home);
+        }
+        let (s, l) = self.reserved[i - 1];
+        if home < s + l {
+            (None, s + l - home)
+        } else {
+            (Some(home - self.before[i - 1] - l), next - home)
+        }
+    }
+
     /// The host LBA stored at a home LBA, or `None` inside a reserved range.
     pub fn host_of_home(&self, home: u64) -> Option<u64> {
         let i = self.reserved.partition_point(|r| r.0 <= home);
@@ -307,16 +324,31 @@ impl Prefill {
     }
 
     /// Append the prefilled contents of `count` sectors from `at` to `out`.
+    /// A track's sectors hold consecutive home LBAs, and the host map is
+    /// monotone between reserved ranges, so this goes a stretch at a time.
     pub fn tokens(&self, geom: &Geometry, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
-        out.extend((at.sector..at.sector + count).map(|s| {
-            self.token(
-                geom,
-                PhysAddr {
-                    track: at.track,
-                    sector: s,
-                },
-            )
-        }));
+        let home = match geom.home_lba(at) {
+            Some(h) if self.tracks.get(at.track) => h.0,
+            _ => {
+                out.extend(std::iter::repeat_n(Token::EMPTY, count as usize));
+                return;
+            }
+        };
+        let (mut h, end) = (home, home + count as u64);
+        while h < end {
+            let (host, run) = self.map.host_run(h);
+            let k = run.min(end - h);
+            match host {
+                Some(first) => {
+                    // Host LBAs at or past the limit started empty.
+                    let data = self.limit.saturating_sub(first).min(k);
+                    out.extend((first..first + data).map(|l| Token::data(Lba(l), 0)));
+                    out.extend(std::iter::repeat_n(Token::EMPTY, (k - data) as usize));
+                }
+                None => out.extend(std::iter::repeat_n(Token::EMPTY, k as usize)),
+            }
+            h += k;
+        }
     }
 
     /// Whether host LBA `host` started with data (version 0).
