@@ -101,10 +101,13 @@ impl RunRow {
         self.runs[self.index_of(slot)].token_at(slot)
     }
 
-    /// Append the tokens of slots `[at, at + n)` to `out`.
-    pub fn read(&self, at: u32, n: u32, out: &mut Vec<Token>) {
+    /// Call `f(first slot, count, token in the first slot)` for each run's
+    /// part of slots `[at, at + n)`, in order (the slots after the first
+    /// hold the following LBAs, or the same marker).
+    #[inline]
+    pub fn pieces(&self, at: u32, n: u32, mut f: impl FnMut(u32, u32, Token)) {
         if self.runs.is_empty() {
-            out.extend(std::iter::repeat_n(Token::EMPTY, n as usize));
+            f(at, n, Token::EMPTY);
             return;
         }
         let end = at + n;
@@ -113,15 +116,21 @@ impl RunRow {
         while s < end {
             let r = self.runs[i];
             let stop = self.runs.get(i + 1).map_or(end, |x| x.start.min(end));
-            if r.is_marker() {
-                out.extend(std::iter::repeat_n(r.token_at(s), (stop - s) as usize));
-            } else {
-                let first = r.lba + (s - r.start) as u64;
-                out.extend((first..first + (stop - s) as u64).map(|lba| Token { lba, ver: r.ver }));
-            }
+            f(s, stop - s, r.token_at(s));
             s = stop;
             i += 1;
         }
+    }
+
+    /// Append the tokens of slots `[at, at + n)` to `out`.
+    pub fn read(&self, at: u32, n: u32, out: &mut Vec<Token>) {
+        self.pieces(at, n, |_, k, t| {
+            if t.lba >= Token::DESTROYED_LBA {
+                out.extend(std::iter::repeat_n(t, k as usize));
+            } else {
+                out.extend((t.lba..t.lba + k as u64).map(|lba| Token { lba, ver: t.ver }));
+            }
+        });
     }
 
     /// Call `f(first, count)` for each stretch of non-empty slots, in order.
@@ -175,6 +184,46 @@ impl RunRow {
             }
             s = self.runs.get(i + 1).map_or(hi, |x| x.start.min(hi));
             i += 1;
+        }
+        self.replace(len, lo, hi, scratch);
+    }
+
+    /// One write more of every slot in `[lo, hi)` (the oracle's versions):
+    /// version `v` becomes `v + 1`, an empty slot version 1 of its LBA (slot
+    /// 0 holds LBA `base`). Done a run at a time, so a stretch written with
+    /// one version costs the same whatever its length.
+    pub fn increment(&mut self, len: u32, lo: u32, hi: u32, base: u64, scratch: &mut Vec<Run>) {
+        if lo >= hi {
+            return;
+        }
+        scratch.clear();
+        if self.runs.is_empty() {
+            scratch.push(Run::of(
+                lo,
+                Token::data(crate::units::Lba(base + lo as u64), 1),
+            ));
+        } else {
+            let mut i = self.index_of(lo);
+            let mut s = lo;
+            while s < hi {
+                let r = self.runs[i];
+                debug_assert!(r.lba != Token::DESTROYED_LBA, "versions only");
+                let piece = if r.lba == Token::EMPTY_LBA {
+                    Run::of(s, Token::data(crate::units::Lba(base + s as u64), 1))
+                } else {
+                    let t = r.token_at(s);
+                    Run::of(
+                        s,
+                        Token::data(crate::units::Lba(t.lba), t.ver.wrapping_add(1)),
+                    )
+                };
+                match scratch.last() {
+                    Some(last) if last.continued_by(&piece) => {}
+                    _ => scratch.push(piece),
+                }
+                s = self.runs.get(i + 1).map_or(hi, |x| x.start.min(hi));
+                i += 1;
+            }
         }
         self.replace(len, lo, hi, scratch);
     }
@@ -289,6 +338,7 @@ mod tests {
         Write(u32, Vec<(u8, u8)>),
         Fill(u32, u32),
         Damage(u32, u32, u8),
+        Increment(u32, u32),
     }
 
     fn op(len: u32) -> impl Strategy<Value = Op> {
@@ -301,6 +351,7 @@ mod tests {
             ),
             (0..len, 1..len).prop_map(move |(at, n)| Op::Fill(at, n.min(len - at))),
             (0..len, 0..len, 0u8..3).prop_map(|(a, b, o)| Op::Damage(a.min(b), a.max(b), o)),
+            (0..len, 0..len).prop_map(|(a, b)| Op::Increment(a.min(b), a.max(b))),
         ]
     }
 
@@ -328,6 +379,20 @@ mod tests {
                     Op::Fill(at, n) => {
                         row.fill(len, at, n, Token::destroyed(5));
                         model[at as usize..(at + n) as usize].fill(Token::destroyed(5));
+                    }
+                    Op::Increment(lo, hi) => {
+                        // Versions only: rows holding markers other than empty are the medium's.
+                        if model.iter().any(|t| t.destroyed_by().is_some()) {
+                            continue;
+                        }
+                        row.increment(len, lo, hi, 1000, &mut scratch);
+                        for (k, c) in model[lo as usize..hi as usize].iter_mut().enumerate() {
+                            *c = if c.is_empty() {
+                                Token::data(Lba(1000 + lo as u64 + k as u64), 1)
+                            } else {
+                                Token::data(Lba(c.lba), c.ver + 1)
+                            };
+                        }
                     }
                     Op::Damage(lo, hi, o) => {
                         row.damage(len, lo, hi, Token::destroyed(o as u64), &mut scratch);
