@@ -1,9 +1,10 @@
 //! DiskSim's spares on CMR drives: the sectors of each zone that hold no
 //! LBA, and the home map around them, as DiskSim 4.0's `dm_layout_g1`
-//! numbers its LBNs (`diskmodel/layout_g1.c` of the Western Digital
-//! release, `STABLE/DiskSim_Linux_Generic_2.01.016`, the same file as
-//! CMU's 4.0; capacities from `layout_g1_load.c`,
-//! `dm_layout_g1_compute_blksinband`).
+//! numbers its LBNs: `diskmodel/layout_g1.c` (read in the public copy of
+//! CMU's 4.0 at github.com/benh/disksim) for the placement, and
+//! `diskmodel/layout_g1_load.c`, `dm_layout_g1_compute_blksinband`, of
+//! Western Digital's release (`STABLE/DiskSim_Linux_Generic_2.01.016`) for
+//! each zone's LBN count; the scheme numbers are `disksim_diskmap.h`'s.
 //!
 //! Every scheme first adds the zone's "Empty space at zone front" to the
 //! LBN's offset in its zone (`lbn += b->deadspace`), then places that
