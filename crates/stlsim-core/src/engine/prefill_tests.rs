@@ -324,7 +324,9 @@ fn each_irregularity_of_a_run_is_a_warning() {
 #[test]
 fn spares_the_home_map_does_not_use_are_warned_about() {
     // DiskSim's spares and management area are carried in the zone table
-    // but not mapped: the report says so instead of changing silently.
+    // but mapped only on CMR drives with a given track count, and an empty
+    // front only when it ends on a track's first LBA: the report says so
+    // instead of changing silently.
     let mut d = small_drive("cmr");
     d.zones = vec![crate::geometry::ZoneSpec {
         first_track: 0,
@@ -333,12 +335,22 @@ fn spares_the_home_map_does_not_use_are_warned_about() {
         front_empty_sectors: 10,
         ..Default::default()
     }];
-    let r = run(cfg(d, "cmr"), vec![rec(0, Op::Write, 0, 4)])
-        .unwrap()
-        .report();
-    let w = r.warnings.join("\n");
+    let warned = |d: &crate::geometry::DriveConfig| {
+        let r = run(cfg(d.clone(), "cmr"), vec![rec(0, Op::Write, 0, 4)])
+            .unwrap()
+            .report();
+        let w = r.warnings.join("\n");
+        assert!(w.contains("does not map"), "{w}");
+        w
+    };
+    // 97 LBAs a track: the 10-sector front ends inside track 0.
+    let w = warned(&d);
+    assert!(w.contains("give front_empty_sectors ("), "{w}");
+    d.tracks = None;
+    d.capacity_gib = Some(0.5);
+    let w = warned(&d);
     assert!(
-        w.contains("front_empty_sectors, spare_sectors_per_cylinder") && w.contains("does not map"),
+        w.contains("front_empty_sectors, spare_sectors_per_cylinder"),
         "{w}"
     );
 }
@@ -547,5 +559,64 @@ fn a_drive_with_spare_tracks_runs_verified_and_prefilled() {
             "{t}"
         );
     }
+    assert!(s.report().warnings.is_empty(), "{:?}", s.report().warnings);
+}
+
+#[test]
+fn a_drive_with_sector_spares_runs_verified_and_prefilled() {
+    // Two surfaces, ranges of 3 cylinders with 150 spare sectors (scheme 8):
+    // a range's fifth track holds 50 LBAs and 50 spares, its sixth only
+    // spares (zone 0; zone 1 alike with 90-sector tracks). A prefilled,
+    // verified run over the whole LBA space finds every block where it was
+    // written, through the short tracks and across zones.
+    let mut d = small_drive("cmr");
+    d.surfaces = 2;
+    d.head_switch_ms = 0.5;
+    d.rotation = "angular".into();
+    d.spare_range_cylinders = 3;
+    d.zones = vec![
+        crate::geometry::ZoneSpec {
+            first_track: 0,
+            sectors_per_track: 100,
+            spare_sectors_per_range: 150,
+            track_skew_sectors: 7,
+            cylinder_skew_sectors: 13,
+            ..Default::default()
+        },
+        crate::geometry::ZoneSpec {
+            first_track: 1000,
+            sectors_per_track: 90,
+            spare_sectors_per_range: 150,
+            track_skew_sectors: 6,
+            cylinder_skew_sectors: 11,
+            ..Default::default()
+        },
+    ];
+    // 500 cylinders a zone: 166 whole ranges and 2 cylinders without spares.
+    let cap = (500 * 200 - 166 * 150 + 500 * 180 - 166 * 150) as u64;
+    let mut c = cfg(d, "cmr");
+    c.verify = true;
+    c.replay.prefill = Some(PrefillSpec::Fraction(1.0));
+    let mut recs = vec![];
+    for i in 0..300u64 {
+        let lba = (i * 7919 * 13) % (cap - 300);
+        recs.push(rec(
+            i * 100,
+            if i % 3 == 0 { Op::Read } else { Op::Write },
+            lba,
+            1 + i % 250,
+        ));
+    }
+    let s = run(c, recs).unwrap();
+    let g = s.device().geometry();
+    assert_eq!(g.capacity().0, cap);
+    let at = |t, s| crate::units::PhysAddr {
+        track: crate::units::Track(t),
+        sector: s,
+    };
+    assert_eq!(g.home_lba(at(4, 49)), Some(crate::units::Lba(449)));
+    assert_eq!(g.home_lba(at(4, 50)), None);
+    assert_eq!(g.phys_logical_track(crate::units::Track(5)), None);
+    assert_eq!(g.home_lba(at(6, 0)), Some(crate::units::Lba(450)));
     assert!(s.report().warnings.is_empty(), "{:?}", s.report().warnings);
 }

@@ -374,10 +374,10 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
-    /// The zone keys set that the home map does not use (DiskSim's spare
-    /// sectors, and spare tracks and empty zone fronts other than whole
-    /// tracks of a CMR drive with a given track count): LBAs fill those
-    /// sectors too. The run's report warns about them, so that nothing
+    /// The zone keys set that the home map does not use: every spare and
+    /// empty-front key unless the drive is CMR with a given track count,
+    /// and there an empty front that ends inside a track. LBAs fill those
+    /// sectors too; the run's report warns about them, so that nothing
     /// changes silently.
     pub fn unmapped_zone_keys(&self) -> Vec<&'static str> {
         let mut keys = vec![];
@@ -386,23 +386,41 @@ impl DriveConfig {
                 keys.push(key);
             }
         };
-        // Whole spare tracks and whole-track empty fronts are mapped on CMR
-        // drives with a given track count (see `Geometry`).
-        let tracks_mapped = self.layout.kind == "cmr" && self.tracks.is_some();
-        for z in &self.zones {
-            let whole_front = z.front_empty_sectors % z.sectors_per_track.max(1) as u64 == 0;
+        // DiskSim's spares and fronts are mapped on CMR drives with a given
+        // track count (see `Geometry`).
+        let mapped = self.layout.kind == "cmr" && self.tracks.is_some();
+        let tracks = self.tracks.unwrap_or(0);
+        for (i, z) in self.zones.iter().enumerate() {
+            let end = self.zones.get(i + 1).map_or(tracks, |n| n.first_track);
+            let len = end.saturating_sub(z.first_track);
+            let front_mapped = mapped
+                && super::spares::front_mapped(
+                    z,
+                    len,
+                    self.surfaces.max(1),
+                    self.spare_range_cylinders.max(1),
+                );
             note(
-                z.front_empty_sectors != 0 && !(tracks_mapped && whole_front),
+                z.front_empty_sectors != 0 && !front_mapped,
                 "front_empty_sectors",
             );
-            note(z.spare_tracks != 0 && !tracks_mapped, "spare_tracks");
-            note(z.spare_sectors_per_track != 0, "spare_sectors_per_track");
+            note(z.spare_tracks != 0 && !mapped, "spare_tracks");
             note(
-                z.spare_sectors_per_cylinder != 0,
+                z.spare_sectors_per_track != 0 && !mapped,
+                "spare_sectors_per_track",
+            );
+            note(
+                z.spare_sectors_per_cylinder != 0 && !mapped,
                 "spare_sectors_per_cylinder",
             );
-            note(z.spare_sectors_per_range != 0, "spare_sectors_per_range");
-            note(z.spare_sectors_per_zone != 0, "spare_sectors_per_zone");
+            note(
+                z.spare_sectors_per_range != 0 && !mapped,
+                "spare_sectors_per_range",
+            );
+            note(
+                z.spare_sectors_per_zone != 0 && !mapped,
+                "spare_sectors_per_zone",
+            );
         }
         keys
     }

@@ -8,12 +8,15 @@
 //! computed, not tabled ([`home`]): layouts repeat a unit of tracks and zones
 //! of equal tracks, so its memory is proportional to the zone table and the
 //! unit, not to the drive's track count (a 200,000 GiB drive costs what a
-//! 1 GiB one does). Lookups divide when all logical tracks are equal.
+//! 1 GiB one does). Lookups divide when all logical tracks are equal. A CMR
+//! drive with DiskSim's spares or empty zone fronts maps its LBAs around
+//! them with the same economy ([`spares`]): per-zone arithmetic.
 
 pub mod band_map;
 pub mod config;
 mod home;
 pub mod segment_map;
+mod spares;
 
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -120,103 +123,10 @@ pub struct Geometry {
     max_home_spt: u32,
     /// SMR: the bands' LBA-to-track mapping.
     band_map: Option<BandMap>,
-    /// CMR with DiskSim's spare tracks or empty zone fronts: tracks that
-    /// hold no LBA. The home map is built over the other tracks ("virtual"
-    /// numbering) and mapped onto physical tracks here.
-    holes: Option<Holes>,
-}
-
-/// Whole tracks of each zone that hold no LBA (DiskSim sparing scheme 1's
-/// spare tracks at the zone's end and its "Empty space at zone front").
-#[derive(Clone, Debug)]
-struct Holes {
-    /// Per zone: first physical track, first virtual track, tracks left out
-    /// at the front, tracks holding data, sectors a track.
-    zones: Vec<(u64, u64, u64, u64, u32)>,
-}
-
-impl Holes {
-    /// The zones' holes, or `None` when there are none. `tracks` physical
-    /// tracks. Errors when a zone's holes leave it no data track.
-    fn new(zones: &[ZoneSpec], tracks: u64) -> SimResult<Option<Holes>> {
-        if !zones
-            .iter()
-            .any(|z| z.spare_tracks != 0 || Holes::front(z) != 0)
-        {
-            return Ok(None);
-        }
-        let mut out = vec![];
-        let mut virt = 0;
-        for (i, z) in zones.iter().enumerate() {
-            let end = zones.get(i + 1).map_or(tracks, |n| n.first_track);
-            let len = end - z.first_track;
-            let front = Holes::front(z);
-            let Some(data) = len
-                .checked_sub(front)
-                .and_then(|l| l.checked_sub(z.spare_tracks))
-                .filter(|&d| d > 0)
-            else {
-                return config_err(format!(
-                    "the zone at track {} has {len} tracks: its front_empty_sectors ({front} tracks) and spare_tracks ({}) leave none for data",
-                    z.first_track, z.spare_tracks
-                ));
-            };
-            out.push((z.first_track, virt, front, data, z.sectors_per_track));
-            virt += data;
-        }
-        Ok(Some(Holes { zones: out }))
-    }
-
-    /// Whole tracks of a zone's empty front (a remainder is not mapped: see
-    /// [`DriveConfig::unmapped_zone_keys`]).
-    fn front(z: &ZoneSpec) -> u64 {
-        let spt = z.sectors_per_track.max(1) as u64;
-        if z.front_empty_sectors.is_multiple_of(spt) {
-            z.front_empty_sectors / spt
-        } else {
-            0
-        }
-    }
-
-    /// The zone table of the tracks holding data, numbered consecutively.
-    fn virtual_zones(&self) -> Vec<ZoneSpec> {
-        self.zones
-            .iter()
-            .map(|&(_, v, _, _, spt)| ZoneSpec {
-                first_track: v,
-                sectors_per_track: spt,
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    fn virtual_tracks(&self) -> u64 {
-        self.zones.iter().map(|z| z.3).sum()
-    }
-
-    /// Physical track of virtual track `v`.
-    #[inline]
-    fn phys(&self, v: u64) -> u64 {
-        let i = self.zones.partition_point(|z| z.1 <= v).max(1) - 1;
-        let (p, vf, front, _, _) = self.zones[i];
-        p + front + (v - vf)
-    }
-
-    /// Virtual track of physical track `t`, if it holds data.
-    #[inline]
-    fn virt(&self, t: u64) -> Option<u64> {
-        let i = self.zones.partition_point(|z| z.0 <= t).max(1) - 1;
-        let (p, vf, front, data, _) = self.zones[i];
-        let off = t - p;
-        (off >= front && off < front + data).then(|| vf + off - front)
-    }
-
-    /// Sectors on physical track `t`.
-    #[inline]
-    fn size(&self, t: u64) -> u32 {
-        let i = self.zones.partition_point(|z| z.0 <= t).max(1) - 1;
-        self.zones[i].4
-    }
+    /// CMR with DiskSim's spares or empty zone fronts: the map from LBAs to
+    /// physical tracks around the sectors that hold none. `home` then only
+    /// gives the tracks' sizes.
+    spares: Option<spares::SpareMap>,
 }
 
 fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
@@ -568,22 +478,40 @@ impl Geometry {
         if matches!(layout, Layout::Zoned { .. }) && zones.len() > 1 {
             return config_err("the zoned layout needs a uniform track size (no zone table)");
         }
-        // Spare tracks and empty zone fronts are mapped on CMR drives with a
-        // given track count (DiskSim's drives); elsewhere the run warns.
-        if matches!(layout, Layout::Cmr) && c.tracks.is_some() {
-            if let Some(holes) = Holes::new(&zones, tracks)? {
-                let mut g = Geometry::build(
-                    c.sector_bytes,
-                    layout,
-                    &holes.virtual_zones(),
-                    holes.virtual_tracks(),
-                    band_map,
-                )?;
-                g.tracks = tracks;
-                g.max_spt = zones.iter().map(|z| z.sectors_per_track).max().unwrap_or(0);
-                g.holes = Some(holes);
-                return Ok(g);
+        // DiskSim's drives use one sparing scheme (its layout's "Sparing
+        // scheme used"); a mixture has no DiskSim numbering to follow.
+        let mut set = vec![];
+        for z in &zones {
+            for (key, on) in [
+                ("spare_tracks", z.spare_tracks != 0),
+                ("spare_sectors_per_track", z.spare_sectors_per_track != 0),
+                (
+                    "spare_sectors_per_cylinder",
+                    z.spare_sectors_per_cylinder != 0,
+                ),
+                ("spare_sectors_per_range", z.spare_sectors_per_range != 0),
+                ("spare_sectors_per_zone", z.spare_sectors_per_zone != 0),
+            ] {
+                if on && !set.contains(&key) {
+                    set.push(key);
+                }
             }
+        }
+        if set.len() > 1 {
+            return config_err(format!(
+                "the zones set {}: a drive uses one sparing scheme (DiskSim's \"Sparing scheme used\")",
+                set.join(" and ")
+            ));
+        }
+        // Spares and empty zone fronts are mapped on CMR drives with a given
+        // track count (DiskSim's drives); elsewhere the run warns.
+        if matches!(layout, Layout::Cmr) && c.tracks.is_some() && spares::any(&zones) {
+            let map = spares::SpareMap::new(&zones, tracks, c.surfaces, c.spare_range_cylinders)?;
+            let mut g = Geometry::build(c.sector_bytes, layout, &zones, tracks, band_map)?;
+            g.capacity = map.capacity();
+            g.uniform_lt = None;
+            g.spares = Some(map);
+            return Ok(g);
         }
         Geometry::build(c.sector_bytes, layout, &zones, tracks, band_map)
     }
@@ -608,7 +536,7 @@ impl Geometry {
             max_home_spt,
             home,
             band_map,
-            holes: None,
+            spares: None,
         })
     }
 
@@ -632,10 +560,7 @@ impl Geometry {
     #[inline]
     pub fn sectors_in(&self, t: Track) -> u32 {
         debug_assert!(t.0 < self.tracks, "track {} of {}", t.0, self.tracks);
-        match &self.holes {
-            None => self.home.size(t.0),
-            Some(h) => h.size(t.0),
-        }
+        self.home.size(t.0)
     }
     /// The largest number of sectors on any track.
     pub fn max_sectors_per_track(&self) -> u32 {
@@ -664,14 +589,20 @@ impl Geometry {
 
     /// Number of logical tracks (data tracks in LBA order).
     pub fn logical_tracks(&self) -> u64 {
-        self.home.logical_tracks()
+        match &self.spares {
+            None => self.home.logical_tracks(),
+            Some(m) => m.logical_tracks(),
+        }
     }
     /// The logical track holding `lba`.
     #[inline]
     pub fn logical_track_of(&self, lba: Lba) -> u64 {
         match self.uniform_lt {
             Some(n) => lba.0 / n,
-            None => self.home.logical_of(lba.0),
+            None => match &self.spares {
+                None => self.home.logical_of(lba.0),
+                Some(m) => m.logical_of(lba.0),
+            },
         }
     }
     /// First LBA of a logical track.
@@ -679,15 +610,18 @@ impl Geometry {
     pub fn logical_track_start(&self, lt: u64) -> Lba {
         match self.uniform_lt {
             Some(n) => Lba(lt * n),
-            None => Lba(self.home.start(lt)),
+            None => Lba(match &self.spares {
+                None => self.home.start(lt),
+                Some(m) => m.start(lt),
+            }),
         }
     }
     /// The physical track holding a logical track.
     #[inline]
     pub fn logical_track_phys(&self, lt: u64) -> Track {
-        match &self.holes {
+        match &self.spares {
             None => Track(self.home.phys(lt)),
-            Some(h) => Track(h.phys(self.home.phys(lt))),
+            Some(m) => Track(m.track(lt).1),
         }
     }
     /// The logical track a physical track holds, if it holds data.
@@ -696,14 +630,21 @@ impl Geometry {
         if t.0 >= self.tracks {
             return None;
         }
-        match &self.holes {
+        match &self.spares {
             None => self.home.logical(t.0),
-            Some(h) => self.home.logical(h.virt(t.0)?),
+            Some(m) => m.logical(t.0),
         }
     }
 
     /// Home location of an LBA in the layout's static map.
     pub fn home(&self, lba: Lba) -> PhysAddr {
+        if let Some(m) = &self.spares {
+            let (start, track, _) = m.track(m.logical_of(lba.0));
+            return PhysAddr {
+                track: Track(track),
+                sector: (lba.0 - start) as u32,
+            };
+        }
         let lt = self.logical_track_of(lba);
         PhysAddr {
             track: self.logical_track_phys(lt),
@@ -713,6 +654,11 @@ impl Geometry {
 
     /// The LBA whose home is a physical sector, if any.
     pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
+        if let Some(m) = &self.spares {
+            // A track's sectors past its LBAs are spares.
+            let (start, _, n) = m.track(self.phys_logical_track(at.track)?);
+            return ((at.sector as u64) < n).then(|| Lba(start + at.sector as u64));
+        }
         self.phys_logical_track(at.track)
             .map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
     }
@@ -724,10 +670,20 @@ impl Geometry {
         let mut cur = lba.0;
         let end = lba.0 + n.0;
         while cur < end {
-            let lt = self.logical_track_of(Lba(cur));
-            let (start, track) = (self.logical_track_start(lt).0, self.logical_track_phys(lt));
-            // A logical track's sectors are its physical track's.
-            let lt_end = start + self.sectors_in(track) as u64;
+            let (start, track, len) = match &self.spares {
+                None => {
+                    let lt = self.logical_track_of(Lba(cur));
+                    let track = self.logical_track_phys(lt);
+                    // A logical track's sectors are its physical track's.
+                    let len = self.sectors_in(track) as u64;
+                    (self.logical_track_start(lt).0, track, len)
+                }
+                Some(m) => {
+                    let (start, track, len) = m.track(m.logical_of(cur));
+                    (start, Track(track), len)
+                }
+            };
+            let lt_end = start + len;
             let take = (end.min(lt_end) - cur) as u32;
             let at = PhysAddr {
                 track,
@@ -936,7 +892,7 @@ impl Geometry {
     /// Heap bytes of the home map: proportional to the zone table and the
     /// layout's unit, not to the track count.
     pub fn home_heap_bytes(&self) -> u64 {
-        self.home.heap_bytes()
+        self.home.heap_bytes() + self.spares.as_ref().map_or(0, |m| m.heap_bytes())
     }
 
     /// Host-managed zones: sectors per zone (`None` for other layouts).
@@ -948,5 +904,7 @@ impl Geometry {
     }
 }
 
+#[cfg(test)]
+mod spares_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,335 @@
+//! DiskSim's spares on CMR drives: the sectors of each zone that hold no
+//! LBA, and the home map around them, as DiskSim 4.0's `dm_layout_g1`
+//! numbers its LBNs: `diskmodel/layout_g1.c` (read in the public copy of
+//! CMU's 4.0 at github.com/benh/disksim) for the placement, and
+//! `diskmodel/layout_g1_load.c`, `dm_layout_g1_compute_blksinband`, of
+//! Western Digital's release (`STABLE/DiskSim_Linux_Generic_2.01.016`) for
+//! each zone's LBN count; the scheme numbers are `disksim_diskmap.h`'s.
+//!
+//! Every scheme first adds the zone's "Empty space at zone front" to the
+//! LBN's offset in its zone (`lbn += b->deadspace`), then places that
+//! position `x` (the `g1_ltop_*` functions, without slips and defects):
+//! * scheme 1, spare tracks (`g1_ltop_trackspare`): track `x / spt`; the
+//!   zone's last `spare_tracks` tracks hold nothing;
+//! * scheme 3, spare sectors per track (`g1_ltop_sectpertrackspare`):
+//!   `spt - k` LBNs a track, track `x / (spt - k)`, sector `x % (spt - k)`:
+//!   the last `k` sectors of every track are spare;
+//! * scheme 2, per cylinder (`g1_ltop_sectpercylspare`): `surfaces * spt - k`
+//!   LBNs a cylinder, filled track by track: the cylinder's last `k` sectors
+//!   in LBN order are spare;
+//! * scheme 8, per range (`g1_ltop_sectperrangespare`): the same over ranges
+//!   of `Rangesize for sparing` cylinders counted from the zone's first.
+//!   Only whole ranges keep spares: the zone's LBN count subtracts
+//!   `k * (cylinders / rangesize)`, rounded down, so the cylinders of a last
+//!   partial range all hold LBNs (the ltop puts them there too, as long as
+//!   they hold fewer sectors than a range's LBNs; past that DiskSim would map
+//!   LBNs beyond the zone, and stlsim keeps the partial range whole);
+//! * scheme 9, per zone (`g1_ltop_sectperzonespare`): `x` in order from the
+//!   zone's first sector; its LBN count subtracts `k`, so the zone's last `k`
+//!   sectors are spare.
+//!
+//! All five are one shape here: a zone's tracks (less scheme 1's spare
+//! tracks) fall into whole *periods* of a track, a cylinder, a range or the
+//! zone, each ending in `k` spare sectors, and a remainder without spares.
+//! A period's LBAs fill its tracks from sector 0 in order, so it holds
+//! `ceil((period * spt - k) / spt)` logical tracks, of which only the last
+//! may be short; tracks past it are wholly spare. Lookups are arithmetic
+//! plus a binary search over the zones, and memory is a few words a zone.
+//!
+//! The empty front is mapped when it ends on a logical track's first sector
+//! (always for whole tracks without sector spares, DiskSim's drives); a front
+//! that ends inside a track is left unmapped and warned about
+//! ([`DriveConfig::unmapped_zone_keys`](super::DriveConfig::unmapped_zone_keys)).
+
+use super::ZoneSpec;
+use crate::error::{config_err, SimResult};
+
+/// One zone's sparing shape and where it starts in each numbering.
+#[derive(Clone, Copy, Debug)]
+struct Zone {
+    /// First physical track.
+    phys: u64,
+    /// First logical track (of the whole drive).
+    lt: u64,
+    /// First LBA.
+    lba: u64,
+    /// Sectors a track.
+    spt: u64,
+    /// Tracks of a sparing period.
+    period: u64,
+    /// LBAs of a whole period (its sectors less its spares).
+    per_lbas: u64,
+    /// Logical tracks of a whole period.
+    per_lts: u64,
+    /// Whole periods.
+    full: u64,
+    /// Tracks after the whole periods, all holding LBAs.
+    rem: u64,
+    /// Positions of the empty front (DiskSim's deadspace), when mapped.
+    dead: u64,
+    /// Logical tracks the empty front takes.
+    dead_lts: u64,
+}
+
+impl Zone {
+    /// The (track offset in the zone, first position, LBAs) of the zone's
+    /// `i`-th logical track, counting the front's.
+    #[inline]
+    fn track(&self, i: u64) -> (u64, u64, u64) {
+        let whole = self.full * self.per_lts;
+        if i < whole {
+            let (j, r) = (i / self.per_lts, i % self.per_lts);
+            let first = r * self.spt;
+            (
+                j * self.period + r,
+                j * self.per_lbas + first,
+                self.spt.min(self.per_lbas - first),
+            )
+        } else {
+            let q = i - whole;
+            (
+                self.full * self.period + q,
+                self.full * self.per_lbas + q * self.spt,
+                self.spt,
+            )
+        }
+    }
+
+    /// The zone's logical track (counting the front's) holding position `x`.
+    #[inline]
+    fn index_of(&self, x: u64) -> u64 {
+        let whole = self.full * self.per_lbas;
+        if x < whole {
+            (x / self.per_lbas) * self.per_lts + (x % self.per_lbas) / self.spt
+        } else {
+            self.full * self.per_lts + (x - whole) / self.spt
+        }
+    }
+
+    /// The zone's logical track (counting the front's) on track offset `o`,
+    /// if it holds LBAs.
+    #[inline]
+    fn index_on(&self, o: u64) -> Option<u64> {
+        let whole = self.full * self.period;
+        if o < whole {
+            let r = o % self.period;
+            (r < self.per_lts).then(|| (o / self.period) * self.per_lts + r)
+        } else {
+            let q = o - whole;
+            (q < self.rem).then(|| self.full * self.per_lts + q)
+        }
+    }
+
+    /// Positions holding LBAs or the front.
+    fn positions(&self) -> u64 {
+        self.full * self.per_lbas + self.rem * self.spt
+    }
+
+    /// Logical tracks, counting the front's.
+    fn tracks(&self) -> u64 {
+        self.full * self.per_lts + self.rem
+    }
+}
+
+/// The sparing scheme a zone sets: (key, spare sectors a period, tracks a
+/// period, what a period is). `None`: no sector spares.
+type Scheme = Option<(&'static str, u64, u64, String)>;
+
+fn scheme(z: &ZoneSpec, area: u64, surfaces: u64, range_cylinders: u64) -> Scheme {
+    if z.spare_sectors_per_track != 0 {
+        Some((
+            "spare_sectors_per_track",
+            z.spare_sectors_per_track as u64,
+            1,
+            "track".into(),
+        ))
+    } else if z.spare_sectors_per_cylinder != 0 {
+        Some((
+            "spare_sectors_per_cylinder",
+            z.spare_sectors_per_cylinder,
+            surfaces,
+            "cylinder".into(),
+        ))
+    } else if z.spare_sectors_per_range != 0 {
+        Some((
+            "spare_sectors_per_range",
+            z.spare_sectors_per_range,
+            range_cylinders * surfaces,
+            format!("range of {range_cylinders} cylinders"),
+        ))
+    } else if z.spare_sectors_per_zone != 0 {
+        Some((
+            "spare_sectors_per_zone",
+            z.spare_sectors_per_zone,
+            area,
+            "zone".into(),
+        ))
+    } else {
+        None
+    }
+}
+
+/// The shape of zone `z` of `len` tracks (its numbering left at 0), or a
+/// one-line error when its spares or front leave it no data.
+fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResult<Zone> {
+    let t = z.first_track;
+    let spt = z.sectors_per_track.max(1) as u64;
+    let Some(area) = len.checked_sub(z.spare_tracks).filter(|&a| a > 0) else {
+        return config_err(format!(
+            "the zone at track {t} has {len} tracks: its spare_tracks ({}) leave none for data",
+            z.spare_tracks
+        ));
+    };
+    let (period, k) = match scheme(z, area, surfaces, range_cylinders) {
+        Some((key, k, period, what)) => {
+            if k >= period * spt && area >= period {
+                return config_err(format!(
+                    "the zone at track {t}: {key} = {k} leaves no data sectors in a {what} of {} sectors",
+                    period * spt
+                ));
+            }
+            (period, k)
+        }
+        None => (1, 0),
+    };
+    // A period longer than the zone has no spares (no whole period).
+    let per_lbas = (period * spt).saturating_sub(k);
+    let mut zone = Zone {
+        phys: t,
+        lt: 0,
+        lba: 0,
+        spt,
+        period,
+        per_lbas,
+        per_lts: per_lbas.div_ceil(spt),
+        full: area / period,
+        rem: area % period,
+        dead: 0,
+        dead_lts: 0,
+    };
+    let dead = z.front_empty_sectors;
+    if dead >= zone.positions() {
+        return config_err(format!(
+            "the zone at track {t} has {len} tracks: its front_empty_sectors ({dead}) and spares leave none for data"
+        ));
+    }
+    let i = zone.index_of(dead);
+    if zone.track(i).1 == dead {
+        zone.dead = dead;
+        zone.dead_lts = i;
+    }
+    Ok(zone)
+}
+
+/// Whether the home map leaves zone `z` (of `len` tracks) an empty front
+/// that ends on a logical track's first sector, the only fronts it maps.
+pub(super) fn front_mapped(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> bool {
+    shape(z, len, surfaces, range_cylinders).is_ok_and(|s| s.dead == z.front_empty_sectors)
+}
+
+/// Whether any zone sets spares or an empty front.
+pub(super) fn any(zones: &[ZoneSpec]) -> bool {
+    zones.iter().any(|z| {
+        z.front_empty_sectors != 0
+            || z.spare_tracks != 0
+            || z.spare_sectors_per_track != 0
+            || z.spare_sectors_per_cylinder != 0
+            || z.spare_sectors_per_range != 0
+            || z.spare_sectors_per_zone != 0
+    })
+}
+
+/// The home map of a CMR drive with DiskSim's spares or empty zone fronts:
+/// LBAs to logical tracks (the tracks holding LBAs, in LBA order) and those
+/// to physical tracks. A logical track's LBAs fill its physical track from
+/// sector 0; the track's other sectors are spare.
+#[derive(Clone, Debug)]
+pub(super) struct SpareMap {
+    zones: Vec<Zone>,
+    capacity: u64,
+    logical_tracks: u64,
+}
+
+impl SpareMap {
+    /// The map of `zones` over `tracks` tracks of `surfaces` surfaces, with
+    /// ranges of `range_cylinders` cylinders (`spare_sectors_per_range`).
+    /// Errors when a zone's spares or front leave it no data.
+    pub(super) fn new(
+        zones: &[ZoneSpec],
+        tracks: u64,
+        surfaces: u64,
+        range_cylinders: u64,
+    ) -> SimResult<SpareMap> {
+        let (mut lt, mut lba, mut out) = (0, 0, Vec::with_capacity(zones.len()));
+        for (i, z) in zones.iter().enumerate() {
+            let end = zones.get(i + 1).map_or(tracks, |n| n.first_track);
+            let mut s = shape(z, end - z.first_track, surfaces, range_cylinders)?;
+            (s.lt, s.lba) = (lt, lba);
+            lt += s.tracks() - s.dead_lts;
+            lba += s.positions() - s.dead;
+            out.push(s);
+        }
+        Ok(SpareMap {
+            zones: out,
+            capacity: lba,
+            logical_tracks: lt,
+        })
+    }
+
+    /// Host-visible sectors.
+    pub(super) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Number of logical tracks.
+    pub(super) fn logical_tracks(&self) -> u64 {
+        self.logical_tracks
+    }
+
+    /// Heap bytes held (a few words a zone).
+    pub(super) fn heap_bytes(&self) -> u64 {
+        (self.zones.capacity() * std::mem::size_of::<Zone>()) as u64
+    }
+
+    #[inline]
+    fn zone_by(&self, key: impl Fn(&Zone) -> u64, v: u64) -> &Zone {
+        let z = &self.zones;
+        if z.len() == 1 {
+            &z[0]
+        } else {
+            &z[z.partition_point(|z| key(z) <= v).max(1) - 1]
+        }
+    }
+
+    /// (first LBA, physical track, LBAs) of logical track `lt` (< the count).
+    #[inline]
+    pub(super) fn track(&self, lt: u64) -> (u64, u64, u64) {
+        let z = self.zone_by(|z| z.lt, lt);
+        let (off, pos, n) = z.track(lt - z.lt + z.dead_lts);
+        (z.lba + pos - z.dead, z.phys + off, n)
+    }
+
+    /// First LBA of logical track `lt` (the capacity for `lt` = the count).
+    #[inline]
+    pub(super) fn start(&self, lt: u64) -> u64 {
+        if lt >= self.logical_tracks {
+            return self.capacity;
+        }
+        self.track(lt).0
+    }
+
+    /// The logical track holding `lba` (< capacity).
+    #[inline]
+    pub(super) fn logical_of(&self, lba: u64) -> u64 {
+        let z = self.zone_by(|z| z.lba, lba);
+        z.lt + z.index_of(lba - z.lba + z.dead) - z.dead_lts
+    }
+
+    /// The logical track physical track `t` holds, if it holds LBAs.
+    #[inline]
+    pub(super) fn logical(&self, t: u64) -> Option<u64> {
+        let z = self.zone_by(|z| z.phys, t);
+        let i = z.index_on(t - z.phys)?;
+        (i >= z.dead_lts).then(|| z.lt + i - z.dead_lts)
+    }
+}

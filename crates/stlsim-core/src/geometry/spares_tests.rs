@@ -1,0 +1,403 @@
+//! DiskSim's sector-level spares in the home map: hand-computed examples of
+//! each scheme, the errors, and a property test against DiskSim's own
+//! LBN-to-PBN formulas (`diskmodel/layout_g1.c`, `g1_ltop_*`) and zone
+//! sizes (`layout_g1_load.c`, `dm_layout_g1_compute_blksinband`).
+
+use super::tests::drive;
+use super::*;
+
+fn at(t: u64, s: u32) -> PhysAddr {
+    PhysAddr {
+        track: Track(t),
+        sector: s,
+    }
+}
+
+/// A CMR drive of `cylinders` cylinders of `surfaces` surfaces, one zone of
+/// `spt` sectors a track.
+fn one_zone(surfaces: u64, cylinders: u64, spt: u32, z: ZoneSpec) -> DriveConfig {
+    let mut d = drive("cmr", surfaces * cylinders, spt);
+    d.surfaces = surfaces;
+    d.zones = vec![ZoneSpec {
+        first_track: 0,
+        sectors_per_track: spt,
+        ..z
+    }];
+    d
+}
+
+/// Every LBA's home, in LBA order, and that each maps back.
+fn homes(g: &Geometry) -> Vec<PhysAddr> {
+    (0..g.capacity().0)
+        .map(|l| {
+            let h = g.home(Lba(l));
+            assert_eq!(g.home_lba(h), Some(Lba(l)), "LBA {l} at {h:?}");
+            h
+        })
+        .collect()
+}
+
+#[test]
+fn spare_sectors_per_track_end_every_track() {
+    // Scheme 3: 2 surfaces x 4 cylinders of 10 sectors, 3 spares a track:
+    // 7 LBAs a track, sectors 0..7 of every track (g1_ltop_sectpertrackspare:
+    // track x / 7, sector x % 7).
+    let d = one_zone(
+        2,
+        4,
+        10,
+        ZoneSpec {
+            spare_sectors_per_track: 3,
+            ..Default::default()
+        },
+    );
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(8 * 7));
+    assert_eq!(g.home(Lba(6)), at(0, 6));
+    assert_eq!(g.home(Lba(7)), at(1, 0));
+    assert_eq!(g.home(Lba(20)), at(2, 6));
+    assert_eq!(g.home(Lba(55)), at(7, 6));
+    for t in 0..8 {
+        assert_eq!(g.home_lba(at(t, 7)), None, "track {t}");
+        assert_eq!(g.home_lba(at(t, 9)), None, "track {t}");
+    }
+    // The track keeps its 10 sectors for the mechanics and the medium.
+    assert_eq!(g.sectors_in(Track(0)), 10);
+    assert!(d.unmapped_zone_keys().is_empty());
+}
+
+#[test]
+fn spare_sectors_per_cylinder_end_each_cylinder() {
+    // Scheme 2: 2 surfaces of 10 sectors, 3 spares a cylinder: 17 LBAs a
+    // cylinder, track 0 whole and sectors 0..7 of track 1.
+    let mut d = one_zone(
+        2,
+        3,
+        10,
+        ZoneSpec {
+            spare_sectors_per_cylinder: 3,
+            ..Default::default()
+        },
+    );
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(3 * 17));
+    assert_eq!(g.home(Lba(9)), at(0, 9));
+    assert_eq!(g.home(Lba(16)), at(1, 6));
+    assert_eq!(g.home(Lba(17)), at(2, 0));
+    assert_eq!(g.home(Lba(50)), at(5, 6));
+    assert_eq!(g.home_lba(at(1, 7)), None);
+    assert_eq!(g.home_lba(at(2, 9)), Some(Lba(26)));
+    // A request over the short track's end goes on at the next cylinder.
+    let mut ext = vec![];
+    g.for_home_extents(Lba(14), Sectors(6), |a, n, l| ext.push((a, n, l)));
+    assert_eq!(ext, vec![(at(1, 4), 3, Lba(14)), (at(2, 0), 3, Lba(17))]);
+    // 12 spares: the cylinder's 8 LBAs on track 0, track 1 wholly spare.
+    d.zones[0].spare_sectors_per_cylinder = 12;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(3 * 8));
+    assert_eq!(g.home(Lba(8)), at(2, 0));
+    assert_eq!(g.logical_tracks(), 3);
+    assert_eq!(g.phys_logical_track(Track(1)), None);
+    assert_eq!(g.phys_logical_track(Track(4)), Some(2));
+    assert_eq!(g.logical_track_phys(2), Track(4));
+}
+
+#[test]
+fn spare_sectors_per_range_end_each_whole_range() {
+    // Scheme 8: 2 surfaces of 10 sectors, ranges of 2 cylinders (4 tracks,
+    // 40 sectors), 15 spares a range: 25 LBAs a range on tracks 0, 1 and
+    // sectors 0..5 of track 2; track 3 spare. 5 cylinders: two whole ranges
+    // and a last partial range of one cylinder that keeps no spares
+    // (blksinband: 100 - 15 x (5 / 2) = 70).
+    let mut d = one_zone(
+        2,
+        5,
+        10,
+        ZoneSpec {
+            spare_sectors_per_range: 15,
+            ..Default::default()
+        },
+    );
+    d.spare_range_cylinders = 2;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(70));
+    assert_eq!(g.home(Lba(24)), at(2, 4));
+    assert_eq!(g.home(Lba(25)), at(4, 0));
+    assert_eq!(g.home(Lba(49)), at(6, 4));
+    assert_eq!(g.home(Lba(50)), at(8, 0));
+    assert_eq!(g.home(Lba(69)), at(9, 9));
+    for t in [3, 7] {
+        assert_eq!(g.phys_logical_track(Track(t)), None, "track {t}");
+    }
+    assert_eq!(g.home_lba(at(2, 5)), None);
+    assert_eq!(g.home_lba(at(6, 4)), Some(Lba(49)));
+    assert_eq!(g.logical_tracks(), 8);
+    assert_eq!(g.logical_track_start(3), Lba(25));
+    assert_eq!(g.logical_track_start(8), Lba(70));
+    // A zone shorter than a range keeps no spares.
+    d.spare_range_cylinders = 6;
+    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(100));
+}
+
+#[test]
+fn spare_sectors_per_zone_end_the_zone() {
+    // Scheme 9: zone 0 is 3 cylinders of 2 surfaces of 10 sectors with 13
+    // spares: 47 LBAs, tracks 0..4 whole, sectors 0..7 of track 4, track 5
+    // spare; zone 1 (tracks 6..10, 8 sectors) follows with its 5 spares.
+    let mut d = one_zone(
+        2,
+        5,
+        10,
+        ZoneSpec {
+            spare_sectors_per_zone: 13,
+            ..Default::default()
+        },
+    );
+    d.zones.push(ZoneSpec {
+        first_track: 6,
+        sectors_per_track: 8,
+        spare_sectors_per_zone: 5,
+        ..Default::default()
+    });
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(47 + 27));
+    assert_eq!(g.home(Lba(46)), at(4, 6));
+    assert_eq!(g.home(Lba(47)), at(6, 0));
+    assert_eq!(g.home(Lba(73)), at(9, 2));
+    assert_eq!(g.home_lba(at(4, 7)), None);
+    assert_eq!(g.phys_logical_track(Track(5)), None);
+    assert_eq!(g.home_lba(at(9, 3)), None);
+    assert_eq!(g.max_sectors_per_track(), 10);
+}
+
+#[test]
+fn an_empty_front_is_mapped_when_it_ends_on_a_track_start() {
+    // DiskSim adds the front to the LBN's position before the scheme places
+    // it, so with 7 LBAs a track (scheme 3) a 7-sector front takes track 0
+    // and a 10-sector one ends inside track 1: that one is left unmapped.
+    let mut d = one_zone(
+        2,
+        2,
+        10,
+        ZoneSpec {
+            spare_sectors_per_track: 3,
+            front_empty_sectors: 7,
+            ..Default::default()
+        },
+    );
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(3 * 7));
+    assert_eq!(g.home(Lba(0)), at(1, 0));
+    assert_eq!(g.phys_logical_track(Track(0)), None);
+    assert!(d.unmapped_zone_keys().is_empty());
+    d.zones[0].front_empty_sectors = 10;
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(4 * 7));
+    assert_eq!(g.home(Lba(0)), at(0, 0));
+    assert_eq!(d.unmapped_zone_keys(), vec!["front_empty_sectors"]);
+}
+
+#[test]
+fn spares_that_leave_no_data_or_mix_schemes_are_errors_naming_the_key() {
+    let mut d = one_zone(
+        2,
+        3,
+        10,
+        ZoneSpec {
+            spare_sectors_per_track: 10,
+            ..Default::default()
+        },
+    );
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("spare_sectors_per_track = 10 leaves no data sectors in a track of 10 sectors"),
+        "{e}"
+    );
+    d.zones[0].spare_sectors_per_track = 0;
+    d.zones[0].spare_sectors_per_cylinder = 25;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("spare_sectors_per_cylinder = 25"), "{e}");
+    d.zones[0].spare_sectors_per_cylinder = 0;
+    d.zones[0].spare_sectors_per_range = 60;
+    d.spare_range_cylinders = 3;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("spare_sectors_per_range = 60 leaves no data sectors in a range of 3 cylinders"),
+        "{e}"
+    );
+    d.zones[0].spare_sectors_per_range = 0;
+    d.zones[0].spare_sectors_per_zone = 60;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("spare_sectors_per_zone = 60"), "{e}");
+    d.zones[0].spare_sectors_per_zone = 59;
+    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(1));
+    d.zones[0].spare_tracks = 1;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("spare_tracks and spare_sectors_per_zone") && e.contains("one sparing scheme"),
+        "{e}"
+    );
+    // On a drive sized by capacity the spares are not mapped, and warned.
+    d.zones[0].spare_tracks = 0;
+    d.tracks = None;
+    d.capacity_gib = Some(1e-3);
+    assert_eq!(d.unmapped_zone_keys(), vec!["spare_sectors_per_zone"]);
+}
+
+/// DiskSim's sparing scheme of a generated zone: 0 none, then 1, 2, 3, 8, 9.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    surfaces: u64,
+    range: u64,
+    scheme: u64,
+}
+
+/// DiskSim's LBN count of a zone of `cyls` cylinders (`compute_blksinband`).
+fn blksinband(c: Case, z: &ZoneSpec, tracks: u64, cyls: u64) -> u64 {
+    let spt = z.sectors_per_track as u64;
+    let all = tracks * spt - z.front_empty_sectors;
+    all - match c.scheme {
+        1 => z.spare_tracks * spt,
+        2 => z.spare_sectors_per_cylinder * cyls,
+        3 => z.spare_sectors_per_track as u64 * tracks,
+        8 => z.spare_sectors_per_range * (cyls / c.range),
+        9 => z.spare_sectors_per_zone,
+        _ => 0,
+    }
+}
+
+/// DiskSim's placement of position `x` (LBN offset in the zone plus the
+/// front) as (track offset in the zone, sector): the `g1_ltop_*` functions.
+fn ltop(c: Case, z: &ZoneSpec, x: u64) -> (u64, u64) {
+    let spt = z.sectors_per_track as u64;
+    match c.scheme {
+        3 => {
+            let n = spt - z.spare_sectors_per_track as u64;
+            (x / n, x % n)
+        }
+        2 | 8 => {
+            let (k, tracks) = if c.scheme == 2 {
+                (z.spare_sectors_per_cylinder, c.surfaces)
+            } else {
+                (z.spare_sectors_per_range, c.surfaces * c.range)
+            };
+            let n = tracks * spt - k;
+            let off = x % n;
+            ((x / n) * tracks + off / spt, off % spt)
+        }
+        _ => (x / spt, x % spt),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 400, ..Default::default() })]
+    /// On random zone tables of each scheme, every LBA lands where DiskSim's
+    /// ltop puts it, the map is a bijection from the LBAs onto the sectors
+    /// that are not spare, and the capacity is DiskSim's LBN count.
+    #[test]
+    fn the_map_is_disksims_and_a_bijection_onto_the_non_spare_sectors(
+        surfaces in 1u64..4,
+        range in 1u64..4,
+        scheme in proptest::sample::select(vec![0u64, 1, 2, 3, 8, 9]),
+        zones in proptest::collection::vec((1u64..7, 1u32..13, 0u64..1000, 0u64..4), 1..4),
+    ) {
+        let c = Case { surfaces, range, scheme };
+        let mut d = drive("cmr", 1, 1);
+        d.surfaces = surfaces;
+        d.spare_range_cylinders = range;
+        let mut first = 0;
+        for &(cyls, spt, k, front) in &zones {
+            let tracks = cyls * surfaces;
+            let blocks = tracks * spt as u64;
+            let mut z = ZoneSpec { first_track: first, sectors_per_track: spt, ..Default::default() };
+            // A spare count below what would leave the scheme's unit empty.
+            match scheme {
+                1 => z.spare_tracks = k % tracks,
+                2 => z.spare_sectors_per_cylinder = k % (surfaces * spt as u64),
+                3 => z.spare_sectors_per_track = (k % spt as u64) as u32,
+                8 => z.spare_sectors_per_range = k % (surfaces * range * spt as u64),
+                9 => z.spare_sectors_per_zone = k % blocks,
+                _ => {}
+            }
+            // Fronts of 0..3 sectors per LBA of a unit: some end on a track start, some inside one.
+            z.front_empty_sectors = front * (spt as u64 - z.spare_sectors_per_track as u64) / 2;
+            d.zones.push(z);
+            first += tracks;
+        }
+        d.tracks = Some(first);
+        let Ok(g) = Geometry::from_config(&d) else {
+            // The spares leave every unit data, so only a front that takes
+            // all of a zone's LBAs is refused.
+            let full = d.zones.iter().enumerate().any(|(i, z)| {
+                let tracks = d.zones.get(i + 1).map_or(first, |n| n.first_track) - z.first_track;
+                let bare = ZoneSpec { front_empty_sectors: 0, ..z.clone() };
+                z.front_empty_sectors >= blksinband(c, &bare, tracks, tracks / surfaces)
+            });
+            proptest::prop_assert!(full, "{:?}", d.zones);
+            return Ok(());
+        };
+        let (mut lba, mut cap) = (0u64, 0u64);
+        for (i, z) in d.zones.iter().enumerate() {
+            let tracks = d.zones.get(i + 1).map_or(first, |n| n.first_track) - z.first_track;
+            let cyls = tracks / surfaces;
+            // The last partial range of scheme 8 holds fewer sectors than a
+            // range's LBAs in DiskSim's drives; past that DiskSim maps LBNs
+            // beyond the zone, and only the bijection is checked.
+            let spt = z.sectors_per_track as u64;
+            let consistent = scheme != 8
+                || (cyls % range) * surfaces * spt < surfaces * range * spt - z.spare_sectors_per_range;
+            // stlsim maps a front that ends on a track's first sector.
+            let mapped = spares::front_mapped(z, tracks, surfaces, range);
+            let (t, s) = ltop(c, z, z.front_empty_sectors);
+            if consistent {
+                proptest::prop_assert_eq!(mapped, s == 0, "zone {} front at {:?}", i, (t, s));
+            }
+            let dead = if mapped { z.front_empty_sectors } else { 0 };
+            let zz = ZoneSpec { front_empty_sectors: dead, ..z.clone() };
+            let n = blksinband(c, &zz, tracks, cyls);
+            for x in 0..n {
+                let h = g.home(Lba(lba + x));
+                if consistent {
+                    let (t, s) = ltop(c, z, x + dead);
+                    proptest::prop_assert_eq!(h, at(z.first_track + t, s as u32), "LBA {} of zone {}", lba + x, i);
+                }
+            }
+            lba += n;
+            cap += n;
+        }
+        proptest::prop_assert_eq!(g.capacity(), Sectors(cap));
+        // A bijection: distinct homes that map back, and as many non-spare
+        // sectors as LBAs.
+        let hs = homes(&g);
+        let mut sorted: Vec<_> = hs.iter().map(|h| (h.track.0, h.sector)).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        proptest::prop_assert_eq!(sorted.len() as u64, cap);
+        let mut mapped = 0;
+        for t in 0..g.tracks() {
+            for s in 0..g.sectors_in(Track(t)) {
+                if let Some(l) = g.home_lba(at(t, s)) {
+                    proptest::prop_assert_eq!(g.home(l), at(t, s));
+                    mapped += 1;
+                }
+            }
+        }
+        proptest::prop_assert_eq!(mapped, cap);
+        // Logical tracks cover the LBAs in order, and extents follow the homes.
+        for lt in 0..g.logical_tracks() {
+            let (s, e) = (g.logical_track_start(lt), g.logical_track_start(lt + 1));
+            proptest::prop_assert!(s < e);
+            proptest::prop_assert_eq!(g.logical_track_of(s), lt);
+            proptest::prop_assert_eq!(g.home(s), at(g.logical_track_phys(lt).0, 0));
+            proptest::prop_assert_eq!(g.phys_logical_track(g.logical_track_phys(lt)), Some(lt));
+        }
+        let mut next = 0;
+        g.for_home_extents(Lba(0), g.capacity(), |a, n, l| {
+            assert_eq!(l, Lba(next));
+            assert_eq!(a, hs[next as usize]);
+            assert_eq!(g.home(Lba(next + n as u64 - 1)), at(a.track.0, a.sector + n - 1));
+            next += n as u64;
+        });
+        proptest::prop_assert_eq!(next, cap);
+    }
+}
