@@ -48,3 +48,35 @@ def test_the_table_reads_criterions_estimates(tmp_path: Path, monkeypatch) -> No
     for key in reference:
         assert key.split("/")[0] in src, key
     assert stlsim.layers() is not None
+
+
+def test_the_verification_benchmark_reports_its_cost(tmp_path: Path) -> None:
+    """benches/verify_cost.py runs each layer with and without --verify and
+    reads what verification held from the report (issue 14, target 4)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "verify_cost.py"), "--requests", "20000", "--repeat", "1",
+         "--layers", "cmr", "imr-rmw", "--keep", str(tmp_path / "t.vscsi"), "--json"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    rows = json.loads(out)
+    assert [r["layer"] for r in rows] == ["cmr", "imr-rmw"]
+    for r in rows:
+        assert r["requests"] == 20_000
+        assert r["written_sectors"] > 50_000
+        assert 0 < r["bytes_per_written_sector"] <= 16
+        assert r["unverified_s"] > 0 and r["verified_s"] > 0
+
+
+def test_a_verified_report_says_what_verification_held() -> None:
+    r = stlsim.run(trace="synth:sequential,total_bytes=64MiB,request_bytes=64KiB", drive="imr-paper", verify=True)
+    v = r.report["verification"]
+    assert v["written_sectors"] == 64 * 2**20 // 4096
+    assert v["state_bytes"] > 0
+    assert v["bytes_per_written_sector"] == round(v["state_bytes"] / v["written_sectors"], 3)
+    # Written in order, the contents are a few runs however many sectors.
+    assert v["bytes_per_written_sector"] < 16
+    unverified = stlsim.run(trace="synth:sequential,total_bytes=64MiB,request_bytes=64KiB", drive="imr-paper")
+    assert "state_bytes" not in unverified.report["verification"]

@@ -983,7 +983,11 @@ impl Simulation {
     ) -> SimResult<(Nanos, Option<Nanos>)> {
         self.write_arrived(lba, n);
         let data = match &mut self.oracle {
-            Some(o) => o.new_write(lba.0, n.0),
+            Some(o) => {
+                let mut d = self.cache.data_buffer();
+                o.new_write_into(lba.0, n.0, &mut d);
+                d
+            }
             None => vec![],
         };
         if let Some(rc) = &mut self.read_cache {
@@ -1041,6 +1045,7 @@ impl Simulation {
             if let Some(o) = &mut self.oracle {
                 o.acknowledge(&data, durable);
             }
+            self.cache.recycle_data(data);
             let done = self.dev.now();
             Ok((done.max(issue + oh + xfer) + done_oh, Some(done)))
         }

@@ -58,6 +58,9 @@ pub struct WriteCache {
     /// between here, the tracks and the caller's batch, so there are never
     /// more than the most tracks ever dirty at once, plus one.
     spare: Vec<Vec<Extent>>,
+    /// Token buffers of destaged extents, handed out again for new writes
+    /// (verification carries a token per sector; no allocation per write).
+    spare_data: Vec<Vec<Token>>,
 }
 
 /// Remove `[lo, hi)` from a sorted extent list; returns the sectors removed.
@@ -167,6 +170,22 @@ impl WriteCache {
             tracks: FxHashMap::default(),
             age: VecDeque::new(),
             spare: Vec::new(),
+            spare_data: Vec::new(),
+        }
+    }
+
+    /// An empty token buffer (a destaged extent's, when there is one).
+    pub fn data_buffer(&mut self) -> Vec<Token> {
+        self.spare_data.pop().unwrap_or_default()
+    }
+
+    /// Keep a token buffer for [`data_buffer`](Self::data_buffer).
+    pub fn recycle_data(&mut self, mut d: Vec<Token>) {
+        // Enough for a full batch of a full cache; beyond that they are dropped.
+        const KEEP: usize = 4096;
+        if d.capacity() > 0 && self.spare_data.len() < KEEP {
+            d.clear();
+            self.spare_data.push(d);
         }
     }
     /// Capacity in sectors (0: no cache).
@@ -321,7 +340,9 @@ impl WriteCache {
     /// Take the next destage batch into `out` (cleared first): every cached
     /// extent of the track that became dirty first, in LBA order.
     pub fn take_batch_into(&mut self, out: &mut Vec<Extent>) {
-        out.clear();
+        for e in out.drain(..) {
+            self.recycle_data(e.data);
+        }
         while let Some((seq, lt)) = self.age.pop_front() {
             if self.tracks.get(&lt).is_some_and(|t| t.seq == seq) {
                 let mut t = self.tracks.remove(&lt).expect("checked above");

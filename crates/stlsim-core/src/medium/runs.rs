@@ -261,7 +261,7 @@ impl RunRow {
             let more = added - removed;
             let len0 = self.runs.len();
             self.runs.resize(len0 + more, Run::of(0, Token::EMPTY));
-            self.runs[b..].rotate_right(more);
+            self.runs.copy_within(b..len0, b + more);
             for (slot, r) in self.runs[a..a + added].iter_mut().zip(fresh) {
                 *slot = r;
             }
