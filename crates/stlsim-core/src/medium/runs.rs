@@ -238,15 +238,16 @@ impl RunRow {
         if self.runs.is_empty() {
             self.runs.push(Run::of(0, Token::EMPTY));
         }
-        // What follows the new runs: the old contents from `end` on.
-        let tail = if end < len {
-            let r = self.runs[self.index_of(end)];
-            (r.start != end).then(|| Run::of(end, r.token_at(end)))
+        let a = self.runs.partition_point(|r| r.start < at);
+        let b = a + self.runs[a..].partition_point(|r| r.start < end);
+        // What follows the new runs: the old contents from `end` on, from
+        // the run holding `end` (the last starting before it: the first run
+        // starts at 0, so there is one) unless a run starts right there.
+        let tail = if end < len && self.runs.get(b).is_none_or(|r| r.start != end) {
+            Some(Run::of(end, self.runs[b - 1].token_at(end)))
         } else {
             None
         };
-        let a = self.runs.partition_point(|r| r.start < at);
-        let b = self.runs.partition_point(|r| r.start < end);
         let added = new.len() + tail.is_some() as usize;
         // Overwrite the removed runs in place and shift the rest once
         // (a splice would go through a drain and a temporary).
