@@ -165,27 +165,16 @@ impl RunRow {
     /// Mark the non-empty slots of `[lo, hi)` destroyed by `t` (a
     /// destroyed marker); empty slots stay empty (nothing there to damage).
     pub fn damage(&mut self, len: u32, lo: u32, hi: u32, t: Token, scratch: &mut Vec<Run>) {
-        if self.runs.is_empty() || lo >= hi {
+        if self.runs.is_empty() {
             return;
         }
-        scratch.clear();
-        let mut i = self.index_of(lo);
-        let mut s = lo;
-        while s < hi {
-            let r = self.runs[i];
-            let piece = if r.lba == Token::EMPTY_LBA {
-                Run::of(s, Token::EMPTY)
-            } else {
-                Run::of(s, t)
-            };
-            match scratch.last() {
-                Some(last) if last.continued_by(&piece) => {}
-                _ => scratch.push(piece),
-            }
-            s = self.runs.get(i + 1).map_or(hi, |x| x.start.min(hi));
-            i += 1;
-        }
-        self.replace(len, lo, hi, scratch);
+        self.remap(
+            len,
+            lo,
+            hi,
+            scratch,
+            |_, old| if old.is_empty() { old } else { t },
+        );
     }
 
     /// One write more of every slot in `[lo, hi)` (the oracle's versions):
@@ -193,38 +182,37 @@ impl RunRow {
     /// 0 holds LBA `base`). Done a run at a time, so a stretch written with
     /// one version costs the same whatever its length.
     pub fn increment(&mut self, len: u32, lo: u32, hi: u32, base: u64, scratch: &mut Vec<Run>) {
+        self.remap(len, lo, hi, scratch, |s, old| {
+            debug_assert!(old.destroyed_by().is_none(), "versions only");
+            if old.is_empty() {
+                Token::data(crate::units::Lba(base + s as u64), 1)
+            } else {
+                Token::data(crate::units::Lba(old.lba), old.ver.wrapping_add(1))
+            }
+        });
+    }
+
+    /// Replace each run's part of `[lo, hi)` by a run starting with
+    /// `f(first slot, its old token)` (data runs keep counting up from it).
+    fn remap(
+        &mut self,
+        len: u32,
+        lo: u32,
+        hi: u32,
+        scratch: &mut Vec<Run>,
+        f: impl Fn(u32, Token) -> Token,
+    ) {
         if lo >= hi {
             return;
         }
         scratch.clear();
-        if self.runs.is_empty() {
-            scratch.push(Run::of(
-                lo,
-                Token::data(crate::units::Lba(base + lo as u64), 1),
-            ));
-        } else {
-            let mut i = self.index_of(lo);
-            let mut s = lo;
-            while s < hi {
-                let r = self.runs[i];
-                debug_assert!(r.lba != Token::DESTROYED_LBA, "versions only");
-                let piece = if r.lba == Token::EMPTY_LBA {
-                    Run::of(s, Token::data(crate::units::Lba(base + s as u64), 1))
-                } else {
-                    let t = r.token_at(s);
-                    Run::of(
-                        s,
-                        Token::data(crate::units::Lba(t.lba), t.ver.wrapping_add(1)),
-                    )
-                };
-                match scratch.last() {
-                    Some(last) if last.continued_by(&piece) => {}
-                    _ => scratch.push(piece),
-                }
-                s = self.runs.get(i + 1).map_or(hi, |x| x.start.min(hi));
-                i += 1;
+        self.pieces(lo, hi - lo, |s, _, old| {
+            let piece = Run::of(s, f(s, old));
+            match scratch.last() {
+                Some(last) if last.continued_by(&piece) => {}
+                _ => scratch.push(piece),
             }
-        }
+        });
         self.replace(len, lo, hi, scratch);
     }
 
