@@ -984,7 +984,7 @@ impl Simulation {
         self.write_arrived(lba, n);
         let data = match &mut self.oracle {
             Some(o) => {
-                let mut d = self.cache.data_buffer();
+                let mut d = self.cache.data_buffer(n.0 as usize);
                 o.new_write_into(lba.0, n.0, &mut d);
                 d
             }

@@ -174,9 +174,14 @@ impl WriteCache {
         }
     }
 
-    /// An empty token buffer (a destaged extent's, when there is one).
-    pub fn data_buffer(&mut self) -> Vec<Token> {
-        self.spare_data.pop().unwrap_or_default()
+    /// An empty token buffer with room for `n` tokens (a destaged
+    /// extent's, when the last one kept is big enough: growing a small one
+    /// would cost a copy as well as the allocation).
+    pub fn data_buffer(&mut self, n: usize) -> Vec<Token> {
+        match self.spare_data.pop() {
+            Some(d) if d.capacity() >= n => d,
+            _ => Vec::with_capacity(n),
+        }
     }
 
     /// Keep a token buffer for [`data_buffer`](Self::data_buffer).
