@@ -269,3 +269,22 @@ def test_the_parser_keeps_blocks_lists_sources_and_lines() -> None:
     assert sched.value.type == "disksim_ioqueue" and sched.line == 19
     gens = blocks["Synthio"].need("Generators").value
     assert len(gens) == 5 and gens[0].need("Sizes").value == ["exponential", 0.0, 8.0]
+
+
+def test_a_last_zone_past_the_disk_ends_in_its_spares_or_is_cut_and_listed(tmp_path: Path) -> None:
+    """hp_c2490a's last zone runs a cylinder past the disk; DiskSim's 72
+    spare tracks at the zone's end cover its 18 tracks, so 54 stay on the
+    disk and the LBNs lie where DiskSim has them. With fewer spares than the
+    tracks past the disk, DiskSim would map LBNs there: the zone is cut at
+    the disk's end and the importer lists it."""
+    for f in ("hp_c2490a.parv", "hp_c2490a.diskspecs", "hp_c2490a_validate.model", "hp_c2490a_validate.seek"):
+        (tmp_path / f).write_text((DISKSIM / f).read_text())
+    d = tomllib.loads(import_disksim(tmp_path / "hp_c2490a.parv").toml)
+    assert d["zones"][-1]["spare_tracks"] == 54 and "gap_cylinders" not in d["zones"][-1]
+    model = tmp_path / "hp_c2490a_validate.model"
+    text = model.read_text()
+    at = text.index("First cylinder number = 2498")
+    model.write_text(text[:at] + text[at:].replace("Number of spares = 72,", "Number of spares = 10,", 1))
+    imp = import_disksim(tmp_path / "hp_c2490a.parv")
+    assert tomllib.loads(imp.toml)["zones"][-1]["spare_tracks"] == 10
+    assert any(x.startswith("hp_c2490a_validate.model:161 Last cylinder number = 2629: past the disk's 2629 cylinders") for x in imp.unexpressed)
