@@ -69,7 +69,17 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
     # Spares under the key of the file's sparing scheme.
     scheme = int(_one(model, "Sparing scheme used"))
     key = {1: "spare_tracks", 8: "spare_sectors_per_range", 9: "spare_sectors_per_zone"}[scheme]
-    assert [z.get(key, 0) for z in d["zones"]] == [int(v) for v in _all(model, "Number of spares")]
+    spares = [int(v) for v in _all(model, "Number of spares")]
+    lasts = [int(v) for v in _all(model, "Last cylinder number")]
+    # A last zone that runs past the disk (hp_c2490a) ends with it here; the
+    # spare tracks at DiskSim's zone end take the cylinders past it.
+    past = max(0, lasts[-1] - (cyls - 1))
+    if past:
+        assert scheme == 1
+        spares[-1] -= past * surfaces
+    assert [z.get(key, 0) for z in d["zones"]] == spares
+    # The cylinders between a zone's last and the next zone's first are its gap.
+    assert [z.get("gap_cylinders", 0) for z in d["zones"]] == [f - la - 1 for la, f in zip(lasts, firsts[1:] + [lasts[-1] + 1])]
     if scheme == 8:
         assert d["spare_range_cylinders"] == int(_one(model, "Rangesize for sparing"))
     # Every measured seek point, unchanged.
@@ -170,14 +180,13 @@ def _blksinband(scheme: int, rangesize: int, surfaces: int, cyls: int, spt: int,
 
 @pytest.mark.parametrize("stem", list(RUNS))
 def test_the_presets_hold_disksims_lbns(stem: str) -> None:
-    """The preset's capacity is DiskSim's own LBN count (the sum of its zones'
-    blksinband, which DiskSim's checknumblocks puts in place of the model's
-    Block count), its spares and fronts mapped; the only difference is the
-    known zone-gap approximation (docs/validation.md, What is not modelled): a
-    cylinder between two zones is the earlier zone's and holds LBAs, and a
-    last zone past the disk's cylinders is cut at the last one. The model's
-    Block count, the capacity the drive reports to its host, is smaller on
-    every drive but hp_c2490a (whose cut loses a cylinder)."""
+    """The preset's capacity is exactly DiskSim's own LBN count (the sum of
+    its zones' blksinband, which DiskSim's checknumblocks puts in place of the
+    model's Block count), its spares, fronts and gap cylinders mapped: the
+    cylinders between two zones (barracuda, cheetah4LP) hold no LBA, and the
+    cylinder past the disk of hp_c2490a's last zone is spare in DiskSim too.
+    The model's Block count, the capacity the drive reports to its host, is
+    smaller on every drive but hp_c2490a."""
     (_, model_f, _), name = RUNS[stem]
     model = (DISKSIM / model_f).read_text()
     surfaces, cylinders = int(_one(model, "Number of data surfaces")), int(_one(model, "Number of cylinders"))
@@ -187,12 +196,9 @@ def test_the_presets_hold_disksims_lbns(stem: str) -> None:
     spares = [int(v) for v in _all(model, "Number of spares")]
     ends = firsts[1:] + [cylinders]
     disksim = sum(_blksinband(scheme, rangesize, surfaces, b - a + 1, s, d, k) for a, b, s, d, k in zip(firsts, lasts, spts, deads, spares))
-    # The zones as the preset has them: each up to the next zone's first cylinder.
-    ours = sum(_blksinband(scheme, rangesize, surfaces, e - a, s, d, k) for a, e, s, d, k in zip(firsts, ends, spts, deads, spares))
     capacity = check_drive(load_drive(name))["capacity_bytes"] // 512
-    assert capacity == ours
-    gaps = sum((e - b - 1) * surfaces * s for b, e, s in zip(lasts, ends, spts))
-    assert capacity - disksim == gaps
+    assert capacity == disksim
+    # The drives this pins: gap cylinders (positive) and a zone past the disk (-1).
     expected_gaps = {"barracuda": 10, "cheetah4lp": 6, "hp-c2490a": -1}.get(name, 0)
     assert sum(e - b - 1 for b, e in zip(lasts, ends)) == expected_gaps
     if name != "hp-c2490a":
@@ -263,3 +269,22 @@ def test_the_parser_keeps_blocks_lists_sources_and_lines() -> None:
     assert sched.value.type == "disksim_ioqueue" and sched.line == 19
     gens = blocks["Synthio"].need("Generators").value
     assert len(gens) == 5 and gens[0].need("Sizes").value == ["exponential", 0.0, 8.0]
+
+
+def test_a_last_zone_past_the_disk_ends_in_its_spares_or_is_cut_and_listed(tmp_path: Path) -> None:
+    """hp_c2490a's last zone runs a cylinder past the disk; DiskSim's 72
+    spare tracks at the zone's end cover its 18 tracks, so 54 stay on the
+    disk and the LBNs lie where DiskSim has them. With fewer spares than the
+    tracks past the disk, DiskSim would map LBNs there: the zone is cut at
+    the disk's end and the importer lists it."""
+    for f in ("hp_c2490a.parv", "hp_c2490a.diskspecs", "hp_c2490a_validate.model", "hp_c2490a_validate.seek"):
+        (tmp_path / f).write_text((DISKSIM / f).read_text())
+    d = tomllib.loads(import_disksim(tmp_path / "hp_c2490a.parv").toml)
+    assert d["zones"][-1]["spare_tracks"] == 54 and "gap_cylinders" not in d["zones"][-1]
+    model = tmp_path / "hp_c2490a_validate.model"
+    text = model.read_text()
+    at = text.index("First cylinder number = 2498")
+    model.write_text(text[:at] + text[at:].replace("Number of spares = 72,", "Number of spares = 10,", 1))
+    imp = import_disksim(tmp_path / "hp_c2490a.parv")
+    assert tomllib.loads(imp.toml)["zones"][-1]["spare_tracks"] == 10
+    assert any(x.startswith("hp_c2490a_validate.model:161 Last cylinder number = 2629: past the disk's 2629 cylinders") for x in imp.unexpressed)

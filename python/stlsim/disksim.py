@@ -556,20 +556,27 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             raise ConfigError(f"{first_p.where}: zones must start at cylinder 0 and follow each other without overlap: this zone starts at {first}, expected {expect_first}")
         if first > expect_first:
             # The validation suite's own files have such gaps (barracuda,
-            # cheetah4LP): the cylinders between belong to no zone. stlsim
-            # zones run up to the next zone's first track, so they take the
-            # previous zone's format.
-            unexpressed.append(f"{first_p.where} First cylinder number = {first}: cylinder(s) {expect_first}..{first - 1} lie in no DiskSim zone; here they take the previous zone's format")
+            # cheetah4LP): the cylinders between belong to no zone, so
+            # DiskSim maps no LBN there (its zones count
+            # endcyl - startcyl + 1 cylinders). stlsim zones run up to the
+            # next zone's first track: the previous zone ends in them as
+            # gap_cylinders.
+            zones[-1]["gap"] = (first - expect_first, first_p)
         if last < first:
             raise ConfigError(f"{last_p.where}: last cylinder {last} is before the zone's first, {first}")
+        past = 0
         if last >= cylinders:
-            # hp_c2490a_validate.model's last zone ends at cylinder 2629 of 2629 (0..2628).
-            unexpressed.append(f"{last_p.where} Last cylinder number = {last}: past the disk's {cylinders} cylinders; the zone ends at cylinder {cylinders - 1} here")
+            # hp_c2490a_validate.model's last zone ends at cylinder 2629 of
+            # 2629 (0..2628). DiskSim counts the zone's LBNs over all its
+            # cylinders, the one past the disk too; stlsim's zone ends with
+            # the disk, and the spares make up the difference if they cover
+            # the cylinders past it (below).
+            past = last - (cylinders - 1)
             last = cylinders - 1
         if spt < 1:
             raise ConfigError(f"{spt_p.where}: a zone needs at least one block per track")
         expect_first = last + 1
-        zones.append({"first": first_p, "last": last_p, "spt": spt_p, "track_skew": ts_p, "cyl_skew": cs_p, "block": z})
+        zones.append({"first": first_p, "last": last_p, "spt": spt_p, "track_skew": ts_p, "cyl_skew": cs_p, "block": z, "gap": None, "past": past})
     if expect_first < cylinders:
         raise ConfigError(f"{zones_p.where}: the zones end at cylinder {expect_first - 1}, but the disk has {cylinders} cylinders")
 
@@ -706,11 +713,39 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             if p is not None and p.value != 0:
                 zone_lines.append(_zone_int(key, p, unexpressed))
         spares = use(zb.get("Number of spares"))
+        # The zone's positions past the disk, in the unit of its spare key:
+        # with spares at the zone's end (schemes 1 and 9) that cover them,
+        # DiskSim puts no LBN there, and fewer spares on the disk map its LBNs
+        # exactly (ltop fills the zone from its first track).
+        past_unit = {1: z["past"] * surfaces, 9: z["past"] * surfaces * _as_int(z["spt"], "sectors")}.get(scheme, 0)
+        covered = (
+            past_unit > 0
+            and spares is not None
+            and isinstance(spares.value, (int, float))
+            and not isinstance(spares.value, bool)
+            and spares.value >= past_unit
+        )
+        if z["past"] > 0 and not covered:
+            unexpressed.append(f"{z['last'].where} Last cylinder number = {_fmt(z['last'].value)}: past the disk's {cylinders} cylinders; the zone ends at cylinder {cylinders - 1} here")
         if spares is not None and spares.value != 0:
             if spare_key is None:
                 unexpressed.append(f"{spares.where} Number of spares = {_fmt(spares.value)}: sparing scheme {_fmt(scheme_p.value) if scheme_p else '?'} has no stlsim key")
+            elif covered:
+                _zone_int(spare_key, spares, unexpressed)  # refuses a negative or non-finite count
+                n = round(spares.value) - past_unit
+                what = "tracks" if scheme == 1 else "sectors"
+                zone_lines.append(
+                    f"{spare_key + ' = ' + str(n):<40} # {spares.where} \"Number of spares = {_fmt(spares.value)}\" with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\","
+                    f" less the {past_unit} {what} of cylinder(s) {cylinders}..{_fmt(z['last'].value)} past the disk's {cylinders} cylinders: DiskSim's zone ends there, in spares"
+                )
             else:
                 zone_lines.append(_zone_int(spare_key, spares, unexpressed, f"with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\"" if scheme_p else ""))
+        if z["gap"] is not None:
+            n, nxt = z["gap"]
+            lastc = _as_int(z["last"], "cylinder")
+            zone_lines.append(
+                f"{'gap_cylinders = ' + str(n):<40} # cylinder(s) {lastc + 1}..{lastc + n} lie in no DiskSim zone: after {z['last'].where} \"Last cylinder number = {lastc}\", before {nxt.where} \"First cylinder number = {_fmt(nxt.value)}\""
+            )
         for p in zb.params:
             if id(p) not in used and not _neutral(p.key, p.value):
                 unexpressed.append(f"{p.where} {p.key} = {_fmt(p.value)}")

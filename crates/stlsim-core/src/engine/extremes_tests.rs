@@ -204,6 +204,7 @@ const DRIVE_KEYS: &[(&str, bool)] = &[
     ("/zones/0/spare_sectors_per_cylinder", true),
     ("/zones/0/spare_sectors_per_range", true),
     ("/zones/0/spare_sectors_per_zone", true),
+    ("/zones/0/gap_cylinders", true),
 ];
 
 /// A drive with `path` set to `v`, or `None` when serde refuses the value

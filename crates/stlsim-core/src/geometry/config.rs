@@ -86,6 +86,7 @@ pub const INT_RANGES: &[(&str, u64, u64)] = &[
     ("zones.spare_sectors_per_cylinder", 0, 1 << 40),
     ("zones.spare_sectors_per_range", 0, 1 << 40),
     ("zones.spare_sectors_per_zone", 0, 1 << 40),
+    ("zones.gap_cylinders", 0, MAX_TRACKS),
     ("spare_range_cylinders", 1, 1_000_000),
 ];
 
@@ -175,6 +176,14 @@ pub struct ZoneSpec {
     /// Spare sectors at the end of the zone (DiskSim sparing scheme 9).
     #[serde(default)]
     pub spare_sectors_per_zone: u64,
+    /// Cylinders after the zone's last that belong to no zone: they hold
+    /// no LBA and are no part of the zone's sparing (DiskSim's zone table
+    /// may skip a cylinder between zones). They end the zone's track range,
+    /// so the next zone's `first_track` stays at DiskSim's cylinder and the
+    /// arm crosses them; they take the zone's format, which only the
+    /// mechanics see.
+    #[serde(default)]
+    pub gap_cylinders: u64,
 }
 
 /// Seek curve.
@@ -374,8 +383,8 @@ impl Default for DriveConfig {
 }
 
 impl DriveConfig {
-    /// The zone keys set that the home map does not use: every spare and
-    /// empty-front key unless the drive is CMR with a given track count,
+    /// The zone keys set that the home map does not use: every spare,
+    /// empty-front and gap key unless the drive is CMR with a given track count,
     /// and there an empty front that ends inside a track. LBAs fill those
     /// sectors too; the run's report warns about them, so that nothing
     /// changes silently.
@@ -421,6 +430,7 @@ impl DriveConfig {
                 z.spare_sectors_per_zone != 0 && !mapped,
                 "spare_sectors_per_zone",
             );
+            note(z.gap_cylinders != 0 && !mapped, "gap_cylinders");
         }
         keys
     }
@@ -473,6 +483,7 @@ impl DriveConfig {
                 ),
                 ("zones.spare_sectors_per_range", z.spare_sectors_per_range),
                 ("zones.spare_sectors_per_zone", z.spare_sectors_per_zone),
+                ("zones.gap_cylinders", z.gap_cylinders),
             ] {
                 check_int(key, v)?;
             }

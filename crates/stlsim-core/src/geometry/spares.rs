@@ -36,6 +36,14 @@
 //! may be short; tracks past it are wholly spare. Lookups are arithmetic
 //! plus a binary search over the zones, and memory is a few words a zone.
 //!
+//! Gap cylinders (`gap_cylinders`) are the cylinders DiskSim's zone table
+//! leaves between a zone's "Last cylinder number" and the next zone's
+//! "First cylinder number". DiskSim's zone ends before them: its LBN count
+//! (`cylcnt = endcyl - startcyl + 1`) and its ranges leave them out, and no
+//! ltop reaches them, while the next zone's cylinders keep their numbers.
+//! Here they end the zone's track range after its spare tracks, outside
+//! every period, so they hold no LBA and the arm still crosses them.
+//!
 //! The empty front is mapped when it ends on a logical track's first sector
 //! (always for whole tracks without sector spares, DiskSim's drives); a front
 //! that ends inside a track is left unmapped and warned about
@@ -63,7 +71,8 @@ struct Zone {
     per_lts: u64,
     /// Whole periods.
     full: u64,
-    /// Tracks after the whole periods, all holding LBAs.
+    /// Tracks after the whole periods, all holding LBAs (the spare tracks
+    /// and the gap cylinders follow them).
     rem: u64,
     /// Positions of the empty front (DiskSim's deadspace), when mapped.
     dead: u64,
@@ -174,11 +183,26 @@ fn scheme(z: &ZoneSpec, area: u64, surfaces: u64, range_cylinders: u64) -> Schem
 fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResult<Zone> {
     let t = z.first_track;
     let spt = z.sectors_per_track.max(1) as u64;
-    let Some(area) = len.checked_sub(z.spare_tracks).filter(|&a| a > 0) else {
-        return config_err(format!(
-            "the zone at track {t} has {len} tracks: its spare_tracks ({}) leave none for data",
-            z.spare_tracks
-        ));
+    // The gap lies past the zone's last cylinder, so DiskSim's zone (its
+    // cylinder count, the sparing periods counted from its first cylinder)
+    // ends before it, like the spare tracks' positions do.
+    let gap = z.gap_cylinders.saturating_mul(surfaces);
+    let area = len
+        .checked_sub(gap)
+        .and_then(|a| a.checked_sub(z.spare_tracks))
+        .filter(|&a| a > 0);
+    let Some(area) = area else {
+        return config_err(if gap == 0 {
+            format!(
+                "the zone at track {t} has {len} tracks: its spare_tracks ({}) leave none for data",
+                z.spare_tracks
+            )
+        } else {
+            format!(
+                "the zone at track {t} has {len} tracks: its gap_cylinders ({}, {gap} tracks) and spare_tracks ({}) leave none for data",
+                z.gap_cylinders, z.spare_tracks
+            )
+        });
     };
     let (period, k) = match scheme(z, area, surfaces, range_cylinders) {
         Some((key, k, period, what)) => {
@@ -227,10 +251,11 @@ pub(super) fn front_mapped(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinder
     shape(z, len, surfaces, range_cylinders).is_ok_and(|s| s.dead == z.front_empty_sectors)
 }
 
-/// Whether any zone sets spares or an empty front.
+/// Whether any zone sets spares, an empty front or gap cylinders.
 pub(super) fn any(zones: &[ZoneSpec]) -> bool {
     zones.iter().any(|z| {
         z.front_empty_sectors != 0
+            || z.gap_cylinders != 0
             || z.spare_tracks != 0
             || z.spare_sectors_per_track != 0
             || z.spare_sectors_per_cylinder != 0

@@ -244,6 +244,128 @@ fn spares_that_leave_no_data_or_mix_schemes_are_errors_naming_the_key() {
     assert_eq!(d.unmapped_zone_keys(), vec!["spare_sectors_per_zone"]);
 }
 
+#[test]
+fn gap_cylinders_hold_no_lba_and_keep_the_next_zone_in_place() {
+    // 2 surfaces. Zone 0: cylinders 0..1 of 10 sectors (tracks 0..3), then
+    // one gap cylinder (tracks 4, 5) in no DiskSim zone; zone 1 starts at
+    // cylinder 3 (track 6) with 8 sectors, cylinders 3..4 (tracks 6..9).
+    // DiskSim: 2 x 2 x 10 + 2 x 2 x 8 = 72 LBNs, LBN 40 on cylinder 3.
+    let mut d = one_zone(
+        2,
+        5,
+        10,
+        ZoneSpec {
+            gap_cylinders: 1,
+            ..Default::default()
+        },
+    );
+    d.zones.push(ZoneSpec {
+        first_track: 6,
+        sectors_per_track: 8,
+        ..Default::default()
+    });
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(72));
+    assert_eq!(g.home(Lba(0)), at(0, 0));
+    // LBA 39: cylinder 1, head 1, sector 9; LBA 40: cylinder 3, head 0, sector 0.
+    assert_eq!(g.home(Lba(39)), at(3, 9));
+    assert_eq!(g.home(Lba(40)), at(6, 0));
+    assert_eq!(g.home(Lba(51)), at(7, 3));
+    assert_eq!(g.home(Lba(71)), at(9, 7));
+    for t in [4, 5] {
+        assert_eq!(g.phys_logical_track(Track(t)), None, "track {t}");
+        for s in 0..10 {
+            assert_eq!(g.home_lba(at(t, s)), None, "track {t} sector {s}");
+        }
+        // The gap keeps its tracks and format for the medium and the arm.
+        assert_eq!(g.sectors_in(Track(t)), 10);
+    }
+    assert_eq!(g.tracks(), 10);
+    assert_eq!(g.logical_tracks(), 8);
+    assert_eq!(g.logical_track_phys(4), Track(6));
+    assert_eq!(g.logical_track_start(4), Lba(40));
+    // A request over the gap goes on at the next zone's first track.
+    let mut ext = vec![];
+    g.for_home_extents(Lba(38), Sectors(4), |a, n, l| ext.push((a, n, l)));
+    assert_eq!(ext, vec![(at(3, 8), 2, Lba(38)), (at(6, 0), 2, Lba(40))]);
+    assert!(d.unmapped_zone_keys().is_empty());
+}
+
+#[test]
+fn gap_cylinders_are_outside_the_sparing_ranges() {
+    // Scheme 8, ranges of 2 cylinders, 5 spares a range, 2 surfaces of 10
+    // sectors. Zone 0 is cylinders 0..2 and a gap cylinder 3: DiskSim counts
+    // 3 cylinders, one whole range (60 - 5 x (3 / 2) = 55 LBNs); were the gap
+    // part of the zone it would be two ranges. Zone 1: cylinders 4..5, 8
+    // sectors, one range (32 - 5 = 27).
+    let mut d = one_zone(
+        2,
+        6,
+        10,
+        ZoneSpec {
+            spare_sectors_per_range: 5,
+            gap_cylinders: 1,
+            ..Default::default()
+        },
+    );
+    d.spare_range_cylinders = 2;
+    d.zones.push(ZoneSpec {
+        first_track: 8,
+        sectors_per_track: 8,
+        spare_sectors_per_range: 5,
+        ..Default::default()
+    });
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(55 + 27));
+    // The range's 35 LBAs: tracks 0..2, sectors 0..4 of track 3.
+    assert_eq!(g.home(Lba(34)), at(3, 4));
+    assert_eq!(g.home_lba(at(3, 5)), None);
+    // The last partial range (cylinder 2) holds LBAs 35..54, all its sectors.
+    assert_eq!(g.home(Lba(35)), at(4, 0));
+    assert_eq!(g.home(Lba(54)), at(5, 9));
+    assert_eq!(g.phys_logical_track(Track(6)), None);
+    assert_eq!(g.phys_logical_track(Track(7)), None);
+    assert_eq!(g.home(Lba(55)), at(8, 0));
+    assert_eq!(g.home(Lba(81)), at(11, 2));
+    assert_eq!(g.home_lba(at(11, 3)), None);
+}
+
+#[test]
+fn gap_cylinders_that_leave_no_data_are_errors_naming_the_key() {
+    let mut d = one_zone(
+        2,
+        3,
+        10,
+        ZoneSpec {
+            gap_cylinders: 3,
+            ..Default::default()
+        },
+    );
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("gap_cylinders (3, 6 tracks)") && e.contains("leave none for data"),
+        "{e}"
+    );
+    d.zones[0].gap_cylinders = 2;
+    d.zones[0].spare_tracks = 2;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("gap_cylinders (2, 4 tracks) and spare_tracks (2)"),
+        "{e}"
+    );
+    d.zones[0].spare_tracks = 1;
+    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(10));
+    d.zones[0].gap_cylinders = 1 << 40;
+    let e = d.check_ranges().unwrap_err().to_string();
+    assert!(e.contains("zones.gap_cylinders"), "{e}");
+    // Not mapped on a drive sized by capacity: warned.
+    d.zones[0].gap_cylinders = 1;
+    d.zones[0].spare_tracks = 0;
+    d.tracks = None;
+    d.capacity_gib = Some(1e-3);
+    assert_eq!(d.unmapped_zone_keys(), vec!["gap_cylinders"]);
+}
+
 /// DiskSim's sparing scheme of a generated zone: 0 none, then 1, 2, 3, 8, 9.
 #[derive(Clone, Copy, Debug)]
 struct Case {
@@ -289,24 +411,39 @@ fn ltop(c: Case, z: &ZoneSpec, x: u64) -> (u64, u64) {
     }
 }
 
+/// Tracks of the last zone's gap cylinders.
+fn z_gap(d: &DriveConfig, surfaces: u64) -> u64 {
+    d.zones.last().map_or(0, |z| z.gap_cylinders * surfaces)
+}
+
+/// Tracks of zone `i` in DiskSim's zone, its gap cylinders left out (the
+/// drive ends at track `end`).
+fn data_tracks(d: &DriveConfig, i: usize, end: u64) -> u64 {
+    let z = &d.zones[i];
+    let next = d.zones.get(i + 1).map_or(end, |n| n.first_track);
+    next - z.first_track - z.gap_cylinders * d.surfaces
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 400, ..Default::default() })]
-    /// On random zone tables of each scheme, every LBA lands where DiskSim's
-    /// ltop puts it, the map is a bijection from the LBAs onto the sectors
-    /// that are not spare, and the capacity is DiskSim's LBN count.
+    /// On random zone tables of each scheme, with and without gap cylinders
+    /// between the zones, every LBA lands where DiskSim's ltop puts it, the
+    /// map is a bijection from the LBAs onto the sectors that are not spare
+    /// (nor gap), and the capacity is DiskSim's LBN count.
     #[test]
     fn the_map_is_disksims_and_a_bijection_onto_the_non_spare_sectors(
         surfaces in 1u64..4,
         range in 1u64..4,
         scheme in proptest::sample::select(vec![0u64, 1, 2, 3, 8, 9]),
-        zones in proptest::collection::vec((1u64..7, 1u32..13, 0u64..1000, 0u64..4), 1..4),
+        zones in proptest::collection::vec((1u64..7, 1u32..13, 0u64..1000, 0u64..4, 0u64..3), 1..4),
+        gaps in proptest::bool::ANY,
     ) {
         let c = Case { surfaces, range, scheme };
         let mut d = drive("cmr", 1, 1);
         d.surfaces = surfaces;
         d.spare_range_cylinders = range;
         let mut first = 0;
-        for &(cyls, spt, k, front) in &zones {
+        for &(cyls, spt, k, front, gap) in &zones {
             let tracks = cyls * surfaces;
             let blocks = tracks * spt as u64;
             let mut z = ZoneSpec { first_track: first, sectors_per_track: spt, ..Default::default() };
@@ -321,15 +458,17 @@ proptest::proptest! {
             }
             // Fronts of 0..3 sectors per LBA of a unit: some end on a track start, some inside one.
             z.front_empty_sectors = front * (spt as u64 - z.spare_sectors_per_track as u64) / 2;
+            // Half the cases put 0..2 gap cylinders after each zone.
+            z.gap_cylinders = if gaps { gap } else { 0 };
             d.zones.push(z);
-            first += tracks;
+            first += tracks + z_gap(&d, surfaces);
         }
         d.tracks = Some(first);
         let Ok(g) = Geometry::from_config(&d) else {
             // The spares leave every unit data, so only a front that takes
             // all of a zone's LBAs is refused.
             let full = d.zones.iter().enumerate().any(|(i, z)| {
-                let tracks = d.zones.get(i + 1).map_or(first, |n| n.first_track) - z.first_track;
+                let tracks = data_tracks(&d, i, first);
                 let bare = ZoneSpec { front_empty_sectors: 0, ..z.clone() };
                 z.front_empty_sectors >= blksinband(c, &bare, tracks, tracks / surfaces)
             });
@@ -338,7 +477,7 @@ proptest::proptest! {
         };
         let (mut lba, mut cap) = (0u64, 0u64);
         for (i, z) in d.zones.iter().enumerate() {
-            let tracks = d.zones.get(i + 1).map_or(first, |n| n.first_track) - z.first_track;
+            let tracks = data_tracks(&d, i, first);
             let cyls = tracks / surfaces;
             // The last partial range of scheme 8 holds fewer sectors than a
             // range's LBAs in DiskSim's drives; past that DiskSim maps LBNs
@@ -347,7 +486,7 @@ proptest::proptest! {
             let consistent = scheme != 8
                 || (cyls % range) * surfaces * spt < surfaces * range * spt - z.spare_sectors_per_range;
             // stlsim maps a front that ends on a track's first sector.
-            let mapped = spares::front_mapped(z, tracks, surfaces, range);
+            let mapped = spares::front_mapped(z, tracks + z.gap_cylinders * surfaces, surfaces, range);
             let (t, s) = ltop(c, z, z.front_empty_sectors);
             if consistent {
                 proptest::prop_assert_eq!(mapped, s == 0, "zone {} front at {:?}", i, (t, s));
