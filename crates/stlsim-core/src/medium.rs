@@ -432,12 +432,15 @@ impl Medium {
         }
         for nb in geom.damaged_by_write(at.track) {
             let (lo, hi) = geom.overlap_span(at.track, at.sector, count, nb);
-            if !self.tracks.contains_key(&nb.0) && !self.prefill.track(nb) {
-                continue; // nothing there to damage
-            }
-            self.touched.set(nb);
             let nspt = geom.sectors_in(nb);
-            let row = Self::row(&mut self.tracks, &self.prefill, geom, nb, tokens, scratch);
+            let row = match self.tracks.get_mut(&nb.0) {
+                Some(row) => row,
+                None if self.prefill.track(nb) => {
+                    Self::row(&mut self.tracks, &self.prefill, geom, nb, tokens, scratch)
+                }
+                None => continue, // nothing there to damage
+            };
+            self.touched.set(nb);
             row.damage(nspt, lo, hi, Token::destroyed(op), scratch);
         }
     }

@@ -147,12 +147,25 @@ impl RunRow {
     /// is a buffer the caller keeps (no allocation per write).
     pub fn write(&mut self, len: u32, at: u32, data: &[Token], scratch: &mut Vec<Run>) {
         scratch.clear();
-        for (k, t) in data.iter().enumerate() {
-            let r = Run::of(at + k as u32, *t);
-            match scratch.last() {
-                Some(last) if last.continued_by(&r) => {}
-                _ => scratch.push(r),
+        let mut k = 0;
+        while k < data.len() {
+            // The longest stretch from `k` one run holds: the same marker,
+            // or consecutive LBAs at one version.
+            let t = data[k];
+            let first = k;
+            k += 1;
+            if t.lba >= Token::DESTROYED_LBA {
+                while k < data.len() && data[k] == t {
+                    k += 1;
+                }
+            } else {
+                let mut next = t.lba + 1;
+                while k < data.len() && data[k].lba == next && data[k].ver == t.ver {
+                    next += 1;
+                    k += 1;
+                }
             }
+            scratch.push(Run::of(at + first as u32, t));
         }
         self.replace(len, at, at + data.len() as u32, scratch);
     }
