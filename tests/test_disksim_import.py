@@ -106,8 +106,10 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
     # The read high water mark, a fraction of the request (every file sets it by request size).
     assert int(_one(specs, "Set watermark by reqsize")) == 1
     assert c["read_high_water_mark"] == _one(specs, "High (read) water mark")
+    # A mark of 0 is one block in DiskSim: the link follows the media block by block.
+    assert c.get("read_link_per_block", False) == (c["read_high_water_mark"] == 0.0)
     assert c["scheduler"] == "fcfs" and int(_one(specs, "Scheduling policy")) == 1
-    assert len(c) == 13
+    assert len(c) == 13 + ("read_link_per_block" in c)
     rc = t["read_cache"]
     assert rc == {
         "segments": int(_one(specs, "Number of buffer segments")),

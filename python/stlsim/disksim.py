@@ -795,6 +795,11 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         hw, by_req = use(disk.get("High (read) water mark")), use(disk.get("Set watermark by reqsize"))
         if hw is not None and (by_req is None or by_req.value == 1):
             ctrl_lines.append(f"{'read_high_water_mark = ' + _toml_value(float(hw.value)):<40} # {hw.where} \"High (read) water mark = {_fmt(hw.value)}\" (of the request: \"Set watermark by reqsize = 1\")")
+            # A mark of 0 by request size is one block in DiskSim
+            # (max(1, ...), disk_select_bus_request): the bus takes each block
+            # once it is buffered, a block transfer time apart.
+            if float(hw.value) == 0.0:
+                ctrl_lines.append(f"{'read_link_per_block = true':<40} # {hw.where} \"High (read) water mark = {_fmt(hw.value)}\": DiskSim's mark is then one block, and each block crosses the bus once buffered")
         elif hw is not None:
             unexpressed.append(f"{hw.where} High (read) water mark = {_fmt(hw.value)} of a segment: stlsim takes it as a fraction of the request")
         sched = disk.get("Scheduler")

@@ -79,6 +79,12 @@ pub struct ControllerConfig {
     /// size): 0 overlaps the link with the media, 1 sends the data once all
     /// of it is read.
     pub read_high_water_mark: f64,
+    /// With `read_high_water_mark = 0`: the link sends each block of a read
+    /// only once the buffer holds it, one block after the other at the
+    /// link's rate (DiskSim's water mark of one block and its block-by-block
+    /// bus transfers). Off: the link may carry the whole request from the
+    /// moment the command is processed, even before the media is read.
+    pub read_link_per_block: bool,
 }
 
 /// The drive's command scheduler: which request, of those the host has
@@ -163,6 +169,12 @@ impl ControllerConfig {
                 self.read_high_water_mark
             ));
         }
+        if self.read_link_per_block && self.read_high_water_mark != 0.0 {
+            return config_err(format!(
+                "controller.read_link_per_block = true needs read_high_water_mark = 0 (it is {})",
+                self.read_high_water_mark
+            ));
+        }
         Ok(())
     }
 }
@@ -208,6 +220,8 @@ pub struct Overheads {
     last_was_write: bool,
     /// [`ControllerConfig::read_high_water_mark`].
     pub read_high_water_mark: f64,
+    /// [`ControllerConfig::read_link_per_block`].
+    pub read_link_per_block: bool,
 }
 
 impl Overheads {
@@ -241,6 +255,7 @@ impl Overheads {
             completion: [ms(c.read_completion_ms), ms(c.write_completion_ms)],
             last_was_write: false,
             read_high_water_mark: c.read_high_water_mark,
+            read_link_per_block: c.read_link_per_block,
         }
     }
 
@@ -564,6 +579,7 @@ mod tests {
             per_request_ms: 0.01,
             scheduler: Scheduler::Fcfs,
             read_high_water_mark: 0.0,
+            read_link_per_block: false,
         };
         let mut o = Overheads::new(Some(&c));
         let ms = Nanos::from_ms;

@@ -168,6 +168,19 @@ pub struct OpRecord {
 
 const OP_LOG: usize = 1 << 16;
 
+/// One read of a track's sectors, as the buffer receives them: when its
+/// first sector is buffered and when its last is. Between the two the
+/// sectors arrive one sector time apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadPiece {
+    /// When the piece's first (lowest) sector is in the buffer.
+    pub first_ready: Nanos,
+    /// When its last sector is (the read's completion).
+    pub end: Nanos,
+    /// How many sectors.
+    pub count: u32,
+}
+
 /// A tagged write's record maker: about how many words a record has, and
 /// the closure appending sector `lba`'s words.
 type Tagger<'a> = (usize, &'a mut dyn FnMut(Lba, &mut Vec<u64>));
@@ -197,6 +210,11 @@ pub struct Device {
     /// Host data made durable by the layer since the engine last asked
     /// (kept only when data is carried and the layer acknowledges volatile writes).
     made_durable: Vec<Token>,
+    /// Whether reads are noted in `read_pieces` (the engine asks for it
+    /// when the host link follows the media block by block).
+    noting_reads: bool,
+    /// The reads noted since the engine last asked, in the order issued.
+    read_pieces: Vec<ReadPiece>,
 }
 
 impl Device {
@@ -222,7 +240,21 @@ impl Device {
             stage_write_sectors: 0,
             side: [None, None],
             made_durable: vec![],
+            noting_reads: false,
+            read_pieces: vec![],
         }
+    }
+
+    /// Start noting each read's [`ReadPiece`] (forgetting those noted before).
+    pub fn note_reads(&mut self) {
+        self.noting_reads = true;
+        self.read_pieces.clear();
+    }
+
+    /// Stop noting reads; the pieces noted since [`Device::note_reads`].
+    pub fn noted_reads(&mut self) -> &[ReadPiece] {
+        self.noting_reads = false;
+        &self.read_pieces
     }
 
     /// Give the system a device beside the disk, cut into slots of `slot_sectors`.
@@ -526,6 +558,21 @@ impl Device {
             .mech
             .access(&self.head, self.clock, at, count, spt, write);
         let busy = t.total();
+        if self.noting_reads && !write {
+            // A zero-latency whole track is read from wherever the head
+            // lands, so its first sector may be the last one buffered:
+            // take the whole piece as buffered at its end.
+            let first_ready = if count >= spt && self.mech.zero_latency() {
+                self.clock + busy
+            } else {
+                self.clock + t.seek + t.rotate + self.mech.transfer_time(1, spt)
+            };
+            self.read_pieces.push(ReadPiece {
+                first_ready,
+                end: self.clock + busy,
+                count,
+            });
+        }
         self.clock += busy;
         let moved = self.head.track != at.track;
         self.head = HeadState {

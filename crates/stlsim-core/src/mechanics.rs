@@ -350,6 +350,12 @@ impl Mechanics {
         ((rot * (off as u128 * spt + s as u128 * zspt) / (zspt * spt)) % rot) as u64
     }
 
+    /// Whether a whole-track access starts wherever the head lands
+    /// (zero-latency: its sectors are not read in order).
+    pub fn zero_latency(&self) -> bool {
+        self.zero_latency
+    }
+
     /// One full rotation.
     pub fn rotation_time(&self) -> Nanos {
         Nanos(self.rot_ns)

@@ -21,6 +21,7 @@ fn controller() -> ControllerConfig {
         per_request_ms: 0.0,
         scheduler: Scheduler::Fcfs,
         read_high_water_mark: 0.0,
+        read_link_per_block: false,
     }
 }
 
@@ -368,5 +369,47 @@ fn a_high_water_mark_of_one_sends_a_read_once_it_is_all_buffered() {
     assert!(
         (after - overlapped - 8.0 * 4096.0 / 40e3).abs() < 1e-3,
         "{after} {overlapped}"
+    );
+}
+
+#[test]
+fn a_read_sent_block_by_block_waits_for_each_block_to_be_buffered() {
+    // 100 sectors of 4 KiB a track at 6,000 rpm: a sector passes under the
+    // head every 0.1 ms. Over a 20.48 MB/s link a 4 KiB block takes 0.2 ms.
+    // Overlapped with the media (mark 0, the link free to start at once) an
+    // 8-block read completes when the media read ends: its 1.6 ms of link
+    // time fit in the seek. Block by block, the link sends block k once it is
+    // buffered and block k-1 is sent: the first block is buffered 0.7 ms
+    // before the media read ends and the link then needs 8 x 0.2 = 1.6 ms,
+    // so the read completes 1.6 - 0.7 = 0.9 ms after the media read. Over an
+    // 81.92 MB/s link (0.05 ms a block, faster than the media) only the last
+    // block's 0.05 ms is left after the media read ends.
+    let recs = vec![rec(0, Op::Read, 100_000, 8)];
+    let read_ms = |mb_s: f64, per_block: bool| {
+        let mut d = small_drive("cmr");
+        d.rotation = "average".into();
+        d.interface_mb_s = mb_s;
+        d.controller = Some(ControllerConfig {
+            read_link_per_block: per_block,
+            ..Default::default()
+        });
+        mean_ms(&run(cfg(d, "cmr"), recs.clone()).unwrap(), "read")
+    };
+    let media = read_ms(0.0, false);
+    assert!((read_ms(20.48, false) - media).abs() < 1e-6);
+    assert!((read_ms(20.48, true) - media - 0.9).abs() < 1e-6);
+    assert!((read_ms(81.92, false) - media).abs() < 1e-6);
+    assert!((read_ms(81.92, true) - media - 0.05).abs() < 1e-6);
+    // Block by block is the one-block water mark; another mark is refused.
+    let mut d = small_drive("cmr");
+    d.controller = Some(ControllerConfig {
+        read_link_per_block: true,
+        read_high_water_mark: 0.5,
+        ..Default::default()
+    });
+    let e = run(cfg(d, "cmr"), recs).err().unwrap().to_string();
+    assert!(
+        e.contains("controller.read_link_per_block = true needs read_high_water_mark = 0"),
+        "{e}"
     );
 }

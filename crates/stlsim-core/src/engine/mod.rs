@@ -21,7 +21,7 @@ pub mod oracle;
 pub mod write_cache;
 
 use crate::controller::{Lookup, Overheads, ReadCache, Scheduler};
-use crate::device::{Cause, Device};
+use crate::device::{Cause, Device, ReadPiece};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
 use crate::layers::{
@@ -1118,6 +1118,32 @@ impl Simulation {
         held.max(started + xfer)
     }
 
+    /// When a read's data has crossed the host link block by block
+    /// ([`crate::controller::ControllerConfig::read_link_per_block`]): the
+    /// link starts at `started` with the `have` blocks already buffered,
+    /// then sends each block read from the media (`pieces`, in LBA order)
+    /// once it is buffered and the block before it is sent, one block per
+    /// link block time. Within a piece the blocks arrive one sector time
+    /// apart, so the last block is sent at the latest of: the link sending
+    /// the piece straight on, the piece's first block buffered and the whole
+    /// piece sent after it, the piece's last block buffered and sent.
+    fn read_done_per_block(
+        ns_per_sector: f64,
+        started: Nanos,
+        have: u64,
+        pieces: &[ReadPiece],
+    ) -> Nanos {
+        let link = |k: u64| Nanos((k as f64 * ns_per_sector) as u64);
+        let mut sent = started + link(have);
+        for p in pieces {
+            let c = p.count as u64;
+            sent = (sent + link(c))
+                .max(p.first_ready + link(c))
+                .max(p.end + link(1));
+        }
+        sent
+    }
+
     fn serve_read(
         &mut self,
         issue: Nanos,
@@ -1165,7 +1191,23 @@ impl Simulation {
                 let oh = self.start_media_command(issue, false);
                 let from = self.scratch.len();
                 let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
-                self.layer.read(&mut self.dev, at, m, &mut self.scratch)?;
+                let per_block = self.overheads.read_link_per_block;
+                if per_block {
+                    self.dev.note_reads();
+                }
+                let r = self.layer.read(&mut self.dev, at, m, &mut self.scratch);
+                let sent = if per_block {
+                    let pieces = self.dev.noted_reads();
+                    Some(Self::read_done_per_block(
+                        self.ns_per_sector,
+                        issue + oh,
+                        have,
+                        pieces,
+                    ))
+                } else {
+                    None
+                };
+                r?;
                 let done = self.dev.now();
                 if let Some(rc) = &mut self.read_cache {
                     // The buffer holds the drive's newest data: what the
@@ -1177,7 +1219,11 @@ impl Simulation {
                     }
                     rc.filled(at.0, m.0, tail, done);
                 }
-                (self.read_done(done, issue + oh, xfer) + done_oh, Some(done))
+                let sent = match sent {
+                    Some(t) => t,
+                    None => self.read_done(done, issue + oh, xfer),
+                };
+                (sent + done_oh, Some(done))
             }
         };
         if let Some(o) = &mut self.oracle {
