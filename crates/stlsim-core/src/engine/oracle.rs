@@ -334,14 +334,8 @@ impl Oracle {
         n
     }
 
-    /// Tokens for a new host write of `n` sectors from `lba` (next versions; not yet acknowledged).
-    pub fn new_write(&mut self, lba: u64, n: u64) -> Vec<Token> {
-        let mut v = vec![];
-        self.new_write_into(lba, n, &mut v);
-        v
-    }
-
-    /// [`new_write`](Self::new_write) into `out` (emptied first).
+    /// The tokens of a new host write of `n` sectors from `lba` (next
+    /// versions; not yet acknowledged), into `out` (emptied first).
     pub fn new_write_into(&mut self, lba: u64, n: u64, out: &mut Vec<Token>) {
         out.clear();
         self.expected.read(lba, n, out);
@@ -351,7 +345,7 @@ impl Oracle {
     }
 
     /// A write was acknowledged; `durable` says whether it reached the
-    /// medium. `data` is what [`new_write`](Self::new_write) made for the
+    /// medium. `data` is what [`new_write_into`](Self::new_write_into) made for the
     /// write (nothing was acknowledged between), so each token's version is
     /// one past the LBA's before it: the expected versions go up by one, a
     /// run at a time.
@@ -372,7 +366,7 @@ impl Oracle {
         {
             let mut now = vec![];
             self.expected.read(first.lba, data.len() as u64, &mut now);
-            assert_eq!(now, data, "acknowledge takes what new_write made");
+            assert_eq!(now, data, "acknowledge takes what new_write_into made");
         }
     }
 
@@ -559,7 +553,8 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Write(lba, n, durable) => {
-                        let data = o.new_write(lba, n);
+                        let mut data = vec![];
+                        o.new_write_into(lba, n, &mut data);
                         let want: Vec<Token> = (lba..lba + n)
                             .map(|l| Token::data(Lba(l), p.expected(l) + 1))
                             .collect();

@@ -657,13 +657,9 @@ mod tests {
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, event: Event, pair: bool) -> (Drained, Drained) {
         let make = || {
-            BlkparseReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.txt",
-                event,
-            )
-            .with_pairing(pair)
-            .unwrap()
+            BlkparseReader::new(text_input(text), "t.txt", event)
+                .with_pairing(pair)
+                .unwrap()
         };
         fast_and_general(make, |r| r.src.general_only = true)
     }
@@ -765,11 +761,7 @@ Total (8,16):\n\
 Throughput (R/W): 0KiB/s / 0KiB/s\n";
 
     fn read(text: &str, event: Event) -> SimResult<Vec<(TraceRecord, Option<u64>)>> {
-        let mut r = BlkparseReader::new(
-            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-            "t.blk",
-            event,
-        );
+        let mut r = BlkparseReader::new(text_input(text), "t.blk", event);
         let mut v = vec![];
         while let Some(x) = r.next_raw()? {
             v.push(x);
@@ -867,7 +859,7 @@ Throughput (R/W): 0KiB/s / 0KiB/s\n";
         event: Event,
         window: Option<u64>,
     ) -> SimResult<(Measured, PairCounts)> {
-        let input = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+        let input = text_input(text);
         let mut r = BlkparseReader::new(input, "p.blk", event).with_pairing(true)?;
         if let (Some(w), Some(p)) = (window, r.pairing.as_mut()) {
             p.window = w;

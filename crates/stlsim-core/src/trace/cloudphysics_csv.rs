@@ -144,12 +144,7 @@ mod tests {
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str) -> (Drained, Drained) {
-        let make = || {
-            CloudphysicsCsvReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.csv",
-            )
-        };
+        let make = || CloudphysicsCsvReader::new(text_input(text), "t.csv");
         fast_and_general(make, |r| r.src.general_only = true)
     }
 

@@ -371,14 +371,7 @@ mod tests {
 
     /// `text` read as MQSim with the fast path and the general way only.
     fn mqsim_both_ways(text: &str, skip: bool) -> (Drained, Drained) {
-        let make = || {
-            DisksimAsciiReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.trace",
-                Flavour::Mqsim,
-                skip,
-            )
-        };
+        let make = || DisksimAsciiReader::new(text_input(text), "t.trace", Flavour::Mqsim, skip);
         fast_and_general(make, |r| r.src.general_only = true)
     }
 
@@ -398,26 +391,13 @@ mod tests {
 
     /// `text` read as DiskSim ASCII with the fast path and the general way only.
     fn disksim_both_ways(text: &str) -> (Drained, Drained) {
-        let make = || {
-            DisksimAsciiReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.trace",
-                Flavour::Disksim,
-                false,
-            )
-        };
+        let make = || DisksimAsciiReader::new(text_input(text), "t.trace", Flavour::Disksim, false);
         fast_and_general(make, |r| r.src.general_only = true)
     }
 
     /// `text` read as a validate trace with the fast path and the general way only.
     fn validate_both_ways(text: &str, skip: bool) -> (Drained, Drained) {
-        let make = || {
-            DisksimValidateReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.trace",
-                skip,
-            )
-        };
+        let make = || DisksimValidateReader::new(text_input(text), "t.trace", skip);
         fast_and_general(make, |r| r.src.general_only = true)
     }
 

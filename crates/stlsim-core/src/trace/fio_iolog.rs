@@ -270,18 +270,14 @@ fn header_version(s: &CsvLines) -> SimResult<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::{fast_and_general, mutated_lines, Drained};
+    use crate::trace::open::test_util::{fast_and_general, mutated_lines, text_input, Drained};
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, skip: bool, rate: Option<f64>) -> (Drained, Drained) {
         let make = || {
-            FioIologReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.log",
-                skip,
-            )
-            .with_rate(rate)
-            .unwrap()
+            FioIologReader::new(text_input(text), "t.log", skip)
+                .with_rate(rate)
+                .unwrap()
         };
         fast_and_general(make, |r| r.src.general_only = true)
     }
@@ -458,12 +454,7 @@ mod tests {
     fn a_rate_gives_a_version_2_log_its_times() {
         let v2 = "fio version 2 iolog\nf add\nf open\nf write 0 4096\nf sync\nf read 0 512\nf write 4096 4096\n";
         let read = |text: &str, rate: Option<f64>| -> SimResult<Vec<u64>> {
-            let mut r = FioIologReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.log",
-                false,
-            )
-            .with_rate(rate)?;
+            let mut r = FioIologReader::new(text_input(text), "t.log", false).with_rate(rate)?;
             let mut t = vec![];
             while let Some((rec, _)) = r.next_raw()? {
                 t.push(rec.time.0);

@@ -309,15 +309,7 @@ mod tests {
 
     /// `text` read by `cfg` with the fast path and the general way only.
     fn both_ways(text: &str, cfg: &GenericCsv, skip: bool) -> (Drained, Drained) {
-        let make = || {
-            GenericCsvReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.csv",
-                cfg,
-                skip,
-            )
-            .unwrap()
-        };
+        let make = || GenericCsvReader::new(text_input(text), "t.csv", cfg, skip).unwrap();
         fast_and_general(make, |r| r.src.general_only = true)
     }
 

@@ -373,8 +373,8 @@ mod tests {
             ], ","),
             skip in proptest::bool::ANY,
         ) {
-            use crate::trace::open::test_util::drain;
-            let make = || MsrReader::new(Box::new(std::io::Cursor::new(text.as_bytes().to_vec())), "t.csv", skip);
+            use crate::trace::open::test_util::{drain, text_input};
+            let make = || MsrReader::new(text_input(&text), "t.csv", skip);
             let mut general = make();
             general.src.general_only = true;
             proptest::prop_assert_eq!(drain(&mut make()), drain(&mut general), "{:?}", text);

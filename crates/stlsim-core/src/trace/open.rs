@@ -1916,6 +1916,11 @@ pub(crate) mod test_util {
     use super::*;
     use crate::trace::Op;
 
+    /// `text` as a reader's input (each reader of a test gets its own copy).
+    pub(crate) fn text_input(text: &str) -> Box<dyn std::io::Read + Send> {
+        Box::new(std::io::Cursor::new(text.as_bytes().to_vec()))
+    }
+
     /// `<repo>/tests/data/<name>`.
     pub(crate) fn data(name: &str) -> String {
         format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))

@@ -176,13 +176,7 @@ mod tests {
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, skip: bool) -> (Drained, Drained) {
-        let make = || {
-            SpcReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.spc",
-                skip,
-            )
-        };
+        let make = || SpcReader::new(text_input(text), "t.spc", skip);
         fast_and_general(make, |r| r.src.general_only = true)
     }
 
@@ -298,11 +292,7 @@ mod tests {
     type Got = (Vec<(TraceRecord, Option<u64>)>, u64);
 
     fn read_text(tag: &str, name: &str, text: &str, skip_unknown: bool) -> SimResult<Got> {
-        let mut r = SpcReader::new(
-            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-            &format!("{tag}/{name}"),
-            skip_unknown,
-        );
+        let mut r = SpcReader::new(text_input(text), &format!("{tag}/{name}"), skip_unknown);
         let mut v = vec![];
         while let Some(x) = r.next_raw()? {
             v.push(x);

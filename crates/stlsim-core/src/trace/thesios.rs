@@ -306,15 +306,7 @@ mod tests {
         skip: bool,
         extent_mib: Option<u64>,
     ) -> ((Drained, u64), (Drained, u64)) {
-        let make = || {
-            ThesiosReader::new(
-                Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-                "t.csv",
-                extent_mib,
-                skip,
-            )
-            .unwrap()
-        };
+        let make = || ThesiosReader::new(text_input(text), "t.csv", extent_mib, skip).unwrap();
         let mut fast = make();
         let mut general = make();
         general.src.general_only = true;
