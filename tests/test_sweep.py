@@ -184,3 +184,24 @@ def test_retry_failed_runs_again_only_the_failed_cells(tmp_path: Path, data: Pat
     ok = first["layer"] == "cmr"
     assert again.loc[ok, "wall_s"].tolist() == first.loc[ok, "wall_s"].tolist()
     assert again.loc[~ok, "wall_s"].tolist() != first.loc[~ok, "wall_s"].tolist()
+
+
+def test_every_registered_layer_has_a_cost_for_ordering_cells() -> None:
+    from stlsim.config import layers
+    from stlsim.sweep import LAYER_COST
+
+    assert {l["name"] for l in layers()} <= LAYER_COST.keys()
+
+
+def test_a_sweep_starts_its_costliest_cells_first() -> None:
+    from stlsim.sweep import schedule
+
+    cells = load_plan(ROOT / "examples" / "sweeps" / "imr.toml").cells()
+    order = [(Path(c["trace"]).name, c["layer"]) for c in schedule(cells)]
+    # The larger sample (vscsi) on its slowest layer first, the smaller
+    # (rsrch_1) on CMR last: the cells left at the end are the short ones.
+    assert order[0] == ("cloudPhysicsIO.vscsi", "imr-dtm")
+    assert order[-1] == ("rsrch_1.csv", "cmr")
+    assert [t for t, _ in order] == ["cloudPhysicsIO.vscsi"] * 5 + ["rsrch_1.csv"] * 5
+    longer = dict(cells[0], repeat=40)
+    assert schedule([cells[0], longer])[0] is longer

@@ -249,11 +249,60 @@ def _read_row_files(out: Path, skip: Iterable[str] = (), only: Iterable[str] | N
 
 
 def _trace_bytes(cell: Mapping[str, Any]) -> int:
-    """The size of a cell's trace file (0 if it is not a file): a cell's cost."""
+    """The size of a cell's trace file (0 if it is not a file)."""
     try:
         return os.stat(cell["trace"]).st_size
     except (OSError, KeyError, TypeError):
         return 0
+
+
+# Each layer's time per request relative to CMR's, from the engine benchmarks
+# (README, "Performance"; `cargo bench --bench engine`). They only order a
+# sweep's cells, so rough figures do: a layer missing here counts as CMR.
+LAYER_COST: dict[str, float] = {
+    "cmr": 1.0,
+    "imr-rmw": 1.6,
+    "imr-flip": 1.8,
+    "imr-cache": 1.8,
+    "imr-dtm": 2.1,
+    "swd-1234": 2.4,
+    "swd-r4123": 1.5,
+    "swd-124r3": 1.6,
+    "swd-14r23": 1.5,
+    "swd": 2.4,
+    "smr-eregion": 5.5,
+    "smr-vguard": 2.0,
+    "hm-fluid": 8.0,
+    "hm-fluid-loop": 48.0,
+    "hm-skylight": 9.0,
+    "amphisbaena": 87.0,
+    "hwsr": 3.1,
+    "sblock": 3.1,
+    "buffered-cmr": 2.5,
+}
+
+
+def cell_cost(cell: Mapping[str, Any]) -> float:
+    """A cell's expected run time in arbitrary units: its trace's size, times
+    the copies it replays, times its layer's cost per request (``LAYER_COST``).
+
+    Only the order of a sweep's cells depends on it: the costliest run first
+    (longest-processing-time first), so that the cells left when a worker
+    runs out of work are the short ones, and no worker sits idle while
+    another finishes a long cell."""
+    repeat = cell.get("repeat") or 1
+    try:
+        copies = max(1.0, float(repeat))
+    except (TypeError, ValueError):
+        copies = 1.0
+    return _trace_bytes(cell) * copies * LAYER_COST.get(str(cell.get("layer")), 1.0)
+
+
+def schedule(cells: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The order a sweep starts its cells in: costliest first (``cell_cost``),
+    so that no worker is left with a long cell while the others sit idle.
+    Ties keep the plan's order."""
+    return sorted(cells, key=cell_cost, reverse=True)
 
 
 class SweepResult:
@@ -376,9 +425,7 @@ def sweep(
             on_cell(done, total)
 
     if todo:
-        # The longest cells first (by the size of their trace), so that no
-        # worker is left with a long cell while the others sit idle.
-        todo.sort(key=_trace_bytes, reverse=True)
+        todo = schedule(todo)
         if engine == "ray":
             _run_on_ray(todo, str(outp), jobs, ray_address, finished)
         else:
