@@ -1620,31 +1620,7 @@ pub(crate) mod text {
                         n += 1;
                     }
                     Step::Scaled(_) | Step::Decimal(_) => {
-                        let whole = digit_run(line, &mut i)?;
-                        let mut v = match *take {
-                            Step::Decimal(k) => whole.checked_mul(POW10[k])?,
-                            Step::Scaled(scale) => whole.checked_mul(scale)?,
-                            _ => return None,
-                        };
-                        if line.get(i) == Some(&b'.') {
-                            i += 1;
-                            let at = i;
-                            let frac = if line.get(i).is_some_and(u8::is_ascii_digit) {
-                                digit_run(line, &mut i)?
-                            } else {
-                                0
-                            };
-                            let digits = i - at;
-                            if digits > 0 {
-                                let part = match *take {
-                                    Step::Decimal(k) => shift_fraction(frac, digits, k)?,
-                                    Step::Scaled(scale) => scale_fraction(frac, digits, scale)?,
-                                    _ => return None,
-                                };
-                                v = v.checked_add(part)?;
-                            }
-                        }
-                        *nums.get_mut(n)? = v;
+                        *nums.get_mut(n)? = scaled_number(line, &mut i, *take)?;
                         n += 1;
                     }
                 }
@@ -1731,31 +1707,7 @@ pub(crate) mod text {
                         n += 1;
                     }
                     Step::Scaled(_) | Step::Decimal(_) => {
-                        let whole = digit_run(line, &mut i)?;
-                        let mut v = match *take {
-                            Step::Decimal(k) => whole.checked_mul(POW10[k])?,
-                            Step::Scaled(scale) => whole.checked_mul(scale)?,
-                            _ => return None,
-                        };
-                        if line.get(i) == Some(&b'.') {
-                            i += 1;
-                            let at = i;
-                            let frac = if line.get(i).is_some_and(u8::is_ascii_digit) {
-                                digit_run(line, &mut i)?
-                            } else {
-                                0
-                            };
-                            let digits = i - at;
-                            if digits > 0 {
-                                let part = match *take {
-                                    Step::Decimal(k) => shift_fraction(frac, digits, k)?,
-                                    Step::Scaled(scale) => scale_fraction(frac, digits, scale)?,
-                                    _ => return None,
-                                };
-                                v = v.checked_add(part)?;
-                            }
-                        }
-                        *nums.get_mut(n)? = v;
+                        *nums.get_mut(n)? = scaled_number(line, &mut i, *take)?;
                         n += 1;
                     }
                 }
@@ -1904,6 +1856,37 @@ pub(crate) mod text {
                 self.cur = Self::stretch(self.line, self.base, self.d, self.ws);
             }
         }
+    }
+
+    /// A `Scaled` or `Decimal` column's number from `*i` (consumed): whole
+    /// digits, then an optional `.` and fraction, times the scale.
+    #[inline(always)]
+    fn scaled_number(line: &[u8], i: &mut usize, take: Step) -> Option<u64> {
+        let whole = digit_run(line, i)?;
+        let mut v = match take {
+            Step::Decimal(k) => whole.checked_mul(POW10[k])?,
+            Step::Scaled(scale) => whole.checked_mul(scale)?,
+            _ => return None,
+        };
+        if line.get(*i) == Some(&b'.') {
+            *i += 1;
+            let at = *i;
+            let frac = if line.get(*i).is_some_and(u8::is_ascii_digit) {
+                digit_run(line, i)?
+            } else {
+                0
+            };
+            let digits = *i - at;
+            if digits > 0 {
+                let part = match take {
+                    Step::Decimal(k) => shift_fraction(frac, digits, k)?,
+                    Step::Scaled(scale) => scale_fraction(frac, digits, scale)?,
+                    _ => return None,
+                };
+                v = v.checked_add(part)?;
+            }
+        }
+        Some(v)
     }
 
     /// 10^k for k up to 18.
