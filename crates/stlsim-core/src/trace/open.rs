@@ -1727,7 +1727,7 @@ pub(crate) mod text {
     /// Where a line's delimiters are, found sixteen bytes at a time (a
     /// 64-byte stretch of the line at once, as far as fields are asked
     /// for), handed out in order.
-    struct Separators<'a> {
+    pub(crate) struct Separators<'a> {
         line: &'a [u8],
         d: u8,
         /// Tabs separate too (whitespace mode, where `d` is a space).
@@ -1743,7 +1743,7 @@ pub(crate) mod text {
         const MAX_LINE: usize = 256;
 
         #[inline(always)]
-        fn new(line: &'a [u8], d: u8, ws: bool) -> Self {
+        pub(crate) fn new(line: &'a [u8], d: u8, ws: bool) -> Self {
             Separators {
                 line,
                 d,
@@ -1842,7 +1842,7 @@ pub(crate) mod text {
 
         /// The next delimiter's position, or the line's length after the last.
         #[inline(always)]
-        fn next(&mut self) -> usize {
+        pub(crate) fn next(&mut self) -> usize {
             loop {
                 if self.cur != 0 {
                     let at = self.base + self.cur.trailing_zeros() as usize;
