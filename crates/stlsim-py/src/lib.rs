@@ -160,18 +160,17 @@ impl Simulation {
     fn cdf(&self, py: Python<'_>, which: &str) -> PyResult<(Vec<f64>, Vec<f64>)> {
         let sim = self.sim();
         let m = sim.metrics();
-        let h = match which {
-            "all" => &m.all,
-            "read" => &m.reads,
-            "write" => &m.writes,
+        Ok(match which {
+            "all" => m.all().cdf(),
+            "read" => m.reads.cdf(),
+            "write" => m.writes.cdf(),
             w => {
                 return Err(raise(
                     py,
                     SimError::Config(format!("no latency class '{w}' (all, read, write)")),
                 ))
             }
-        };
-        Ok(h.cdf())
+        })
     }
 
     /// The per-N-request series as JSON columns.

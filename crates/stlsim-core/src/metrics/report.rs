@@ -396,7 +396,7 @@ pub fn build(i: Inputs) -> Report {
         Layout::Wave { .. } => "wave",
     };
     let mut latency = BTreeMap::new();
-    latency.insert("all", i.metrics.all.summary());
+    latency.insert("all", i.metrics.all().summary());
     latency.insert("read", i.metrics.reads.summary());
     latency.insert("write", i.metrics.writes.summary());
     let host_bytes = (i.host.read_sectors + i.host.write_sectors) as f64 * g.sector_bytes() as f64;
