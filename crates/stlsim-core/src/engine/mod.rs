@@ -20,7 +20,9 @@ pub mod config;
 pub mod oracle;
 pub mod write_cache;
 
-use crate::controller::{Lookup, Overheads, ReadCache, Scheduler};
+use crate::controller::{
+    AheadCtx, Lookup, Overheads, Prefetch, ReadAheadExtent, ReadCache, Scheduler, TrackSpan,
+};
 use crate::device::{Cause, Device, ReadPiece};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
@@ -219,6 +221,9 @@ pub struct Simulation {
     read_cache: Option<ReadCache>,
     /// Tokens a read-ahead read (reused buffer).
     ahead: Vec<Token>,
+    /// The read-ahead the request being served interrupted, and when it would
+    /// go on ([`crate::controller::ReadCacheConfig::hits_continue_read_ahead`]).
+    interrupted: Option<(Prefetch, Nanos)>,
     /// The drive's command scheduler (`fcfs` unless the drive's controller says otherwise).
     scheduler: Scheduler,
     /// Requests the host has issued that the drive has not served yet (a
@@ -424,6 +429,7 @@ impl Simulation {
             trace_range: None,
             overheads,
             read_cache,
+            interrupted: None,
             ahead: vec![],
             scheduler: Scheduler::Fcfs,
             pending: vec![],
@@ -1056,16 +1062,24 @@ impl Simulation {
     /// sectors as pass under the head by then, at the media rate of the
     /// track they start on, read through the layer as cause `read_ahead`.
     fn read_ahead(&mut self, issue: Nanos) -> SimResult<()> {
+        self.interrupted = None;
         let Some(rc) = &mut self.read_cache else {
             return Ok(());
         };
         let Some(p) = rc.take_prefetch() else {
             return Ok(());
         };
+        let keep = rc.hits_continue();
         let start = p.from.max(self.dev.now());
         let next = rc.prefetch_next(&p);
         let room = p.until.min(self.host_cap).saturating_sub(next);
-        if start >= issue || room == 0 {
+        if room == 0 {
+            return Ok(());
+        }
+        if start >= issue {
+            if keep {
+                self.interrupted = Some((p, start));
+            }
             return Ok(());
         }
         let geom = self.dev.geometry();
@@ -1073,6 +1087,9 @@ impl Simulation {
         let per_sector = (self.dev.mechanics().rotation_time().0 / spt).max(1);
         let n = room.min((issue - start).0 / per_sector);
         if n == 0 {
+            if keep {
+                self.interrupted = Some((p, start));
+            }
             return Ok(());
         }
         self.dev.advance_to(start);
@@ -1090,7 +1107,33 @@ impl Simulation {
             rc.prefetched(&p, n, &self.ahead);
             self.host.read_ahead_sectors += n;
         }
+        if keep && n < room {
+            self.interrupted = Some((p, self.dev.now()));
+        }
         Ok(())
+    }
+
+    /// What the read-ahead after a read of `start..end` is measured from.
+    fn ahead_ctx(&self, rc: &ReadCache, start: u64, end: u64) -> AheadCtx {
+        let track = (rc.extent() == ReadAheadExtent::Track && end < self.host_cap).then(|| {
+            let geom = self.dev.geometry();
+            let lt = geom.logical_track_of(Lba(end));
+            let t_end = if lt + 1 < geom.logical_tracks() {
+                geom.logical_track_start(lt + 1).0
+            } else {
+                self.host_cap
+            };
+            TrackSpan {
+                start: geom.logical_track_start(lt).0,
+                end: t_end,
+                sectors_per_track: geom.sectors_in(geom.home(Lba(start)).track) as u64,
+            }
+        });
+        AheadCtx {
+            req_start: start,
+            track,
+            floor: 0,
+        }
     }
 
     /// A request that goes to the media starts once it has arrived and the
@@ -1177,8 +1220,27 @@ impl Simulation {
             if let Some(rc) = &self.read_cache {
                 rc.copy_out(lba.0, have, &mut self.scratch);
             }
+            // A hit on the segment being read ahead lets the read-ahead go on
+            // (DiskSim's disk_buffer_attempt_access_swap).
+            let go_on = match (self.interrupted.take(), &self.read_cache) {
+                (Some((p, t)), Some(rc)) if have > 0 && rc.segment_of(lba.0) == Some(p.seg) => {
+                    Some((p, t))
+                }
+                _ => None,
+            };
             if have == n.0 {
                 self.host.read_cache_hits += 1;
+                if let Some((p, t)) = go_on {
+                    let end = lba.0 + n.0;
+                    if let Some(rc) = &self.read_cache {
+                        let ctx = self.ahead_ctx(rc, lba.0, end);
+                        let until =
+                            rc.read_ahead_until(lba.0, end, rc.segment_start(p.seg), ctx.track);
+                        if let Some(rc) = &mut self.read_cache {
+                            rc.resume(p, t, until);
+                        }
+                    }
+                }
                 (
                     issue + self.overheads.command(false, true) + xfer + done_oh,
                     None,
@@ -1188,7 +1250,13 @@ impl Simulation {
                 if have > 0 {
                     self.host.read_cache_partial_hits += 1;
                 }
-                let oh = self.start_media_command(issue, false);
+                let oh = match go_on {
+                    // The read-ahead reads the rest on, from where it was:
+                    // no new positioning, the command overhead overlapping.
+                    Some(_) => self.overheads.command(false, false),
+                    None => self.start_media_command(issue, false),
+                };
+                let floor = go_on.map_or(0, |(p, _)| p.until);
                 let from = self.scratch.len();
                 let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
                 let per_block = self.overheads.read_link_per_block;
@@ -1209,6 +1277,13 @@ impl Simulation {
                 };
                 r?;
                 let done = self.dev.now();
+                let ctx = match &self.read_cache {
+                    Some(rc) => AheadCtx {
+                        floor,
+                        ..self.ahead_ctx(rc, lba.0, lba.0 + n.0)
+                    },
+                    None => AheadCtx::default(),
+                };
                 if let Some(rc) = &mut self.read_cache {
                     // The buffer holds the drive's newest data: what the
                     // write cache holds supersedes what the media had.
@@ -1217,7 +1292,7 @@ impl Simulation {
                     if carries {
                         self.cache.overlay(at.0, m.0, tail);
                     }
-                    rc.filled(at.0, m.0, tail, done);
+                    rc.filled(at.0, m.0, tail, done, ctx);
                 }
                 let sent = match sent {
                     Some(t) => t,
