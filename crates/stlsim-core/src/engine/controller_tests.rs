@@ -554,3 +554,27 @@ fn a_read_sent_block_by_block_waits_for_each_block_to_be_buffered() {
         "{e}"
     );
 }
+
+#[test]
+fn a_read_ahead_never_runs_past_the_arrival_that_stops_it() {
+    // A read ending 8 sectors before its track's end; the next request, far
+    // away, arrives 3 ms (30 sector times) after it. The read-ahead reads
+    // the rest of the track, but the next track's first sector (a seek and
+    // most of a rotation away) would come after the arrival: it stops at
+    // the track's end, the head stays on the track, and the far read takes
+    // just what it takes without a read cache (the rotational wait is the
+    // platter's angle at the same moment). Counting 30 sector times at the
+    // media rate, stlsim used to read on into the next track and start the
+    // far read many milliseconds late.
+    let mut d = small_drive("cmr");
+    d.rotation = "angular".into();
+    d.controller = Some(controller());
+    let first = run(cfg(d.clone(), "cmr"), timed(&[(false, 1_090, 2, 0)])).unwrap();
+    let gap = ((mean_ms(&first, "read") - 0.25 + 3.0) * 1000.0).round() as u64;
+    let seq = [(false, 1_090, 2, 0), (false, 150_000, 1, gap)];
+    let plain = run(cfg(d, "cmr"), timed(&seq)).unwrap();
+    let (_, _, ahead, s) = ahead_run(read_cache(1, 256), &seq);
+    assert_eq!(ahead, 8, "the rest of the track only");
+    let (a, b) = (mean_ms(&s, "read"), mean_ms(&plain, "read"));
+    assert!((a - b).abs() < 0.01, "{a} vs {b}");
+}

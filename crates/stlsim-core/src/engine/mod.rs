@@ -30,7 +30,7 @@ use crate::layers::{
     self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome,
     WriteReq,
 };
-use crate::mechanics::Mechanics;
+use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::medium::Token;
 use crate::metrics::report::{self, Report};
@@ -1082,10 +1082,7 @@ impl Simulation {
             }
             return Ok(());
         }
-        let geom = self.dev.geometry();
-        let spt = geom.sectors_in(geom.home(Lba(next)).track).max(1) as u64;
-        let per_sector = (self.dev.mechanics().rotation_time().0 / spt).max(1);
-        let n = room.min((issue - start).0 / per_sector);
+        let n = self.ahead_sectors(next, room, start, issue);
         if n == 0 {
             if keep {
                 self.interrupted = Some((p, start));
@@ -1111,6 +1108,54 @@ impl Simulation {
             self.interrupted = Some((p, self.dev.now()));
         }
         Ok(())
+    }
+
+    /// How many of the `room` sectors from `next` a read-ahead starting at
+    /// `start` has read whole when a request arriving at `issue` stops it:
+    /// the device's own timing of each track's piece (seek or head switch,
+    /// rotational wait, transfer), so the read-ahead never runs past the
+    /// arrival (DiskSim stops it there, `disk_buffer_stopable_access`).
+    fn ahead_sectors(&self, next: u64, room: u64, start: Nanos, issue: Nanos) -> u64 {
+        let geom = self.dev.geometry();
+        let mech = self.dev.mechanics();
+        let mut head = self.dev.head();
+        let mut clock = start;
+        let mut total = 0u64;
+        let mut stopped = false;
+        geom.for_home_extents(Lba(next), Sectors(room), |at, count, _| {
+            if stopped {
+                return;
+            }
+            let spt = geom.sectors_in(at.track);
+            let whole = mech.access(&head, clock, at, count, spt, false);
+            let end = clock + whole.total();
+            if end <= issue {
+                total += count as u64;
+                clock = end;
+                head = HeadState {
+                    track: at.track,
+                    next_sector: (at.sector + count) % spt.max(1),
+                    at: clock,
+                };
+                return;
+            }
+            stopped = true;
+            // Part of the piece: its positioning is that of any part (a
+            // zero-latency whole track aside, which a part is not).
+            let t = mech.access(&head, clock, at, 1, spt, false);
+            let begin = clock + t.seek + t.rotate;
+            if begin >= issue {
+                return;
+            }
+            let avail = issue - begin;
+            let mut k = ((avail.0 as u128 * spt as u128) / mech.rotation_time().0.max(1) as u128)
+                .min(count as u128) as u32;
+            while k > 0 && mech.transfer_time(k, spt) > avail {
+                k -= 1;
+            }
+            total += k as u64;
+        });
+        total
     }
 
     /// What the read-ahead after a read of `start..end` is measured from.
