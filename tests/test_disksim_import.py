@@ -138,6 +138,8 @@ def _read_ahead(specs: str) -> dict[str, object]:
     d: dict[str, object] = {"read_ahead_extent": extent, "hits_continue_read_ahead": True}
     if extent == "request":
         d["read_ahead_over_requested"] = int(_one(specs, "Read-ahead over requested")) == 1
+    if int(_one(specs, "Read-ahead on idle hit")) == 1:
+        d["read_ahead_on_idle_hit"] = True
     return d
 
 

@@ -279,7 +279,7 @@ _DRIVE_KEYS: list[tuple[str, ...]] = [
     ("controller", "read_miss_after_read_ms"), ("controller", "read_high_water_mark"),
     ("read_cache", "segments"), ("read_cache", "segment_sectors"), ("read_cache", "read_ahead_max_sectors"),
     ("read_cache", "read_ahead_extent"), ("read_cache", "read_ahead_over_requested"),
-    ("read_cache", "hits_continue_read_ahead"),
+    ("read_cache", "hits_continue_read_ahead"), ("read_cache", "read_ahead_on_idle_hit"),
 ]  # fmt: skip
 _LAYER_PARAMS = {
     lay["name"]: [p["name"] for p in lay["params"] if p["kind"] in ("int", "float")] for lay in stlsim.layers()

@@ -845,6 +845,10 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             # (disk_buffer_attempt_access_swap in src/disksim_diskctlr.c),
             # whatever the parameters say.
             cache_lines.append(f"{'hits_continue_read_ahead = true':<40} # DiskSim: a read hit on the segment being read ahead takes over the access (disk_buffer_attempt_access_swap)")
+            idle = disk.get("Read-ahead on idle hit")
+            if idle is not None and idle.value == 1:
+                use(idle)
+                cache_lines.append(f"{'read_ahead_on_idle_hit = true':<40} # {idle.where} \"Read-ahead on idle hit = 1\"")
         use(disk.get("Enable caching in buffer"))
         ec = disk.get("Enable caching in buffer")
         if ec is not None and ec.value != 1:

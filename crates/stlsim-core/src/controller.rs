@@ -137,6 +137,11 @@ pub struct ReadCacheConfig {
     /// request, as DiskSim's `disk_buffer_attempt_access_swap` does. Off: any
     /// request stops the read-ahead.
     pub hits_continue_read_ahead: bool,
+    /// A read wholly in a segment whose read-ahead is not running starts it
+    /// again, up to the new request's bound, once the read's command
+    /// overhead (as for a miss) is done (DiskSim "Read-ahead on idle hit",
+    /// `disk_check_hda`).
+    pub read_ahead_on_idle_hit: bool,
 }
 
 /// How far the read-ahead after a media read may go.
@@ -172,6 +177,7 @@ impl Default for ReadCacheConfig {
             read_ahead_extent: ReadAheadExtent::Segment,
             read_ahead_over_requested: true,
             hits_continue_read_ahead: false,
+            read_ahead_on_idle_hit: false,
         }
     }
 }
@@ -302,6 +308,12 @@ impl Overheads {
         let t = self.command[write as usize][!hit as usize][self.last_was_write as usize];
         self.last_was_write = write;
         t + self.per_request
+    }
+
+    /// The command overhead a request would pay now, without making it the
+    /// last request.
+    pub fn peek(&self, write: bool, hit: bool) -> Nanos {
+        self.command[write as usize][!hit as usize][self.last_was_write as usize] + self.per_request
     }
 
     /// The completion overhead of a read or a write.
@@ -615,6 +627,39 @@ impl ReadCache {
         }
         if self.cfg.read_ahead_extent != ReadAheadExtent::Segment {
             self.wrap(p.seg);
+        }
+    }
+
+    /// Whether a hit on a segment with no read-ahead running starts one.
+    pub fn on_idle_hit(&self) -> bool {
+        self.cfg.read_ahead_on_idle_hit
+    }
+
+    /// The bound of a read-ahead that a hit on `lba..end` in segment `i`
+    /// starts or continues: [`Self::read_ahead_until`], and with the
+    /// `segment` extent what the segment has room for.
+    pub fn hit_bound(&self, i: usize, lba: u64, end: u64, track: Option<TrackSpan>) -> u64 {
+        let start = self.segment_start(i);
+        match self.cfg.read_ahead_extent {
+            ReadAheadExtent::Segment => (end + self.cfg.read_ahead_max_sectors as u64)
+                .min(start + self.cfg.segment_sectors as u64),
+            _ => self.read_ahead_until(lba, end, start, track),
+        }
+    }
+
+    /// Start a read-ahead into segment `i` from its end at `from`, up to
+    /// `until` (a hit that starts one), if it has anything to read.
+    pub fn restart(&mut self, i: usize, from: Nanos, until: u64) {
+        if self
+            .segs
+            .get(i)
+            .is_some_and(|s| !s.write && s.end() < until)
+        {
+            self.prefetch = Some(Prefetch {
+                from,
+                until,
+                seg: i,
+            });
         }
     }
 

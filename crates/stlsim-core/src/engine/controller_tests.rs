@@ -347,6 +347,7 @@ proptest! {
         extent in prop_oneof![Just(ReadAheadExtent::Segment), Just(ReadAheadExtent::Request), Just(ReadAheadExtent::Track)],
         go_on in any::<bool>(),
         over in any::<bool>(),
+        idle in any::<bool>(),
     ) {
         let mut d = small_drive("cmr");
         d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
@@ -355,6 +356,7 @@ proptest! {
             read_ahead_extent: extent,
             hits_continue_read_ahead: go_on,
             read_ahead_over_requested: over,
+            read_ahead_on_idle_hit: idle,
             ..read_cache(segments, ahead)
         });
         let mut c = cfg(d, "cmr");
@@ -577,4 +579,27 @@ fn a_read_ahead_never_runs_past_the_arrival_that_stops_it() {
     assert_eq!(ahead, 8, "the rest of the track only");
     let (a, b) = (mean_ms(&s, "read"), mean_ms(&plain, "read"));
     assert!((a - b).abs() < 0.01, "{a} vs {b}");
+}
+
+#[test]
+fn an_idle_hit_starts_the_read_ahead_again() {
+    // Read-ahead 16: the first read's stops at 1,024, long before the hit on
+    // 1,016-1,023 arrives. With read_ahead_on_idle_hit (DiskSim "Read-ahead
+    // on idle hit") the hit starts it again, to 16 past its own end, so the
+    // read of 1,032-1,039 after it hits too; without, it misses.
+    let seq = [
+        (false, 1_000, 8, 0),
+        (false, 1_016, 8, 30_000),
+        (false, 1_032, 8, 30_000),
+    ];
+    for (idle, want) in [(false, 1), (true, 2)] {
+        let rc = ReadCacheConfig {
+            read_ahead_extent: ReadAheadExtent::Request,
+            read_ahead_on_idle_hit: idle,
+            ..read_cache(2, 16)
+        };
+        let (hits, _, ahead, _) = ahead_run(rc, &seq);
+        assert_eq!(hits, want, "on idle hit {idle}");
+        assert_eq!(ahead, if idle { 32 } else { 16 });
+    }
 }

@@ -1275,14 +1275,25 @@ impl Simulation {
             };
             if have == n.0 {
                 self.host.read_cache_hits += 1;
+                let end = lba.0 + n.0;
                 if let Some((p, t)) = go_on {
-                    let end = lba.0 + n.0;
                     if let Some(rc) = &self.read_cache {
                         let ctx = self.ahead_ctx(rc, lba.0, end);
                         let until =
                             rc.read_ahead_until(lba.0, end, rc.segment_start(p.seg), ctx.track);
                         if let Some(rc) = &mut self.read_cache {
                             rc.resume(p, t, until);
+                        }
+                    }
+                } else if let Some(rc) = self.read_cache.as_ref().filter(|rc| rc.on_idle_hit()) {
+                    // DiskSim seeks for it once the command overhead is
+                    // done, which it times as a miss's (overhead_done).
+                    if let Some(i) = rc.segment_of(lba.0) {
+                        let track = self.ahead_ctx(rc, lba.0, end).track;
+                        let until = rc.hit_bound(i, lba.0, end, track);
+                        let from = issue + self.overheads.peek(false, false);
+                        if let Some(rc) = &mut self.read_cache {
+                            rc.restart(i, from, until);
                         }
                     }
                 }
