@@ -118,12 +118,29 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
         "read_ahead_max_sectors": int(_one(specs, "Maximum read-ahead (blks)")),
         "read_hits_on_write_data": bool(_one(specs, "Allow read hits on write data")),
         "separate_write_segment": bool(_one(specs, "Use separate write segment")),
+        **_read_ahead(specs),
     }
     # Each value cites its source line: the rpm's comment names the model's line.
     rpm_line = next(i for i, ln in enumerate(model.splitlines(), 1) if "Rotation speed (in rpms)" in ln)
     assert re.search(rf"^rpm = .*# {re.escape(model_f)}:{rpm_line} ", imp.toml, flags=re.M)
     # The core takes it.
     check_drive(d)
+
+
+def _read_ahead(specs: str) -> dict[str, object]:
+    """The read-ahead keys DiskSim's "Buffer continuous read" gives: 3 the
+    maximum read-ahead past the request ("Read-ahead over requested" with a
+    maximum of 0), 4 DEC's track scheme; either way a read hit on the segment
+    being read ahead lets it go on (disk_buffer_attempt_access_swap)."""
+    extent = {3: "request", 4: "track"}.get(int(_one(specs, "Buffer continuous read")))
+    if extent is None:
+        return {}
+    d: dict[str, object] = {"read_ahead_extent": extent, "hits_continue_read_ahead": True}
+    if extent == "request":
+        d["read_ahead_over_requested"] = int(_one(specs, "Read-ahead over requested")) == 1
+    if int(_one(specs, "Read-ahead on idle hit")) == 1:
+        d["read_ahead_on_idle_hit"] = True
+    return d
 
 
 def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path: Path) -> None:

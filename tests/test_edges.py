@@ -171,6 +171,21 @@ def test_nan_in_a_drive_file_names_the_file_and_key(cli, one_line_error, tmp_pat
 
 
 @pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ('read_ahead_extent = "cylinder"', "read_cache.read_ahead_extent: unknown variant `cylinder`"),
+        ("read_ahead_over_requested = 1", "read_cache.read_ahead_over_requested: invalid type"),
+        ('hits_continue_read_ahead = "yes"', "read_cache.hits_continue_read_ahead: invalid type"),
+    ],
+)
+def test_bad_read_ahead_keys_name_the_file_and_key(cli, one_line_error, tmp_path: Path, line: str, needle: str) -> None:
+    f = tmp_path / "ra.toml"
+    f.write_text(f'preset = "barracuda"\n[read_cache]\nsegments = 3\n{line}\n')
+    msg = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
+    assert "ra.toml" in msg and needle in msg, msg
+
+
+@pytest.mark.parametrize(
     ("csv", "needle"),
     [
         ('delimiter = ";;"', 'trace.csv.delimiter: ";;" is not a usable delimiter'),
@@ -263,6 +278,8 @@ _DRIVE_KEYS: list[tuple[str, ...]] = [
     ("prefill",),
     ("controller", "read_miss_after_read_ms"), ("controller", "read_high_water_mark"),
     ("read_cache", "segments"), ("read_cache", "segment_sectors"), ("read_cache", "read_ahead_max_sectors"),
+    ("read_cache", "read_ahead_extent"), ("read_cache", "read_ahead_over_requested"),
+    ("read_cache", "hits_continue_read_ahead"), ("read_cache", "read_ahead_on_idle_hit"),
 ]  # fmt: skip
 _LAYER_PARAMS = {
     lay["name"]: [p["name"] for p in lay["params"] if p["kind"] in ("int", "float")] for lay in stlsim.layers()

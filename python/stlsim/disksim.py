@@ -823,6 +823,32 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 continue
             v: Any = bool(_as_int(p, "0 or 1")) if kind == "bool" else _as_int(p, "blocks")
             cache_lines.append(f"{key + ' = ' + _toml_value(v):<40} # {p.where} \"{dk} = {_fmt(p.value)}\"")
+        # How far a read-ahead goes ("Buffer continuous read",
+        # disk_buffer_get_max_readahead in src/disksim_diskcache.c): 3 is the
+        # maximum read-ahead past the request's end (or, with a maximum of 0,
+        # as "Read-ahead over requested" says), 4 DEC's scheme (to the end of
+        # the track after the request); 1 and 2 (to the track's or the
+        # cylinder's end) have no stlsim key.
+        contread = disk.get("Buffer continuous read")
+        extent = {3: "request", 4: "track"}.get(contread.value) if contread is not None else None
+        if extent is not None:
+            use(contread)
+            cache_lines.append(f"{'read_ahead_extent = ' + _toml_value(extent):<40} # {contread.where} \"Buffer continuous read = {_fmt(contread.value)}\"")
+            over = disk.get("Read-ahead over requested")
+            if over is not None and over.value in (0, 1) and extent == "track":
+                use(over)  # DEC's scheme does not look at it (nor at the maximum read-ahead)
+            elif over is not None and over.value in (0, 1):
+                use(over)
+                cache_lines.append(f"{'read_ahead_over_requested = ' + _toml_value(over.value == 1):<40} # {over.where} \"Read-ahead over requested = {_fmt(over.value)}\" (used only with a maximum read-ahead of 0, as in DiskSim)")
+            # DiskSim lets a read hit on the segment being prefetched take
+            # over the ongoing access, which goes on past the new request
+            # (disk_buffer_attempt_access_swap in src/disksim_diskctlr.c),
+            # whatever the parameters say.
+            cache_lines.append(f"{'hits_continue_read_ahead = true':<40} # DiskSim: a read hit on the segment being read ahead takes over the access (disk_buffer_attempt_access_swap)")
+            idle = disk.get("Read-ahead on idle hit")
+            if idle is not None and idle.value == 1:
+                use(idle)
+                cache_lines.append(f"{'read_ahead_on_idle_hit = true':<40} # {idle.where} \"Read-ahead on idle hit = 1\"")
         use(disk.get("Enable caching in buffer"))
         ec = disk.get("Enable caching in buffer")
         if ec is not None and ec.value != 1:

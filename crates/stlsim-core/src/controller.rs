@@ -123,6 +123,46 @@ pub struct ReadCacheConfig {
     /// segment (DiskSim "Use separate write segment"); with
     /// `read_hits_on_write_data` only.
     pub separate_write_segment: bool,
+    /// How far the read-ahead after a media read may go (DiskSim "Buffer
+    /// continuous read"): see [`ReadAheadExtent`].
+    pub read_ahead_extent: ReadAheadExtent,
+    /// With `read_ahead_extent = "request"` and `read_ahead_max_sectors = 0`:
+    /// the read-ahead is a segment's worth past the request's end (true) or
+    /// fills the segment from the request's start (false) (DiskSim
+    /// "Read-ahead over requested" 1 / 0). Unused otherwise, as in DiskSim.
+    pub read_ahead_over_requested: bool,
+    /// A read that hits the segment being read ahead, while the read-ahead is
+    /// still running, lets it go on (its sectors still to come are read by
+    /// that access, with no new positioning) and extends it past the new
+    /// request, as DiskSim's `disk_buffer_attempt_access_swap` does. Off: any
+    /// request stops the read-ahead.
+    pub hits_continue_read_ahead: bool,
+    /// A read wholly in a segment whose read-ahead is not running starts it
+    /// again, up to the new request's bound, once the read's command
+    /// overhead (as for a miss) is done (DiskSim "Read-ahead on idle hit",
+    /// `disk_check_hda`).
+    pub read_ahead_on_idle_hit: bool,
+}
+
+/// How far the read-ahead after a media read may go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadAheadExtent {
+    /// `read_ahead_max_sectors` past the request, at most what the segment
+    /// has room for beside the request's own sectors.
+    #[default]
+    Segment,
+    /// DiskSim "Buffer continuous read = 3": `read_ahead_max_sectors` past
+    /// the request's end (`disk_buffer_get_max_readahead`), the segment
+    /// keeping its newest `segment_sectors` (`disk_buffer_segment_wrap`), so
+    /// the request's own sectors leave it as the read-ahead goes on.
+    Request,
+    /// DiskSim "Buffer continuous read = 4" (`BUFFER_DEC_PREFETCH_SCHEME`):
+    /// to the end of the track holding the sector after the request, and a
+    /// track's worth further when the segment starts before that track;
+    /// `read_ahead_max_sectors` is not used. The segment slides as with
+    /// `request`.
+    Track,
 }
 
 impl Default for ReadCacheConfig {
@@ -134,6 +174,10 @@ impl Default for ReadCacheConfig {
             read_ahead_min_sectors: 0,
             read_hits_on_write_data: false,
             separate_write_segment: false,
+            read_ahead_extent: ReadAheadExtent::Segment,
+            read_ahead_over_requested: true,
+            hits_continue_read_ahead: false,
+            read_ahead_on_idle_hit: false,
         }
     }
 }
@@ -266,6 +310,12 @@ impl Overheads {
         t + self.per_request
     }
 
+    /// The command overhead a request would pay now, without making it the
+    /// last request.
+    pub fn peek(&self, write: bool, hit: bool) -> Nanos {
+        self.command[write as usize][!hit as usize][self.last_was_write as usize] + self.per_request
+    }
+
     /// The completion overhead of a read or a write.
     pub fn completion(&self, write: bool) -> Nanos {
         self.completion[write as usize]
@@ -299,7 +349,34 @@ pub struct Prefetch {
     pub from: Nanos,
     /// First LBA past the last the prefetch may read.
     pub until: u64,
-    seg: usize,
+    /// The segment it reads into.
+    pub seg: usize,
+}
+
+/// The track holding the sector after a request, for
+/// `read_ahead_extent = "track"`: its first LBA, the first LBA past it, and
+/// the sectors per track where the request starts (DiskSim's
+/// `dm_get_track_boundaries`, `dm_get_sectors_lbn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrackSpan {
+    /// First LBA of the track.
+    pub start: u64,
+    /// First LBA past the track.
+    pub end: u64,
+    /// Sectors per track at the request's first sector.
+    pub sectors_per_track: u64,
+}
+
+/// What a read-ahead after a media read is measured from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AheadCtx {
+    /// The request's first LBA (of the whole request, hit part included).
+    pub req_start: u64,
+    /// The track holding the sector after the request (`track` extent only).
+    pub track: Option<TrackSpan>,
+    /// The read-ahead goes at least this far (a read-ahead the request
+    /// continued: DiskSim keeps the larger of the old and new bounds).
+    pub floor: u64,
 }
 
 /// What the buffer holds of a read.
@@ -371,9 +448,12 @@ impl ReadCache {
 
     /// A read of `lba..lba + n` went to the media and its sectors (tokens
     /// `data`, empty unless carried) are now buffered; the read ended at
-    /// `done`. Starts the read-ahead that may follow it.
-    pub fn filled(&mut self, lba: u64, n: u64, data: &[Token], done: Nanos) {
+    /// `done`. Starts the read-ahead that may follow it, as far as `ctx`
+    /// and [`ReadCacheConfig::read_ahead_extent`] say.
+    pub fn filled(&mut self, lba: u64, n: u64, data: &[Token], done: Nanos, ctx: AheadCtx) {
         let seg_len = self.cfg.segment_sectors as u64;
+        let slide = self.cfg.read_ahead_extent != ReadAheadExtent::Segment;
+        let req_end = lba + n;
         // A read longer than a segment keeps its last segment's worth.
         let (lba, data) = if n > seg_len {
             let cut = (n - seg_len) as usize;
@@ -385,33 +465,116 @@ impl ReadCache {
             (lba, data)
         };
         let n = n.min(seg_len);
-        let i = match self
+        let (i, seg_start) = match self
             .segs
             .iter()
-            .position(|s| !s.write && s.end() == lba && s.len + n <= seg_len)
+            .position(|s| !s.write && s.end() == lba && (slide || s.len + n <= seg_len))
         {
             // A read that continues a segment (the tail of a prefix hit)
             // extends it: one sequential stream stays in one segment.
             Some(i) => {
                 let s = &mut self.segs[i];
+                let start = s.start;
                 s.len += n;
                 if self.carries {
                     s.tokens.extend_from_slice(data);
                 }
-                i
+                self.wrap(i);
+                (i, start)
             }
-            None => self.claim(lba, n, data),
+            None => (self.claim(lba, n, data), ctx.req_start),
         };
         self.clock += 1;
         self.segs[i].last_use = self.clock;
         let s = &self.segs[i];
-        let room = seg_len - s.len;
-        let ahead = room.min(self.cfg.read_ahead_max_sectors as u64);
-        self.prefetch = (ahead > 0).then_some(Prefetch {
+        let until = match self.cfg.read_ahead_extent {
+            ReadAheadExtent::Segment => {
+                let room = seg_len - s.len;
+                s.end() + room.min(self.cfg.read_ahead_max_sectors as u64)
+            }
+            _ => self.read_ahead_until(ctx.req_start, req_end, seg_start, ctx.track),
+        }
+        .max(ctx.floor);
+        self.prefetch = (until > s.end()).then_some(Prefetch {
             from: done,
-            until: s.end() + ahead,
+            until,
             seg: i,
         });
+    }
+
+    /// The first LBA past the read-ahead after a read of
+    /// `req_start..req_end` into a segment starting at `seg_start`
+    /// (DiskSim's `disk_buffer_get_max_readahead`, for
+    /// `read_ahead_extent` `request` and `track`; `track` is the track
+    /// holding `req_end`).
+    pub fn read_ahead_until(
+        &self,
+        req_start: u64,
+        req_end: u64,
+        seg_start: u64,
+        track: Option<TrackSpan>,
+    ) -> u64 {
+        let c = &self.cfg;
+        let (seg_len, min, max) = (
+            c.segment_sectors as u64,
+            c.read_ahead_min_sectors as u64,
+            c.read_ahead_max_sectors as u64,
+        );
+        match c.read_ahead_extent {
+            ReadAheadExtent::Segment => req_end + max,
+            ReadAheadExtent::Track => match track {
+                Some(t) if seg_start < t.start => t.end + t.sectors_per_track,
+                Some(t) => t.end,
+                None => req_end,
+            },
+            ReadAheadExtent::Request if max > 0 => req_end + max,
+            ReadAheadExtent::Request if c.read_ahead_over_requested => req_end + seg_len,
+            ReadAheadExtent::Request => {
+                let n = req_end - req_start;
+                if n >= seg_len || seg_len - n < min {
+                    req_end + min
+                } else {
+                    req_start + seg_len
+                }
+            }
+        }
+    }
+
+    /// A sliding segment keeps its newest `segment_sectors` (DiskSim's
+    /// `disk_buffer_segment_wrap`).
+    fn wrap(&mut self, i: usize) {
+        let seg_len = self.cfg.segment_sectors as u64;
+        let s = &mut self.segs[i];
+        if s.len > seg_len {
+            let cut = s.len - seg_len;
+            s.start += cut;
+            s.len = seg_len;
+            if self.carries {
+                s.tokens.drain(..cut as usize);
+            }
+        }
+    }
+
+    /// The read segment a read starting at `lba` hits, if any.
+    pub fn segment_of(&self, lba: u64) -> Option<usize> {
+        self.find(lba)
+    }
+
+    /// The first LBA of segment `i` (0 if there is none).
+    pub fn segment_start(&self, i: usize) -> u64 {
+        self.segs.get(i).map_or(0, |s| s.start)
+    }
+
+    /// Let a read-ahead that a request interrupted go on from `from`, up to
+    /// `until` now ([`ReadCacheConfig::hits_continue_read_ahead`]).
+    pub fn resume(&mut self, p: Prefetch, from: Nanos, until: u64) {
+        if p.seg < self.segs.len() {
+            self.prefetch = Some(Prefetch {
+                from,
+                until: until.max(p.until),
+                seg: p.seg,
+            });
+        }
     }
 
     /// A read segment for `lba..lba + n`: a free one, or the least recently used.
@@ -462,6 +625,52 @@ impl ReadCache {
         if self.carries {
             s.tokens.extend_from_slice(data);
         }
+        if self.cfg.read_ahead_extent != ReadAheadExtent::Segment {
+            self.wrap(p.seg);
+        }
+    }
+
+    /// Whether a hit on a segment with no read-ahead running starts one.
+    pub fn on_idle_hit(&self) -> bool {
+        self.cfg.read_ahead_on_idle_hit
+    }
+
+    /// The bound of a read-ahead that a hit on `lba..end` in segment `i`
+    /// starts or continues: [`Self::read_ahead_until`], and with the
+    /// `segment` extent what the segment has room for.
+    pub fn hit_bound(&self, i: usize, lba: u64, end: u64, track: Option<TrackSpan>) -> u64 {
+        let start = self.segment_start(i);
+        match self.cfg.read_ahead_extent {
+            ReadAheadExtent::Segment => (end + self.cfg.read_ahead_max_sectors as u64)
+                .min(start + self.cfg.segment_sectors as u64),
+            _ => self.read_ahead_until(lba, end, start, track),
+        }
+    }
+
+    /// Start a read-ahead into segment `i` from its end at `from`, up to
+    /// `until` (a hit that starts one), if it has anything to read.
+    pub fn restart(&mut self, i: usize, from: Nanos, until: u64) {
+        if self
+            .segs
+            .get(i)
+            .is_some_and(|s| !s.write && s.end() < until)
+        {
+            self.prefetch = Some(Prefetch {
+                from,
+                until,
+                seg: i,
+            });
+        }
+    }
+
+    /// Whether read hits may let an interrupted read-ahead go on.
+    pub fn hits_continue(&self) -> bool {
+        self.cfg.hits_continue_read_ahead
+    }
+
+    /// The read-ahead extent in force.
+    pub fn extent(&self) -> ReadAheadExtent {
+        self.cfg.read_ahead_extent
     }
 
     /// A host write of `lba..lba + n` (tokens `data`, empty unless carried):
@@ -599,7 +808,7 @@ mod tests {
     fn a_read_then_its_read_ahead_serve_the_next_sequential_read() {
         let mut c = cache(2, 512, 256);
         assert_eq!(c.lookup(1000, 8), Lookup::Miss);
-        c.filled(1000, 8, &[], Nanos(5));
+        c.filled(1000, 8, &[], Nanos(5), AheadCtx::default());
         let p = c.take_prefetch().unwrap();
         assert_eq!(
             (p.from, p.until, c.prefetch_next(&p)),
@@ -615,11 +824,11 @@ mod tests {
     #[test]
     fn read_ahead_stops_at_the_segment_end_and_segments_are_replaced_lru() {
         let mut c = cache(2, 16, 256);
-        c.filled(0, 10, &[], Nanos(0));
+        c.filled(0, 10, &[], Nanos(0), AheadCtx::default());
         assert_eq!(c.take_prefetch().unwrap().until, 16, "the segment holds 16");
-        c.filled(100, 4, &[], Nanos(0));
+        c.filled(100, 4, &[], Nanos(0), AheadCtx::default());
         assert_eq!(c.lookup(0, 1), Lookup::Full); // segment 0 is now the more recent
-        c.filled(200, 4, &[], Nanos(0));
+        c.filled(200, 4, &[], Nanos(0), AheadCtx::default());
         assert_eq!(
             c.lookup(100, 1),
             Lookup::Miss,
@@ -627,7 +836,7 @@ mod tests {
         );
         assert_eq!(c.lookup(0, 1), Lookup::Full);
         // A read longer than a segment keeps its last segment's worth.
-        c.filled(1000, 40, &[], Nanos(0));
+        c.filled(1000, 40, &[], Nanos(0), AheadCtx::default());
         assert_eq!(c.lookup(1023, 1), Lookup::Miss);
         assert_eq!(c.lookup(1024, 16), Lookup::Full);
         assert!(c.take_prefetch().is_none(), "no room left to read ahead");
@@ -648,7 +857,7 @@ mod tests {
             },
             true,
         );
-        c.filled(0, 10, &data, Nanos(0));
+        c.filled(0, 10, &data, Nanos(0), AheadCtx::default());
         c.written(4, 2, &[t(99), t(98)]);
         assert_eq!(
             c.lookup(0, 10),
@@ -669,7 +878,7 @@ mod tests {
                 },
                 true,
             );
-            c.filled(0, 10, &data, Nanos(0));
+            c.filled(0, 10, &data, Nanos(0), AheadCtx::default());
             c.written(4, 2, &[t(99), t(98)]);
             let mut out = vec![];
             c.copy_out(3, 4, &mut out);
@@ -681,8 +890,8 @@ mod tests {
             // even after the read segment it updated is gone.
             c.written(500, 3, &[t(5), t(6), t(7)]);
             assert_eq!(c.lookup(500, 3), Lookup::Full);
-            c.filled(1000, 4, &[t(1); 4], Nanos(0));
-            c.filled(2000, 4, &[t(2); 4], Nanos(0));
+            c.filled(1000, 4, &[t(1); 4], Nanos(0), AheadCtx::default());
+            c.filled(2000, 4, &[t(2); 4], Nanos(0), AheadCtx::default());
             assert_eq!(c.lookup(0, 1), Lookup::Miss);
             // A separate write segment survives two reads; a shared one does not.
             assert_eq!(c.lookup(500, 3) == Lookup::Full, separate);

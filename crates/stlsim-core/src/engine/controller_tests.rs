@@ -2,7 +2,7 @@
 
 use super::tests::{cfg, data_path, rec, run, small_drive, timed};
 use super::*;
-use crate::controller::{ControllerConfig, ReadCacheConfig, Scheduler};
+use crate::controller::{ControllerConfig, ReadAheadExtent, ReadCacheConfig, Scheduler};
 use crate::trace::TraceSpec;
 use proptest::prelude::*;
 
@@ -71,7 +71,139 @@ fn read_cache(segments: u32, ahead: u32) -> ReadCacheConfig {
         read_ahead_min_sectors: 0,
         read_hits_on_write_data: false,
         separate_write_segment: false,
+        ..ReadCacheConfig::default()
     }
+}
+
+/// Hits, partial hits and sectors read ahead of a run of `seq` on the small
+/// drive (100-sector tracks, 0.1 ms a sector) with the read cache `rc`.
+fn ahead_run(rc: ReadCacheConfig, seq: &[(bool, u64, u64, u64)]) -> (u64, u64, u64, Simulation) {
+    let mut d = small_drive("cmr");
+    d.rotation = "angular".into();
+    d.controller = Some(controller());
+    d.read_cache = Some(rc);
+    let mut c = cfg(d, "cmr");
+    c.verify = true;
+    let s = run(c, timed(seq)).unwrap();
+    let h = &s.report().host;
+    (
+        h.read_cache_hits,
+        h.read_cache_partial_hits,
+        h.read_ahead_sectors,
+        s,
+    )
+}
+
+#[test]
+fn request_extent_reads_ahead_past_the_segment_room_and_the_segment_slides() {
+    // Segment of 64, read-ahead 60. "segment": 64 - 8 = 56 sectors after an
+    // 8-sector read; "request" (DiskSim Buffer continuous read = 3): 60 past
+    // the request's end, the segment keeping its newest 64, so the request's
+    // first sectors are gone by then.
+    let rc = |extent| ReadCacheConfig {
+        segment_sectors: 64,
+        read_ahead_extent: extent,
+        ..read_cache(1, 60)
+    };
+    let far = [(false, 1_000, 8, 0), (false, 1_060, 8, 30_000)];
+    let again = [(false, 1_000, 8, 0), (false, 1_000, 8, 30_000)];
+    let (hits, _, ahead, _) = ahead_run(rc(ReadAheadExtent::Segment), &far);
+    assert_eq!((hits, ahead), (0, 56));
+    let (hits, _, ahead, _) = ahead_run(rc(ReadAheadExtent::Request), &far);
+    assert_eq!((hits, ahead), (1, 60));
+    assert_eq!(ahead_run(rc(ReadAheadExtent::Segment), &again).0, 1);
+    assert_eq!(
+        ahead_run(rc(ReadAheadExtent::Request), &again).0,
+        0,
+        "slid out"
+    );
+    // Read-ahead 0: a segment's worth past the request's end (over requested)
+    // or the segment filled from the request's start.
+    for (over, want) in [(true, 64), (false, 56)] {
+        let c = ReadCacheConfig {
+            read_ahead_over_requested: over,
+            ..rc(ReadAheadExtent::Request)
+        };
+        let c = ReadCacheConfig {
+            read_ahead_max_sectors: 0,
+            ..c
+        };
+        assert_eq!(ahead_run(c, &far).2, want, "over requested {over}");
+    }
+}
+
+#[test]
+fn track_extent_reads_ahead_to_the_track_end_or_a_track_further() {
+    // DiskSim Buffer continuous read = 4: to the end of the track holding
+    // the sector after the request (tracks of 100 sectors); a read that
+    // began on the track before goes a track's worth further.
+    let rc = ReadCacheConfig {
+        read_ahead_extent: ReadAheadExtent::Track,
+        ..read_cache(1, 7)
+    };
+    let (_, _, ahead, _) = ahead_run(rc.clone(), &[(false, 1_010, 8, 0), (false, 0, 1, 80_000)]);
+    assert_eq!(ahead, 100 - 18);
+    let (_, _, ahead, _) = ahead_run(rc, &[(false, 1_095, 10, 0), (false, 0, 1, 80_000)]);
+    assert_eq!(ahead, 300 - 105);
+}
+
+#[test]
+fn a_hit_on_the_segment_being_read_ahead_lets_the_read_ahead_go_on() {
+    // A read, a sequential hit 20 ms later while the read-ahead (256) is
+    // still running, and a read 40 ms after that past where it had got to:
+    // a hit when the first hit let the read-ahead go on (DiskSim's access
+    // swap), a miss when every request stops it.
+    let seq = [
+        (false, 1_000, 8, 0),
+        (false, 1_008, 8, 20_000),
+        (false, 1_256, 8, 40_000),
+    ];
+    for (go_on, want) in [(false, 1), (true, 2)] {
+        let rc = ReadCacheConfig {
+            read_ahead_extent: ReadAheadExtent::Request,
+            hits_continue_read_ahead: go_on,
+            ..read_cache(2, 256)
+        };
+        assert_eq!(ahead_run(rc, &seq).0, want, "hits continue {go_on}");
+    }
+    // A write stops it all the same.
+    let seq = [
+        (false, 1_000, 8, 0),
+        (true, 5_000, 1, 20_000),
+        (false, 1_256, 8, 40_000),
+    ];
+    let rc = ReadCacheConfig {
+        read_ahead_extent: ReadAheadExtent::Request,
+        hits_continue_read_ahead: true,
+        ..read_cache(2, 256)
+    };
+    assert_eq!(ahead_run(rc, &seq).0, 0);
+}
+
+#[test]
+fn a_prefix_hit_on_the_read_ahead_reads_the_rest_on_without_positioning() {
+    // The second read finds its first sectors read ahead; the read-ahead
+    // reads the rest on from where it is, a sector each 0.1 ms, so the read
+    // ends (60 - buffered) sectors after it arrived, give or take a sector,
+    // plus the completion (the 2.5 ms command overhead runs beside it). All
+    // of it lies on one track (LBAs 1,000 to 1,099).
+    let first = ahead_run(read_cache(2, 256), &[(false, 1_000, 8, 0)]).3;
+    let lat1 = mean_ms(&first, "read");
+    let seq = [(false, 1_000, 8, 0), (false, 1_008, 60, 13_000)];
+    let rc = |go_on| ReadCacheConfig {
+        read_ahead_extent: ReadAheadExtent::Request,
+        hits_continue_read_ahead: go_on,
+        ..read_cache(2, 256)
+    };
+    let (_, partial, have, s) = ahead_run(rc(true), &seq);
+    assert_eq!(partial, 1);
+    assert!(have > 8 && have < 40, "{have}");
+    let lat2 = 2.0 * mean_ms(&s, "read") - lat1;
+    let want = (60 - have) as f64 * 0.1 + 0.25;
+    assert!((lat2 - want).abs() < 0.11, "{lat2} vs {want}");
+    // Stopped instead, the rest waits for the overhead and the platter.
+    let (_, _, _, s) = ahead_run(rc(false), &seq);
+    assert!(2.0 * mean_ms(&s, "read") - lat1 > lat2 + 2.0);
 }
 
 #[test]
@@ -212,10 +344,21 @@ proptest! {
         on_write in any::<bool>(),
         cache_sectors in prop_oneof![Just(0u64), 1u64..256],
         crash in proptest::option::of(1u64..300),
+        extent in prop_oneof![Just(ReadAheadExtent::Segment), Just(ReadAheadExtent::Request), Just(ReadAheadExtent::Track)],
+        go_on in any::<bool>(),
+        over in any::<bool>(),
+        idle in any::<bool>(),
     ) {
         let mut d = small_drive("cmr");
         d.write_cache_mib = cache_sectors as f64 * 4096.0 / (1024.0 * 1024.0);
-        d.read_cache = Some(ReadCacheConfig { read_hits_on_write_data: on_write, ..read_cache(segments, ahead) });
+        d.read_cache = Some(ReadCacheConfig {
+            read_hits_on_write_data: on_write,
+            read_ahead_extent: extent,
+            hits_continue_read_ahead: go_on,
+            read_ahead_over_requested: over,
+            read_ahead_on_idle_hit: idle,
+            ..read_cache(segments, ahead)
+        });
         let mut c = cfg(d, "cmr");
         c.verify = true;
         c.crash_after = crash.map(|k| k.min(seq.len() as u64)).into_iter().collect();
@@ -412,4 +555,51 @@ fn a_read_sent_block_by_block_waits_for_each_block_to_be_buffered() {
         e.contains("controller.read_link_per_block = true needs read_high_water_mark = 0"),
         "{e}"
     );
+}
+
+#[test]
+fn a_read_ahead_never_runs_past_the_arrival_that_stops_it() {
+    // A read ending 8 sectors before its track's end; the next request, far
+    // away, arrives 3 ms (30 sector times) after it. The read-ahead reads
+    // the rest of the track, but the next track's first sector (a seek and
+    // most of a rotation away) would come after the arrival: it stops at
+    // the track's end, the head stays on the track, and the far read takes
+    // just what it takes without a read cache (the rotational wait is the
+    // platter's angle at the same moment). Counting 30 sector times at the
+    // media rate, stlsim used to read on into the next track and start the
+    // far read many milliseconds late.
+    let mut d = small_drive("cmr");
+    d.rotation = "angular".into();
+    d.controller = Some(controller());
+    let first = run(cfg(d.clone(), "cmr"), timed(&[(false, 1_090, 2, 0)])).unwrap();
+    let gap = ((mean_ms(&first, "read") - 0.25 + 3.0) * 1000.0).round() as u64;
+    let seq = [(false, 1_090, 2, 0), (false, 150_000, 1, gap)];
+    let plain = run(cfg(d, "cmr"), timed(&seq)).unwrap();
+    let (_, _, ahead, s) = ahead_run(read_cache(1, 256), &seq);
+    assert_eq!(ahead, 8, "the rest of the track only");
+    let (a, b) = (mean_ms(&s, "read"), mean_ms(&plain, "read"));
+    assert!((a - b).abs() < 0.01, "{a} vs {b}");
+}
+
+#[test]
+fn an_idle_hit_starts_the_read_ahead_again() {
+    // Read-ahead 16: the first read's stops at 1,024, long before the hit on
+    // 1,016-1,023 arrives. With read_ahead_on_idle_hit (DiskSim "Read-ahead
+    // on idle hit") the hit starts it again, to 16 past its own end, so the
+    // read of 1,032-1,039 after it hits too; without, it misses.
+    let seq = [
+        (false, 1_000, 8, 0),
+        (false, 1_016, 8, 30_000),
+        (false, 1_032, 8, 30_000),
+    ];
+    for (idle, want) in [(false, 1), (true, 2)] {
+        let rc = ReadCacheConfig {
+            read_ahead_extent: ReadAheadExtent::Request,
+            read_ahead_on_idle_hit: idle,
+            ..read_cache(2, 16)
+        };
+        let (hits, _, ahead, _) = ahead_run(rc, &seq);
+        assert_eq!(hits, want, "on idle hit {idle}");
+        assert_eq!(ahead, if idle { 32 } else { 16 });
+    }
 }

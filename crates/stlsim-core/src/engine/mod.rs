@@ -20,7 +20,9 @@ pub mod config;
 pub mod oracle;
 pub mod write_cache;
 
-use crate::controller::{Lookup, Overheads, ReadCache, Scheduler};
+use crate::controller::{
+    AheadCtx, Lookup, Overheads, Prefetch, ReadAheadExtent, ReadCache, Scheduler, TrackSpan,
+};
 use crate::device::{Cause, Device, ReadPiece};
 use crate::error::{SimError, SimResult};
 use crate::geometry::Geometry;
@@ -28,7 +30,7 @@ use crate::layers::{
     self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome,
     WriteReq,
 };
-use crate::mechanics::Mechanics;
+use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::medium::Token;
 use crate::metrics::report::{self, Report};
@@ -219,6 +221,9 @@ pub struct Simulation {
     read_cache: Option<ReadCache>,
     /// Tokens a read-ahead read (reused buffer).
     ahead: Vec<Token>,
+    /// The read-ahead the request being served interrupted, and when it would
+    /// go on ([`crate::controller::ReadCacheConfig::hits_continue_read_ahead`]).
+    interrupted: Option<(Prefetch, Nanos)>,
     /// The drive's command scheduler (`fcfs` unless the drive's controller says otherwise).
     scheduler: Scheduler,
     /// Requests the host has issued that the drive has not served yet (a
@@ -424,6 +429,7 @@ impl Simulation {
             trace_range: None,
             overheads,
             read_cache,
+            interrupted: None,
             ahead: vec![],
             scheduler: Scheduler::Fcfs,
             pending: vec![],
@@ -1056,23 +1062,31 @@ impl Simulation {
     /// sectors as pass under the head by then, at the media rate of the
     /// track they start on, read through the layer as cause `read_ahead`.
     fn read_ahead(&mut self, issue: Nanos) -> SimResult<()> {
+        self.interrupted = None;
         let Some(rc) = &mut self.read_cache else {
             return Ok(());
         };
         let Some(p) = rc.take_prefetch() else {
             return Ok(());
         };
+        let keep = rc.hits_continue();
         let start = p.from.max(self.dev.now());
         let next = rc.prefetch_next(&p);
         let room = p.until.min(self.host_cap).saturating_sub(next);
-        if start >= issue || room == 0 {
+        if room == 0 {
             return Ok(());
         }
-        let geom = self.dev.geometry();
-        let spt = geom.sectors_in(geom.home(Lba(next)).track).max(1) as u64;
-        let per_sector = (self.dev.mechanics().rotation_time().0 / spt).max(1);
-        let n = room.min((issue - start).0 / per_sector);
+        if start >= issue {
+            if keep {
+                self.interrupted = Some((p, start));
+            }
+            return Ok(());
+        }
+        let n = self.ahead_sectors(next, room, start, issue);
         if n == 0 {
+            if keep {
+                self.interrupted = Some((p, start));
+            }
             return Ok(());
         }
         self.dev.advance_to(start);
@@ -1090,7 +1104,81 @@ impl Simulation {
             rc.prefetched(&p, n, &self.ahead);
             self.host.read_ahead_sectors += n;
         }
+        if keep && n < room {
+            self.interrupted = Some((p, self.dev.now()));
+        }
         Ok(())
+    }
+
+    /// How many of the `room` sectors from `next` a read-ahead starting at
+    /// `start` has read whole when a request arriving at `issue` stops it:
+    /// the device's own timing of each track's piece (seek or head switch,
+    /// rotational wait, transfer), so the read-ahead never runs past the
+    /// arrival (DiskSim stops it there, `disk_buffer_stopable_access`).
+    fn ahead_sectors(&self, next: u64, room: u64, start: Nanos, issue: Nanos) -> u64 {
+        let geom = self.dev.geometry();
+        let mech = self.dev.mechanics();
+        let mut head = self.dev.head();
+        let mut clock = start;
+        let mut total = 0u64;
+        let mut stopped = false;
+        geom.for_home_extents(Lba(next), Sectors(room), |at, count, _| {
+            if stopped {
+                return;
+            }
+            let spt = geom.sectors_in(at.track);
+            let whole = mech.access(&head, clock, at, count, spt, false);
+            let end = clock + whole.total();
+            if end <= issue {
+                total += count as u64;
+                clock = end;
+                head = HeadState {
+                    track: at.track,
+                    next_sector: (at.sector + count) % spt.max(1),
+                    at: clock,
+                };
+                return;
+            }
+            stopped = true;
+            // Part of the piece: its positioning is that of any part (a
+            // zero-latency whole track aside, which a part is not).
+            let t = mech.access(&head, clock, at, 1, spt, false);
+            let begin = clock + t.seek + t.rotate;
+            if begin >= issue {
+                return;
+            }
+            let avail = issue - begin;
+            let mut k = ((avail.0 as u128 * spt as u128) / mech.rotation_time().0.max(1) as u128)
+                .min(count as u128) as u32;
+            while k > 0 && mech.transfer_time(k, spt) > avail {
+                k -= 1;
+            }
+            total += k as u64;
+        });
+        total
+    }
+
+    /// What the read-ahead after a read of `start..end` is measured from.
+    fn ahead_ctx(&self, rc: &ReadCache, start: u64, end: u64) -> AheadCtx {
+        let track = (rc.extent() == ReadAheadExtent::Track && end < self.host_cap).then(|| {
+            let geom = self.dev.geometry();
+            let lt = geom.logical_track_of(Lba(end));
+            let t_end = if lt + 1 < geom.logical_tracks() {
+                geom.logical_track_start(lt + 1).0
+            } else {
+                self.host_cap
+            };
+            TrackSpan {
+                start: geom.logical_track_start(lt).0,
+                end: t_end,
+                sectors_per_track: geom.sectors_in(geom.home(Lba(start)).track) as u64,
+            }
+        });
+        AheadCtx {
+            req_start: start,
+            track,
+            floor: 0,
+        }
     }
 
     /// A request that goes to the media starts once it has arrived and the
@@ -1177,8 +1265,38 @@ impl Simulation {
             if let Some(rc) = &self.read_cache {
                 rc.copy_out(lba.0, have, &mut self.scratch);
             }
+            // A hit on the segment being read ahead lets the read-ahead go on
+            // (DiskSim's disk_buffer_attempt_access_swap).
+            let go_on = match (self.interrupted.take(), &self.read_cache) {
+                (Some((p, t)), Some(rc)) if have > 0 && rc.segment_of(lba.0) == Some(p.seg) => {
+                    Some((p, t))
+                }
+                _ => None,
+            };
             if have == n.0 {
                 self.host.read_cache_hits += 1;
+                let end = lba.0 + n.0;
+                if let Some((p, t)) = go_on {
+                    if let Some(rc) = &self.read_cache {
+                        let ctx = self.ahead_ctx(rc, lba.0, end);
+                        let until =
+                            rc.read_ahead_until(lba.0, end, rc.segment_start(p.seg), ctx.track);
+                        if let Some(rc) = &mut self.read_cache {
+                            rc.resume(p, t, until);
+                        }
+                    }
+                } else if let Some(rc) = self.read_cache.as_ref().filter(|rc| rc.on_idle_hit()) {
+                    // DiskSim seeks for it once the command overhead is
+                    // done, which it times as a miss's (overhead_done).
+                    if let Some(i) = rc.segment_of(lba.0) {
+                        let track = self.ahead_ctx(rc, lba.0, end).track;
+                        let until = rc.hit_bound(i, lba.0, end, track);
+                        let from = issue + self.overheads.peek(false, false);
+                        if let Some(rc) = &mut self.read_cache {
+                            rc.restart(i, from, until);
+                        }
+                    }
+                }
                 (
                     issue + self.overheads.command(false, true) + xfer + done_oh,
                     None,
@@ -1188,7 +1306,13 @@ impl Simulation {
                 if have > 0 {
                     self.host.read_cache_partial_hits += 1;
                 }
-                let oh = self.start_media_command(issue, false);
+                let oh = match go_on {
+                    // The read-ahead reads the rest on, from where it was:
+                    // no new positioning, the command overhead overlapping.
+                    Some(_) => self.overheads.command(false, false),
+                    None => self.start_media_command(issue, false),
+                };
+                let floor = go_on.map_or(0, |(p, _)| p.until);
                 let from = self.scratch.len();
                 let (at, m) = (Lba(lba.0 + have), Sectors(n.0 - have));
                 let per_block = self.overheads.read_link_per_block;
@@ -1209,6 +1333,13 @@ impl Simulation {
                 };
                 r?;
                 let done = self.dev.now();
+                let ctx = match &self.read_cache {
+                    Some(rc) => AheadCtx {
+                        floor,
+                        ..self.ahead_ctx(rc, lba.0, lba.0 + n.0)
+                    },
+                    None => AheadCtx::default(),
+                };
                 if let Some(rc) = &mut self.read_cache {
                     // The buffer holds the drive's newest data: what the
                     // write cache holds supersedes what the media had.
@@ -1217,7 +1348,7 @@ impl Simulation {
                     if carries {
                         self.cache.overlay(at.0, m.0, tail);
                     }
-                    rc.filled(at.0, m.0, tail, done);
+                    rc.filled(at.0, m.0, tail, done, ctx);
                 }
                 let sent = match sent {
                     Some(t) => t,
