@@ -1483,12 +1483,16 @@ pub(crate) mod text {
         exact: bool,
         /// Lines are walked by their separators found first
         /// ([`Columns::walk_marked`]) rather than field by field: where
-        /// most columns are text (skipped or words), which the field-by-field
-        /// walk must scan byte by byte, while it reads a number and finds
-        /// its end in one step. Measured on the readers' samples (`cargo
-        /// bench --bench engine -- trace/`): Thesios (10 text columns of 14)
-        /// 8.8 -> 11.5 M records/s; SPC, DiskSim and DiskSim validate (mostly
-        /// numbers) 4-10 % slower, which is why it is not used for them.
+        /// enough columns are text (skipped or words), which the
+        /// field-by-field walk must scan byte by byte, while it reads a
+        /// number and finds its end in one step. Finding the separators
+        /// costs one compare per 16 bytes (two in whitespace mode), which
+        /// two text columns repay; in whitespace mode, only a majority of
+        /// text columns did. Measured on the readers' samples (`cargo bench
+        /// --bench engine -- trace/`): Thesios (10 text columns of 14) 8.8
+        /// -> 11.8 M records/s, SYSTOR'17 (2 of 6) 19.4 -> 20.4, FIU 21.0
+        /// -> 21.3; SPC (1 text column) and DiskSim validate (2 of 6,
+        /// whitespace) 4-10 % slower marked, so walked field by field.
         marked: bool,
     }
 
@@ -1536,7 +1540,11 @@ pub(crate) mod text {
                 .filter(|t| matches!(t, Step::Skip | Step::Word))
                 .count();
             Some(Columns {
-                marked: text > takes.len() - text,
+                marked: if lines.whitespace {
+                    text > takes.len() - text
+                } else {
+                    text >= 2
+                },
                 takes,
                 delimiter: d,
                 whitespace: lines.whitespace,
