@@ -191,8 +191,13 @@ impl RunRow {
 
     /// Append the tokens of slots `[at, at + n)` to `out`.
     pub fn read(&self, at: u32, n: u32, out: &mut Vec<Token>) {
+        // Room for all of it at once: rows of random writes hand out a
+        // run per sector, each an `extend` that checked capacity itself.
+        out.reserve(n as usize);
         self.pieces(at, n, |_, k, t| {
-            if t.lba >= Token::DESTROYED_LBA {
+            if k == 1 {
+                out.push(t);
+            } else if t.lba >= Token::DESTROYED_LBA {
                 out.extend(std::iter::repeat_n(t, k as usize));
             } else {
                 out.extend((t.lba..t.lba + k as u64).map(|lba| Token { lba, ver: t.ver }));
