@@ -109,7 +109,9 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
     # A mark of 0 is one block in DiskSim: the link follows the media block by block.
     assert c.get("read_link_per_block", False) == (c["read_high_water_mark"] == 0.0)
     assert c["scheduler"] == "fcfs" and int(_one(specs, "Scheduling policy")) == 1
-    assert len(c) == 13 + ("read_link_per_block" in c)
+    # Written through, each block is written to the media once it has crossed the bus.
+    assert c.get("write_link_per_block", False) == (fast == 0)
+    assert len(c) == 13 + ("read_link_per_block" in c) + ("write_link_per_block" in c)
     rc = t["read_cache"]
     assert rc == {
         "segments": int(_one(specs, "Number of buffer segments")),

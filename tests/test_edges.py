@@ -186,6 +186,20 @@ def test_bad_read_ahead_keys_name_the_file_and_key(cli, one_line_error, tmp_path
 
 
 @pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("write_link_per_block = 1", "controller.write_link_per_block: invalid type"),
+        ('write_link_per_block = "yes"', "controller.write_link_per_block: invalid type"),
+    ],
+)
+def test_a_bad_write_link_per_block_names_the_file_and_key(cli, one_line_error, tmp_path: Path, line: str, needle: str) -> None:
+    f = tmp_path / "wl.toml"
+    f.write_text(f'preset = "hp-c2490a"\n[controller]\n{line}\n')
+    msg = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
+    assert "wl.toml" in msg and needle in msg, msg
+
+
+@pytest.mark.parametrize(
     ("csv", "needle"),
     [
         ('delimiter = ";;"', 'trace.csv.delimiter: ";;" is not a usable delimiter'),
@@ -277,6 +291,7 @@ _DRIVE_KEYS: list[tuple[str, ...]] = [
     ("interface_mb_s",), ("seek", "min_ms"), ("seek", "max_ms"), ("layout", "top_ratio"), ("layout", "group_tracks"),
     ("prefill",),
     ("controller", "read_miss_after_read_ms"), ("controller", "read_high_water_mark"),
+    ("controller", "write_link_per_block"),
     ("read_cache", "segments"), ("read_cache", "segment_sectors"), ("read_cache", "read_ahead_max_sectors"),
     ("read_cache", "read_ahead_extent"), ("read_cache", "read_ahead_over_requested"),
     ("read_cache", "hits_continue_read_ahead"), ("read_cache", "read_ahead_on_idle_hit"),

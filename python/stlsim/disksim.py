@@ -802,6 +802,12 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 ctrl_lines.append(f"{'read_link_per_block = true':<40} # {hw.where} \"High (read) water mark = {_fmt(hw.value)}\": DiskSim's mark is then one block, and each block crosses the bus once buffered")
         elif hw is not None:
             unexpressed.append(f"{hw.where} High (read) water mark = {_fmt(hw.value)} of a segment: stlsim takes it as a fraction of the request")
+        # Written through (no fast writes), DiskSim writes each sector only if
+        # its block is in the buffer as the sector starts to pass
+        # (disk_buffer_block_available, disk_buffer_sector_done); else the
+        # sector goes by and is written a rotation later.
+        if fw_p is not None and fw_p.value == 0:
+            ctrl_lines.append(f"{'write_link_per_block = true':<40} # {fw_p.where} \"Fast write level = 0\": a write's media write takes each block only once it has crossed the bus")
         sched = disk.get("Scheduler")
         if sched is not None and isinstance(sched.value, Block):
             pol = sched.value.get("Scheduling policy")

@@ -85,6 +85,13 @@ pub struct ControllerConfig {
     /// bus transfers). Off: the link may carry the whole request from the
     /// moment the command is processed, even before the media is read.
     pub read_link_per_block: bool,
+    /// A write that goes to the media (not absorbed by a write cache)
+    /// writes each block only once the link has brought it into the buffer:
+    /// a block whose sector comes under the head before it is buffered is
+    /// passed over and written a rotation later (DiskSim's
+    /// `disk_buffer_block_available` check in `disk_buffer_sector_done`).
+    /// Off: the media write may run ahead of the link, which overlaps it whole.
+    pub write_link_per_block: bool,
 }
 
 /// The drive's command scheduler: which request, of those the host has
@@ -266,6 +273,8 @@ pub struct Overheads {
     pub read_high_water_mark: f64,
     /// [`ControllerConfig::read_link_per_block`].
     pub read_link_per_block: bool,
+    /// [`ControllerConfig::write_link_per_block`].
+    pub write_link_per_block: bool,
 }
 
 impl Overheads {
@@ -300,6 +309,7 @@ impl Overheads {
             last_was_write: false,
             read_high_water_mark: c.read_high_water_mark,
             read_link_per_block: c.read_link_per_block,
+            write_link_per_block: c.write_link_per_block,
         }
     }
 
@@ -789,6 +799,7 @@ mod tests {
             scheduler: Scheduler::Fcfs,
             read_high_water_mark: 0.0,
             read_link_per_block: false,
+            write_link_per_block: false,
         };
         let mut o = Overheads::new(Some(&c));
         let ms = Nanos::from_ms;

@@ -181,6 +181,25 @@ pub struct ReadPiece {
     pub count: u32,
 }
 
+/// A host write whose blocks reach the buffer one by one over the link
+/// (see [`Device::gate_writes`]).
+#[derive(Clone, Copy, Debug)]
+struct WriteGate {
+    /// When the link starts bringing the write's first block.
+    start: Nanos,
+    /// Link time of one block.
+    ns_per_block: f64,
+    /// Blocks of the write already written to the media.
+    written: u64,
+}
+
+impl WriteGate {
+    /// When block `k` (from 0) of the write is wholly in the buffer.
+    fn ready(&self, k: u64) -> Nanos {
+        self.start + Nanos(((k + 1) as f64 * self.ns_per_block) as u64)
+    }
+}
+
 /// A tagged write's record maker: about how many words a record has, and
 /// the closure appending sector `lba`'s words.
 type Tagger<'a> = (usize, &'a mut dyn FnMut(Lba, &mut Vec<u64>));
@@ -215,6 +234,8 @@ pub struct Device {
     noting_reads: bool,
     /// The reads noted since the engine last asked, in the order issued.
     read_pieces: Vec<ReadPiece>,
+    /// While set, host-cause writes wait, block by block, for the link.
+    write_gate: Option<WriteGate>,
 }
 
 impl Device {
@@ -242,7 +263,29 @@ impl Device {
             made_durable: vec![],
             noting_reads: false,
             read_pieces: vec![],
+            write_gate: None,
         }
+    }
+
+    /// Until [`Device::ungate_writes`], write each host-cause sector only once
+    /// the link has brought it into the buffer: the sectors written from now
+    /// on are the write's blocks in order, block `k` (from 0) buffered at
+    /// `start + (k + 1) x ns_per_block`. A sector that comes under the head
+    /// before its block is buffered is passed over, and the head writes it
+    /// when it comes round again, whole rotations later (DiskSim's
+    /// `disk_buffer_sector_done`, which checks `disk_buffer_block_available`
+    /// as each sector starts to pass and otherwise lets it go by unwritten).
+    pub fn gate_writes(&mut self, start: Nanos, ns_per_block: f64) {
+        self.write_gate = Some(WriteGate {
+            start,
+            ns_per_block,
+            written: 0,
+        });
+    }
+
+    /// Stop gating host writes on the link (see [`Device::gate_writes`]).
+    pub fn ungate_writes(&mut self) {
+        self.write_gate = None;
     }
 
     /// Start noting each read's [`ReadPiece`] (forgetting those noted before).
@@ -557,7 +600,26 @@ impl Device {
         let t = self
             .mech
             .access(&self.head, self.clock, at, count, spt, write);
-        let busy = t.total();
+        let mut busy = t.total();
+        if write && cause == Cause::Host {
+            if let Some(g) = &mut self.write_gate {
+                // Each sector must be buffered as it starts to pass; a late
+                // one costs whole rotations, and so does every sector after
+                // it (they pass that much later at the same angles).
+                let first = self.clock + t.seek + t.rotate;
+                let turn = self.mech.rotation_time();
+                let mut late = Nanos::ZERO;
+                for j in 0..count {
+                    let at = first + self.mech.transfer_time(j, spt) + late;
+                    let ready = g.ready(g.written + j as u64);
+                    if at < ready && turn.0 > 0 {
+                        late += Nanos((ready.0 - at.0).div_ceil(turn.0) * turn.0);
+                    }
+                }
+                g.written += count as u64;
+                busy += late;
+            }
+        }
         if self.noting_reads && !write {
             // A zero-latency whole track is read from wherever the head
             // lands, so its first sector may be the last one buffered:

@@ -22,6 +22,7 @@ fn controller() -> ControllerConfig {
         scheduler: Scheduler::Fcfs,
         read_high_water_mark: 0.0,
         read_link_per_block: false,
+        write_link_per_block: false,
     }
 }
 
@@ -555,6 +556,40 @@ fn a_read_sent_block_by_block_waits_for_each_block_to_be_buffered() {
         e.contains("controller.read_link_per_block = true needs read_high_water_mark = 0"),
         "{e}"
     );
+}
+
+#[test]
+fn a_write_through_write_waits_for_each_block_to_come_over_the_link() {
+    // 100 sectors of 4 KiB a track at 6,000 rpm: a sector passes every 0.1
+    // ms, a rotation takes 10 ms. Written through (no write cache), an
+    // 8-block write's media write starts S after issue (seek and half a
+    // rotation) and ends 0.8 ms later. Over a link that brings the last
+    // block 0.5 ms after its sector starts to pass (8 blocks in S + 1.2 ms,
+    // every earlier block in time), the media write passes that sector over
+    // and writes it a rotation later: the write completes 10 ms after the
+    // media alone would have, where the link overlapping the media whole
+    // only made it end with the link, 0.4 ms after the media. A link faster
+    // than the media changes nothing.
+    let recs = vec![rec(0, Op::Write, 100_000, 8)];
+    let write_ms = |mb_s: f64, per_block: bool| {
+        let mut d = small_drive("cmr");
+        d.rotation = "average".into();
+        d.write_cache_mib = 0.0;
+        d.interface_mb_s = mb_s;
+        d.controller = Some(ControllerConfig {
+            write_link_per_block: per_block,
+            ..Default::default()
+        });
+        mean_ms(&run(cfg(d, "cmr"), recs.clone()).unwrap(), "write")
+    };
+    let media = write_ms(0.0, false);
+    let s = media - 0.8;
+    assert!(s > 5.0, "{media}");
+    let slow = 8.0 * 4.096 / (s + 1.2);
+    assert!((write_ms(slow, false) - media - 0.4).abs() < 1e-3);
+    assert!((write_ms(slow, true) - media - 10.0).abs() < 1e-3);
+    assert!((write_ms(81.92, false) - media).abs() < 1e-6);
+    assert!((write_ms(81.92, true) - media).abs() < 1e-6);
 }
 
 #[test]

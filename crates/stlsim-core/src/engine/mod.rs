@@ -1042,7 +1042,17 @@ impl Simulation {
                 cause: Cause::Host,
                 data: &self.in_flight,
             };
+            // The link starts bringing the data once the command is
+            // processed; with write_link_per_block the media writes each
+            // block only once it is buffered.
+            let gated = self.overheads.write_link_per_block;
+            if gated {
+                self.dev.gate_writes(issue + oh, self.ns_per_sector);
+            }
             let r = self.layer.write(&mut self.dev, &w);
+            if gated {
+                self.dev.ungate_writes();
+            }
             self.note_durable();
             r?;
             self.host.layer_write_sectors += n.0;
