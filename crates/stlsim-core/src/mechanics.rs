@@ -155,6 +155,15 @@ fn skewed_angle_ns(rot: u64, off: u64, zspt: u64, s: u32, spt: u32) -> u64 {
             None => (rot as u128 * s as u128 / spt as u128) as u64,
         };
     }
+    if zspt == spt && off < spt && u64::from(s) < spt {
+        // The usual case, the track in its zone's format: (off + s) / spt
+        // of a turn, below two turns, the same floor as the general form
+        // (whose numerator and denominator are both spt times these).
+        if let Some(x) = rot.checked_mul(off + u64::from(s)) {
+            let a = x / spt;
+            return if a >= rot { a - rot } else { a };
+        }
+    }
     let narrow = || {
         let num = off
             .checked_mul(spt)?
@@ -493,7 +502,11 @@ mod tests {
             off_frac in 0u64..5_000,
             s in 0u32..5_000,
             spt in 1u32..5_000,
+            same in proptest::bool::ANY,
         ) {
+            // Half the cases a track in its zone's format (the shortcut).
+            let zspt = if same { u64::from(spt) } else { zspt };
+            let s = if same { s % spt } else { s };
             let off = off_frac % zspt;
             let want = if off == 0 {
                 (rot as u128 * s as u128 / spt as u128) as u64
