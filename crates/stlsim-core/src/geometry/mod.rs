@@ -679,7 +679,7 @@ impl Geometry {
                     (self.logical_track_start(lt).0, track, len)
                 }
                 Some(m) => {
-                    let (start, track, len) = m.track(m.logical_of(cur));
+                    let (start, track, len) = m.extent_of(cur);
                     (start, Track(track), len)
                 }
             };

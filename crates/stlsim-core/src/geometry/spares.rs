@@ -343,6 +343,36 @@ impl SpareMap {
         self.track(lt).0
     }
 
+    /// (first LBA, physical track, LBAs) of the logical track holding `lba`
+    /// (< capacity): [`SpareMap::track`] of [`SpareMap::logical_of`] with
+    /// one zone search and the quotients shared (each command's pieces are
+    /// found this way, where the two steps' five divisions were a quarter
+    /// of the full drive model's time).
+    #[inline]
+    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u64) {
+        let z = self.zone_by(|z| z.lba, lba);
+        let x = lba - z.lba + z.dead;
+        let whole = z.full * z.per_lbas;
+        let (off, pos, n) = if x < whole {
+            let (j, within) = (x / z.per_lbas, x % z.per_lbas);
+            let r = within / z.spt;
+            let first = r * z.spt;
+            (
+                j * z.period + r,
+                j * z.per_lbas + first,
+                z.spt.min(z.per_lbas - first),
+            )
+        } else {
+            let q = (x - whole) / z.spt;
+            (z.full * z.period + q, whole + q * z.spt, z.spt)
+        };
+        debug_assert_eq!(
+            (z.lba + pos - z.dead, z.phys + off, n),
+            self.track(self.logical_of(lba))
+        );
+        (z.lba + pos - z.dead, z.phys + off, n)
+    }
+
     /// The logical track holding `lba` (< capacity).
     #[inline]
     pub(super) fn logical_of(&self, lba: u64) -> u64 {

@@ -494,6 +494,20 @@ proptest::proptest! {
             let dead = if mapped { z.front_empty_sectors } else { 0 };
             let zz = ZoneSpec { front_empty_sectors: dead, ..z.clone() };
             let n = blksinband(c, &zz, tracks, cyls);
+            // Commands find their pieces by `for_home_extents` (one zone
+            // search, shared quotients): a command over the whole zone
+            // (from its second LBA, so that pieces start inside tracks
+            // too) puts each LBA where `home` does.
+            let mut pieces = vec![];
+            if n > 1 {
+                g.for_home_extents(Lba(lba + 1), Sectors(n - 1), |at, k, first| {
+                    pieces.extend((0..k).map(|i| (first.0 + i as u64, PhysAddr { track: at.track, sector: at.sector + i })));
+                });
+                proptest::prop_assert_eq!(pieces.len() as u64, n - 1);
+                for &(l, at) in &pieces {
+                    proptest::prop_assert_eq!(at, g.home(Lba(l)), "LBA {}", l);
+                }
+            }
             for x in 0..n {
                 let h = g.home(Lba(lba + x));
                 if consistent {
