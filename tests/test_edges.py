@@ -171,32 +171,24 @@ def test_nan_in_a_drive_file_names_the_file_and_key(cli, one_line_error, tmp_pat
 
 
 @pytest.mark.parametrize(
-    ("line", "needle"),
+    ("table", "line", "needle"),
     [
-        ('read_ahead_extent = "cylinder"', "read_cache.read_ahead_extent: unknown variant `cylinder`"),
-        ("read_ahead_over_requested = 1", "read_cache.read_ahead_over_requested: invalid type"),
-        ('hits_continue_read_ahead = "yes"', "read_cache.hits_continue_read_ahead: invalid type"),
+        ("read_cache", 'read_ahead_extent = "cylinder"', "read_cache.read_ahead_extent: unknown variant `cylinder`"),
+        ("read_cache", "read_ahead_over_requested = 1", "read_cache.read_ahead_over_requested: invalid type"),
+        ("read_cache", 'hits_continue_read_ahead = "yes"', "read_cache.hits_continue_read_ahead: invalid type"),
+        ("controller", "write_link_per_block = 1", "controller.write_link_per_block: invalid type"),
+        ("controller", 'write_link_per_block = "yes"', "controller.write_link_per_block: invalid type"),
     ],
 )
-def test_bad_read_ahead_keys_name_the_file_and_key(cli, one_line_error, tmp_path: Path, line: str, needle: str) -> None:
-    f = tmp_path / "ra.toml"
-    f.write_text(f'preset = "barracuda"\n[read_cache]\nsegments = 3\n{line}\n')
+def test_bad_read_ahead_and_write_link_keys_name_the_file_and_key(
+    cli, one_line_error, tmp_path: Path, table: str, line: str, needle: str
+) -> None:
+    f = tmp_path / "drive.toml"
+    # The read cache's table needs its segments; a preset gives the rest.
+    extra = "segments = 3\n" if table == "read_cache" else ""
+    f.write_text(f'preset = "barracuda"\n[{table}]\n{extra}{line}\n')
     msg = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
-    assert "ra.toml" in msg and needle in msg, msg
-
-
-@pytest.mark.parametrize(
-    ("line", "needle"),
-    [
-        ("write_link_per_block = 1", "controller.write_link_per_block: invalid type"),
-        ('write_link_per_block = "yes"', "controller.write_link_per_block: invalid type"),
-    ],
-)
-def test_a_bad_write_link_per_block_names_the_file_and_key(cli, one_line_error, tmp_path: Path, line: str, needle: str) -> None:
-    f = tmp_path / "wl.toml"
-    f.write_text(f'preset = "hp-c2490a"\n[controller]\n{line}\n')
-    msg = one_line_error(cli("run", "--drive", str(f), "--limit", "10"))
-    assert "wl.toml" in msg and needle in msg, msg
+    assert "drive.toml" in msg and needle in msg, msg
 
 
 @pytest.mark.parametrize(
