@@ -206,14 +206,8 @@ impl WriteGate {
     /// `exhaustive` checks every sector even where the ends show none late.
     fn wait(&self, first: Nanos, turn: Nanos, spt: u32, count: u32, exhaustive: bool) -> Nanos {
         let spt64 = u64::from(spt.max(1));
-        // Sector j passes floor(turn * j / spt) after the first (as
-        // `Mechanics::transfer_time`).
-        let passes = |j: u32| {
-            Nanos(match turn.0.checked_mul(u64::from(j)) {
-                Some(x) => x / spt64,
-                None => (turn.0 as u128 * j as u128 / spt64 as u128) as u64,
-            })
-        };
+        // Sector j passes `Mechanics::transfer_time(j, spt)` after the first.
+        let passes = |j: u32| Nanos(crate::mechanics::turn_share_ns(turn.0, u64::from(j), spt64));
         // How far sector j's block is from being buffered as it passes
         // (late if positive), no sector before it late: linear in j but
         // for two floors (under 1 ns each), so it peaks at an end, within
@@ -226,31 +220,10 @@ impl WriteGate {
         if count == 0 || !exhaustive && behind(0).max(behind(count - 1)) + 3 <= 0 {
             return Nanos::ZERO;
         }
-        // Sector j passes `passes(j)` after the first: a quotient and a
-        // remainder stepped per sector, the same values without a division
-        // each.
-        let (step_q, step_r) = (turn.0 / spt64, turn.0 % spt64);
-        let (mut q, mut r) = (0u64, 0u64);
         let mut late = Nanos::ZERO;
-        // A whole number of nanoseconds a block (as DiskSim's block times
-        // in tenths of microseconds are): the blocks' arrivals stepped in
-        // integers, the same values as `ready` (exact products below 2^53).
-        let whole = self.ns_per_block.fract() == 0.0
-            && (self.written + u64::from(count) + 1) as f64 * self.ns_per_block
-                < (1u64 << 53) as f64;
-        let step = self.ns_per_block as u64;
-        let mut arrives = self.ready(self.written);
         for j in 0..count {
-            debug_assert_eq!(Nanos(q), passes(j));
-            let at = first + Nanos(q) + late;
-            let ready = if whole {
-                let a = arrives;
-                arrives += Nanos(step);
-                debug_assert_eq!(a, self.ready(self.written + j as u64));
-                a
-            } else {
-                self.ready(self.written + j as u64)
-            };
+            let at = first + passes(j) + late;
+            let ready = self.ready(self.written + j as u64);
             if at < ready && turn.0 > 0 {
                 let wait = Nanos((ready.0 - at.0).div_ceil(turn.0) * turn.0);
                 late += wait;
@@ -260,12 +233,6 @@ impl WriteGate {
                 if !exhaustive && now.max(behind(count - 1) - late.0 as i128) + 3 <= 0 {
                     break;
                 }
-            }
-            q += step_q;
-            r += step_r;
-            if r >= spt64 {
-                q += 1;
-                r -= spt64;
             }
         }
         late
@@ -1045,8 +1012,8 @@ mod write_gate_tests {
             count in 0u32..1_000,
             whole in proptest::bool::ANY,
         ) {
-            // Half the cases a whole number of nanoseconds a block (the
-            // integer stepping).
+            // Half the cases a whole number of nanoseconds a block, as
+            // DiskSim's block times in tenths of microseconds are.
             let ns_per_block = if whole { ns_per_block.ceil() } else { ns_per_block };
             let g = WriteGate { start: Nanos(start), ns_per_block, written };
             let (first, turn) = (Nanos(first), Nanos(turn));

@@ -140,6 +140,17 @@ impl AccessTime {
     }
 }
 
+/// `k` sectors' share of a turn of `turn` ns on a track of `spt` (at least
+/// 1) sectors, floor(turn * k / spt): in 64 bits where the product fits
+/// (every real drive), else in 128, the same exact value.
+#[inline]
+pub(crate) fn turn_share_ns(turn: u64, k: u64, spt: u64) -> u64 {
+    match turn.checked_mul(k) {
+        Some(x) => x / spt,
+        None => (turn as u128 * k as u128 / spt as u128) as u64,
+    }
+}
+
 /// When sector `s` of a track of `spt` sectors passes under the head, in
 /// nanoseconds past angle 0 of a rotation of `rot` ns, its track's sector 0
 /// skewed by `off` of `zspt` sectors: off/zspt + s/spt of a turn, as one
@@ -150,10 +161,7 @@ impl AccessTime {
 fn skewed_angle_ns(rot: u64, off: u64, zspt: u64, s: u32, spt: u32) -> u64 {
     let spt = u64::from(spt.max(1));
     if off == 0 {
-        return match rot.checked_mul(u64::from(s)) {
-            Some(x) => x / spt,
-            None => (rot as u128 * s as u128 / spt as u128) as u64,
-        };
+        return turn_share_ns(rot, u64::from(s), spt);
     }
     if zspt == spt && off < spt && u64::from(s) < spt {
         // The usual case, the track in its zone's format: (off + s) / spt
@@ -440,11 +448,11 @@ impl Mechanics {
 
     /// Time for `sectors` of a track with `spt` sectors to pass under the head.
     pub fn transfer_time(&self, sectors: u32, spt: u32) -> Nanos {
-        let spt = u64::from(spt.max(1));
-        Nanos(match self.rot_ns.checked_mul(u64::from(sectors)) {
-            Some(x) => x / spt,
-            None => (self.rot_ns as u128 * sectors as u128 / spt as u128) as u64,
-        })
+        Nanos(turn_share_ns(
+            self.rot_ns,
+            u64::from(sectors),
+            u64::from(spt.max(1)),
+        ))
     }
 
     /// Timing of an access (a write if `write`) to `count` sectors from `at`
