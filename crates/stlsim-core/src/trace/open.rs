@@ -1606,22 +1606,15 @@ pub(crate) mod text {
                 end = ends.next();
                 let mut i = from;
                 match take {
-                    Step::Skip => {
-                        // Not one word to the general way (empty, or all
-                        // white space it would drop).
-                        if WS && line[from..end].first().is_none_or(|&a| a <= b' ') {
+                    Step::Skip | Step::Word => {
+                        let f = &line[from..end];
+                        if !text_taken::<WS>(*take, f) {
                             return None;
                         }
-                    }
-                    Step::Word => {
-                        let f = &line[from..end];
-                        match (f.first(), f.last()) {
-                            (Some(&a), Some(&z)) if a > b' ' && z > b' ' && a != b'"' => {}
-                            (None, None) if !WS => {}
-                            _ => return None,
+                        if *take == Step::Word {
+                            *words.get_mut(w)? = f;
+                            w += 1;
                         }
-                        *words.get_mut(w)? = f;
-                        w += 1;
                     }
                     Step::Int => {
                         *nums.get_mut(n)? = digit_run(line, &mut i)?;
@@ -1696,18 +1689,12 @@ pub(crate) mod text {
                             i += 1;
                         }
                         let f = &line[from..i];
+                        if !text_taken::<WS>(*take, f) {
+                            return None;
+                        }
                         if *take == Step::Word {
-                            match (f.first(), f.last()) {
-                                (Some(&a), Some(&z)) if a > b' ' && z > b' ' && a != b'"' => {}
-                                (None, None) if !WS => {}
-                                _ => return None,
-                            }
                             *words.get_mut(w)? = f;
                             w += 1;
-                        } else if WS && f.first().is_none_or(|&a| a <= b' ') {
-                            // Not one word to the general way (empty, or all
-                            // white space it would drop).
-                            return None;
                         }
                     }
                     Step::Int => {
@@ -1863,6 +1850,23 @@ pub(crate) mod text {
                 }
                 self.cur = Self::stretch(self.line, self.base, self.d, self.ws);
             }
+        }
+    }
+
+    /// Whether a fast path may take text field `f` (a `Word` or a `Skip`)
+    /// as the general way reads it: a word as it stands (no quote, no
+    /// white space at either end; empty only between two delimiters); in
+    /// whitespace mode, a skipped field that is one word to the general way
+    /// (not empty, nor white space it would drop).
+    #[inline(always)]
+    fn text_taken<const WS: bool>(take: Step, f: &[u8]) -> bool {
+        if take == Step::Word {
+            match (f.first(), f.last()) {
+                (Some(&a), Some(&z)) => a > b' ' && z > b' ' && a != b'"',
+                _ => !WS,
+            }
+        } else {
+            !(WS && f.first().is_none_or(|&a| a <= b' '))
         }
     }
 
