@@ -5,7 +5,7 @@
 //! fall between any two physical operations of a layer.
 
 use crate::error::{SimError, SimResult};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, HomeExtents};
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::{Medium, Token};
 use crate::side_device::{SideConfig, SideDevice, SideKind};
@@ -929,33 +929,31 @@ impl Device {
         mut tag: Option<Tagger>,
     ) -> SimResult<Nanos> {
         self.medium.zones().check_write(lba.0, n.0)?;
-        let geom = Arc::clone(&self.geom);
-        let mut res = Ok(self.clock);
-        geom.for_home_extents(lba, n, |at, count, l| {
-            if res.is_ok() {
-                let d = if data.is_empty() {
-                    &[][..]
-                } else {
-                    &data[(l.0 - lba.0) as usize..][..count as usize]
-                };
-                res = self.write(cause, at, count, d);
-                if let (Ok(_), Some((n, tag))) = (&res, tag.as_mut()) {
-                    for k in 0..count {
-                        let mut words = self.medium.meta_words(*n);
-                        tag(Lba(l.0 + k as u64), &mut words);
-                        self.medium.put_meta(
-                            PhysAddr {
-                                track: at.track,
-                                sector: at.sector + k,
-                            },
-                            1,
-                            words,
-                        );
-                    }
+        let mut res = self.clock;
+        let mut walk = HomeExtents::new(lba, n);
+        while let Some((at, count, l)) = walk.next(&self.geom) {
+            let d = if data.is_empty() {
+                &[][..]
+            } else {
+                &data[(l.0 - lba.0) as usize..][..count as usize]
+            };
+            res = self.write(cause, at, count, d)?;
+            if let Some((n, tag)) = tag.as_mut() {
+                for k in 0..count {
+                    let mut words = self.medium.meta_words(*n);
+                    tag(Lba(l.0 + k as u64), &mut words);
+                    self.medium.put_meta(
+                        PhysAddr {
+                            track: at.track,
+                            sector: at.sector + k,
+                        },
+                        1,
+                        words,
+                    );
                 }
             }
-        });
-        res
+        }
+        Ok(res)
     }
 
     /// Read `n` sectors of host-visible LBA space from `lba` as one command
@@ -968,14 +966,12 @@ impl Device {
         out: &mut Vec<Token>,
     ) -> SimResult<Nanos> {
         self.medium.zones().admit_read(lba.0, n.0)?;
-        let geom = Arc::clone(&self.geom);
-        let mut res = Ok(self.clock);
-        geom.for_home_extents(lba, n, |at, count, _| {
-            if res.is_ok() {
-                res = self.read(cause, at, count, out);
-            }
-        });
-        res
+        let mut res = self.clock;
+        let mut walk = HomeExtents::new(lba, n);
+        while let Some((at, count, _)) = walk.next(&self.geom) {
+            res = self.read(cause, at, count, out)?;
+        }
+        Ok(res)
     }
 }
 

@@ -247,7 +247,9 @@ impl WriteCache {
             &mut self.spare,
         );
         let mut data = Some(data);
-        let geom = Arc::clone(&self.geom);
+        // Borrowed beside the fields the walk changes (a clone of the
+        // handle cost two atomic operations per write).
+        let geom = &*self.geom;
         let single = geom.logical_track_of(Lba(lba)) == geom.logical_track_of(Lba(lba + len - 1));
         let mut each = |lt: u64, lo: u64, hi: u64| {
             let t = tracks.entry(lt).or_insert_with(|| {
@@ -281,7 +283,7 @@ impl WriteCache {
             );
             added += hi - lo;
         };
-        pieces(&geom, lba, len, &mut each);
+        pieces(geom, lba, len, &mut each);
         self.used = self.used + added - removed;
     }
 

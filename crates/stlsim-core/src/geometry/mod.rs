@@ -667,31 +667,35 @@ impl Geometry {
     /// `(start, sectors)`, in LBA order. Calls `f` for each.
     #[inline]
     pub fn for_home_extents(&self, lba: Lba, n: Sectors, mut f: impl FnMut(PhysAddr, u32, Lba)) {
-        let mut cur = lba.0;
-        let end = lba.0 + n.0;
-        while cur < end {
-            let (start, track, len) = match &self.spares {
-                None => {
-                    let lt = self.logical_track_of(Lba(cur));
-                    let track = self.logical_track_phys(lt);
-                    // A logical track's sectors are its physical track's.
-                    let len = self.sectors_in(track) as u64;
-                    (self.logical_track_start(lt).0, track, len)
-                }
-                Some(m) => {
-                    let (start, track, len) = m.extent_of(cur);
-                    (start, Track(track), len)
-                }
-            };
-            let lt_end = start + len;
-            let take = (end.min(lt_end) - cur) as u32;
-            let at = PhysAddr {
-                track,
-                sector: (cur - start) as u32,
-            };
-            f(at, take, Lba(cur));
-            cur += take as u64;
+        let mut walk = HomeExtents::new(lba, n);
+        while let Some((at, take, l)) = walk.next(self) {
+            f(at, take, l);
         }
+    }
+
+    /// The home extent holding `cur`, up to `end`: where it starts and how
+    /// many sectors of `[cur, end)` it holds.
+    #[inline]
+    fn home_extent(&self, cur: u64, end: u64) -> (PhysAddr, u32) {
+        let (start, track, len) = match &self.spares {
+            None => {
+                let lt = self.logical_track_of(Lba(cur));
+                let track = self.logical_track_phys(lt);
+                // A logical track's sectors are its physical track's.
+                let len = self.sectors_in(track) as u64;
+                (self.logical_track_start(lt).0, track, len)
+            }
+            Some(m) => {
+                let (start, track, len) = m.extent_of(cur);
+                (start, Track(track), len)
+            }
+        };
+        let take = (end.min(start + len) - cur) as u32;
+        let at = PhysAddr {
+            track,
+            sector: (cur - start) as u32,
+        };
+        (at, take)
     }
 
     /// Physical tracks whose sectors a write to `t` damages, by the layout's
@@ -906,5 +910,39 @@ impl Geometry {
 
 #[cfg(test)]
 mod spares_tests;
+
+/// The per-track home extents of a range of LBAs, handed out one at a time
+/// by [`HomeExtents::next`], which is given the geometry on each call: a
+/// caller can then issue device operations between steps without holding
+/// a borrow of (or a reference count on) the device's geometry.
+#[derive(Clone, Copy, Debug)]
+pub struct HomeExtents {
+    cur: u64,
+    end: u64,
+}
+
+impl HomeExtents {
+    /// The extents of `n` sectors from `lba`.
+    #[inline]
+    pub fn new(lba: Lba, n: Sectors) -> Self {
+        HomeExtents {
+            cur: lba.0,
+            end: lba.0 + n.0,
+        }
+    }
+
+    /// The next extent: where it starts, its sectors and its first LBA.
+    #[inline]
+    pub fn next(&mut self, geom: &Geometry) -> Option<(PhysAddr, u32, Lba)> {
+        if self.cur >= self.end {
+            return None;
+        }
+        let first = self.cur;
+        let (at, take) = geom.home_extent(first, self.end);
+        self.cur += take as u64;
+        Some((at, take, Lba(first)))
+    }
+}
+
 #[cfg(test)]
 mod tests;

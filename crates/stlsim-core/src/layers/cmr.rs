@@ -13,7 +13,7 @@
 use super::{Layer, LayerEntry, LayoutNeed, Params, WriteReq};
 use crate::device::{Cause, Device};
 use crate::error::SimResult;
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, HomeExtents};
 use crate::medium::Token;
 use crate::units::{Lba, Sectors};
 
@@ -40,14 +40,11 @@ pub fn read_home(
     n: Sectors,
     out: &mut Vec<Token>,
 ) -> SimResult<()> {
-    let mut err = Ok(());
-    let geom = dev.geometry_arc();
-    geom.for_home_extents(lba, n, |at, count, _| {
-        if err.is_ok() {
-            err = dev.read(cause, at, count, out).map(|_| ());
-        }
-    });
-    err
+    let mut walk = HomeExtents::new(lba, n);
+    while let Some((at, count, _)) = walk.next(dev.geometry()) {
+        dev.read(cause, at, count, out)?;
+    }
+    Ok(())
 }
 
 /// Split a write at home-track boundaries: `f(at, count, data)` for each
@@ -76,10 +73,17 @@ pub fn for_home_pieces(
 
 /// Write a range to its home sectors, track by track.
 pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
-    let geom = dev.geometry_arc();
-    for_home_pieces(&geom, w, |at, count, data| {
-        dev.write(w.cause, at, count, data).map(|_| ())
-    })
+    let mut walk = HomeExtents::new(w.lba, w.sectors);
+    while let Some((at, count, lba)) = walk.next(dev.geometry()) {
+        let data = if w.data.is_empty() {
+            &[][..]
+        } else {
+            let off = (lba.0 - w.lba.0) as usize;
+            &w.data[off..off + count as usize]
+        };
+        dev.write(w.cause, at, count, data)?;
+    }
+    Ok(())
 }
 
 impl Layer for Cmr {

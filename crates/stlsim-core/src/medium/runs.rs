@@ -262,21 +262,6 @@ impl RunRow {
         );
     }
 
-    /// One write more of every slot in `[lo, hi)` (the oracle's versions):
-    /// version `v` becomes `v + 1`, an empty slot version 1 of its LBA (slot
-    /// 0 holds LBA `base`). Done a run at a time, so a stretch written with
-    /// one version costs the same whatever its length.
-    pub fn increment(&mut self, len: u32, lo: u32, hi: u32, base: u64, scratch: &mut Vec<Run>) {
-        self.remap(len, lo, hi, scratch, |s, old| {
-            debug_assert!(old.destroyed_by().is_none(), "versions only");
-            if old.is_empty() {
-                Token::data(crate::units::Lba(base + s as u64), 1)
-            } else {
-                Token::data(crate::units::Lba(old.lba), old.ver.wrapping_add(1))
-            }
-        });
-    }
-
     /// Replace each run's part of `[lo, hi)` by a run starting with
     /// `f(first slot, its old token)` (data runs keep counting up from it).
     fn remap(
@@ -417,7 +402,6 @@ mod tests {
         Write(u32, Vec<(u8, u8)>),
         Fill(u32, u32),
         Damage(u32, u32, u8),
-        Increment(u32, u32),
     }
 
     fn op(len: u32) -> impl Strategy<Value = Op> {
@@ -430,7 +414,6 @@ mod tests {
             ),
             (0..len, 1..len).prop_map(move |(at, n)| Op::Fill(at, n.min(len - at))),
             (0..len, 0..len, 0u8..3).prop_map(|(a, b, o)| Op::Damage(a.min(b), a.max(b), o)),
-            (0..len, 0..len).prop_map(|(a, b)| Op::Increment(a.min(b), a.max(b))),
         ]
     }
 
@@ -458,20 +441,6 @@ mod tests {
                     Op::Fill(at, n) => {
                         row.fill(len, at, n, Token::destroyed(5));
                         model[at as usize..(at + n) as usize].fill(Token::destroyed(5));
-                    }
-                    Op::Increment(lo, hi) => {
-                        // Versions only: rows holding markers other than empty are the medium's.
-                        if model.iter().any(|t| t.destroyed_by().is_some()) {
-                            continue;
-                        }
-                        row.increment(len, lo, hi, 1000, &mut scratch);
-                        for (k, c) in model[lo as usize..hi as usize].iter_mut().enumerate() {
-                            *c = if c.is_empty() {
-                                Token::data(Lba(1000 + lo as u64 + k as u64), 1)
-                            } else {
-                                Token::data(Lba(c.lba), c.ver + 1)
-                            };
-                        }
                     }
                     Op::Damage(lo, hi, o) => {
                         row.damage(len, lo, hi, Token::destroyed(o as u64), &mut scratch);
