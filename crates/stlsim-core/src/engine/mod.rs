@@ -633,12 +633,20 @@ impl Simulation {
     #[inline]
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
         let sb = self.sector_bytes;
-        let lba = rec.offset.0 / sb;
         // Readers check this too; a reader of the caller's own may not.
         let Some(end) = rec.offset.0.checked_add(rec.len.0) else {
             return Err(crate::trace::request_end(rec, &self.cfg.trace.path).unwrap_err());
         };
-        let n = end.div_ceil(sb) - lba;
+        // Real sectors are 512 or 4096 bytes: shifts rather than two 64-bit
+        // divisions per request.
+        let (lba, n) = if sb.is_power_of_two() {
+            let shift = sb.trailing_zeros();
+            let lba = rec.offset.0 >> shift;
+            (lba, (end >> shift) + u64::from(end & (sb - 1) != 0) - lba)
+        } else {
+            let lba = rec.offset.0 / sb;
+            (lba, end.div_ceil(sb) - lba)
+        };
         if lba + n <= self.host_cap && !self.cfg.replay.fold_to_prefill {
             return Ok((Lba(lba), Sectors(n), false));
         }
