@@ -155,6 +155,8 @@ def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path
     assert not any("Fast write level" in x for x in imp.unexpressed)
     assert any(x.startswith("barracuda.diskspecs:49 Fast write level = 1") for x in import_disksim(DISKSIM / "barracuda.parv").unexpressed)
     assert not any("LBN-to-PBN" in x for x in imp.unexpressed)  # surface_order expresses it
+    # DiskSim reads "Enable caching in buffer" as a truth value: hp_c2490a's 2 caches as 1 does.
+    assert not any("Enable caching" in x for x in import_disksim(DISKSIM / "hp_c2490a.parv").unexpressed)
     # What stlsim does anyway is not listed: FCFS, one request at a time, zero overheads.
     assert not any("Scheduling policy" in x or "Max queue length" in x or "Data preparation overhead" in x for x in imp.unexpressed)
     header = imp.toml.split("\nname = ", 1)[0]

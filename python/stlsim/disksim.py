@@ -868,7 +868,11 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 cache_lines.append(f"{'read_ahead_on_idle_hit = true':<40} # {idle.where} \"Read-ahead on idle hit = 1\"")
         use(disk.get("Enable caching in buffer"))
         ec = disk.get("Enable caching in buffer")
-        if ec is not None and ec.value != 1:
+        # DiskSim stores the value as is (DISKSIM_DISK_ENABLE_CACHING_IN_BUFFER
+        # loader, 0 to 2) and reads it only as a truth value (disk_release_hda,
+        # disk_buffer_stopable_access, disk_buffer_select_read_segment,
+        # disk_buffer_check_read_segments): 2 caches as 1 does.
+        if ec is not None and ec.value not in (1, 2):
             unexpressed.append(f"{ec.where} Enable caching in buffer = {_fmt(ec.value)}: [read_cache] assumes caching on (1)")
         # Everything else of the disk block (its scheduler's values included).
         for p in disk.params:
