@@ -111,7 +111,9 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
     assert c["scheduler"] == "fcfs" and int(_one(specs, "Scheduling policy")) == 1
     # Written through, each block is written to the media once it has crossed the bus.
     assert c.get("write_link_per_block", False) == (fast == 0)
-    assert len(c) == 13 + ("read_link_per_block" in c) + ("write_link_per_block" in c)
+    # Fast writes go to the media once their command is done, later requests waiting for them.
+    assert c.get("destage_at_once", False) == (fast in (1, 2))
+    assert len(c) == 13 + ("read_link_per_block" in c) + ("write_link_per_block" in c) + ("destage_at_once" in c)
     rc = t["read_cache"]
     assert rc == {
         "segments": int(_one(specs, "Number of buffer segments")),
@@ -149,8 +151,12 @@ def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path
     imp = import_disksim(DISKSIM / "atlas10k.parv")
     # Defect slipping, sparing details, the buffer's behaviour: each with its line.
     assert any(x.startswith("atlas10k.model:37 slips = [55017") for x in imp.unexpressed)
-    assert any(x.startswith("atlas10k.diskspecs:49 Fast write level = 2") for x in imp.unexpressed)
+    # Fast write level 2 is expressed whole (destage_at_once); level 1's rule for queued requests is not.
+    assert not any("Fast write level" in x for x in imp.unexpressed)
+    assert any(x.startswith("barracuda.diskspecs:49 Fast write level = 1") for x in import_disksim(DISKSIM / "barracuda.parv").unexpressed)
     assert not any("LBN-to-PBN" in x for x in imp.unexpressed)  # surface_order expresses it
+    # DiskSim reads "Enable caching in buffer" as a truth value: hp_c2490a's 2 caches as 1 does.
+    assert not any("Enable caching" in x for x in import_disksim(DISKSIM / "hp_c2490a.parv").unexpressed)
     # What stlsim does anyway is not listed: FCFS, one request at a time, zero overheads.
     assert not any("Scheduling policy" in x or "Max queue length" in x or "Data preparation overhead" in x for x in imp.unexpressed)
     header = imp.toml.split("\nname = ", 1)[0]

@@ -178,6 +178,8 @@ def test_nan_in_a_drive_file_names_the_file_and_key(cli, one_line_error, tmp_pat
         ("read_cache", 'hits_continue_read_ahead = "yes"', "read_cache.hits_continue_read_ahead: invalid type"),
         ("controller", "write_link_per_block = 1", "controller.write_link_per_block: invalid type"),
         ("controller", 'write_link_per_block = "yes"', "controller.write_link_per_block: invalid type"),
+        ("controller", "destage_at_once = 2", "controller.destage_at_once: invalid type"),
+        ("controller", 'destage_at_once = "on"', "controller.destage_at_once: invalid type"),
     ],
 )
 def test_bad_read_ahead_and_write_link_keys_name_the_file_and_key(
@@ -283,7 +285,7 @@ _DRIVE_KEYS: list[tuple[str, ...]] = [
     ("interface_mb_s",), ("seek", "min_ms"), ("seek", "max_ms"), ("layout", "top_ratio"), ("layout", "group_tracks"),
     ("prefill",),
     ("controller", "read_miss_after_read_ms"), ("controller", "read_high_water_mark"),
-    ("controller", "write_link_per_block"),
+    ("controller", "write_link_per_block"), ("controller", "destage_at_once"),
     ("read_cache", "segments"), ("read_cache", "segment_sectors"), ("read_cache", "read_ahead_max_sectors"),
     ("read_cache", "read_ahead_extent"), ("read_cache", "read_ahead_over_requested"),
     ("read_cache", "hits_continue_read_ahead"), ("read_cache", "read_ahead_on_idle_hit"),

@@ -654,8 +654,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     # on the media); 1 enables it for contiguous sequential write streams (a
     # write that appends to the segment being written completes once its data
     # are in the buffer); 2 does so even when such streams are interleaved with
-    # reads or other writes. stlsim's cache takes every write; the closest it
-    # can express is a cache of DiskSim's write segments.
+    # reads or other writes. In DiskSim's code (src/disksim_diskctlr.c) every
+    # write then completes once its data are in the buffer
+    # (disk_buffer_transfer_size) after the write-hit overhead
+    # (disk_write_arrive), and goes to the media at once (disk_check_hda);
+    # the level only decides whether a write appending to the one the media
+    # is still writing may come in meanwhile (disk_buffer_stopable_access:
+    # level 1 only when no other request is pending). [controller]
+    # destage_at_once does that; the cache is sized as DiskSim's write segments.
     wc_mib = 0.0
     fw_p = use(disk.get("Fast write level")) if disk is not None else None
     if fw_p is not None and _as_int(fw_p, "0, 1 or 2") > 0:
@@ -668,14 +674,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         emit(
             "write_cache_mib",
             wc_mib,
-            f"{fw_p.where} \"Fast write level = {fw_p.value}\": write-back caching of sequential write streams"
-            f"{' (even interleaved with other requests)' if fw_p.value == 2 else ''}; sized as "
+            f"{fw_p.where} \"Fast write level = {fw_p.value}\": write-back caching, a write completing once buffered; sized as "
             f"{max(nwseg, 1)} write segment(s) of {_fmt(seg_p.value)} blocks ({seg_p.where})",
         )
-        unexpressed.append(
-            f"{fw_p.where} Fast write level = {fw_p.value}: DiskSim caches only writes that append to the segment being "
-            "written (sequential streams); stlsim's write cache takes every write"
-        )
+        if fw_p.value == 1:
+            unexpressed.append(
+                f"{fw_p.where} Fast write level = 1: a write appending to the one the media is writing comes in only "
+                "when no other request is pending; stlsim lets it in whatever is queued (level 2)"
+            )
     else:
         if disk is not None:
             # With fast writes off the write segments only stage data on its way to the media.
@@ -808,6 +814,11 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         # sector goes by and is written a rotation later.
         if fw_p is not None and fw_p.value == 0:
             ctrl_lines.append(f"{'write_link_per_block = true':<40} # {fw_p.where} \"Fast write level = 0\": a write's media write takes each block only once it has crossed the bus")
+        # Fast writes complete once buffered and go to the media at once,
+        # later requests waiting for that media write (disk_write_arrive,
+        # disk_check_hda, disk_buffer_stopable_access).
+        if fw_p is not None and fw_p.value in (1, 2):
+            ctrl_lines.append(f"{'destage_at_once = true':<40} # {fw_p.where} \"Fast write level = {fw_p.value}\": a fast write goes to the media once its command is done, and later requests wait for it")
         sched = disk.get("Scheduler")
         if sched is not None and isinstance(sched.value, Block):
             pol = sched.value.get("Scheduling policy")
@@ -857,7 +868,11 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 cache_lines.append(f"{'read_ahead_on_idle_hit = true':<40} # {idle.where} \"Read-ahead on idle hit = 1\"")
         use(disk.get("Enable caching in buffer"))
         ec = disk.get("Enable caching in buffer")
-        if ec is not None and ec.value != 1:
+        # DiskSim stores the value as is (DISKSIM_DISK_ENABLE_CACHING_IN_BUFFER
+        # loader, 0 to 2) and reads it only as a truth value (disk_release_hda,
+        # disk_buffer_stopable_access, disk_buffer_select_read_segment,
+        # disk_buffer_check_read_segments): 2 caches as 1 does.
+        if ec is not None and ec.value not in (1, 2):
             unexpressed.append(f"{ec.where} Enable caching in buffer = {_fmt(ec.value)}: [read_cache] assumes caching on (1)")
         # Everything else of the disk block (its scheduler's values included).
         for p in disk.params:

@@ -92,6 +92,17 @@ pub struct ControllerConfig {
     /// `disk_buffer_block_available` check in `disk_buffer_sector_done`).
     /// Off: the media write may run ahead of the link, which overlaps it whole.
     pub write_link_per_block: bool,
+    /// DiskSim's fast writes (`Fast write level` 1 and 2): a write the write
+    /// cache absorbs goes to the media at once, its positioning starting
+    /// when its command overhead ends and each block written only once it
+    /// has crossed the link (`disk_write_arrive`, `disk_check_hda`,
+    /// `disk_buffer_sector_done`); it completes when its data has crossed
+    /// the link (`disk_buffer_transfer_size`). Until its media write ends the
+    /// drive is busy: a later write waits for it unless it starts where it
+    /// ends (`disk_buffer_stopable_access`), a read waits, paying a miss's
+    /// command overhead beside the wait. Off: cached data is destaged when
+    /// the device is idle.
+    pub destage_at_once: bool,
 }
 
 /// The drive's command scheduler: which request, of those the host has
@@ -275,6 +286,8 @@ pub struct Overheads {
     pub read_link_per_block: bool,
     /// [`ControllerConfig::write_link_per_block`].
     pub write_link_per_block: bool,
+    /// [`ControllerConfig::destage_at_once`].
+    pub destage_at_once: bool,
 }
 
 impl Overheads {
@@ -310,6 +323,7 @@ impl Overheads {
             read_high_water_mark: c.read_high_water_mark,
             read_link_per_block: c.read_link_per_block,
             write_link_per_block: c.write_link_per_block,
+            destage_at_once: c.destage_at_once,
         }
     }
 
@@ -800,6 +814,7 @@ mod tests {
             read_high_water_mark: 0.0,
             read_link_per_block: false,
             write_link_per_block: false,
+            destage_at_once: false,
         };
         let mut o = Overheads::new(Some(&c));
         let ms = Nanos::from_ms;

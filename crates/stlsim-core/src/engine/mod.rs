@@ -224,6 +224,10 @@ pub struct Simulation {
     /// The read-ahead the request being served interrupted, and when it would
     /// go on ([`crate::controller::ReadCacheConfig::hits_continue_read_ahead`]).
     interrupted: Option<(Prefetch, Nanos)>,
+    /// When the media write of the last fast write ends, and the LBA after
+    /// it ([`crate::controller::ControllerConfig::destage_at_once`]).
+    fast_busy_until: Nanos,
+    fast_end: u64,
     /// The drive's command scheduler (`fcfs` unless the drive's controller says otherwise).
     scheduler: Scheduler,
     /// Requests the host has issued that the drive has not served yet (a
@@ -430,6 +434,8 @@ impl Simulation {
             overheads,
             read_cache,
             interrupted: None,
+            fast_busy_until: Nanos(0),
+            fast_end: u64::MAX,
             ahead: vec![],
             scheduler: Scheduler::Fcfs,
             pending: vec![],
@@ -1008,7 +1014,9 @@ impl Simulation {
             rc.written(lba.0, n.0, &data);
         }
         let done_oh = self.overheads.completion(true);
-        if n.0 <= self.cache.capacity() {
+        if n.0 <= self.cache.capacity() && self.overheads.destage_at_once {
+            self.serve_fast_write(issue, lba, n, xfer, data)
+        } else if n.0 <= self.cache.capacity() {
             let mut ready = issue + self.overheads.command(true, true);
             let mut device = None;
             if !self.cache.fits(n.0) {
@@ -1073,6 +1081,73 @@ impl Simulation {
             let done = self.dev.now();
             Ok((done.max(issue + oh + xfer) + done_oh, Some(done)))
         }
+    }
+
+    /// A write the write cache absorbs, as DiskSim's fast writes
+    /// ([`crate::controller::ControllerConfig::destage_at_once`]): its data
+    /// crosses the link from the end of its command overhead, or, when the
+    /// media is still writing an earlier fast write this one does not
+    /// append to, from the end of that (`disk_write_arrive` finds the
+    /// access not stoppable, `disk_buffer_stopable_access`); it completes
+    /// once its data has crossed (`disk_buffer_transfer_size`). Its media
+    /// write starts at once, positioning from the end of the command
+    /// overhead or of the earlier media write (`disk_check_hda`), each block
+    /// written once buffered (`disk_buffer_sector_done`).
+    fn serve_fast_write(
+        &mut self,
+        issue: Nanos,
+        lba: Lba,
+        n: Sectors,
+        xfer: Nanos,
+        data: Vec<Token>,
+    ) -> SimResult<(Nanos, Option<Nanos>)> {
+        let done_oh = self.overheads.completion(true);
+        let ready = issue + self.overheads.command(true, true);
+        let busy = self.fast_busy_until;
+        let link = if busy > issue && lba.0 != self.fast_end {
+            ready.max(busy)
+        } else {
+            ready
+        };
+        self.cache.invalidate(lba.0, n.0);
+        self.dev.advance_to(ready);
+        if self.needs.background {
+            let w = [WriteReq {
+                lba,
+                sectors: n,
+                cause: Cause::Host,
+                data: &data,
+            }];
+            let queued = [QueuedRequest {
+                write: true,
+                lba,
+                sectors: n,
+            }];
+            self.wait_for_layer(&w, &queued)?;
+        }
+        self.in_flight = data;
+        let w = WriteReq {
+            lba,
+            sectors: n,
+            cause: Cause::Host,
+            data: &self.in_flight,
+        };
+        self.dev.gate_writes(link, self.ns_per_sector);
+        let r = self.layer.write(&mut self.dev, &w);
+        self.dev.ungate_writes();
+        self.note_durable();
+        r?;
+        self.host.layer_write_sectors += n.0;
+        self.host.cached_writes += 1;
+        let data = std::mem::take(&mut self.in_flight);
+        let durable = !self.needs.volatile_writes;
+        if let Some(o) = &mut self.oracle {
+            o.acknowledge(&data, durable);
+        }
+        self.cache.recycle_data(data);
+        self.fast_busy_until = self.dev.now();
+        self.fast_end = lba.0 + n.0;
+        Ok((link + xfer + done_oh, None))
     }
 
     /// Let the read-ahead that followed the last media read run until a
@@ -1204,10 +1279,28 @@ impl Simulation {
     /// device idle; returns that overhead.
     #[inline]
     fn start_media_command(&mut self, issue: Nanos, write: bool) -> Nanos {
-        self.dev.advance_to(issue);
         let oh = self.overheads.command(write, false);
-        self.dev.advance_to(self.dev.now() + oh);
+        if self.overheads.destage_at_once {
+            // DiskSim positions once the command overhead is done or the
+            // media work in progress ends, whichever is later (disk_check_hda).
+            self.dev.advance_to(issue + oh);
+        } else {
+            self.dev.advance_to(issue);
+            self.dev.advance_to(self.dev.now() + oh);
+        }
         oh
+    }
+
+    /// When the link may start carrying a read wholly in the buffer: after
+    /// the hit's command overhead; but a read arriving while the media
+    /// writes a fast write waits for it, its command overhead (a miss's, as
+    /// DiskSim disconnects: `disk_read_arrive`) running beside the wait.
+    fn hit_link_start(&mut self, issue: Nanos) -> Nanos {
+        if self.overheads.destage_at_once && issue < self.fast_busy_until {
+            (issue + self.overheads.command(false, false)).max(self.fast_busy_until)
+        } else {
+            issue + self.overheads.command(false, true)
+        }
     }
 
     /// When a read's data has crossed the host link: the link may start once
@@ -1315,10 +1408,7 @@ impl Simulation {
                         }
                     }
                 }
-                (
-                    issue + self.overheads.command(false, true) + xfer + done_oh,
-                    None,
-                )
+                (self.hit_link_start(issue) + xfer + done_oh, None)
             } else {
                 // A prefix hit transfers what is buffered and reads the rest.
                 if have > 0 {
@@ -1329,6 +1419,14 @@ impl Simulation {
                     // no new positioning, the command overhead overlapping.
                     Some(_) => self.overheads.command(false, false),
                     None => self.start_media_command(issue, false),
+                };
+                // The link may start once the command is processed; a read
+                // arriving while a fast write's media write goes on waits
+                // for it too.
+                let started = if go_on.is_none() && issue < self.fast_busy_until {
+                    (issue + oh).max(self.fast_busy_until)
+                } else {
+                    issue + oh
                 };
                 let floor = go_on.map_or(0, |(p, _)| p.until);
                 let from = self.scratch.len();
@@ -1342,7 +1440,7 @@ impl Simulation {
                     let pieces = self.dev.noted_reads();
                     Some(Self::read_done_per_block(
                         self.ns_per_sector,
-                        issue + oh,
+                        started,
                         have,
                         pieces,
                     ))
@@ -1370,7 +1468,7 @@ impl Simulation {
                 }
                 let sent = match sent {
                     Some(t) => t,
-                    None => self.read_done(done, issue + oh, xfer),
+                    None => self.read_done(done, started, xfer),
                 };
                 (sent + done_oh, Some(done))
             }
