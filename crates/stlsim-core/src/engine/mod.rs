@@ -233,6 +233,8 @@ pub struct Simulation {
     /// Requests the host has issued that the drive has not served yet (a
     /// scheduler other than `fcfs` picks among them).
     pending: Vec<Arrival>,
+    /// The record the reader hands over (FCFS), filled in place.
+    rec: TraceRecord,
     /// The next trace record, read but not yet issued.
     peeked: Option<TraceRecord>,
 }
@@ -439,6 +441,13 @@ impl Simulation {
             ahead: vec![],
             scheduler: Scheduler::Fcfs,
             pending: vec![],
+            rec: TraceRecord {
+                time: Nanos(0),
+                op: Op::Read,
+                offset: crate::units::Bytes(0),
+                len: crate::units::Bytes(0),
+                line: 0,
+            },
             peeked: None,
         };
         if let Some(c) = &sim.cfg.drive.controller {
@@ -600,11 +609,11 @@ impl Simulation {
                     Some(a) => self.serve(a),
                     None => return self.end_of_trace(),
                 }
+            } else if self.reader.next_into(&mut self.rec)? {
+                let rec = self.rec;
+                self.one(&rec)
             } else {
-                match self.reader.next_record()? {
-                    Some(rec) => self.one(&rec),
-                    None => return self.end_of_trace(),
-                }
+                return self.end_of_trace();
             };
             match served {
                 Ok(()) => {}

@@ -410,6 +410,21 @@ impl Default for TraceSpec {
 pub trait TraceReader: Send {
     /// The next record, or `None` at the end of the trace.
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>>;
+    /// [`next_record`](Self::next_record) into `rec` (false at the end):
+    /// what the engine calls. A record handed back by value inside a
+    /// `Result<Option<_>>` was read back in 16-byte pieces its writer had
+    /// stored in other sizes, which missed store forwarding on every
+    /// request; readers on the hot path store it whole instead.
+    #[inline]
+    fn next_into(&mut self, rec: &mut TraceRecord) -> SimResult<bool> {
+        Ok(match self.next_record()? {
+            Some(r) => {
+                *rec = r;
+                true
+            }
+            None => false,
+        })
+    }
     /// Fraction of the input consumed so far, 0.0 ..= 1.0 (for progress bars).
     fn progress(&self) -> f64;
     /// A fresh reader of the same records from the start, if the source can
@@ -454,6 +469,16 @@ impl TraceReader for VecTrace {
         let r = self.records.get(self.next).copied();
         self.next += 1;
         Ok(r)
+    }
+    #[inline]
+    fn next_into(&mut self, rec: &mut TraceRecord) -> SimResult<bool> {
+        let Some(r) = self.records.get(self.next) else {
+            self.next += 1;
+            return Ok(false);
+        };
+        *rec = *r;
+        self.next += 1;
+        Ok(true)
     }
     fn progress(&self) -> f64 {
         (self.next as f64 / self.records.len().max(1) as f64).min(1.0)

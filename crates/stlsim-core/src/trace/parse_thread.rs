@@ -137,8 +137,33 @@ fn parse(
     }
 }
 
+impl ParseThread {
+    /// [`TraceReader::next_into`] past the end of the batch in hand.
+    #[cold]
+    fn next_into_slow(&mut self, rec: &mut TraceRecord) -> SimResult<bool> {
+        Ok(match self.next_record()? {
+            Some(r) => {
+                *rec = r;
+                true
+            }
+            None => false,
+        })
+    }
+}
+
 impl TraceReader for ParseThread {
     #[inline]
+    fn next_into(&mut self, rec: &mut TraceRecord) -> SimResult<bool> {
+        if let Some(item) = self.current.get(self.next) {
+            self.next += 1;
+            self.measured = item.measured;
+            self.skipped = item.skipped;
+            *rec = item.rec;
+            return Ok(true);
+        }
+        self.next_into_slow(rec)
+    }
+
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>> {
         loop {
             if let Some(item) = self.current.get(self.next) {
