@@ -130,20 +130,31 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
 /// Insert an extent into a sorted, disjoint list that has room for it,
 /// merging it with neighbours it touches so that sequential writes stay one
 /// extent (short lists, and one coalesced write when destaged).
-fn insert_merging(list: &mut Vec<Extent>, mut e: Extent) {
-    let at = list.partition_point(|x| x.lba < e.lba);
-    if at < list.len() && list[at].lba == e.lba + e.len {
+// The extent comes as its fields and is built only where it is stored: built
+// first and moved in, its 8-byte fields were read back in 16-byte pieces,
+// which missed store forwarding (an eighth of `insert`'s samples).
+fn insert_merging(list: &mut Vec<Extent>, lba: u64, mut len: u64, seq: u64, mut data: Vec<Token>) {
+    let at = list.partition_point(|x| x.lba < lba);
+    if at < list.len() && list[at].lba == lba + len {
         let next = list.remove(at);
-        e.len += next.len;
-        e.data.extend_from_slice(&next.data);
+        len += next.len;
+        data.extend_from_slice(&next.data);
     }
-    if at > 0 && list[at - 1].lba + list[at - 1].len == e.lba {
+    if at > 0 && list[at - 1].lba + list[at - 1].len == lba {
         let prev = &mut list[at - 1];
-        prev.len += e.len;
-        prev.data.extend_from_slice(&e.data);
+        prev.len += len;
+        prev.data.extend_from_slice(&data);
         return;
     }
-    list.insert(at, e);
+    list.insert(
+        at,
+        Extent {
+            lba,
+            len,
+            seq,
+            data,
+        },
+    );
 }
 
 /// Call `f(logical track, lo, hi)` for each home-track piece of `[lba, lba+len)`.
@@ -272,15 +283,7 @@ impl WriteCache {
                     .map(|d| d[(lo - lba) as usize..(hi - lba) as usize].to_vec())
                     .unwrap_or_default()
             };
-            insert_merging(
-                &mut t.extents,
-                Extent {
-                    lba: lo,
-                    len: hi - lo,
-                    seq: t.seq,
-                    data: piece,
-                },
-            );
+            insert_merging(&mut t.extents, lo, hi - lo, t.seq, piece);
             added += hi - lo;
         };
         pieces(geom, lba, len, &mut each);
