@@ -84,6 +84,10 @@ pub struct HomeMap {
     reserved: Vec<(u64, u64)>,
     /// Reserved sectors before each range.
     before: Vec<u64>,
+    /// The host LBA each range comes before (`start - before`): a host
+    /// LBA at or past it lies past the range. Non-decreasing, so a host LBA's
+    /// ranges are found by a binary search (layers reserve thousands).
+    host_start: Vec<u64>,
 }
 
 /// Sort `(start, len)` ranges and merge those that overlap or touch.
@@ -110,23 +114,23 @@ impl HomeMap {
             before.push(acc);
             acc += l;
         }
+        let host_start = merged.iter().zip(&before).map(|(r, b)| r.0 - b).collect();
         HomeMap {
             reserved: merged,
             before,
+            host_start,
         }
     }
 
     /// The home LBA of a host LBA.
+    #[inline]
     pub fn home_of_host(&self, host: u64) -> u64 {
-        let mut h = host;
-        for &(s, l) in &self.reserved {
-            if h >= s {
-                h += l;
-            } else {
-                break;
-            }
+        // Ranges [0, k) lie before it: it moves past each.
+        let k = self.host_start.partition_point(|&s| s <= host);
+        match k {
+            0 => host,
+            _ => host + self.before[k - 1] + self.reserved[k - 1].1,
         }
-        h
     }
 
     /// Split host `[host, host + n)` into home-contiguous pieces: calls
@@ -138,10 +142,8 @@ impl HomeMap {
             // The piece runs until the next reserved range starts.
             let next = self
                 .reserved
-                .iter()
-                .find(|r| r.0 > home)
-                .map(|r| r.0)
-                .unwrap_or(u64::MAX);
+                .get(self.reserved.partition_point(|r| r.0 <= home))
+                .map_or(u64::MAX, |r| r.0);
             let take = (n - off).min(next - home);
             f(home, take, off);
             off += take;
@@ -384,7 +386,9 @@ impl Prefill {
     /// Heap bytes the prefill costs.
     pub fn heap_bytes(&self) -> u64 {
         self.tracks.heap_bytes()
-            + (self.map.reserved.capacity() * 16 + self.map.before.capacity() * 8) as u64
+            + (self.map.reserved.capacity() * 16
+                + (self.map.before.capacity() + self.map.host_start.capacity()) * 8)
+                as u64
     }
 }
 
@@ -407,6 +411,42 @@ mod tests {
         let mut v = vec![];
         m.host_ranges(90, 320, |h, n| v.push((h, n)));
         assert_eq!(v, vec![(90, 10), (100, 150), (250, 10)]);
+    }
+
+    proptest::proptest! {
+        /// The binary searches give what walking the ranges in order gives.
+        #[test]
+        fn home_map_searches_agree_with_a_walk(
+            ranges in proptest::collection::vec((0u64..400, 1u64..20), 0..12),
+            hosts in proptest::collection::vec((0u64..500, 1u64..40), 1..20),
+        ) {
+            let m = HomeMap::new(&ranges.iter().map(|&(s, l)| (Lba(s), Sectors(l))).collect::<Vec<_>>());
+            let walk = |host: u64| {
+                let mut h = host;
+                for &(s, l) in &m.reserved {
+                    if h >= s {
+                        h += l;
+                    } else {
+                        break;
+                    }
+                }
+                h
+            };
+            for (host, n) in hosts {
+                proptest::prop_assert_eq!(m.home_of_host(host), walk(host));
+                let mut pieces = vec![];
+                m.for_home_pieces(host, n, |home, k, off| pieces.push((home, k, off)));
+                let mut want: Vec<(u64, u64, u64)> = vec![];
+                for off in 0..n {
+                    let home = walk(host + off);
+                    match want.last_mut() {
+                        Some(p) if p.0 + p.1 == home => p.1 += 1,
+                        _ => want.push((home, 1, off)),
+                    }
+                }
+                proptest::prop_assert_eq!(pieces, want);
+            }
+        }
     }
 
     #[test]
