@@ -31,10 +31,6 @@ pub use synth::{SynthKind, SynthReader, SynthSpec};
 /// Direction of a host request (`"read"` / `"write"` in a configuration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
-// A word wide, so a `TraceRecord` has no padding: handed back by value through
-// `Result<Option<_>>`, its padding bytes were copied with overlapping 4-byte
-// moves that missed store forwarding (a tenth of the engine's `step` in a profile).
-#[repr(u64)]
 pub enum Op {
     /// A host read.
     Read,
