@@ -1046,20 +1046,7 @@ impl Simulation {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
             let oh = self.start_media_command(issue, true);
-            if self.needs.background {
-                let w = [WriteReq {
-                    lba,
-                    sectors: n,
-                    cause: Cause::Host,
-                    data: &data,
-                }];
-                let queued = [QueuedRequest {
-                    write: true,
-                    lba,
-                    sectors: n,
-                }];
-                self.wait_for_layer(&w, &queued)?;
-            }
+            self.host_write_waits_for_layer(lba, n, &data)?;
             self.in_flight = data;
             let w = WriteReq {
                 lba,
@@ -1120,20 +1107,7 @@ impl Simulation {
         };
         self.cache.invalidate(lba.0, n.0);
         self.dev.advance_to(ready);
-        if self.needs.background {
-            let w = [WriteReq {
-                lba,
-                sectors: n,
-                cause: Cause::Host,
-                data: &data,
-            }];
-            let queued = [QueuedRequest {
-                write: true,
-                lba,
-                sectors: n,
-            }];
-            self.wait_for_layer(&w, &queued)?;
-        }
+        self.host_write_waits_for_layer(lba, n, &data)?;
         self.in_flight = data;
         let w = WriteReq {
             lba,
@@ -1589,6 +1563,31 @@ impl Simulation {
             break;
         }
         Ok(())
+    }
+
+    /// A host write going to the layer now waits, where the layer asks for
+    /// it, for background work that must finish before it.
+    fn host_write_waits_for_layer(
+        &mut self,
+        lba: Lba,
+        n: Sectors,
+        data: &[Token],
+    ) -> SimResult<()> {
+        if !self.needs.background {
+            return Ok(());
+        }
+        let w = [WriteReq {
+            lba,
+            sectors: n,
+            cause: Cause::Host,
+            data,
+        }];
+        let queued = [QueuedRequest {
+            write: true,
+            lba,
+            sectors: n,
+        }];
+        self.wait_for_layer(&w, &queued)
     }
 
     /// Before the layer stores `ws`: run stages while it says the writes
