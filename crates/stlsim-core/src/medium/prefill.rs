@@ -138,16 +138,22 @@ impl HomeMap {
     pub fn for_home_pieces(&self, host: u64, n: u64, mut f: impl FnMut(u64, u64, u64)) {
         let mut off = 0;
         while off < n {
-            let home = self.home_of_host(host + off);
-            // The piece runs until the next reserved range starts.
-            let next = self
-                .reserved
-                .get(self.reserved.partition_point(|r| r.0 <= home))
-                .map_or(u64::MAX, |r| r.0);
-            let take = (n - off).min(next - home);
+            let (home, take) = self.home_piece(host + off, n - off);
             f(home, take, off);
             off += take;
         }
+    }
+
+    /// The first home-contiguous piece of host `[host, host + n)`: its home
+    /// LBA and length (up to where the next reserved range starts).
+    #[inline]
+    pub fn home_piece(&self, host: u64, n: u64) -> (u64, u64) {
+        let home = self.home_of_host(host);
+        let next = self
+            .reserved
+            .get(self.reserved.partition_point(|r| r.0 <= home))
+            .map_or(u64::MAX, |r| r.0);
+        (home, n.min(next - home))
     }
 
     /// The reserved home ranges `(start, len)`, sorted.

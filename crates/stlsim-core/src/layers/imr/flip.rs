@@ -794,10 +794,9 @@ impl Layer for ImrFlip {
         n: Sectors,
         out: &mut Vec<Token>,
     ) -> SimResult<()> {
-        let geom = dev.geometry_arc();
         let mut pieces = std::mem::take(&mut self.arrival);
         pieces.clear();
-        self.phys_pieces(&geom, lba.0, n.0, &mut pieces);
+        self.phys_pieces(dev.geometry(), lba.0, n.0, &mut pieces);
         let r = pieces
             .iter()
             .try_for_each(|p| self.rmw.read(dev, Cause::Host, p.at, p.count, out));

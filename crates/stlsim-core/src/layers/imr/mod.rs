@@ -14,7 +14,7 @@ pub mod track_cache;
 
 use crate::device::{Cause, Device};
 use crate::error::SimResult;
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, HomeExtents};
 use crate::layers::{ParamKind, ParamSpec};
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Track};
@@ -74,15 +74,18 @@ pub fn read_home_mapped(
     n: u64,
     out: &mut Vec<Token>,
 ) -> SimResult<()> {
-    // Each piece is read as it is found (no list of pieces per read).
-    let geom = dev.geometry_arc();
-    let mut r = Ok(());
-    for_home_pieces(&geom, res, lba, n, |p| {
-        if r.is_ok() {
-            r = dev.read(Cause::Host, p.at, p.count, out).map(|_| ());
+    // Each piece is read as it is found (no list of pieces per read), the
+    // geometry borrowed for each step only (no reference count taken).
+    let mut off = 0;
+    while off < n {
+        let (home, count) = res.home_piece(lba + off, n - off);
+        let mut walk = HomeExtents::new(Lba(home), crate::units::Sectors(count));
+        while let Some((at, c, _)) = walk.next(dev.geometry()) {
+            dev.read(Cause::Host, at, c, out)?;
         }
-    });
-    r
+        off += count;
+    }
+    Ok(())
 }
 
 /// The top tracks next to bottom track `t` (one or two).

@@ -179,6 +179,13 @@ impl Reserved {
     pub fn for_home_pieces(&self, lba: u64, n: u64, f: impl FnMut(u64, u64, u64)) {
         self.map.for_home_pieces(lba, n, f)
     }
+
+    /// The first home-contiguous piece of host `[lba, lba + n)`: its home
+    /// LBA and length.
+    #[inline]
+    pub fn home_piece(&self, lba: u64, n: u64) -> (u64, u64) {
+        self.map.home_piece(lba, n)
+    }
 }
 
 /// The host-to-home map around merged reserved ranges.

@@ -539,13 +539,13 @@ impl Layer for ImrRmw {
         self.write_batch(dev, std::slice::from_ref(w))
     }
     fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
-        let geom = dev.geometry_arc();
+        let geom = dev.geometry();
         let mut pieces = std::mem::take(&mut self.pieces);
         let mut buf = std::mem::take(&mut self.buf);
         pieces.clear();
         for (i, w) in ws.iter().enumerate() {
             buf.clear();
-            home_pieces(&geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
+            home_pieces(geom, &self.res, w.lba.0, w.sectors.0, &mut buf);
             pieces.extend(buf.iter().map(|&p| (p, i)));
         }
         let result = self.rmw.write_pieces(dev, &mut pieces, ws);
