@@ -1646,12 +1646,8 @@ pub(crate) mod text {
                             w += 1;
                         }
                     }
-                    Step::Int => {
-                        *nums.get_mut(n)? = digit_run(line, &mut i)?;
-                        n += 1;
-                    }
-                    Step::Scaled(_) | Step::Decimal(_) => {
-                        *nums.get_mut(n)? = scaled_number(line, &mut i, *take)?;
+                    Step::Int | Step::Scaled(_) | Step::Decimal(_) => {
+                        *nums.get_mut(n)? = number(line, &mut i, *take)?;
                         n += 1;
                     }
                 }
@@ -1717,11 +1713,8 @@ pub(crate) mod text {
                         w += 1;
                         continue;
                     }
-                    Step::Int => {
-                        *nums.get_mut(n)? = digit_run(line, &mut i)?;
-                    }
-                    Step::Scaled(_) | Step::Decimal(_) => {
-                        *nums.get_mut(n)? = scaled_number(line, &mut i, take)?;
+                    Step::Int | Step::Scaled(_) | Step::Decimal(_) => {
+                        *nums.get_mut(n)? = number(line, &mut i, take)?;
                     }
                 }
                 n += 1;
@@ -1795,12 +1788,8 @@ pub(crate) mod text {
                             w += 1;
                         }
                     }
-                    Step::Int => {
-                        *nums.get_mut(n)? = digit_run(line, &mut i)?;
-                        n += 1;
-                    }
-                    Step::Scaled(_) | Step::Decimal(_) => {
-                        *nums.get_mut(n)? = scaled_number(line, &mut i, *take)?;
+                    Step::Int | Step::Scaled(_) | Step::Decimal(_) => {
+                        *nums.get_mut(n)? = number(line, &mut i, *take)?;
                         n += 1;
                     }
                 }
@@ -1965,6 +1954,17 @@ pub(crate) mod text {
             }
         } else {
             !(WS && f.first().is_none_or(|&a| a <= b' '))
+        }
+    }
+
+    /// A number column's value from `*i` (consumed): an `Int`'s digits, or
+    /// a `Scaled` or `Decimal` one's ([`scaled_number`]); the one number
+    /// step of every column walk.
+    #[inline(always)]
+    fn number(line: &[u8], i: &mut usize, take: Step) -> Option<u64> {
+        match take {
+            Step::Int => digit_run(line, i),
+            _ => scaled_number(line, i, take),
         }
     }
 
