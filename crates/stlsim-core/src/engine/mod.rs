@@ -1747,16 +1747,22 @@ impl Simulation {
     /// Host ranges a scan must read: every LBA the host wrote, and the
     /// prefilled LBAs of every track the run read, wrote or damaged.
     fn scan_ranges(&self, o: &Oracle) -> Vec<(u64, u64)> {
-        let mut v = o.footprint();
+        let v = o.footprint();
         let med = self.dev.medium();
-        if let Some(start) = o.start() {
-            let geom = self.dev.geometry();
-            for t in med.touched().iter() {
-                start.host_ranges_on(geom, t, |h, n| v.push((h, n)));
-            }
-            v = crate::medium::prefill::merge_ranges(v);
+        let Some(start) = o.start() else {
+            return v;
+        };
+        let geom = self.dev.geometry();
+        let mut h = vec![];
+        for t in med.touched().iter() {
+            start.host_ranges_on(geom, t, |l, n| h.push((l, n)));
         }
-        v
+        // Tracks in order give their host ranges in order, except where a
+        // layout numbers tracks otherwise (interlaced layouts).
+        if !h.is_sorted() {
+            h.sort_unstable();
+        }
+        crate::medium::prefill::union_sorted(&v, &h)
     }
 
     /// Read every block the host ever wrote (and every prefilled block the

@@ -104,6 +104,42 @@ pub fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     merged
 }
 
+/// The merged union of two lists of `(start, len)` ranges, each sorted by
+/// start: [`merge_ranges`] of both, in one linear pass instead of a sort
+/// (the final scan's list of a large footprint's ranges and of the host
+/// ranges on the tracks it touched is millions long, and sorting it was 3 %
+/// of a verified run's instructions).
+pub fn union_sorted(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    debug_assert!(a.is_sorted() && b.is_sorted());
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    loop {
+        let (s, l) = match (a.get(i), b.get(j)) {
+            (Some(&x), Some(&y)) if x <= y => {
+                i += 1;
+                x
+            }
+            (_, Some(&y)) => {
+                j += 1;
+                y
+            }
+            (Some(&x), None) => {
+                i += 1;
+                x
+            }
+            (None, None) => break,
+        };
+        if l == 0 {
+            continue;
+        }
+        match merged.last_mut() {
+            Some((ms, ml)) if *ms + *ml >= s => *ml = (*ml).max(s + l - *ms),
+            _ => merged.push((s, l)),
+        }
+    }
+    merged
+}
+
 impl HomeMap {
     /// The map around these reserved home ranges (any order; touching ranges are merged).
     pub fn new(reserved: &[(Lba, Sectors)]) -> HomeMap {
@@ -420,6 +456,18 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The linear union of two sorted lists is the sort-and-merge of both.
+        #[test]
+        fn union_of_sorted_lists_is_the_merge_of_both(
+            mut a in proptest::collection::vec((0u64..300, 0u64..30), 0..20),
+            mut b in proptest::collection::vec((0u64..300, 0u64..30), 0..20),
+        ) {
+            a.sort_unstable();
+            b.sort_unstable();
+            let both: Vec<_> = a.iter().chain(&b).copied().collect();
+            proptest::prop_assert_eq!(union_sorted(&a, &b), merge_ranges(both));
+        }
+
         /// The binary searches give what walking the ranges in order gives.
         #[test]
         fn home_map_searches_agree_with_a_walk(
