@@ -66,7 +66,7 @@ pub struct WriteCache {
 /// Remove `[lo, hi)` from a sorted extent list; returns the sectors removed.
 /// Edits the list in place (no new list per punch: this runs on every cached
 /// write that overlaps cached data).
-fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
+fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64, spare: &mut Vec<Vec<Token>>) -> u64 {
     // Extents are sorted and disjoint, so their ends are sorted too.
     let first = list.partition_point(|e| e.lba + e.len <= lo);
     if first == list.len() || list[first].lba >= hi {
@@ -89,7 +89,8 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
         let data = if e.data.is_empty() {
             vec![]
         } else {
-            let t = e.data[(hi - e.lba) as usize..].to_vec();
+            let mut t = spare_buffer(spare, e.data.len() - (hi - e.lba) as usize);
+            t.extend_from_slice(&e.data[(hi - e.lba) as usize..]);
             e.data.truncate((lo - e.lba) as usize);
             t
         };
@@ -123,8 +124,37 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
         e.lba = hi;
         b -= 1;
     }
-    list.drain(a..b);
+    for e in list.drain(a..b) {
+        keep_buffer(spare, e.data);
+    }
     removed
+}
+
+/// Spare token buffers kept at most (enough for a full batch of a full
+/// cache); beyond that they are dropped.
+const KEEP_BUFFERS: usize = 4096;
+
+/// A spare token buffer, empty, for `n` tokens. Verified runs carry every
+/// cached sector's token, and buffers dropped where extents merged or were
+/// overwritten and allocated afresh for the next write were 2 % of such a
+/// run's instructions (malloc, free and realloc).
+fn spare_buffer(spare: &mut Vec<Vec<Token>>, n: usize) -> Vec<Token> {
+    match spare.pop() {
+        Some(d) if d.capacity() >= n => d,
+        Some(mut d) => {
+            d.reserve(n);
+            d
+        }
+        None => Vec::with_capacity(n),
+    }
+}
+
+/// Keep `d` as a spare token buffer (emptied), if it holds any room.
+fn keep_buffer(spare: &mut Vec<Vec<Token>>, mut d: Vec<Token>) {
+    if d.capacity() > 0 && spare.len() < KEEP_BUFFERS {
+        d.clear();
+        spare.push(d);
+    }
 }
 
 /// Insert an extent into a sorted, disjoint list that has room for it,
@@ -133,17 +163,26 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64) -> u64 {
 // The extent comes as its fields and is built only where it is stored: built
 // first and moved in, its 8-byte fields were read back in 16-byte pieces,
 // which missed store forwarding (an eighth of `insert`'s samples).
-fn insert_merging(list: &mut Vec<Extent>, lba: u64, mut len: u64, seq: u64, mut data: Vec<Token>) {
+fn insert_merging(
+    list: &mut Vec<Extent>,
+    lba: u64,
+    mut len: u64,
+    seq: u64,
+    mut data: Vec<Token>,
+    spare: &mut Vec<Vec<Token>>,
+) {
     let at = list.partition_point(|x| x.lba < lba);
     if at < list.len() && list[at].lba == lba + len {
         let next = list.remove(at);
         len += next.len;
         data.extend_from_slice(&next.data);
+        keep_buffer(spare, next.data);
     }
     if at > 0 && list[at - 1].lba + list[at - 1].len == lba {
         let prev = &mut list[at - 1];
         prev.len += len;
         prev.data.extend_from_slice(&data);
+        keep_buffer(spare, data);
         return;
     }
     list.insert(
@@ -189,20 +228,12 @@ impl WriteCache {
     /// extent's, when the last one kept is big enough: growing a small one
     /// would cost a copy as well as the allocation).
     pub fn data_buffer(&mut self, n: usize) -> Vec<Token> {
-        match self.spare_data.pop() {
-            Some(d) if d.capacity() >= n => d,
-            _ => Vec::with_capacity(n),
-        }
+        spare_buffer(&mut self.spare_data, n)
     }
 
     /// Keep a token buffer for [`data_buffer`](Self::data_buffer).
-    pub fn recycle_data(&mut self, mut d: Vec<Token>) {
-        // Enough for a full batch of a full cache; beyond that they are dropped.
-        const KEEP: usize = 4096;
-        if d.capacity() > 0 && self.spare_data.len() < KEEP {
-            d.clear();
-            self.spare_data.push(d);
-        }
+    pub fn recycle_data(&mut self, d: Vec<Token>) {
+        keep_buffer(&mut self.spare_data, d);
     }
     /// Capacity in sectors (0: no cache).
     pub fn capacity(&self) -> u64 {
@@ -234,10 +265,10 @@ impl WriteCache {
             return;
         }
         let mut removed = 0;
-        let (tracks, spare) = (&mut self.tracks, &mut self.spare);
+        let (tracks, spare, spare_data) = (&mut self.tracks, &mut self.spare, &mut self.spare_data);
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             if let Some(t) = tracks.get_mut(&lt) {
-                removed += punch_list(&mut t.extents, lo, hi);
+                removed += punch_list(&mut t.extents, lo, hi, spare_data);
                 if t.extents.is_empty() {
                     spare.push(tracks.remove(&lt).expect("present").extents);
                 }
@@ -251,11 +282,12 @@ impl WriteCache {
         let carries = !data.is_empty();
         let mut added = 0;
         let mut removed = 0;
-        let (tracks, age, next_seq, spare) = (
+        let (tracks, age, next_seq, spare, spare_data) = (
             &mut self.tracks,
             &mut self.age,
             &mut self.next_seq,
             &mut self.spare,
+            &mut self.spare_data,
         );
         let mut data = Some(data);
         // Borrowed beside the fields the walk changes (a clone of the
@@ -273,20 +305,26 @@ impl WriteCache {
                         .unwrap_or_else(|| Vec::with_capacity(EXTENTS_AT_FIRST)),
                 }
             });
-            removed += punch_list(&mut t.extents, lo, hi);
+            removed += punch_list(&mut t.extents, lo, hi, spare_data);
             let piece = if !carries {
                 vec![]
             } else if single {
                 data.take().unwrap_or_default()
             } else {
-                data.as_ref()
-                    .map(|d| d[(lo - lba) as usize..(hi - lba) as usize].to_vec())
-                    .unwrap_or_default()
+                let mut p = spare_buffer(spare_data, (hi - lo) as usize);
+                if let Some(d) = &data {
+                    p.extend_from_slice(&d[(lo - lba) as usize..(hi - lba) as usize]);
+                }
+                p
             };
-            insert_merging(&mut t.extents, lo, hi - lo, t.seq, piece);
+            insert_merging(&mut t.extents, lo, hi - lo, t.seq, piece, spare_data);
             added += hi - lo;
         };
         pieces(geom, lba, len, &mut each);
+        if let Some(d) = data {
+            // Split over tracks: the pieces were copied out of it.
+            keep_buffer(spare_data, d);
+        }
         self.used = self.used + added - removed;
     }
 

@@ -106,9 +106,8 @@ pub fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 
 /// The merged union of two lists of `(start, len)` ranges, each sorted by
 /// start: [`merge_ranges`] of both, in one linear pass instead of a sort
-/// (the final scan's list of a large footprint's ranges and of the host
-/// ranges on the tracks it touched is millions long, and sorting it was 3 %
-/// of a verified run's instructions).
+/// (the final scan joins a large footprint's ranges and the host ranges on
+/// the tracks it touched).
 pub fn union_sorted(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
     debug_assert!(a.is_sorted() && b.is_sorted());
     let mut merged: Vec<(u64, u64)> = Vec::with_capacity(a.len() + b.len());
