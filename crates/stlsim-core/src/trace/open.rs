@@ -1494,13 +1494,16 @@ pub(crate) mod text {
         /// -> 21.3; SPC (1 text column) and DiskSim validate (2 of 6,
         /// whitespace) 4-10 % slower marked, so walked field by field.
         marked: bool,
-        /// Comma mode's marked walk, compiled: the columns taken, each with
-        /// the number of skipped columns before it (a skipped column needs
-        /// no check there, so skipping is only stepping over separators),
-        /// and the skipped columns after the last (exact layouts).
+        /// Comma mode's marked walk, compiled: the columns taken, by index
+        /// (a skipped column needs no check there, so it is only a
+        /// separator found), or empty where that walk does not apply.
         plan: Vec<(u32, Step)>,
-        plan_tail: u32,
     }
+
+    /// The most columns [`Columns::walk_planned`] reads (wider layouts are
+    /// walked by [`Columns::walk_marked`]): its fields' starts fit a small
+    /// array on the stack.
+    const PLANNED_COLUMNS: usize = 64;
 
     /// A [`Take`] as [`Columns::read`] performs it: a scale that is a power
     /// of ten kept as its exponent, known before any line is read.
@@ -1561,16 +1564,19 @@ pub(crate) mod text {
             exact: bool,
             marked: bool,
         ) -> Self {
-            let mut plan = vec![];
-            let mut skipped = 0;
-            for t in &takes {
-                if matches!(t, Step::Skip) {
-                    skipped += 1;
-                } else {
-                    plan.push((skipped, *t));
-                    skipped = 0;
-                }
-            }
+            // A digit delimiter would end a number where the field walk
+            // reads on (and refuses the line).
+            let planned = !whitespace
+                && (1..=PLANNED_COLUMNS).contains(&takes.len())
+                && !delimiter.is_ascii_digit();
+            let plan = if planned {
+                (0..takes.len() as u32)
+                    .zip(takes.iter().copied())
+                    .filter(|(_, t)| !matches!(t, Step::Skip))
+                    .collect()
+            } else {
+                vec![]
+            };
             Columns {
                 takes,
                 delimiter,
@@ -1578,7 +1584,6 @@ pub(crate) mod text {
                 exact,
                 marked,
                 plan,
-                plan_tail: skipped,
             }
         }
 
@@ -1603,7 +1608,8 @@ pub(crate) mod text {
             let marked = self.marked && plain.len() <= Separators::MAX_LINE;
             match (self.whitespace, marked) {
                 (true, true) => self.walk_marked::<true>(plain, nums, words),
-                (false, true) => self.walk_planned(plain, nums, words),
+                (false, true) if !self.plan.is_empty() => self.walk_planned(plain, nums, words),
+                (false, true) => self.walk_marked::<false>(plain, nums, words),
                 (true, false) => self.walk::<true>(line, nums, words),
                 (false, false) => self.walk::<false>(line, nums, words),
             }
@@ -1666,9 +1672,12 @@ pub(crate) mod text {
         }
 
         /// [`Columns::walk_marked`] in comma mode, by the compiled plan:
-        /// the same lines taken, with the same values, but the skipped
-        /// columns (most of a wide layout's) stepped over without a look
-        /// at what they hold.
+        /// the same lines taken, with the same values, but the line's
+        /// field starts found first in one tight loop, then each column
+        /// taken read by its index (the skipped ones, most of a wide
+        /// layout's, never looked at). Stepping field by field through the
+        /// plan kept too much in registers: a third of its instructions
+        /// were spills and reloads.
         #[inline(always)]
         fn walk_planned<'a>(
             &self,
@@ -1676,58 +1685,35 @@ pub(crate) mod text {
             nums: &mut [u64],
             words: &mut [&'a [u8]],
         ) -> Option<()> {
-            let mut ends = Separators::new(line, self.delimiter, false);
-            let (mut n, mut w) = (0, 0);
-            // The end of the field before (None: none yet).
-            let mut end: Option<usize> = None;
-            // Step over `k` fields; false when the line has fewer.
-            #[inline(always)]
-            fn over(ends: &mut Separators, len: usize, end: &mut Option<usize>, k: u32) -> bool {
-                for _ in 0..k {
-                    match *end {
-                        Some(e) if e >= len => return false,
-                        _ => *end = Some(ends.next()),
-                    }
-                }
-                true
-            }
-            for &(skip, take) in &self.plan {
-                if !over(&mut ends, line.len(), &mut end, skip) {
-                    return None;
-                }
-                let from = match end {
-                    None => 0,
-                    Some(e) if e < line.len() => e + 1,
-                    Some(_) => return None, // fewer fields than taken
-                };
-                let e = ends.next();
-                end = Some(e);
-                let mut i = from;
-                match take {
-                    Step::Skip | Step::Word => {
-                        let f = &line[from..e];
-                        if !text_taken::<false>(take, f) {
-                            return None;
-                        }
-                        *words.get_mut(w)? = f;
-                        w += 1;
-                        continue;
-                    }
-                    Step::Int | Step::Scaled(_) | Step::Decimal(_) => {
-                        *nums.get_mut(n)? = number(line, &mut i, take)?;
-                    }
-                }
-                n += 1;
-                // A number fills its field.
-                if i != e {
-                    return None;
-                }
-            }
-            if !over(&mut ends, line.len(), &mut end, self.plan_tail) {
+            let width = self.takes.len();
+            let mut starts = [0u16; PLANNED_COLUMNS + 1];
+            let found = field_starts(line, self.delimiter, width, &mut starts);
+            // Fewer fields than taken, or more than an exact layout has.
+            if found + 1 < width || self.exact && found == width {
                 return None;
             }
-            // An exact layout's last column ends the line.
-            (!self.exact || end.unwrap_or(0) == line.len()).then_some(())
+            if found < width {
+                // The last field ends the line.
+                starts[width] = line.len() as u16 + 1;
+            }
+            let (mut n, mut w) = (0, 0);
+            for &(col, take) in &self.plan {
+                let col = col as usize;
+                let from = usize::from(*starts.get(col)?);
+                let to = usize::from(*starts.get(col + 1)?) - 1;
+                if let Step::Word = take {
+                    let f = &line[from..to];
+                    if !text_taken::<false>(take, f) {
+                        return None;
+                    }
+                    *words.get_mut(w)? = f;
+                    w += 1;
+                    continue;
+                }
+                *nums.get_mut(n)? = number_in(line, from, to, take)?;
+                n += 1;
+            }
+            Some(())
         }
 
         #[inline(always)]
@@ -1838,6 +1824,15 @@ pub(crate) mod text {
         /// The delimiters among the (up to) 64 bytes of `line` from `from`.
         #[inline(always)]
         fn stretch(line: &[u8], from: usize, d: u8, ws: bool) -> u64 {
+            if let Some(b) = line.get(from..).and_then(|r| r.first_chunk::<64>()) {
+                // A whole stretch: four compares in a row, without the
+                // loop's bookkeeping (a third of its instructions).
+                let hits = |k: usize| {
+                    let c = b[16 * k..].first_chunk::<16>().expect("16 of 64");
+                    Self::hits16(c, d, ws) << (16 * k)
+                };
+                return hits(0) | hits(1) | hits(2) | hits(3);
+            }
             let end = line.len().min(from + 64);
             let mut chunks = line[from..end].chunks_exact(16);
             let (mut m, mut at) = (0u64, 0);
@@ -1955,6 +1950,61 @@ pub(crate) mod text {
         } else {
             !(WS && f.first().is_none_or(|&a| a <= b' '))
         }
+    }
+
+    /// The start of each of `line`'s first `width` fields (at most
+    /// [`PLANNED_COLUMNS`]) in `starts[1..]`, each one past the separator
+    /// ending the field before, `starts[0]` being 0: the separators
+    /// found, at most `width` (a line of `width` fields has one less).
+    #[inline(always)]
+    fn field_starts(
+        line: &[u8],
+        d: u8,
+        width: usize,
+        starts: &mut [u16; PLANNED_COLUMNS + 1],
+    ) -> usize {
+        let width = width.min(PLANNED_COLUMNS);
+        // Slot by slot: the slots' end is the only check per separator.
+        let mut slots = starts[1..=width].iter_mut();
+        let mut base = 0;
+        while base < line.len() {
+            let mut m = Separators::stretch(line, base, d, false);
+            while m != 0 {
+                let Some(slot) = slots.next() else {
+                    return width;
+                };
+                *slot = (base + m.trailing_zeros() as usize + 1) as u16;
+                m &= m - 1;
+            }
+            base += 64;
+        }
+        width - slots.len()
+    }
+
+    /// A number column's value, the field `line[from..to]` (which it must
+    /// fill): an `Int` of up to eight digits read in one word, any other
+    /// as [`number`] reads it.
+    #[inline(always)]
+    fn number_in(line: &[u8], from: usize, to: usize, take: Step) -> Option<u64> {
+        let n = to - from;
+        if let (Step::Int, 1..=8, Some(c)) =
+            (take, n, line.get(from..).and_then(|r| r.first_chunk::<8>()))
+        {
+            // The field's end is a separator (never a digit) or the
+            // line's, as where the digits of `number` stop.
+            let w = u64::from_le_bytes(*c);
+            if (digit_prefix(w) as usize) < n {
+                return None;
+            }
+            return Some(if n == 8 {
+                parse_eight(w)
+            } else {
+                parse_prefix(w, n as u32)
+            });
+        }
+        let mut i = from;
+        let v = number(line, &mut i, take)?;
+        (i == to).then_some(v)
     }
 
     /// A number column's value from `*i` (consumed): an `Int`'s digits, or
