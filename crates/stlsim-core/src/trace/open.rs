@@ -1826,7 +1826,7 @@ pub(crate) mod text {
 
         /// The delimiters among the (up to) 64 bytes of `line` from `from`.
         #[inline(always)]
-        fn stretch(line: &[u8], from: usize, d: u8, ws: bool) -> u64 {
+        pub(crate) fn stretch(line: &[u8], from: usize, d: u8, ws: bool) -> u64 {
             if let Some(b) = line.get(from..).and_then(|r| r.first_chunk::<64>()) {
                 // A whole stretch: four compares in a row, without the
                 // loop's bookkeeping (a third of its instructions).
