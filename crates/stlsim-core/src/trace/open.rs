@@ -1105,8 +1105,7 @@ pub(crate) mod text {
         #[inline]
         pub(crate) fn next_line(&mut self) -> SimResult<bool> {
             loop {
-                let (start, stop, next) = match memchr::memchr(b'\n', &self.buf[self.pos..self.end])
-                {
+                let (start, stop, next) = match find_newline(&self.buf[self.pos..self.end]) {
                     Some(i) => (self.pos, self.pos + i, self.pos + i + 1),
                     None if self.eof => {
                         if self.pos == self.end {
@@ -1328,6 +1327,25 @@ pub(crate) mod text {
                 }
             })
         }
+    }
+
+    /// The first newline in `hay`: sixteen bytes at a time over the first
+    /// 256 (a trace line's length; memchr's set-up per call cost as much
+    /// as its search on them), then memchr.
+    #[inline(always)]
+    fn find_newline(hay: &[u8]) -> Option<usize> {
+        let mut at = 0;
+        while let Some(c) = hay.get(at..).and_then(|r| r.first_chunk::<16>()) {
+            let hits = Separators::hits16(c, b'\n', false);
+            if hits != 0 {
+                return Some(at + hits.trailing_zeros() as usize);
+            }
+            at += 16;
+            if at >= Separators::MAX_LINE {
+                break;
+            }
+        }
+        memchr::memchr(b'\n', &hay[at..]).map(|i| at + i)
     }
 
     /// Trim ASCII whitespace at both ends.
@@ -2416,6 +2434,18 @@ pub(crate) mod text {
                     got.map(|()| (nums, words.map(<[u8]>::to_vec)))
                 };
                 proptest::prop_assert_eq!(run(true), run(false), "{:?}", String::from_utf8_lossy(line));
+            }
+
+            /// The newline search finds memchr's newline, within the first
+            /// 256 bytes and past them.
+            #[test]
+            fn find_newline_is_memchr(
+                hay in proptest::collection::vec(proptest::prop_oneof![
+                    20 => proptest::num::u8::ANY,
+                    1 => proptest::strategy::Just(b'\n'),
+                ], 0..600),
+            ) {
+                proptest::prop_assert_eq!(find_newline(&hay), memchr::memchr(b'\n', &hay));
             }
 
             /// The digit-prefix word tricks agree with a byte loop on any eight bytes.
