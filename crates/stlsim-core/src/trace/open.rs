@@ -1105,8 +1105,7 @@ pub(crate) mod text {
         #[inline]
         pub(crate) fn next_line(&mut self) -> SimResult<bool> {
             loop {
-                let (start, stop, next) = match memchr::memchr(b'\n', &self.buf[self.pos..self.end])
-                {
+                let (start, stop, next) = match find_newline(&self.buf[self.pos..self.end]) {
                     Some(i) => (self.pos, self.pos + i, self.pos + i + 1),
                     None if self.eof => {
                         if self.pos == self.end {
@@ -1330,6 +1329,25 @@ pub(crate) mod text {
         }
     }
 
+    /// The first newline in `hay`: sixteen bytes at a time over the first
+    /// 256 (a trace line's length; memchr's set-up per call cost as much
+    /// as its search on them), then memchr.
+    #[inline(always)]
+    fn find_newline(hay: &[u8]) -> Option<usize> {
+        let mut at = 0;
+        while let Some(c) = hay.get(at..).and_then(|r| r.first_chunk::<16>()) {
+            let hits = Separators::hits16(c, b'\n', false);
+            if hits != 0 {
+                return Some(at + hits.trailing_zeros() as usize);
+            }
+            at += 16;
+            if at >= Separators::MAX_LINE {
+                break;
+            }
+        }
+        memchr::memchr(b'\n', &hay[at..]).map(|i| at + i)
+    }
+
     /// Trim ASCII whitespace at both ends.
     pub(crate) fn trim(s: &[u8]) -> &[u8] {
         let mut a = 0;
@@ -1494,13 +1512,16 @@ pub(crate) mod text {
         /// -> 21.3; SPC (1 text column) and DiskSim validate (2 of 6,
         /// whitespace) 4-10 % slower marked, so walked field by field.
         marked: bool,
-        /// Comma mode's marked walk, compiled: the columns taken, each with
-        /// the number of skipped columns before it (a skipped column needs
-        /// no check there, so skipping is only stepping over separators),
-        /// and the skipped columns after the last (exact layouts).
+        /// Comma mode's marked walk, compiled: the columns taken, by index
+        /// (a skipped column needs no check there, so it is only a
+        /// separator found), or empty where that walk does not apply.
         plan: Vec<(u32, Step)>,
-        plan_tail: u32,
     }
+
+    /// The most columns [`Columns::walk_planned`] reads (wider layouts are
+    /// walked by [`Columns::walk_marked`]): its fields' starts fit a small
+    /// array on the stack.
+    const PLANNED_COLUMNS: usize = 64;
 
     /// A [`Take`] as [`Columns::read`] performs it: a scale that is a power
     /// of ten kept as its exponent, known before any line is read.
@@ -1561,16 +1582,19 @@ pub(crate) mod text {
             exact: bool,
             marked: bool,
         ) -> Self {
-            let mut plan = vec![];
-            let mut skipped = 0;
-            for t in &takes {
-                if matches!(t, Step::Skip) {
-                    skipped += 1;
-                } else {
-                    plan.push((skipped, *t));
-                    skipped = 0;
-                }
-            }
+            // A digit delimiter would end a number where the field walk
+            // reads on (and refuses the line).
+            let planned = !whitespace
+                && (1..=PLANNED_COLUMNS).contains(&takes.len())
+                && !delimiter.is_ascii_digit();
+            let plan = if planned {
+                (0..takes.len() as u32)
+                    .zip(takes.iter().copied())
+                    .filter(|(_, t)| !matches!(t, Step::Skip))
+                    .collect()
+            } else {
+                vec![]
+            };
             Columns {
                 takes,
                 delimiter,
@@ -1578,7 +1602,6 @@ pub(crate) mod text {
                 exact,
                 marked,
                 plan,
-                plan_tail: skipped,
             }
         }
 
@@ -1603,7 +1626,8 @@ pub(crate) mod text {
             let marked = self.marked && plain.len() <= Separators::MAX_LINE;
             match (self.whitespace, marked) {
                 (true, true) => self.walk_marked::<true>(plain, nums, words),
-                (false, true) => self.walk_planned(plain, nums, words),
+                (false, true) if !self.plan.is_empty() => self.walk_planned(plain, nums, words),
+                (false, true) => self.walk_marked::<false>(plain, nums, words),
                 (true, false) => self.walk::<true>(line, nums, words),
                 (false, false) => self.walk::<false>(line, nums, words),
             }
@@ -1666,9 +1690,12 @@ pub(crate) mod text {
         }
 
         /// [`Columns::walk_marked`] in comma mode, by the compiled plan:
-        /// the same lines taken, with the same values, but the skipped
-        /// columns (most of a wide layout's) stepped over without a look
-        /// at what they hold.
+        /// the same lines taken, with the same values, but the line's
+        /// field starts found first in one tight loop, then each column
+        /// taken read by its index (the skipped ones, most of a wide
+        /// layout's, never looked at). Stepped field by field through the
+        /// plan, its state kept spilling to the stack (callgrind, a Thesios
+        /// line: 1,213 instructions in `Columns::read` then, 912 now).
         #[inline(always)]
         fn walk_planned<'a>(
             &self,
@@ -1676,58 +1703,37 @@ pub(crate) mod text {
             nums: &mut [u64],
             words: &mut [&'a [u8]],
         ) -> Option<()> {
-            let mut ends = Separators::new(line, self.delimiter, false);
-            let (mut n, mut w) = (0, 0);
-            // The end of the field before (None: none yet).
-            let mut end: Option<usize> = None;
-            // Step over `k` fields; false when the line has fewer.
-            #[inline(always)]
-            fn over(ends: &mut Separators, len: usize, end: &mut Option<usize>, k: u32) -> bool {
-                for _ in 0..k {
-                    match *end {
-                        Some(e) if e >= len => return false,
-                        _ => *end = Some(ends.next()),
-                    }
-                }
-                true
-            }
-            for &(skip, take) in &self.plan {
-                if !over(&mut ends, line.len(), &mut end, skip) {
-                    return None;
-                }
-                let from = match end {
-                    None => 0,
-                    Some(e) if e < line.len() => e + 1,
-                    Some(_) => return None, // fewer fields than taken
-                };
-                let e = ends.next();
-                end = Some(e);
-                let mut i = from;
-                match take {
-                    Step::Skip | Step::Word => {
-                        let f = &line[from..e];
-                        if !text_taken::<false>(take, f) {
-                            return None;
-                        }
-                        *words.get_mut(w)? = f;
-                        w += 1;
-                        continue;
-                    }
-                    Step::Int | Step::Scaled(_) | Step::Decimal(_) => {
-                        *nums.get_mut(n)? = number(line, &mut i, take)?;
-                    }
-                }
-                n += 1;
-                // A number fills its field.
-                if i != e {
-                    return None;
-                }
-            }
-            if !over(&mut ends, line.len(), &mut end, self.plan_tail) {
+            let width = self.takes.len();
+            let mut starts = [0u16; PLANNED_COLUMNS + 1];
+            let found = field_starts(line, self.delimiter, width, &mut starts);
+            // Fewer fields than taken, or more than an exact layout has.
+            if found + 1 < width || self.exact && found == width {
                 return None;
             }
-            // An exact layout's last column ends the line.
-            (!self.exact || end.unwrap_or(0) == line.len()).then_some(())
+            if found < width {
+                // The last field ends the line.
+                starts[width] = line.len() as u16 + 1;
+            }
+            let (mut n, mut w) = (0, 0);
+            for &(col, take) in &self.plan {
+                // A plan's columns are below PLANNED_COLUMNS: the mask
+                // only spares the bounds checks.
+                let col = col as usize & (PLANNED_COLUMNS - 1);
+                let from = usize::from(starts[col]);
+                let to = usize::from(starts[col + 1]) - 1;
+                if let Step::Word = take {
+                    let f = &line[from..to];
+                    if !text_taken::<false>(take, f) {
+                        return None;
+                    }
+                    *words.get_mut(w)? = f;
+                    w += 1;
+                    continue;
+                }
+                *nums.get_mut(n)? = number_in(line, from, to, take)?;
+                n += 1;
+            }
+            Some(())
         }
 
         #[inline(always)]
@@ -1837,7 +1843,16 @@ pub(crate) mod text {
 
         /// The delimiters among the (up to) 64 bytes of `line` from `from`.
         #[inline(always)]
-        fn stretch(line: &[u8], from: usize, d: u8, ws: bool) -> u64 {
+        pub(crate) fn stretch(line: &[u8], from: usize, d: u8, ws: bool) -> u64 {
+            if let Some(b) = line.get(from..).and_then(|r| r.first_chunk::<64>()) {
+                // A whole stretch: four compares in a row, without the
+                // loop's bookkeeping (a third of its instructions).
+                let hits = |k: usize| {
+                    let c = b[16 * k..].first_chunk::<16>().expect("16 of 64");
+                    Self::hits16(c, d, ws) << (16 * k)
+                };
+                return hits(0) | hits(1) | hits(2) | hits(3);
+            }
             let end = line.len().min(from + 64);
             let mut chunks = line[from..end].chunks_exact(16);
             let (mut m, mut at) = (0u64, 0);
@@ -1955,6 +1970,139 @@ pub(crate) mod text {
         } else {
             !(WS && f.first().is_none_or(|&a| a <= b' '))
         }
+    }
+
+    /// The start of each of `line`'s first `width` fields (at most
+    /// [`PLANNED_COLUMNS`]) in `starts[1..]`, each one past the separator
+    /// ending the field before, `starts[0]` being 0: the separators
+    /// found, at most `width` (a line of `width` fields has one less).
+    #[inline(always)]
+    fn field_starts(
+        line: &[u8],
+        d: u8,
+        width: usize,
+        starts: &mut [u16; PLANNED_COLUMNS + 1],
+    ) -> usize {
+        let width = width.min(PLANNED_COLUMNS);
+        // Slot by slot: the slots' end is the only check per separator.
+        let mut slots = starts[1..=width].iter_mut();
+        let mut base = 0;
+        while base < line.len() {
+            let mut m = Separators::stretch(line, base, d, false);
+            while m != 0 {
+                let Some(slot) = slots.next() else {
+                    return width;
+                };
+                *slot = (base + m.trailing_zeros() as usize + 1) as u16;
+                m &= m - 1;
+            }
+            base += 64;
+        }
+        width - slots.len()
+    }
+
+    /// A number column's value, the field `line[from..to]` (which it must
+    /// fill): an `Int` of up to eight digits read in one word, a `Decimal`
+    /// by [`decimal_in`], any other (or where the line ends too soon for
+    /// their words) as [`number`] reads it.
+    #[inline(always)]
+    fn number_in(line: &[u8], from: usize, to: usize, take: Step) -> Option<u64> {
+        let n = to - from;
+        match take {
+            // The field's end is a separator (never a digit) or the
+            // line's, as where the digits of `number` stop.
+            Step::Int if (1..=8).contains(&n) => {
+                if let Some(w) = word_at(line, from) {
+                    return leading_digits(w, n);
+                }
+            }
+            Step::Decimal(k) => {
+                if let Some(v) = decimal_in(line, from, to, k) {
+                    return v;
+                }
+            }
+            _ => {}
+        }
+        let mut i = from;
+        let v = number(line, &mut i, take)?;
+        (i == to).then_some(v)
+    }
+
+    /// The eight bytes of `line` from `at`, if it has them, as a word.
+    #[inline(always)]
+    fn word_at(line: &[u8], at: usize) -> Option<u64> {
+        let c = line.get(at..)?.first_chunk::<8>()?;
+        Some(u64::from_le_bytes(*c))
+    }
+
+    /// The value of the first `n` (1 to 8) bytes of `w`, if all are digits.
+    #[inline(always)]
+    fn leading_digits(w: u64, n: usize) -> Option<u64> {
+        // Moved up to the word's top, '0's filled in below: then one test
+        // of all eight bytes, where counting the digits took twice the
+        // instructions.
+        let x = if n >= 8 {
+            w
+        } else {
+            (w << (64 - 8 * n)) | (0x3030_3030_3030_3030 >> (8 * n))
+        };
+        eight_digits(x).then(|| parse_eight(x))
+    }
+
+    /// A `Decimal(k)` column's field `line[from..to]` in the form the
+    /// dataset writes it (up to 15 whole digits, then optionally a point
+    /// and up to eight digits to the field's end), in a few words: `Some`
+    /// of what [`number`] reads (with the field filled), `None` to leave
+    /// the field to it.
+    #[inline(always)]
+    fn decimal_in(line: &[u8], from: usize, to: usize, k: usize) -> Option<Option<u64>> {
+        let w = word_at(line, from)?;
+        let p = digit_prefix(w) as usize;
+        let (whole, dot) = match p {
+            0 => return None,
+            1..=7 => (parse_prefix(w, p as u32), from + p),
+            _ => {
+                let w2 = word_at(line, from + 8)?;
+                let q = digit_prefix(w2) as usize;
+                let low = match q {
+                    0 => return Some(decimal_tail(line, parse_eight(w), from + 8, to, k)),
+                    8 => return None,
+                    _ => parse_prefix(w2, q as u32),
+                };
+                (parse_eight(w) * POW10[q] + low, from + 8 + q)
+            }
+        };
+        Some(decimal_tail(line, whole, dot, to, k))
+    }
+
+    /// [`decimal_in`] past the whole digits (`whole`, ending at `dot`):
+    /// the value, or `None` where [`number`] refuses the field too.
+    #[inline(always)]
+    fn decimal_tail(line: &[u8], whole: u64, dot: usize, to: usize, k: usize) -> Option<u64> {
+        let v = whole.checked_mul(*POW10.get(k)?)?;
+        if dot == to {
+            return Some(v);
+        }
+        if line.get(dot) != Some(&b'.') || dot > to {
+            return None; // the field goes on past the digits
+        }
+        let n = to - dot - 1;
+        if n == 0 {
+            return Some(v); // "12.": a point without fraction digits
+        }
+        let frac = match (n, word_at(line, dot + 1)) {
+            (1..=8, Some(w)) => leading_digits(w, n)?,
+            _ => {
+                // A long fraction, or near the line's end.
+                let mut i = dot + 1;
+                let f = digit_run(line, &mut i)?;
+                if i != to {
+                    return None;
+                }
+                f
+            }
+        };
+        v.checked_add(shift_fraction(frac, n, k)?)
     }
 
     /// A number column's value from `*i` (consumed): an `Int`'s digits, or
@@ -2244,7 +2392,7 @@ pub(crate) mod text {
                         let valid = match t {
                             Step::Skip | Step::Word => "[A-Za-z_]{1,18}",
                             Step::Int => "[0-9]{1,19}",
-                            _ => "[0-9]{1,6}(\\.[0-9]{0,12})?",
+                            _ => "[0-9]{1,17}(\\.[0-9]{0,12})?",
                         };
                         proptest::prop_oneof![8 => valid, 1 => "[ \t\"x0-9.,-]{0,4}", 1 => "[0-9a-z]{0,3}"].boxed()
                     }).chain(std::iter::repeat_n("[0-9a-z]{0,3}".boxed(), 2)).collect();
@@ -2285,6 +2433,18 @@ pub(crate) mod text {
                     got.map(|()| (nums, words.map(<[u8]>::to_vec)))
                 };
                 proptest::prop_assert_eq!(run(true), run(false), "{:?}", String::from_utf8_lossy(line));
+            }
+
+            /// The newline search finds memchr's newline, within the first
+            /// 256 bytes and past them.
+            #[test]
+            fn find_newline_is_memchr(
+                hay in proptest::collection::vec(proptest::prop_oneof![
+                    20 => proptest::num::u8::ANY,
+                    1 => proptest::strategy::Just(b'\n'),
+                ], 0..600),
+            ) {
+                proptest::prop_assert_eq!(find_newline(&hay), memchr::memchr(b'\n', &hay));
             }
 
             /// The digit-prefix word tricks agree with a byte loop on any eight bytes.
