@@ -1046,34 +1046,11 @@ impl Simulation {
             // Too large to cache: written through, superseding any cached copy.
             self.cache.invalidate(lba.0, n.0);
             let oh = self.start_media_command(issue, true);
-            self.host_write_waits_for_layer(lba, n, &data)?;
-            self.in_flight = data;
-            let w = WriteReq {
-                lba,
-                sectors: n,
-                cause: Cause::Host,
-                data: &self.in_flight,
-            };
             // The link starts bringing the data once the command is
             // processed; with write_link_per_block the media writes each
             // block only once it is buffered.
-            let gated = self.overheads.write_link_per_block;
-            if gated {
-                self.dev.gate_writes(issue + oh, self.ns_per_sector);
-            }
-            let r = self.layer.write(&mut self.dev, &w);
-            if gated {
-                self.dev.ungate_writes();
-            }
-            self.note_durable();
-            r?;
-            self.host.layer_write_sectors += n.0;
-            let data = std::mem::take(&mut self.in_flight);
-            let durable = !self.needs.volatile_writes;
-            if let Some(o) = &mut self.oracle {
-                o.acknowledge(&data, durable);
-            }
-            self.cache.recycle_data(data);
+            let gate = self.overheads.write_link_per_block.then_some(issue + oh);
+            self.write_to_layer(lba, n, data, gate)?;
             let done = self.dev.now();
             Ok((done.max(issue + oh + xfer) + done_oh, Some(done)))
         }
@@ -1107,6 +1084,26 @@ impl Simulation {
         };
         self.cache.invalidate(lba.0, n.0);
         self.dev.advance_to(ready);
+        self.write_to_layer(lba, n, data, Some(link))?;
+        self.host.cached_writes += 1;
+        self.fast_busy_until = self.dev.now();
+        self.fast_end = lba.0 + n.0;
+        Ok((link + xfer + done_oh, None))
+    }
+
+    /// A host write handed to the layer and acknowledged once the layer
+    /// returns (written through, or DiskSim's fast write): it waits for the
+    /// layer's background work, is in flight while the layer writes (a
+    /// power loss then leaves it uncertain), and with `gate` its media
+    /// writes take each block only once the link has brought it, the link
+    /// starting then.
+    fn write_to_layer(
+        &mut self,
+        lba: Lba,
+        n: Sectors,
+        data: Vec<Token>,
+        gate: Option<Nanos>,
+    ) -> SimResult<()> {
         self.host_write_waits_for_layer(lba, n, &data)?;
         self.in_flight = data;
         let w = WriteReq {
@@ -1115,22 +1112,23 @@ impl Simulation {
             cause: Cause::Host,
             data: &self.in_flight,
         };
-        self.dev.gate_writes(link, self.ns_per_sector);
+        if let Some(from) = gate {
+            self.dev.gate_writes(from, self.ns_per_sector);
+        }
         let r = self.layer.write(&mut self.dev, &w);
-        self.dev.ungate_writes();
+        if gate.is_some() {
+            self.dev.ungate_writes();
+        }
         self.note_durable();
         r?;
         self.host.layer_write_sectors += n.0;
-        self.host.cached_writes += 1;
         let data = std::mem::take(&mut self.in_flight);
         let durable = !self.needs.volatile_writes;
         if let Some(o) = &mut self.oracle {
             o.acknowledge(&data, durable);
         }
         self.cache.recycle_data(data);
-        self.fast_busy_until = self.dev.now();
-        self.fast_end = lba.0 + n.0;
-        Ok((link + xfer + done_oh, None))
+        Ok(())
     }
 
     /// Let the read-ahead that followed the last media read run until a
