@@ -640,6 +640,20 @@ fn an_idle_hit_starts_the_read_ahead_again() {
     }
 }
 
+/// The small CMR drive with the averaged rotation, a 1 MiB write cache and
+/// the controller, its writes destaged at once (DiskSim's fast writes) or
+/// when idle.
+fn fast_write_drive(at_once: bool) -> crate::geometry::DriveConfig {
+    let mut d = small_drive("cmr");
+    d.rotation = "average".into();
+    d.write_cache_mib = 1.0;
+    d.controller = Some(ControllerConfig {
+        destage_at_once: at_once,
+        ..controller()
+    });
+    d
+}
+
 #[test]
 fn a_fast_write_goes_to_the_media_once_its_command_is_done_and_a_read_waits_for_it() {
     // DiskSim's fast writes (destage_at_once): a write absorbed at time 0
@@ -652,14 +666,7 @@ fn a_fast_write_goes_to_the_media_once_its_command_is_done_and_a_read_waits_for_
     // with the key, the write the same 3.3 ms.
     let recs = vec![rec(0, Op::Write, 100_000, 8), rec(1_000, Op::Read, 0, 1)];
     let go = |at_once: bool| {
-        let mut d = small_drive("cmr");
-        d.rotation = "average".into();
-        d.write_cache_mib = 1.0;
-        d.controller = Some(ControllerConfig {
-            destage_at_once: at_once,
-            ..controller()
-        });
-        let s = run(cfg(d, "cmr"), recs.clone()).unwrap();
+        let s = run(cfg(fast_write_drive(at_once), "cmr"), recs.clone()).unwrap();
         assert_eq!(s.report().host.cached_writes, 1);
         (mean_ms(&s, "write"), mean_ms(&s, "read"))
     };
@@ -692,13 +699,7 @@ fn a_fast_write_waits_for_the_media_write_before_it_unless_it_appends() {
     let s = plain - 5.0 - 0.1;
     assert!(s > 1.0, "{plain}");
     let second = |lba: u64, at_once: bool| {
-        let mut d = small_drive("cmr");
-        d.rotation = "average".into();
-        d.write_cache_mib = 1.0;
-        d.controller = Some(ControllerConfig {
-            destage_at_once: at_once,
-            ..controller()
-        });
+        let d = fast_write_drive(at_once);
         let recs = vec![rec(0, Op::Write, 100_000, 8), rec(1_000, Op::Write, lba, 8)];
         2.0 * mean_ms(&run(cfg(d, "cmr"), recs).unwrap(), "write") - 3.3
     };
