@@ -203,7 +203,8 @@ impl LbaRuns {
         Self::pieces(lba, data.len() as u64, |l, k, c, off| {
             let d = &data[(l - lba) as usize..(l - lba) as usize + k as usize];
             debug_assert!(d.iter().zip(l..).all(|(t, l)| t.is_empty() || t.lba == l));
-            let row = if d.iter().all(Token::is_empty) {
+            let empties = d.iter().all(Token::is_empty);
+            let row = if empties {
                 match rows.get_mut(&c) {
                     Some(r) => r,
                     None => return, // empty already
@@ -231,7 +232,7 @@ impl LbaRuns {
                     }
                 }
             }
-            if d.iter().all(Token::is_empty) && row.is_empty() {
+            if empties && row.is_empty() {
                 rows.remove(&c);
             }
         });
@@ -610,11 +611,7 @@ impl Oracle {
                     || (lo == 0 && self.is_version(t, l, 0));
                 if fits {
                     self.uncertain.remove(&l);
-                    let now = if t.is_empty() || t.ver == 0 {
-                        Token::EMPTY
-                    } else {
-                        Token::data(Lba(l), t.ver)
-                    };
+                    let now = Row::token(l, version(t));
                     self.expected.write(l, &[now], &mut self.scratch);
                 }
                 fits
