@@ -112,6 +112,46 @@ def test_validate_each_drive_on_its_trace(drive: str) -> None:
     assert df.groupby("which")["fraction"].max().tolist() == [1.0, 1.0]
 
 
+# DiskSim's own simulated means of each validation run, reads and writes
+# ("IOdriver Non-Critical Read/Write Response time average" of
+# valid/<drive>.outv as runvalid writes it; copies in public DiskSim
+# repositories, docs/validation.md, *DiskSim's own means*).
+DISKSIM_MEANS = {
+    "hp-c3323a": (15.297947, 16.145994),
+    "hp-c2490a": (12.719414, 12.227215),
+    "atlas10k": (5.533961, 0.799514),
+    "barracuda": (8.885635, 1.835043),
+    "cheetah4lp": (7.152010, 0.958704),
+}
+
+
+@pytest.mark.parametrize("drive", list(TRACES))
+def test_each_directions_mean_is_disksims_own(drive: str) -> None:
+    """The mean simulated read and write times are within 0.1 ms of DiskSim's
+    own on every drive, where the measured ones differ from both by up to
+    1.5 ms (hp-c2490a's writes): the errors by direction are the drive
+    parameters', not stlsim's departures from DiskSim."""
+    v = stlsim.validate(drive, DISKSIM / TRACES[drive][0])
+    reads = [s for s, w in zip(v.simulated_ms, v.writes) if not w]
+    writes = [s for s, w in zip(v.simulated_ms, v.writes) if w]
+    read, write = DISKSIM_MEANS[drive]
+    assert sum(reads) / len(reads) == pytest.approx(read, abs=0.1)
+    assert sum(writes) / len(writes) == pytest.approx(write, abs=0.1)
+
+
+def test_hp_c2490a_slipped_tracks_keep_requests_within_a_millisecond_of_the_drive() -> None:
+    """hp-c2490a's 21 slipped tracks (DiskSim sparing scheme 1) move the LBNs
+    after each a track on, a track skew (1.56 ms) round in angle. Mapped as
+    DiskSim maps them, 8,838 of the 9,984 requests land within 1 ms of their
+    measured time (DiskSim's own run: 8,901, its "VALIDATE Trace access diff
+    time distribution"); with the slips left out, 5,788 did, some 1,450 of
+    them 1.5 ms off either way."""
+    v = stlsim.validate("hp-c2490a", DISKSIM / "hp_c2490a.trace.gz")
+    close = sum(abs(s - m) < 1.0 for s, m in zip(v.simulated_ms, v.measured_ms))
+    assert close >= 8700
+    assert v.demerit_ms < 0.254  # DiskSim's
+
+
 def test_validate_command_prints_and_saves(cli, tmp_path: Path) -> None:
     out = tmp_path / "v"
     p = cli("validate", "--drive", "hp-c3323a", "--trace", str(DISKSIM / "hp_c3323a.trace"), "--out", str(out), "--plot-format", "svg")

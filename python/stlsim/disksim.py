@@ -746,6 +746,22 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 )
             else:
                 zone_lines.append(_zone_int(spare_key, spares, unexpressed, f"with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\"" if scheme_p else ""))
+        slips = use(zb.get("slips"))
+        if slips is not None and slips.value:
+            values = slips.value if isinstance(slips.value, list) else None
+            ok = (
+                scheme == 1
+                and values is not None
+                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+                and all(a < b for a, b in zip(values, values[1:]))
+            )
+            if ok:
+                zone_lines.append(
+                    f"slipped_tracks = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = 1\": "
+                    "tracks skipped for defects (g1_ltop_trackspare)"
+                )
+            else:
+                unexpressed.append(f"{slips.where} slips = {_fmt(slips.value)}")
         if z["gap"] is not None:
             n, nxt = z["gap"]
             lastc = _as_int(z["last"], "cylinder")

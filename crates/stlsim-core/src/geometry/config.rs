@@ -163,6 +163,13 @@ pub struct ZoneSpec {
     /// sparing scheme 1, "Number of spares").
     #[serde(default)]
     pub spare_tracks: u64,
+    /// Tracks of the zone skipped for a defect (DiskSim's `slips` under
+    /// sparing scheme 1): offsets from the zone's first track, ascending,
+    /// counting the empty front's tracks. Each holds no LBA; the tracks
+    /// after it move one track on, into the spare tracks, so there are at
+    /// most `spare_tracks` of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slipped_tracks: Vec<u64>,
     /// Spare sectors at the end of each track (DiskSim sparing scheme 3).
     #[serde(default)]
     pub spare_sectors_per_track: u32,
@@ -414,6 +421,7 @@ impl DriveConfig {
                 "front_empty_sectors",
             );
             note(z.spare_tracks != 0 && !mapped, "spare_tracks");
+            note(!z.slipped_tracks.is_empty() && !mapped, "slipped_tracks");
             note(
                 z.spare_sectors_per_track != 0 && !mapped,
                 "spare_sectors_per_track",

@@ -53,7 +53,7 @@ use super::ZoneSpec;
 use crate::error::{config_err, SimResult};
 
 /// One zone's sparing shape and where it starts in each numbering.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Zone {
     /// First physical track.
     phys: u64,
@@ -78,15 +78,46 @@ struct Zone {
     dead: u64,
     /// Logical tracks the empty front takes.
     dead_lts: u64,
+    /// Slipped tracks (offsets in the zone, ascending): each holds no LBA
+    /// and moves the tracks after it one on.
+    slips: Vec<u64>,
 }
 
 impl Zone {
+    /// Track offset `o` of the unslipped numbering moved past the slipped
+    /// tracks at or before it, as `g1_ltop_trackspare` steps `trackno`
+    /// over each slip `<=` it (the slips ascending, the first above it ends
+    /// the walk).
+    #[inline]
+    fn slipped(&self, mut o: u64) -> u64 {
+        for &s in &self.slips {
+            if s > o {
+                break;
+            }
+            o += 1;
+        }
+        o
+    }
+
+    /// The unslipped offset of track offset `o`, unless `o` is slipped
+    /// (`g1_ptol_trackspare`: less one for each slip below it).
+    #[inline]
+    fn unslipped(&self, o: u64) -> Option<u64> {
+        if self.slips.is_empty() {
+            return Some(o);
+        }
+        match self.slips.binary_search(&o) {
+            Ok(_) => None,
+            Err(below) => Some(o - below as u64),
+        }
+    }
+
     /// The (track offset in the zone, first position, LBAs) of the zone's
     /// `i`-th logical track, counting the front's.
     #[inline]
     fn track(&self, i: u64) -> (u64, u64, u64) {
         let whole = self.full * self.per_lts;
-        if i < whole {
+        let (o, pos, n) = if i < whole {
             let (j, r) = (i / self.per_lts, i % self.per_lts);
             let first = r * self.spt;
             (
@@ -101,7 +132,8 @@ impl Zone {
                 self.full * self.per_lbas + q * self.spt,
                 self.spt,
             )
-        }
+        };
+        (self.slipped(o), pos, n)
     }
 
     /// The zone's logical track (counting the front's) holding position `x`.
@@ -119,6 +151,7 @@ impl Zone {
     /// if it holds LBAs.
     #[inline]
     fn index_on(&self, o: u64) -> Option<u64> {
+        let o = self.unslipped(o)?;
         let whole = self.full * self.period;
         if o < whole {
             let r = o % self.period;
@@ -204,6 +237,29 @@ fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResu
             )
         });
     };
+    let slips = &z.slipped_tracks;
+    if !slips.is_empty() {
+        if let Some(w) = slips.windows(2).find(|w| w[0] >= w[1]) {
+            return config_err(format!(
+                "the zone at track {t}: slipped_tracks must ascend ({} then {})",
+                w[0], w[1]
+            ));
+        }
+        let last = slips[slips.len() - 1];
+        if last >= len - gap {
+            return config_err(format!(
+                "the zone at track {t}: slipped track {last} is past its {} tracks",
+                len - gap
+            ));
+        }
+        if slips.len() as u64 > z.spare_tracks {
+            return config_err(format!(
+                "the zone at track {t}: {} slipped_tracks need as many spare_tracks (it has {})",
+                slips.len(),
+                z.spare_tracks
+            ));
+        }
+    }
     let (period, k) = match scheme(z, area, surfaces, range_cylinders) {
         Some((key, k, period, what)) => {
             if k >= period * spt && area >= period {
@@ -230,6 +286,7 @@ fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResu
         rem: area % period,
         dead: 0,
         dead_lts: 0,
+        slips: z.slipped_tracks.clone(),
     };
     let dead = z.front_empty_sectors;
     if dead >= zone.positions() {
@@ -257,6 +314,7 @@ pub(super) fn any(zones: &[ZoneSpec]) -> bool {
         z.front_empty_sectors != 0
             || z.gap_cylinders != 0
             || z.spare_tracks != 0
+            || !z.slipped_tracks.is_empty()
             || z.spare_sectors_per_track != 0
             || z.spare_sectors_per_cylinder != 0
             || z.spare_sectors_per_range != 0
@@ -366,6 +424,7 @@ impl SpareMap {
             let q = (x - whole) / z.spt;
             (z.full * z.period + q, whole + q * z.spt, z.spt)
         };
+        let off = z.slipped(off);
         debug_assert_eq!(
             (z.lba + pos - z.dead, z.phys + off, n),
             self.track(self.logical_of(lba))

@@ -245,6 +245,64 @@ fn spares_that_leave_no_data_or_mix_schemes_are_errors_naming_the_key() {
 }
 
 #[test]
+fn slipped_tracks_hold_no_lba_and_move_the_tracks_after_them_on() {
+    // One surface, 8 tracks of 4 sectors, 3 spare tracks, tracks 2 and 4
+    // slipped (DiskSim scheme 1): LBNs 0..19 on tracks 0, 1, 3, 5, 6; the
+    // track after a slip keeps its sector numbering (LBN 8 at sector 0 of
+    // track 3), and track 7 is spare still.
+    let d = one_zone(
+        1,
+        8,
+        4,
+        ZoneSpec {
+            spare_tracks: 3,
+            slipped_tracks: vec![2, 4],
+            ..Default::default()
+        },
+    );
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(20));
+    let tracks: Vec<u64> = (0..20).step_by(4).map(|l| g.home(Lba(l)).track.0).collect();
+    assert_eq!(tracks, vec![0, 1, 3, 5, 6]);
+    assert_eq!(g.home(Lba(9)), at(3, 1));
+    for t in [2, 4, 7] {
+        assert_eq!(g.home_lba(at(t, 0)), None, "track {t}");
+    }
+    assert_eq!(g.home_lba(at(5, 3)), Some(Lba(15)));
+}
+
+#[test]
+fn slipped_tracks_out_of_order_past_the_zone_or_beyond_the_spares_are_errors() {
+    let mut d = one_zone(
+        1,
+        8,
+        4,
+        ZoneSpec {
+            spare_tracks: 2,
+            slipped_tracks: vec![4, 2],
+            ..Default::default()
+        },
+    );
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("slipped_tracks must ascend (4 then 2)"), "{e}");
+    d.zones[0].slipped_tracks = vec![2, 8];
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("slipped track 8 is past its 8 tracks"), "{e}");
+    d.zones[0].slipped_tracks = vec![1, 2, 3];
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("3 slipped_tracks need as many spare_tracks (it has 2)"),
+        "{e}"
+    );
+    // Not mapped on a drive sized by capacity: warned.
+    d.zones[0].slipped_tracks = vec![1];
+    d.zones[0].spare_tracks = 0;
+    d.tracks = None;
+    d.capacity_gib = Some(1e-3);
+    assert_eq!(d.unmapped_zone_keys(), vec!["slipped_tracks"]);
+}
+
+#[test]
 fn gap_cylinders_hold_no_lba_and_keep_the_next_zone_in_place() {
     // 2 surfaces. Zone 0: cylinders 0..1 of 10 sectors (tracks 0..3), then
     // one gap cylinder (tracks 4, 5) in no DiskSim zone; zone 1 starts at
@@ -407,6 +465,16 @@ fn ltop(c: Case, z: &ZoneSpec, x: u64) -> (u64, u64) {
             let off = x % n;
             ((x / n) * tracks + off / spt, off % spt)
         }
+        1 => {
+            // g1_ltop_trackspare: the track steps over each slip at or before it.
+            let mut t = x / spt;
+            for &s in &z.slipped_tracks {
+                if s <= t {
+                    t += 1;
+                }
+            }
+            (t, x % spt)
+        }
         _ => (x / spt, x % spt),
     }
 }
@@ -435,7 +503,10 @@ proptest::proptest! {
         surfaces in 1u64..4,
         range in 1u64..4,
         scheme in proptest::sample::select(vec![0u64, 1, 2, 3, 8, 9]),
-        zones in proptest::collection::vec((1u64..7, 1u32..13, 0u64..1000, 0u64..4, 0u64..3), 1..4),
+        zones in proptest::collection::vec(
+            ((1u64..7, 1u32..13, 0u64..1000, 0u64..4, 0u64..3), proptest::collection::vec(0u64..64, 0..4)),
+            1..4,
+        ),
         gaps in proptest::bool::ANY,
     ) {
         let c = Case { surfaces, range, scheme };
@@ -443,7 +514,7 @@ proptest::proptest! {
         d.surfaces = surfaces;
         d.spare_range_cylinders = range;
         let mut first = 0;
-        for &(cyls, spt, k, front, gap) in &zones {
+        for &((cyls, spt, k, front, gap), ref slips) in &zones {
             let tracks = cyls * surfaces;
             let blocks = tracks * spt as u64;
             let mut z = ZoneSpec { first_track: first, sectors_per_track: spt, ..Default::default() };
@@ -460,6 +531,14 @@ proptest::proptest! {
             z.front_empty_sectors = front * (spt as u64 - z.spare_sectors_per_track as u64) / 2;
             // Half the cases put 0..2 gap cylinders after each zone.
             z.gap_cylinders = if gaps { gap } else { 0 };
+            // Scheme 1 slips up to one track per spare track, anywhere in the zone.
+            if scheme == 1 {
+                let mut v: Vec<u64> = slips.iter().map(|s| s % tracks).collect();
+                v.sort_unstable();
+                v.dedup();
+                v.truncate(z.spare_tracks as usize);
+                z.slipped_tracks = v;
+            }
             d.zones.push(z);
             first += tracks + z_gap(&d, surfaces);
         }

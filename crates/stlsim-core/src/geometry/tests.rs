@@ -688,7 +688,7 @@ fn home_order_cases() -> Vec<(String, DriveConfig)> {
                 .iter()
                 .map(|s| ZoneSpec {
                     first_track: s.first_track / (2 * group) * (2 * group),
-                    ..*s
+                    ..s.clone()
                 })
                 .collect();
             d.zones.dedup_by_key(|s| s.first_track);
