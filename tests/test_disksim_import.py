@@ -149,8 +149,12 @@ def _read_ahead(specs: str) -> dict[str, object]:
 
 def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path: Path) -> None:
     imp = import_disksim(DISKSIM / "atlas10k.parv")
-    # Defect slipping, sparing details, the buffer's behaviour: each with its line.
-    assert any(x.startswith("atlas10k.model:37 slips = [55017") for x in imp.unexpressed)
+    # The buffer's behaviour stlsim lacks: each with its line.
+    assert any(x.startswith("atlas10k.diskspecs:48 Read any free blocks = 1") for x in imp.unexpressed)
+    # Slips are expressed: whole tracks under sparing scheme 1, sectors under 8 and 9.
+    assert not any("slips" in x for x in imp.unexpressed)
+    assert "slipped_sectors = [55017, 358148, 394564, 420533, 483742]" in imp.toml
+    assert "slipped_tracks = [1626, 1850]" in import_disksim(DISKSIM / "hp_c2490a.parv").toml
     # Fast write level 2 is expressed whole (destage_at_once); level 1's rule for queued requests is not.
     assert not any("Fast write level" in x for x in imp.unexpressed)
     assert any(x.startswith("barracuda.diskspecs:49 Fast write level = 1") for x in import_disksim(DISKSIM / "barracuda.parv").unexpressed)

@@ -217,28 +217,31 @@ def test_atlas10k_agrees_with_disksims_own_run_where_both_serve_from_the_buffer(
     assert len(both_hits) >= 20
     for d, s in both_hits:
         assert s == pytest.approx(d, abs=1.5e-3)
-    # Media reads land where DiskSim's do: with the zones' spares mapped as
-    # DiskSim maps them (sparing scheme 9), each block sent over the link
-    # once buffered (read_link_per_block) and DiskSim's read-ahead bound
-    # (read_ahead_extent = "track", Buffer continuous read = 4), 12 of the 17
-    # take DiskSim's time to the microsecond (seek, skewed angle, transfer and
-    # link alike). Before the read-ahead bound, requests 27, 30 and 36 were
-    # buffer hits in stlsim (eight of the other 14 to the microsecond); with
-    # the link overlapping the media whole three did, with the spares left
-    # out of the map too only one.
+    # Media reads land where DiskSim's do: with the zones' spares and slipped
+    # sectors mapped as DiskSim maps them (sparing scheme 9), each block sent
+    # over the link once buffered (read_link_per_block) and DiskSim's
+    # read-ahead bound (read_ahead_extent = "track", Buffer continuous read =
+    # 4), all 17 take DiskSim's time to the microsecond (seek, skewed angle,
+    # transfer and link alike). With the slips left out 12 did; before the
+    # read-ahead bound, requests 27, 30 and 36 were buffer hits in stlsim
+    # (eight of the other 14 to the microsecond); with the link overlapping
+    # the media whole three did, with the spares left out of the map too
+    # only one.
     both_media = [(d, s) for d, s in zip(disksim, v.simulated_ms) if d >= 1.0 and s >= 1.0]
     assert len(both_media) == 17
     assert all(v.simulated_ms[i] >= 1.0 and disksim[i] >= 1.0 for i in (27, 30, 36))
-    assert sum(s == pytest.approx(d, abs=1.5e-3) for d, s in both_media) >= 12
+    assert all(s == pytest.approx(d, abs=1.5e-3) for d, s in both_media)
 
 
 def test_atlas10k_times_most_of_disksims_first_387_requests_as_disksim_does() -> None:
     """Over the first 387 requests of DiskSim's own atlas10k run (388 issue
     times in atlas10k.outtrace.head), stlsim gives DiskSim's response time to
-    the microsecond on 298: every one of the 190 both serve from the buffer,
-    and 108 of the 195 both take to the media; they disagree on whether a
-    read hits only on requests 20 (0.956 ms in DiskSim, either side of the
-    1 ms line) and 328 (docs/validation.md)."""
+    the microsecond on 385: every one of the 191 both serve from the buffer,
+    and 194 of the 195 both take to the media; the other two are request 328
+    (`R 4515752 4` after `W 4515796 4`: a buffer hit here, a media read in
+    DiskSim) and 334, whose issue time it moves. With atlas10k's slipped
+    sectors left out, 298 (108 of the media reads), most of the others one
+    sector's time (0.018 ms) early or late (docs/validation.md)."""
     rows = [ln.split(",") for ln in (DISKSIM / "atlas10k.outtrace.head").read_text().splitlines()[1:]]
     assert len(rows) == 388
     issue = [float(r[0]) for r in rows]
@@ -249,5 +252,5 @@ def test_atlas10k_times_most_of_disksims_first_387_requests_as_disksim_does() ->
     exact = [abs(d - s) < 1.5e-3 for d, s in zip(disksim, sim)]
     both_buffer = [i for i, (d, s) in enumerate(zip(disksim, sim)) if d < 1.0 and s < 1.0]
     assert len(both_buffer) >= 190 and all(exact[i] for i in both_buffer)
-    assert sum(exact) >= 298
-    assert [i for i, (d, s) in enumerate(zip(disksim, sim)) if (d < 1.0) != (s < 1.0)] == [20, 328]
+    assert [i for i, e in enumerate(exact) if not e] == [328, 334]
+    assert [i for i, (d, s) in enumerate(zip(disksim, sim)) if (d < 1.0) != (s < 1.0)] == [328]

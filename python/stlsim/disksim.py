@@ -750,15 +750,21 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
         if slips is not None and slips.value:
             values = slips.value if isinstance(slips.value, list) else None
             ok = (
-                scheme == 1
+                scheme in (1, 8, 9)
                 and values is not None
                 and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
                 and all(a < b for a, b in zip(values, values[1:]))
             )
-            if ok:
+            if ok and scheme == 1:
                 zone_lines.append(
                     f"slipped_tracks = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = 1\": "
                     "tracks skipped for defects (g1_ltop_trackspare)"
+                )
+            elif ok:
+                fn = "g1_ltop_sectperrangespare" if scheme == 8 else "g1_ltop_sectperzonespare"
+                zone_lines.append(
+                    f"slipped_sectors = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = {scheme}\": "
+                    f"sectors skipped for defects ({fn})"
                 )
             else:
                 unexpressed.append(f"{slips.where} slips = {_fmt(slips.value)}")

@@ -170,6 +170,13 @@ pub struct ZoneSpec {
     /// most `spare_tracks` of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slipped_tracks: Vec<u64>,
+    /// Sectors of the zone skipped for a defect (DiskSim's `slips` under
+    /// sparing schemes 8 and 9): positions counted from the zone's first
+    /// sector, cylinder by cylinder, ascending. Each holds no LBA; the LBAs
+    /// after it in its range (scheme 8) or zone (9) move one sector on,
+    /// into the spare sectors at its end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slipped_sectors: Vec<u64>,
     /// Spare sectors at the end of each track (DiskSim sparing scheme 3).
     #[serde(default)]
     pub spare_sectors_per_track: u32,
@@ -422,6 +429,7 @@ impl DriveConfig {
             );
             note(z.spare_tracks != 0 && !mapped, "spare_tracks");
             note(!z.slipped_tracks.is_empty() && !mapped, "slipped_tracks");
+            note(!z.slipped_sectors.is_empty() && !mapped, "slipped_sectors");
             note(
                 z.spare_sectors_per_track != 0 && !mapped,
                 "spare_sectors_per_track",

@@ -639,10 +639,17 @@ impl Geometry {
     /// Home location of an LBA in the layout's static map.
     pub fn home(&self, lba: Lba) -> PhysAddr {
         if let Some(m) = &self.spares {
-            let (start, track, _) = m.track(m.logical_of(lba.0));
+            let lt = m.logical_of(lba.0);
+            let (start, track, _) = m.track(lt);
+            let idx = lba.0 - start;
+            let sector = if m.has_holes() {
+                m.holes(lt).sector(idx)
+            } else {
+                idx
+            };
             return PhysAddr {
                 track: Track(track),
-                sector: (lba.0 - start) as u32,
+                sector: sector as u32,
             };
         }
         let lt = self.logical_track_of(lba);
@@ -655,9 +662,16 @@ impl Geometry {
     /// The LBA whose home is a physical sector, if any.
     pub fn home_lba(&self, at: PhysAddr) -> Option<Lba> {
         if let Some(m) = &self.spares {
-            // A track's sectors past its LBAs are spares.
-            let (start, _, n) = m.track(self.phys_logical_track(at.track)?);
-            return ((at.sector as u64) < n).then(|| Lba(start + at.sector as u64));
+            // A track's sectors past its LBAs are spares, and so are its
+            // slipped sectors.
+            let lt = self.phys_logical_track(at.track)?;
+            let (start, _, n) = m.track(lt);
+            let idx = if m.has_holes() {
+                m.holes(lt).index(at.sector as u64)?
+            } else {
+                at.sector as u64
+            };
+            return (idx < n).then(|| Lba(start + idx));
         }
         self.phys_logical_track(at.track)
             .map(|lt| Lba(self.logical_track_start(lt).0 + at.sector as u64))
@@ -686,7 +700,21 @@ impl Geometry {
                 (self.logical_track_start(lt).0, track, len)
             }
             Some(m) => {
-                let (start, track, len) = m.extent_of(cur);
+                let (start, track, len, holes) = m.extent_of(cur);
+                if m.has_holes() {
+                    // A piece ends before a slipped sector: the next one
+                    // starts past it, on the same track.
+                    let sector = holes.sector(cur - start);
+                    let mut take = end.min(start + len) - cur;
+                    if let Some(run) = holes.run_from(sector) {
+                        take = take.min(run);
+                    }
+                    let at = PhysAddr {
+                        track: Track(track),
+                        sector: sector as u32,
+                    };
+                    return (at, take as u32);
+                }
                 (start, Track(track), len)
             }
         };

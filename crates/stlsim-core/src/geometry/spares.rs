@@ -36,6 +36,22 @@
 //! may be short; tracks past it are wholly spare. Lookups are arithmetic
 //! plus a binary search over the zones, and memory is a few words a zone.
 //!
+//! Slips (a zone's `slips` list, defects skipped over) follow the same
+//! functions with slips:
+//! * scheme 1 (`slipped_tracks`): `g1_ltop_trackspare` steps the track
+//!   `x / spt` over each slipped track at or before it, so the tracks after
+//!   a slip move one on into the spare tracks; the skew stays the physical
+//!   track's (`g1_map_pbn_skew` counts slips only under schemes 2 to 6);
+//! * schemes 8 and 9 (`slipped_sectors`, positions from the zone's first
+//!   sector): the position in the range (zone) moves one on for each of its
+//!   slips at or before it. The slipped sector is a hole in its track, so
+//!   a logical track keeps its physical track but may hold fewer LBAs,
+//!   stepping over its holes ([`Holes`]). Choices where DiskSim has no
+//!   consistent map: the LBAs a period's slips move on must stay on the
+//!   period's data tracks (the room its last one has spare; past it DiskSim
+//!   starts a spare track), slips lie in whole periods, and a zone with an
+//!   empty front has none (none of DiskSim's five drives needs more).
+//!
 //! Gap cylinders (`gap_cylinders`) are the cylinders DiskSim's zone table
 //! leaves between a zone's "Last cylinder number" and the next zone's
 //! "First cylinder number". DiskSim's zone ends before them: its LBN count
@@ -81,6 +97,61 @@ struct Zone {
     /// Slipped tracks (offsets in the zone, ascending): each holds no LBA
     /// and moves the tracks after it one on.
     slips: Vec<u64>,
+    /// Slipped sectors (positions from the zone's first sector, ascending,
+    /// all in whole periods): each holds no LBA and moves the LBAs after it
+    /// in its period one sector on.
+    sector_slips: Vec<u64>,
+}
+
+/// The slipped sectors of one track: their positions in the zone and the
+/// position of the track's sector 0. A track's LBAs fill its sectors in
+/// order, stepping over these.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Holes<'a> {
+    slips: &'a [u64],
+    base: u64,
+}
+
+impl Holes<'_> {
+    /// The sector holding the track's `idx`-th LBA: one on for each
+    /// slipped sector at or before it (`g1_ltop_sectperrangespare` and
+    /// `_sectperzonespare` count a slip `<=` the running position).
+    #[inline]
+    pub(super) fn sector(&self, idx: u64) -> u64 {
+        let mut s = idx;
+        for &h in self.slips {
+            if h - self.base > s {
+                break;
+            }
+            s += 1;
+        }
+        s
+    }
+
+    /// The index of the LBA on sector `s`, unless `s` is slipped.
+    #[inline]
+    pub(super) fn index(&self, s: u64) -> Option<u64> {
+        let mut below = 0;
+        for &h in self.slips {
+            let h = h - self.base;
+            if h == s {
+                return None;
+            }
+            below += u64::from(h < s);
+        }
+        Some(s - below)
+    }
+
+    /// Sectors from `s` to the next slipped one after it, if any: the most
+    /// one piece of a transfer can take there.
+    #[inline]
+    pub(super) fn run_from(&self, s: u64) -> Option<u64> {
+        self.slips
+            .iter()
+            .map(|&h| h - self.base)
+            .find(|&h| h > s)
+            .map(|h| h - s)
+    }
 }
 
 impl Zone {
@@ -112,6 +183,36 @@ impl Zone {
         }
     }
 
+    /// The slipped sectors of whole period `j` and the position of its
+    /// first sector.
+    #[inline]
+    fn period_slips(&self, j: u64) -> (&[u64], u64) {
+        let size = self.period * self.spt;
+        let base = j * size;
+        let s = &self.sector_slips;
+        let a = s.partition_point(|&x| x < base);
+        let b = a + s[a..].partition_point(|&x| x < base + size);
+        (&s[a..b], base)
+    }
+
+    /// The slipped sectors of the zone's `i`-th logical track.
+    #[inline]
+    fn holes(&self, i: u64) -> Holes<'_> {
+        let whole = self.full * self.per_lts;
+        if self.sector_slips.is_empty() || i >= whole {
+            return Holes::default();
+        }
+        let (j, r) = (i / self.per_lts, i % self.per_lts);
+        let (s, base) = self.period_slips(j);
+        let lo = base + r * self.spt;
+        let a = s.partition_point(|&x| x < lo);
+        let b = a + s[a..].partition_point(|&x| x < lo + self.spt);
+        Holes {
+            slips: &s[a..b],
+            base: lo,
+        }
+    }
+
     /// The (track offset in the zone, first position, LBAs) of the zone's
     /// `i`-th logical track, counting the front's.
     #[inline]
@@ -119,11 +220,20 @@ impl Zone {
         let whole = self.full * self.per_lts;
         let (o, pos, n) = if i < whole {
             let (j, r) = (i / self.per_lts, i % self.per_lts);
-            let first = r * self.spt;
+            // The period's slipped sectors before the track move its first
+            // LBA back; those on it take sectors from it.
+            let (mut before, mut on) = (0, 0);
+            if !self.sector_slips.is_empty() {
+                let (s, base) = self.period_slips(j);
+                let lo = base + r * self.spt;
+                before = s.partition_point(|&x| x < lo) as u64;
+                on = s.partition_point(|&x| x < lo + self.spt) as u64 - before;
+            }
+            let first = r * self.spt - before;
             (
                 j * self.period + r,
                 j * self.per_lbas + first,
-                self.spt.min(self.per_lbas - first),
+                (self.spt - on).min(self.per_lbas - first),
             )
         } else {
             let q = i - whole;
@@ -141,7 +251,18 @@ impl Zone {
     fn index_of(&self, x: u64) -> u64 {
         let whole = self.full * self.per_lbas;
         if x < whole {
-            (x / self.per_lbas) * self.per_lts + (x % self.per_lbas) / self.spt
+            let (j, mut p) = (x / self.per_lbas, x % self.per_lbas);
+            if !self.sector_slips.is_empty() {
+                // Its sector in the period: one on for each slip at or before it.
+                let (s, base) = self.period_slips(j);
+                for &h in s {
+                    if h - base > p {
+                        break;
+                    }
+                    p += 1;
+                }
+            }
+            j * self.per_lts + p / self.spt
         } else {
             self.full * self.per_lts + (x - whole) / self.spt
         }
@@ -287,7 +408,48 @@ fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResu
         dead: 0,
         dead_lts: 0,
         slips: z.slipped_tracks.clone(),
+        sector_slips: z.slipped_sectors.clone(),
     };
+    let ss = &z.slipped_sectors;
+    if !ss.is_empty() {
+        if z.front_empty_sectors != 0 {
+            return config_err(format!(
+                "the zone at track {t}: slipped_sectors with front_empty_sectors are not supported (no DiskSim drive here has both)"
+            ));
+        }
+        if z.spare_sectors_per_range == 0 && z.spare_sectors_per_zone == 0 {
+            return config_err(format!(
+                "the zone at track {t}: slipped_sectors need spare_sectors_per_range or spare_sectors_per_zone (DiskSim's sparing schemes 8 and 9)"
+            ));
+        }
+        if let Some(w) = ss.windows(2).find(|w| w[0] >= w[1]) {
+            return config_err(format!(
+                "the zone at track {t}: slipped_sectors must ascend ({} then {})",
+                w[0], w[1]
+            ));
+        }
+        let size = zone.period * spt;
+        let last = ss[ss.len() - 1];
+        if last >= zone.full * size {
+            return config_err(format!(
+                "the zone at track {t}: slipped sector {last} lies outside the zone's whole sparing periods ({} sectors)",
+                zone.full * size
+            ));
+        }
+        // The LBAs a period's slips move on must stay on its data tracks
+        // (the room its last one has spare): past them DiskSim would start
+        // another track, which this map does not hold.
+        let room = zone.per_lts * spt - zone.per_lbas;
+        for j in 0..zone.full {
+            let (p, base) = zone.period_slips(j);
+            let m = p.iter().filter(|&&x| x - base < zone.per_lts * spt).count() as u64;
+            if m > room {
+                return config_err(format!(
+                    "the zone at track {t}: {m} slipped_sectors in sparing period {j} move its LBAs past the {room} spare sectors of its last data track"
+                ));
+            }
+        }
+    }
     let dead = z.front_empty_sectors;
     if dead >= zone.positions() {
         return config_err(format!(
@@ -315,6 +477,7 @@ pub(super) fn any(zones: &[ZoneSpec]) -> bool {
             || z.gap_cylinders != 0
             || z.spare_tracks != 0
             || !z.slipped_tracks.is_empty()
+            || !z.slipped_sectors.is_empty()
             || z.spare_sectors_per_track != 0
             || z.spare_sectors_per_cylinder != 0
             || z.spare_sectors_per_range != 0
@@ -331,6 +494,8 @@ pub(super) struct SpareMap {
     zones: Vec<Zone>,
     capacity: u64,
     logical_tracks: u64,
+    /// Whether any zone has slipped sectors.
+    holes: bool,
 }
 
 impl SpareMap {
@@ -353,6 +518,7 @@ impl SpareMap {
             out.push(s);
         }
         Ok(SpareMap {
+            holes: out.iter().any(|z| !z.sector_slips.is_empty()),
             zones: out,
             capacity: lba,
             logical_tracks: lt,
@@ -407,9 +573,15 @@ impl SpareMap {
     /// found this way, where the two steps' five divisions were a quarter
     /// of the full drive model's time).
     #[inline]
-    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u64) {
+    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u64, Holes<'_>) {
         let z = self.zone_by(|z| z.lba, lba);
         let x = lba - z.lba + z.dead;
+        if !z.sector_slips.is_empty() {
+            // Rare (a few zones of a few drives): the general way.
+            let i = z.index_of(x);
+            let (off, pos, n) = z.track(i);
+            return (z.lba + pos - z.dead, z.phys + off, n, z.holes(i));
+        }
         let whole = z.full * z.per_lbas;
         let (off, pos, n) = if x < whole {
             let (j, within) = (x / z.per_lbas, x % z.per_lbas);
@@ -429,7 +601,21 @@ impl SpareMap {
             (z.lba + pos - z.dead, z.phys + off, n),
             self.track(self.logical_of(lba))
         );
-        (z.lba + pos - z.dead, z.phys + off, n)
+        (z.lba + pos - z.dead, z.phys + off, n, Holes::default())
+    }
+
+    /// Whether any zone has slipped sectors (otherwise every track's LBAs
+    /// fill it from sector 0 without a hole).
+    #[inline]
+    pub(super) fn has_holes(&self) -> bool {
+        self.holes
+    }
+
+    /// The slipped sectors of logical track `lt`.
+    #[inline]
+    pub(super) fn holes(&self, lt: u64) -> Holes<'_> {
+        let z = self.zone_by(|z| z.lt, lt);
+        z.holes(lt - z.lt + z.dead_lts)
     }
 
     /// The logical track holding `lba` (< capacity).

@@ -272,6 +272,86 @@ fn slipped_tracks_hold_no_lba_and_move_the_tracks_after_them_on() {
 }
 
 #[test]
+fn slipped_sectors_hold_no_lba_and_move_the_lbas_after_them_on() {
+    // One surface, 4 tracks of 5 sectors, 3 spare sectors at the zone's end
+    // (scheme 9), sectors 6 and 12 slipped: DiskSim's LBN x lies at
+    // position x + (slips at or before it). Track 1's positions 5..9 hold
+    // LBNs 5, (slip), 6, 7, 8; track 2's 10..14 hold 9, 10, (slip), 11, 12;
+    // track 3's 15..19 hold 13..16 and one spare.
+    let d = one_zone(
+        1,
+        4,
+        5,
+        ZoneSpec {
+            spare_sectors_per_zone: 3,
+            slipped_sectors: vec![6, 12],
+            ..Default::default()
+        },
+    );
+    let g = Geometry::from_config(&d).unwrap();
+    assert_eq!(g.capacity(), Sectors(17));
+    assert_eq!(g.home(Lba(5)), at(1, 0));
+    assert_eq!(g.home(Lba(6)), at(1, 2));
+    assert_eq!(g.home(Lba(8)), at(1, 4));
+    assert_eq!(g.home(Lba(11)), at(2, 3));
+    assert_eq!(g.home(Lba(16)), at(3, 3));
+    assert_eq!(g.home_lba(at(1, 1)), None);
+    assert_eq!(g.home_lba(at(2, 2)), None);
+    assert_eq!(g.home_lba(at(3, 4)), None);
+    assert_eq!(g.logical_track_start(2), Lba(9));
+    // A transfer over a slipped sector is two pieces of one track.
+    let mut pieces = vec![];
+    g.for_home_extents(Lba(5), Sectors(4), |a, n, l| pieces.push((a, n, l)));
+    assert_eq!(pieces, vec![(at(1, 0), 1, Lba(5)), (at(1, 2), 3, Lba(6))]);
+    homes(&g);
+}
+
+#[test]
+fn slipped_sectors_need_a_sector_scheme_order_and_room() {
+    let mut d = one_zone(
+        1,
+        4,
+        5,
+        ZoneSpec {
+            slipped_sectors: vec![6],
+            ..Default::default()
+        },
+    );
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("slipped_sectors need spare_sectors_per_range or spare_sectors_per_zone"),
+        "{e}"
+    );
+    d.zones[0].spare_sectors_per_zone = 3;
+    d.zones[0].slipped_sectors = vec![6, 2];
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(e.contains("slipped_sectors must ascend (6 then 2)"), "{e}");
+    d.zones[0].slipped_sectors = vec![20];
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("slipped sector 20 lies outside the zone's whole sparing periods (20 sectors)"),
+        "{e}"
+    );
+    // Three slips move LBN 16 to position 19, the last data track's last
+    // sector; a fourth would need another track.
+    d.zones[0].slipped_sectors = vec![1, 2, 3];
+    assert!(Geometry::from_config(&d).is_ok());
+    d.zones[0].slipped_sectors = vec![1, 2, 3, 4];
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("4 slipped_sectors in sparing period 0 move its LBAs past the 3 spare sectors"),
+        "{e}"
+    );
+    d.zones[0].slipped_sectors = vec![1];
+    d.zones[0].front_empty_sectors = 5;
+    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    assert!(
+        e.contains("slipped_sectors with front_empty_sectors are not supported"),
+        "{e}"
+    );
+}
+
+#[test]
 fn slipped_tracks_out_of_order_past_the_zone_or_beyond_the_spares_are_errors() {
     let mut d = one_zone(
         1,
@@ -462,8 +542,27 @@ fn ltop(c: Case, z: &ZoneSpec, x: u64) -> (u64, u64) {
                 (z.spare_sectors_per_range, c.surfaces * c.range)
             };
             let n = tracks * spt - k;
-            let off = x % n;
+            let mut off = x % n;
+            // g1_ltop_sectperrangespare: the range's slips at or before the running position.
+            let first = (x / n) * tracks * spt;
+            let mut slips = 0;
+            for &s in &z.slipped_sectors {
+                if s >= first && s - first <= off + slips {
+                    slips += 1;
+                }
+            }
+            off += slips;
             ((x / n) * tracks + off / spt, off % spt)
+        }
+        9 => {
+            // g1_ltop_sectperzonespare: the zone's slips at or before the running position.
+            let mut slips = 0;
+            for &s in &z.slipped_sectors {
+                if s <= x + slips {
+                    slips += 1;
+                }
+            }
+            ((x + slips) / spt, (x + slips) % spt)
         }
         1 => {
             // g1_ltop_trackspare: the track steps over each slip at or before it.
@@ -531,6 +630,32 @@ proptest::proptest! {
             z.front_empty_sectors = front * (spt as u64 - z.spare_sectors_per_track as u64) / 2;
             // Half the cases put 0..2 gap cylinders after each zone.
             z.gap_cylinders = if gaps { gap } else { 0 };
+            // Schemes 8 and 9 slip sectors of whole periods, up to the room
+            // the period's last data track has spare (zones without a front).
+            if (scheme == 8 || scheme == 9) && z.front_empty_sectors == 0 {
+                let spt = spt as u64;
+                let (period, k) = if scheme == 8 {
+                    (surfaces * range, z.spare_sectors_per_range)
+                } else {
+                    (tracks, z.spare_sectors_per_zone)
+                };
+                let per_lbas = period * spt - k;
+                let room = per_lbas.div_ceil(spt) * spt - per_lbas;
+                let whole = tracks / period * period * spt;
+                if whole > 0 {
+                    let mut v: Vec<u64> = slips.iter().map(|s| s * 7919 % whole).collect();
+                    v.sort_unstable();
+                    v.dedup();
+                    let mut kept: Vec<u64> = vec![];
+                    for s in v {
+                        let j = s / (period * spt);
+                        if (kept.iter().filter(|&&t| t / (period * spt) == j).count() as u64) < room {
+                            kept.push(s);
+                        }
+                    }
+                    z.slipped_sectors = kept;
+                }
+            }
             // Scheme 1 slips up to one track per spare track, anywhere in the zone.
             if scheme == 1 {
                 let mut v: Vec<u64> = slips.iter().map(|s| s % tracks).collect();
@@ -566,7 +691,10 @@ proptest::proptest! {
                 || (cyls % range) * surfaces * spt < surfaces * range * spt - z.spare_sectors_per_range;
             // stlsim maps a front that ends on a track's first sector.
             let mapped = spares::front_mapped(z, tracks + z.gap_cylinders * surfaces, surfaces, range);
-            let (t, s) = ltop(c, z, z.front_empty_sectors);
+            // (Slipped sectors come only with no front: where a front ends is
+            // DiskSim's placement without them.)
+            let unslipped = ZoneSpec { slipped_sectors: vec![], ..z.clone() };
+            let (t, s) = ltop(c, &unslipped, z.front_empty_sectors);
             if consistent {
                 proptest::prop_assert_eq!(mapped, s == 0, "zone {} front at {:?}", i, (t, s));
             }
@@ -620,7 +748,10 @@ proptest::proptest! {
             let (s, e) = (g.logical_track_start(lt), g.logical_track_start(lt + 1));
             proptest::prop_assert!(s < e);
             proptest::prop_assert_eq!(g.logical_track_of(s), lt);
-            proptest::prop_assert_eq!(g.home(s), at(g.logical_track_phys(lt).0, 0));
+            // A logical track starts on its track's first sector not slipped.
+            let phys = g.logical_track_phys(lt).0;
+            let first = (0..).find(|&k| g.home_lba(at(phys, k)).is_some()).unwrap();
+            proptest::prop_assert_eq!(g.home(s), at(phys, first));
             proptest::prop_assert_eq!(g.phys_logical_track(g.logical_track_phys(lt)), Some(lt));
         }
         let mut next = 0;
