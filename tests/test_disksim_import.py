@@ -123,6 +123,13 @@ def test_every_value_comes_from_the_disksim_files(stem: str) -> None:
         "read_hits_on_write_data": bool(_one(specs, "Allow read hits on write data")),
         "separate_write_segment": bool(_one(specs, "Use separate write segment")),
         **_read_ahead(specs),
+        # A write takes a segment it overlaps (disk_buffer_select_write_segment)
+        # where written data stay in read segments.
+        **(
+            {"writes_take_overlapping_segment": True}
+            if _one(specs, "Allow read hits on write data") == 1 and _one(specs, "Use separate write segment") == 0
+            else {}
+        ),
     }
     # Each value cites its source line: the rpm's comment names the model's line.
     rpm_line = next(i for i, ln in enumerate(model.splitlines(), 1) if "Rotation speed (in rpms)" in ln)

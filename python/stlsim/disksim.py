@@ -888,6 +888,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             if idle is not None and idle.value == 1:
                 use(idle)
                 cache_lines.append(f"{'read_ahead_on_idle_hit = true':<40} # {idle.where} \"Read-ahead on idle hit = 1\"")
+        # A write takes a clean segment holding any of its blocks, emptied of
+        # the rest, before a free or the least recently used one
+        # (disk_buffer_select_write_segment in src/disksim_diskcache.c, whatever
+        # the parameters say); it matters where written data stay in a read
+        # segment.
+        hits_w, sep_w = disk.get("Allow read hits on write data"), disk.get("Use separate write segment")
+        if hits_w is not None and hits_w.value == 1 and (sep_w is None or sep_w.value == 0):
+            cache_lines.append(f"{'writes_take_overlapping_segment = true':<40} # DiskSim: a write takes a segment it overlaps, dropping its other blocks (disk_buffer_select_write_segment)")
         use(disk.get("Enable caching in buffer"))
         ec = disk.get("Enable caching in buffer")
         # DiskSim stores the value as is (DISKSIM_DISK_ENABLE_CACHING_IN_BUFFER

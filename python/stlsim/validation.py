@@ -38,7 +38,7 @@ import bisect
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,6 +100,27 @@ def disksim_cdf(values_ms: Sequence[float]) -> tuple[list[float], list[float]]:
         if y >= 1.0:
             break
     return xs, ys
+
+
+def printed_cdf(rows: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """A distribution as DiskSim prints it (every bucket boundary, as
+    :func:`disksim_cdf` gives them) from some of its printed rows ``(ms,
+    cumulative fraction)``, e.g. only those with a nonzero count of a
+    "Physical access time distribution" in an ``.outv`` file: a bucket left
+    out keeps the cumulative fraction of the one before. Up to and including
+    the first point whose fraction is 1.0."""
+    cum = {f"{ms:.3f}": c for ms, c in rows}
+    xs: list[float] = []
+    ys: list[float] = []
+    y = 0.0
+    for start in _STARTS:
+        key = f"{start / DIST_SCALE:.3f}"
+        y = cum.get(key, y)
+        xs.append(float(key))
+        ys.append(y)
+        if y >= 1.0:
+            return xs, ys
+    raise ValueError("the printed distribution never reaches 1.0")
 
 
 def rms_distance(x1: Sequence[float], y1: Sequence[float], x2: Sequence[float], y2: Sequence[float]) -> float:

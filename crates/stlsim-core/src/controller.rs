@@ -160,6 +160,14 @@ pub struct ReadCacheConfig {
     /// overhead (as for a miss) is done (DiskSim "Read-ahead on idle hit",
     /// `disk_check_hda`).
     pub read_ahead_on_idle_hit: bool,
+    /// Written data (with `read_hits_on_write_data`, no separate write
+    /// segment) takes a read segment holding any of the written sectors,
+    /// whose other sectors it drops, before a free or the least recently
+    /// used one, as DiskSim's `disk_buffer_select_write_segment` ranks them
+    /// (a clean segment overlapping the write above an empty one). Off: it
+    /// takes a free or the least recently used segment, and an overlapping
+    /// one keeps its other sectors.
+    pub writes_take_overlapping_segment: bool,
 }
 
 /// How far the read-ahead after a media read may go.
@@ -196,6 +204,7 @@ impl Default for ReadCacheConfig {
             read_ahead_over_requested: true,
             hits_continue_read_ahead: false,
             read_ahead_on_idle_hit: false,
+            writes_take_overlapping_segment: false,
         }
     }
 }
@@ -601,20 +610,24 @@ impl ReadCache {
         }
     }
 
-    /// A read segment for `lba..lba + n`: a free one, or the least recently used.
-    fn claim(&mut self, lba: u64, n: u64, data: &[Token]) -> usize {
-        let tokens = if self.carries {
-            data.to_vec()
-        } else {
-            Vec::new()
-        };
-        let seg = Segment {
+    /// A read segment holding `data` (tokens carried or not) for `lba..lba + n`.
+    fn segment(&self, lba: u64, n: u64, data: &[Token]) -> Segment {
+        Segment {
             start: lba,
             len: n,
-            tokens,
+            tokens: if self.carries {
+                data.to_vec()
+            } else {
+                Vec::new()
+            },
             last_use: 0,
             write: false,
-        };
+        }
+    }
+
+    /// A read segment for `lba..lba + n`: a free one, or the least recently used.
+    fn claim(&mut self, lba: u64, n: u64, data: &[Token]) -> usize {
+        let seg = self.segment(lba, n, data);
         if self.segs.iter().filter(|s| !s.write).count() < self.cfg.segments as usize {
             self.segs.push(seg);
             return self.segs.len() - 1;
@@ -768,7 +781,29 @@ impl ReadCache {
                 None => self.segs.push(seg),
             }
         } else {
-            let i = self.claim(start, keep, data);
+            // DiskSim's rank: a clean segment the write overlaps (its other
+            // sectors are emptied with it), then a free one, then the least
+            // recently used.
+            let overlapping = (self.cfg.writes_take_overlapping_segment)
+                .then(|| {
+                    (0..self.segs.len())
+                        .filter(|&i| {
+                            let s = &self.segs[i];
+                            !s.write && s.start < end && lba < s.end()
+                        })
+                        .min_by_key(|&i| self.segs[i].last_use)
+                })
+                .flatten();
+            let i = match overlapping {
+                Some(i) => {
+                    if self.prefetch.is_some_and(|p| p.seg == i) {
+                        self.prefetch = None;
+                    }
+                    self.segs[i] = self.segment(start, keep, data);
+                    i
+                }
+                None => self.claim(start, keep, data),
+            };
             self.segs[i].last_use = self.clock;
         }
     }
@@ -921,6 +956,36 @@ mod tests {
             assert_eq!(c.lookup(0, 1), Lookup::Miss);
             // A separate write segment survives two reads; a shared one does not.
             assert_eq!(c.lookup(500, 3) == Lookup::Full, separate);
+        }
+    }
+
+    #[test]
+    fn a_write_takes_the_segment_it_overlaps_when_asked() {
+        let t = |l: u64| Token {
+            lba: l,
+            ..Token::EMPTY
+        };
+        let data: Vec<Token> = (0..10).map(t).collect();
+        for take in [false, true] {
+            let mut c = ReadCache::new(
+                ReadCacheConfig {
+                    segments: 2,
+                    segment_sectors: 64,
+                    read_hits_on_write_data: true,
+                    writes_take_overlapping_segment: take,
+                    ..Default::default()
+                },
+                true,
+            );
+            c.filled(500, 4, &[t(5); 4], Nanos(0), AheadCtx::default());
+            c.filled(0, 10, &data, Nanos(0), AheadCtx::default());
+            c.written(4, 2, &[t(99), t(98)]);
+            assert_eq!(c.lookup(4, 2), Lookup::Full);
+            // DiskSim's rank: the overlapped segment holds the write alone,
+            // its other sectors dropped, and the other segment stays; else
+            // the least recently used one (500..504) gives way.
+            assert_eq!(c.lookup(0, 4) == Lookup::Miss, take);
+            assert_eq!(c.lookup(500, 4) == Lookup::Full, take);
         }
     }
 
