@@ -768,6 +768,15 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
                 )
             else:
                 unexpressed.append(f"{slips.where} slips = {_fmt(slips.value)}")
+        defects = use(zb.get("defects"))
+        if defects is not None and defects.value:
+            dv = defects.value if isinstance(defects.value, list) else None
+            # Pairs (defect, remap); one remapped to itself moves no LBN
+            # (the ltop functions skip it: b->remap[i] != b->defect[i]).
+            if dv is not None and len(dv) % 2 == 0 and all(dv[i] == dv[i + 1] for i in range(0, len(dv), 2)):
+                zone_lines.append(f"# {defects.where} \"defects = {_fmt(defects.value)}\": each sector remapped to itself, which DiskSim's LBN-to-PBN mapping ignores")
+            else:
+                unexpressed.append(f"{defects.where} defects = {_fmt(defects.value)}")
         if z["gap"] is not None:
             n, nxt = z["gap"]
             lastc = _as_int(z["last"], "cylinder")
