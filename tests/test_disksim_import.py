@@ -162,6 +162,10 @@ def test_unexpressed_values_are_listed_in_the_header_and_on_stderr(cli, tmp_path
     assert not any("slips" in x for x in imp.unexpressed)
     assert "slipped_sectors = [55017, 358148, 394564, 420533, 483742]" in imp.toml
     assert "slipped_tracks = [1626, 1850]" in import_disksim(DISKSIM / "hp_c2490a.parv").toml
+    # A defect remapped to itself moves no LBN in DiskSim: noted, not listed.
+    cheetah = import_disksim(DISKSIM / "cheetah4LP.parv")
+    assert not any("defects" in x for x in cheetah.unexpressed)
+    assert '"defects = [233375, 233375]": each sector remapped to itself' in cheetah.toml
     # Fast write level 2 is expressed whole (destage_at_once); level 1's rule for queued requests is not.
     assert not any("Fast write level" in x for x in imp.unexpressed)
     assert any(x.startswith("barracuda.diskspecs:49 Fast write level = 1") for x in import_disksim(DISKSIM / "barracuda.parv").unexpressed)
