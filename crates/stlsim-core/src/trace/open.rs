@@ -1506,10 +1506,15 @@ pub(crate) mod text {
     /// in the lowest byte), by pairing neighbours in three multiplications.
     #[inline]
     pub(crate) fn parse_eight(w: u64) -> u64 {
+        digit_values(w - 0x3030_3030_3030_3030)
+    }
+
+    /// [`parse_eight`] of the digits' values (each byte 0 to 9).
+    #[inline(always)]
+    fn digit_values(v: u64) -> u64 {
         const MASK: u64 = 0x0000_00FF_0000_00FF;
         const MUL1: u64 = 100 + (1_000_000 << 32);
         const MUL2: u64 = 1 + (10_000 << 32);
-        let v = w - 0x3030_3030_3030_3030;
         let v = v * 10 + (v >> 8);
         ((v & MASK)
             .wrapping_mul(MUL1)
@@ -1532,8 +1537,9 @@ pub(crate) mod text {
     /// word's top, with '0's filled in below them.
     #[inline(always)]
     pub(crate) fn parse_prefix(w: u64, n: u32) -> u64 {
-        let shift = 64 - 8 * n;
-        parse_eight((w << shift) | (0x3030_3030_3030_3030 >> (64 - shift)))
+        // The values shifted up bring zeros (the value of '0') in below; a
+        // borrow from a byte past the digits goes up, out with it.
+        digit_values(w.wrapping_sub(0x3030_3030_3030_3030) << (64 - 8 * n))
     }
 
     /// Digits from `*i` up to `stop` (consumed), at least one and at most 18
@@ -2256,15 +2262,17 @@ pub(crate) mod text {
     /// The value of the first `n` (1 to 8) bytes of `w`, if all are digits.
     #[inline(always)]
     fn leading_digits(w: u64, n: usize) -> Option<u64> {
-        // Moved up to the word's top, '0's filled in below: then one test
-        // of all eight bytes, where counting the digits took twice the
-        // instructions.
-        let x = if n >= 8 {
-            w
-        } else {
-            (w << (64 - 8 * n)) | (0x3030_3030_3030_3030 >> (8 * n))
-        };
-        eight_digits(x).then(|| parse_eight(x))
+        // The bytes' values as digits, moved up to the word's top with
+        // zeros (the value of '0') in below: a borrow from a byte past the
+        // n goes up, out with it. Then a byte is a digit exactly when its
+        // value and its value plus 0x76 are both below 0x80; a borrow or a
+        // carry between bytes only follows a byte that fails that, so the
+        // word fails too. Half the instructions of testing the bytes
+        // themselves and filling in '0's.
+        debug_assert!((1..=8).contains(&n));
+        let v = w.wrapping_sub(0x3030_3030_3030_3030) << ((64 - 8 * n) & 63);
+        ((v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 == 0)
+            .then(|| digit_values(v))
     }
 
     /// A `Decimal(k)` column's field `line[from..to]` in the form the
@@ -2718,6 +2726,17 @@ pub(crate) mod text {
                 ], 0..600),
             ) {
                 proptest::prop_assert_eq!(find_newline(&hay), memchr::memchr(b'\n', &hay));
+            }
+
+            /// The first n bytes of a word are read as digits exactly when
+            /// a byte loop reads them so, to the same value.
+            #[test]
+            fn leading_digits_agree_with_a_byte_loop(
+                b in proptest::array::uniform8(proptest::prop_oneof![4 => b'0'..=b'9', 1 => proptest::num::u8::ANY, 1 => proptest::sample::select(b"/:.,\x00\xff\xb0\xb9".to_vec())]),
+                n in 1usize..=8,
+            ) {
+                let want = b[..n].iter().all(u8::is_ascii_digit).then(|| b[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0')));
+                proptest::prop_assert_eq!(leading_digits(u64::from_le_bytes(b), n), want);
             }
 
             /// The digit-prefix word tricks agree with a byte loop on any eight bytes.
