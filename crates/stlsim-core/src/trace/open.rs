@@ -1116,8 +1116,33 @@ pub(crate) mod text {
         /// Move to the next line, blank or not, without splitting it (a
         /// reader with a fast path parses [`Self::raw`] itself and calls
         /// [`Self::split_current`] only when that fails); `false` at the end.
-        #[inline]
+        #[inline(always)]
         pub(crate) fn next_line(&mut self) -> SimResult<bool> {
+            // A line ending in the buffer, in the reader's own loop; the
+            // rest (refills, the input's end, errors) out of line: the call
+            // and its result through memory were a tenth of a short line.
+            let hay = &self.buf[self.pos..self.end];
+            let newline = if self.marking {
+                find_newline_marking(hay, self.delimiter, &mut self.marks)
+            } else {
+                find_newline(hay)
+            };
+            match newline {
+                Some(i) if i as u64 <= MAX_LINE_BYTES => {
+                    self.lines += 1;
+                    self.line_at = self.pos;
+                    self.line_len = i;
+                    self.pos += i + 1;
+                    self.fields.clear();
+                    Ok(true)
+                }
+                _ => self.next_line_slow(),
+            }
+        }
+
+        /// [`Self::next_line`] the whole way.
+        #[inline(never)]
+        fn next_line_slow(&mut self) -> SimResult<bool> {
             loop {
                 let hay = &self.buf[self.pos..self.end];
                 let newline = if self.marking {
