@@ -76,7 +76,7 @@ impl FileBases {
         Some((u128::from_le_bytes(b), name.len() as u8))
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, name: &[u8]) -> Option<u64> {
         match Self::short_key(name) {
             Some(k) => self.short.get(&k).copied(),
