@@ -341,7 +341,7 @@ impl ThesiosReader {
             len: Bytes(len),
             line: s.line(),
         };
-        return Ok(Some((rec, None)));
+        Ok(Some((rec, None)))
     }
 }
 
