@@ -174,6 +174,10 @@ impl GenericCsvReader {
         }
         takes[cfg.op_col] = Take::Word;
         let fast = Columns::new(takes, &src, false);
+        let mut src = src;
+        if let Some(up_to) = fast.as_ref().and_then(Columns::marks_wanted) {
+            src.mark_delimiters(up_to);
+        }
         Ok(GenericCsvReader {
             src,
             fast,
@@ -241,7 +245,7 @@ impl GenericCsvReader {
         let fast = self.fast.as_ref()?;
         let mut nums = [0u64; 4];
         let mut words: [&[u8]; 1] = [&[]];
-        fast.read(self.src.raw(), &mut nums, &mut words)?;
+        fast.read_current(&self.src, &mut nums, &mut words)?;
         let op = self.op(words[0])?;
         self.src.mark_record();
         let [time, offset, size, device] = self.slots.map(|k| nums[k]);

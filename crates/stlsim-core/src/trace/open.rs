@@ -998,6 +998,10 @@ pub(crate) mod text {
         /// 1-based number of the current line, and of lines consumed.
         line: u64,
         lines: u64,
+        /// Whether [`Self::next_line`] marks each line's delimiters as it
+        /// looks for its end (for a [`Columns`] plan, which reads them).
+        marking: bool,
+        marks: Marks,
         /// Tests read a text both ways, with and without the readers' fast
         /// paths, and compare.
         #[cfg(test)]
@@ -1028,9 +1032,19 @@ pub(crate) mod text {
                 file: file.to_string(),
                 line: 0,
                 lines: 0,
+                marking: false,
+                marks: Marks::default(),
                 #[cfg(test)]
                 general_only: false,
             }
+        }
+
+        /// Mark each line's first `up_to` delimiters (at least) from now on,
+        /// as [`Columns::read_current`] reads them (comma mode only:
+        /// whitespace mode has no plan).
+        pub(crate) fn mark_delimiters(&mut self, up_to: usize) {
+            self.marking = !self.whitespace;
+            self.marks.limit = up_to.min(PLANNED_COLUMNS);
         }
 
         /// Whether a reader may try its one-pass fast path on a line (always,
@@ -1102,10 +1116,41 @@ pub(crate) mod text {
         /// Move to the next line, blank or not, without splitting it (a
         /// reader with a fast path parses [`Self::raw`] itself and calls
         /// [`Self::split_current`] only when that fails); `false` at the end.
-        #[inline]
+        #[inline(always)]
         pub(crate) fn next_line(&mut self) -> SimResult<bool> {
+            // A line ending in the buffer, in the reader's own loop; the
+            // rest (refills, the input's end, errors) out of line: the call
+            // and its result through memory were a tenth of a short line.
+            let hay = &self.buf[self.pos..self.end];
+            let newline = if self.marking {
+                find_newline_marking(hay, self.delimiter, &mut self.marks)
+            } else {
+                find_newline(hay)
+            };
+            match newline {
+                Some(i) if i as u64 <= MAX_LINE_BYTES => {
+                    self.lines += 1;
+                    self.line_at = self.pos;
+                    self.line_len = i;
+                    self.pos += i + 1;
+                    self.fields.clear();
+                    Ok(true)
+                }
+                _ => self.next_line_slow(),
+            }
+        }
+
+        /// [`Self::next_line`] the whole way.
+        #[inline(never)]
+        fn next_line_slow(&mut self) -> SimResult<bool> {
             loop {
-                let (start, stop, next) = match find_newline(&self.buf[self.pos..self.end]) {
+                let hay = &self.buf[self.pos..self.end];
+                let newline = if self.marking {
+                    find_newline_marking(hay, self.delimiter, &mut self.marks)
+                } else {
+                    find_newline(hay)
+                };
+                let (start, stop, next) = match newline {
                     Some(i) => (self.pos, self.pos + i, self.pos + i + 1),
                     None if self.eof => {
                         if self.pos == self.end {
@@ -1348,6 +1393,91 @@ pub(crate) mod text {
         memchr::memchr(b'\n', &hay[at..]).map(|i| at + i)
     }
 
+    /// [`Marks::starts`]'s slots: one past any byte's value.
+    const MARK_SLOTS: usize = 257;
+
+    /// A line's delimiters, marked by [`find_newline_marking`] while it
+    /// looks for the line's end: what [`field_starts`] finds, without a
+    /// second pass over the line.
+    pub(crate) struct Marks {
+        /// Whether the rest holds for the current line (its end was found
+        /// within [`Separators::MAX_LINE`] bytes, in whole 64-byte stretches).
+        ok: bool,
+        /// The line's first `found` field starts after the first,
+        /// `starts[1..=found]` (`starts[0]` is 0), at most
+        /// [`PLANNED_COLUMNS`]; `starts[found + 1]` is one past the line's
+        /// end (its `\r` excluded), as if a delimiter ended the line.
+        /// Room for a whole stretch past the last one kept (the stretch
+        /// is stored before it is counted), indexed by a byte.
+        starts: [u16; MARK_SLOTS],
+        found: usize,
+        /// Delimiters are marked until `found` reaches this (at most
+        /// [`PLANNED_COLUMNS`]): the layout's width, where a reader's
+        /// columns end; the ones past it cost a tenth of a Thesios line.
+        limit: usize,
+    }
+
+    impl Default for Marks {
+        fn default() -> Self {
+            Marks {
+                ok: false,
+                starts: [0; MARK_SLOTS],
+                found: 0,
+                limit: PLANNED_COLUMNS,
+            }
+        }
+    }
+
+    /// [`find_newline`], marking the delimiters `d` before the newline in
+    /// `marks` in the same pass: each 64-byte stretch compared once for
+    /// both bytes, where finding the end and then the fields read a line
+    /// twice. `marks.ok` is false where the newline is not within the
+    /// first [`Separators::MAX_LINE`] bytes in whole stretches (the input's
+    /// last bytes, a long line): then it is [`find_newline`]'s search.
+    #[inline(always)]
+    fn find_newline_marking(hay: &[u8], d: u8, marks: &mut Marks) -> Option<usize> {
+        marks.ok = false;
+        let mut found = 0;
+        let mut base = 0;
+        while let Some(b) = hay.get(base..).and_then(|r| r.first_chunk::<64>()) {
+            let hits = |k: usize, c: u8| {
+                let q = b[16 * k..].first_chunk::<16>().expect("16 of 64");
+                Separators::hits16(q, c, false) << (16 * k)
+            };
+            let nl = hits(0, b'\n') | hits(1, b'\n') | hits(2, b'\n') | hits(3, b'\n');
+            let mut m = hits(0, d) | hits(1, d) | hits(2, d) | hits(3, d);
+            // Only the delimiters before the newline are the line's.
+            m &= nl.wrapping_sub(1) & !nl;
+            if found < marks.limit {
+                // At most 64 in a stretch, after fewer than 64 kept: a
+                // byte's index stays within the room, so no check per
+                // delimiter (the index masked to the room took one more
+                // instruction, of nine).
+                let mut k = found;
+                while m != 0 {
+                    marks.starts[usize::from(k as u8) + 1] =
+                        (base + m.trailing_zeros() as usize + 1) as u16;
+                    k += 1;
+                    m &= m - 1;
+                }
+                found = k.min(PLANNED_COLUMNS);
+            }
+            if nl != 0 {
+                let end = base + nl.trailing_zeros() as usize;
+                let plain = end - usize::from(end > 0 && hay[end - 1] == b'\r');
+                marks.starts[found + 1] = plain as u16 + 1;
+                marks.found = found;
+                marks.ok = true;
+                return Some(end);
+            }
+            base += 64;
+            if base >= Separators::MAX_LINE {
+                break;
+            }
+        }
+        find_newline(hay)
+    }
+
     /// Trim ASCII whitespace at both ends.
     pub(crate) fn trim(s: &[u8]) -> &[u8] {
         let mut a = 0;
@@ -1406,10 +1536,15 @@ pub(crate) mod text {
     /// in the lowest byte), by pairing neighbours in three multiplications.
     #[inline]
     pub(crate) fn parse_eight(w: u64) -> u64 {
+        digit_values(w - 0x3030_3030_3030_3030)
+    }
+
+    /// [`parse_eight`] of the digits' values (each byte 0 to 9).
+    #[inline(always)]
+    fn digit_values(v: u64) -> u64 {
         const MASK: u64 = 0x0000_00FF_0000_00FF;
         const MUL1: u64 = 100 + (1_000_000 << 32);
         const MUL2: u64 = 1 + (10_000 << 32);
-        let v = w - 0x3030_3030_3030_3030;
         let v = v * 10 + (v >> 8);
         ((v & MASK)
             .wrapping_mul(MUL1)
@@ -1421,19 +1556,23 @@ pub(crate) mod text {
     /// are ASCII digits before the first byte that is not.
     #[inline(always)]
     pub(crate) fn digit_prefix(w: u64) -> u32 {
-        // Per byte, without carries between bytes: a high nibble other than
-        // 3, or a low nibble above 9, marks a non-digit.
-        let hi = (w & 0xF0F0_F0F0_F0F0_F0F0) ^ 0x3030_3030_3030_3030;
-        let lo = ((w & 0x0F0F_0F0F_0F0F_0F0F) + 0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0;
-        (hi | lo).trailing_zeros() / 8
+        // Each byte's value as a digit: one that is not a digit has its
+        // value, or its value plus 0x76, at 0x80 or above. A borrow or a
+        // carry between bytes only goes up from such a byte, so the first
+        // byte marked is the first that is not a digit (as in
+        // [`leading_digits`]; the bytes' nibbles tested took twice the
+        // instructions).
+        let v = w.wrapping_sub(0x3030_3030_3030_3030);
+        ((v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080).trailing_zeros() / 8
     }
 
     /// The value of the first `n` (1 to 7) digits of `w`: moved up to the
     /// word's top, with '0's filled in below them.
     #[inline(always)]
     pub(crate) fn parse_prefix(w: u64, n: u32) -> u64 {
-        let shift = 64 - 8 * n;
-        parse_eight((w << shift) | (0x3030_3030_3030_3030 >> (64 - shift)))
+        // The values shifted up bring zeros (the value of '0') in below; a
+        // borrow from a byte past the digits goes up, out with it.
+        digit_values(w.wrapping_sub(0x3030_3030_3030_3030) << (64 - 8 * n))
     }
 
     /// Digits from `*i` up to `stop` (consumed), at least one and at most 18
@@ -1605,6 +1744,19 @@ pub(crate) mod text {
             }
         }
 
+        /// Whether [`Columns::read_current`] reads lines by the delimiters
+        /// their [`CsvLines`] marks: then the reader should have it mark them.
+        #[inline(always)]
+        fn reads_marks(&self) -> bool {
+            self.marked && !self.whitespace && !self.plan.is_empty()
+        }
+
+        /// How many of a line's delimiters to mark for this layout
+        /// ([`CsvLines::mark_delimiters`]), if it reads marks.
+        pub(crate) fn marks_wanted(&self) -> Option<usize> {
+            self.reads_marks().then_some(self.takes.len())
+        }
+
         /// Whether `c` ends a field (`WS`: whitespace mode).
         #[inline(always)]
         fn separates<const WS: bool>(&self, c: u8) -> bool {
@@ -1706,34 +1858,91 @@ pub(crate) mod text {
             let width = self.takes.len();
             let mut starts = [0u16; PLANNED_COLUMNS + 1];
             let found = field_starts(line, self.delimiter, width, &mut starts);
-            // Fewer fields than taken, or more than an exact layout has.
-            if found + 1 < width || self.exact && found == width {
+            if !self.fields_found(found) {
                 return None;
             }
-            if found < width {
+            if found + 1 == width {
                 // The last field ends the line.
                 starts[width] = line.len() as u16 + 1;
             }
+            self.take_planned(
+                &Fields {
+                    line,
+                    starts: &starts,
+                },
+                nums,
+                words,
+            )
+        }
+
+        /// Whether a line with `found` delimiters (counted up to the
+        /// layout's width at least) has the layout's columns: not fewer
+        /// than taken, nor more than an exact layout has.
+        #[inline(always)]
+        fn fields_found(&self, found: usize) -> bool {
+            let width = self.takes.len();
+            let found = found.min(width);
+            found + 1 >= width && !(self.exact && found == width)
+        }
+
+        /// [`Columns::read`] of the current line of `lines`, by the
+        /// delimiters it marked while finding the line's end where it did
+        /// ([`CsvLines::mark_delimiters`]): the same lines taken, with the
+        /// same values.
+        #[inline]
+        pub(crate) fn read_current<'a>(
+            &self,
+            lines: &'a CsvLines,
+            nums: &mut [u64],
+            words: &mut [&'a [u8]],
+        ) -> Option<()> {
+            match self.fields_current(lines) {
+                Some(fields) => self.take_planned(&fields, nums, words),
+                None => self.read(lines.raw(), nums, words),
+            }
+        }
+
+        /// The plan's columns of a line with the layout's fields.
+        #[inline(always)]
+        fn take_planned<'a, const N: usize>(
+            &self,
+            fields: &Fields<'a, '_, N>,
+            nums: &mut [u64],
+            words: &mut [&'a [u8]],
+        ) -> Option<()> {
             let (mut n, mut w) = (0, 0);
             for &(col, take) in &self.plan {
-                // A plan's columns are below PLANNED_COLUMNS: the mask
-                // only spares the bounds checks.
-                let col = col as usize & (PLANNED_COLUMNS - 1);
-                let from = usize::from(starts[col]);
-                let to = usize::from(starts[col + 1]) - 1;
                 if let Step::Word = take {
-                    let f = &line[from..to];
-                    if !text_taken::<false>(take, f) {
-                        return None;
-                    }
-                    *words.get_mut(w)? = f;
+                    *words.get_mut(w)? = fields.word(col as usize)?;
                     w += 1;
                     continue;
                 }
-                *nums.get_mut(n)? = number_in(line, from, to, take)?;
+                *nums.get_mut(n)? = fields.number(col as usize, take)?;
                 n += 1;
             }
             Some(())
+        }
+
+        /// The fields of the current line of `lines`, for a reader that
+        /// takes its columns itself (in the order its own checks want),
+        /// where it was marked ([`CsvLines::mark_delimiters`]) and has the
+        /// layout's columns; `None` leaves the line to
+        /// [`Columns::read_current`]. A column of the layout, read as the
+        /// layout takes it, is what `read_current` reads.
+        #[inline(always)]
+        pub(crate) fn fields_current<'a>(
+            &self,
+            lines: &'a CsvLines,
+        ) -> Option<Fields<'a, 'a, MARK_SLOTS>> {
+            let marks = &lines.marks;
+            if !(marks.ok && self.reads_marks() && self.fields_found(marks.found)) {
+                return None;
+            }
+            let line = lines.raw();
+            Some(Fields {
+                line: line.strip_suffix(b"\r").unwrap_or(line),
+                starts: &marks.starts,
+            })
         }
 
         #[inline(always)]
@@ -1809,6 +2018,54 @@ pub(crate) mod text {
                 }
                 Some(&c) => self.separates::<WS>(c).then_some(()),
             }
+        }
+    }
+
+    /// A line's fields by their starts (`starts[k]` the start of field k,
+    /// one past the delimiter ending the field before, for every field
+    /// asked for and the one after it), each read as a planned walk takes
+    /// it: `None` where the general way might read it otherwise.
+    pub(crate) struct Fields<'a, 's, const N: usize> {
+        line: &'a [u8],
+        starts: &'s [u16; N],
+    }
+
+    impl<'a, const N: usize> Fields<'a, '_, N> {
+        /// Field `col`'s bounds.
+        #[inline(always)]
+        fn bounds(&self, col: usize) -> (usize, usize) {
+            // A layout's columns are below PLANNED_COLUMNS: the mask only
+            // spares the bounds checks.
+            const { assert!(N > PLANNED_COLUMNS) };
+            let col = col & (PLANNED_COLUMNS - 1);
+            let from = usize::from(self.starts[col]);
+            (from, usize::from(self.starts[col + 1]) - 1)
+        }
+
+        /// Field `col` as a `Word` column takes it.
+        #[inline(always)]
+        pub(crate) fn word(&self, col: usize) -> Option<&'a [u8]> {
+            let (from, to) = self.bounds(col);
+            let f = &self.line[from..to];
+            text_taken::<false>(Step::Word, f).then_some(f)
+        }
+
+        /// Field `col` as an `Int` column takes it.
+        #[inline(always)]
+        pub(crate) fn int(&self, col: usize) -> Option<u64> {
+            self.number(col, Step::Int)
+        }
+
+        /// Field `col` as a `Scaled(10^k)` column takes it.
+        #[inline(always)]
+        pub(crate) fn decimal(&self, col: usize, k: usize) -> Option<u64> {
+            self.number(col, Step::Decimal(k))
+        }
+
+        #[inline(always)]
+        fn number(&self, col: usize, take: Step) -> Option<u64> {
+            let (from, to) = self.bounds(col);
+            number_in(self.line, from, to, take)
         }
     }
 
@@ -2038,15 +2295,17 @@ pub(crate) mod text {
     /// The value of the first `n` (1 to 8) bytes of `w`, if all are digits.
     #[inline(always)]
     fn leading_digits(w: u64, n: usize) -> Option<u64> {
-        // Moved up to the word's top, '0's filled in below: then one test
-        // of all eight bytes, where counting the digits took twice the
-        // instructions.
-        let x = if n >= 8 {
-            w
-        } else {
-            (w << (64 - 8 * n)) | (0x3030_3030_3030_3030 >> (8 * n))
-        };
-        eight_digits(x).then(|| parse_eight(x))
+        // The bytes' values as digits, moved up to the word's top with
+        // zeros (the value of '0') in below: a borrow from a byte past the
+        // n goes up, out with it. Then a byte is a digit exactly when its
+        // value and its value plus 0x76 are both below 0x80; a borrow or a
+        // carry between bytes only follows a byte that fails that, so the
+        // word fails too. Half the instructions of testing the bytes
+        // themselves and filling in '0's.
+        debug_assert!((1..=8).contains(&n));
+        let v = w.wrapping_sub(0x3030_3030_3030_3030) << ((64 - 8 * n) & 63);
+        ((v | v.wrapping_add(0x7676_7676_7676_7676)) & 0x8080_8080_8080_8080 == 0)
+            .then(|| digit_values(v))
     }
 
     /// A `Decimal(k)` column's field `line[from..to]` in the form the
@@ -2433,6 +2692,61 @@ pub(crate) mod text {
                     got.map(|()| (nums, words.map(<[u8]>::to_vec)))
                 };
                 proptest::prop_assert_eq!(run(true), run(false), "{:?}", String::from_utf8_lossy(line));
+                if !ws {
+                    // Read by the delimiters marked with the line's end
+                    // (a next line behind it, as the stretches need).
+                    let cols = Columns::of_steps(takes.clone(), b',', false, exact, true);
+                    let mut text = line.to_vec();
+                    text.extend_from_slice(b"\n1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32\n");
+                    let mut lines = CsvLines::new(Box::new(std::io::Cursor::new(text)), "t", b',');
+                    if let Some(up_to) = cols.marks_wanted() {
+                        lines.mark_delimiters(up_to);
+                    }
+                    proptest::prop_assert!(lines.next_line().unwrap());
+                    proptest::prop_assert!(lines.marks.ok || cols.marks_wanted().is_none() || line.len() >= Separators::MAX_LINE);
+                    let mut nums = [0u64; 9];
+                    let mut words: [&[u8]; 9] = [&[]; 9];
+                    let got = cols.read_current(&lines, &mut nums, &mut words).map(|()| (nums, words.map(<[u8]>::to_vec)));
+                    proptest::prop_assert_eq!(got, run(false), "{:?}", String::from_utf8_lossy(line));
+                }
+            }
+
+            /// The newline search that marks delimiters finds memchr's
+            /// newline, and where it marked the line, its delimiters in
+            /// order (all of them, or at least as many as asked for) and
+            /// then the line's end (its `\r` excluded).
+            #[test]
+            fn marking_finds_the_newline_and_the_delimiters_before_it(
+                hay in proptest::collection::vec(proptest::prop_oneof![
+                    12 => proptest::num::u8::ANY,
+                    4 => proptest::sample::select(b",;\t ".to_vec()),
+                    1 => proptest::sample::select(b"\r\n".to_vec()),
+                ], 0..600),
+                d in proptest::sample::select(b",; \t".to_vec()),
+                up_to in 1..=PLANNED_COLUMNS,
+            ) {
+                let mut marks = Marks { limit: up_to, ..Marks::default() };
+                let end = find_newline_marking(&hay, d, &mut marks);
+                proptest::prop_assert_eq!(end, memchr::memchr(b'\n', &hay));
+                let Some(end) = end else {
+                    proptest::prop_assert!(!marks.ok);
+                    return Ok(());
+                };
+                // Marked wherever the stretches to the newline are whole
+                // and within the marked length.
+                let stretches = end / 64 + 1;
+                proptest::prop_assert_eq!(marks.ok, end < Separators::MAX_LINE && hay.len() >= 64 * stretches);
+                if marks.ok {
+                    let line = &hay[..end];
+                    let plain = line.strip_suffix(b"\r").unwrap_or(line);
+                    let want: Vec<u16> = (0..plain.len()).filter(|&k| plain[k] == d).map(|k| k as u16 + 1).collect();
+                    let found = marks.found;
+                    proptest::prop_assert!(found <= want.len().min(PLANNED_COLUMNS) && found >= want.len().min(up_to), "{} of {:?}", found, want);
+                    proptest::prop_assert_eq!(&marks.starts[1..=found], &want[..found]);
+                    if found == want.len() {
+                        proptest::prop_assert_eq!(usize::from(marks.starts[found + 1]), plain.len() + 1);
+                    }
+                }
             }
 
             /// The newline search finds memchr's newline, within the first
@@ -2445,6 +2759,17 @@ pub(crate) mod text {
                 ], 0..600),
             ) {
                 proptest::prop_assert_eq!(find_newline(&hay), memchr::memchr(b'\n', &hay));
+            }
+
+            /// The first n bytes of a word are read as digits exactly when
+            /// a byte loop reads them so, to the same value.
+            #[test]
+            fn leading_digits_agree_with_a_byte_loop(
+                b in proptest::array::uniform8(proptest::prop_oneof![4 => b'0'..=b'9', 1 => proptest::num::u8::ANY, 1 => proptest::sample::select(b"/:.,\x00\xff\xb0\xb9".to_vec())]),
+                n in 1usize..=8,
+            ) {
+                let want = b[..n].iter().all(u8::is_ascii_digit).then(|| b[..n].iter().fold(0u64, |v, &c| v * 10 + u64::from(c - b'0')));
+                proptest::prop_assert_eq!(leading_digits(u64::from_le_bytes(b), n), want);
             }
 
             /// The digit-prefix word tricks agree with a byte loop on any eight bytes.

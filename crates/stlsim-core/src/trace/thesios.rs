@@ -76,7 +76,7 @@ impl FileBases {
         Some((u128::from_le_bytes(b), name.len() as u8))
     }
 
-    #[inline]
+    #[inline(always)]
     fn get(&self, name: &[u8]) -> Option<u64> {
         match Self::short_key(name) {
             Some(k) => self.short.get(&k).copied(),
@@ -204,20 +204,45 @@ impl ThesiosReader {
         if !self.src.fast_paths() {
             return None;
         }
-        let mut nums = [0u64; 4];
-        let mut words: [&[u8]; 3] = [&[]; 3];
-        fast.read(self.src.raw(), &mut nums, &mut words)?;
-        let [time, at, request, disk] = num_slots.map(|k| nums[k]);
-        let [op, name, hit] = word_slots.map(|k| words[k]);
-        let op = parse_rw_word(op)?;
-        let len = match op {
-            Op::Read if hit == b"1" => {
+        let (time, op, name, at, len);
+        if let (Some(f), Some((c, hit_col))) = (fast.fields_current(&self.src), self.cols) {
+            // Column by column, in the general way's order of judging: a
+            // read the cache served needs only its time and operation
+            // read (the general way reads no more of it), a write no disk
+            // size.
+            op = parse_rw_word(f.word(c[1])?)?;
+            if op == Op::Read && hit_col.is_some_and(|h| f.word(h) == Some(b"1")) {
+                f.decimal(c[0], 9)?;
                 self.cache_hits += 1;
                 return Some(None);
             }
-            Op::Read if disk > 0 => disk,
-            _ => request,
-        };
+            time = f.decimal(c[0], 9)?;
+            at = f.int(c[3])?;
+            let request = f.int(c[4])?;
+            len = match op {
+                Op::Read => match f.int(c[5])? {
+                    0 => request,
+                    disk => disk,
+                },
+                Op::Write => request,
+            };
+            name = f.word(c[2])?;
+        } else {
+            let mut nums = [0u64; 4];
+            let mut words: [&[u8]; 3] = [&[]; 3];
+            fast.read_current(&self.src, &mut nums, &mut words)?;
+            let [t, a, request, disk] = num_slots.map(|k| nums[k]);
+            let [o, n, hit] = word_slots.map(|k| words[k]);
+            (time, op, name, at) = (t, parse_rw_word(o)?, n, a);
+            len = match op {
+                Op::Read if hit == b"1" => {
+                    self.cache_hits += 1;
+                    return Some(None);
+                }
+                Op::Read if disk > 0 => disk,
+                _ => request,
+            };
+        }
         if at.checked_add(len)? > self.extent {
             return None;
         }
@@ -234,7 +259,96 @@ impl ThesiosReader {
     }
 }
 
+impl ThesiosReader {
+    /// The current line the general way (the header, any line the fast
+    /// path leaves): its record, or `None` to read on (a blank line, the
+    /// header, a skipped operation, a buffer-cache hit). Out of the
+    /// reader's loop, which it would only crowd.
+    #[inline(never)]
+    fn general_line(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
+        if !self.src.split_current()? {
+            return Ok(None);
+        }
+        let Some((c, hit_col)) = self.cols else {
+            let (c, hit_col) = self.header()?;
+            self.cols = Some((c, hit_col));
+            self.fast = fast_layout(&self.src, c, hit_col);
+            if let Some(up_to) = self.fast.as_ref().and_then(|f| f.0.marks_wanted()) {
+                self.src.mark_delimiters(up_to);
+            }
+            return Ok(None);
+        };
+        let s = &self.src;
+        let width = c.iter().copied().chain(hit_col).max().unwrap_or(0) + 1;
+        if s.len() < width {
+            return Err(s.err(format!(
+                "expected at least {width} fields (the header's columns), found {}",
+                s.len()
+            )));
+        }
+        let time = s.scaled_field(c[0], 1_000_000_000, "start_time (Unix seconds)")?;
+        let opf = trim(s.field(c[1]));
+        let op = if let Some(op) = parse_rw_word(opf) {
+            op
+        } else {
+            s.unknown_op(self.skip_unknown, &mut self.skipped, || {
+                format!(
+                    "op_type (field {}) is '{}', expected READ or WRITE",
+                    c[1] + 1,
+                    show(opf)
+                )
+            })?;
+            return Ok(None);
+        };
+        if op == Op::Read && hit_col.is_some_and(|h| trim(s.field(h)) == b"1") {
+            self.cache_hits += 1;
+            return Ok(None);
+        }
+        let at = s.u64_field(c[3], "file_offset")?;
+        let request = s.u64_field(c[4], "request_io_size_bytes")?;
+        let len = match op {
+            Op::Read => match s.u64_field(c[5], "disk_io_size_bytes")? {
+                0 => request,
+                disk => disk,
+            },
+            Op::Write => request,
+        };
+        if at.checked_add(len).is_none_or(|end| end > self.extent) {
+            return Err(s.err(format!(
+                "file_offset {at} plus {len} bytes passes the {} MiB each traced file is given: raise the trace option file_extent_mib (--file-extent-mib)",
+                self.extent >> 20
+            )));
+        }
+        let name = s.field(c[2]);
+        let next = self.files.len() as u64;
+        let base = match self.files.get(name) {
+            Some(b) => b,
+            None => {
+                if self.files.len() >= MAX_FILES {
+                    return Err(s.err(format!("more than {MAX_FILES} distinct files in one trace")));
+                }
+                let b = next.checked_mul(self.extent).ok_or_else(|| {
+                    s.err(format!("file number {next} at {} MiB each passes 2^64 bytes: lower file_extent_mib", self.extent >> 20))
+                })?;
+                self.files.insert(name, b);
+                b
+            }
+        };
+        let rec = TraceRecord {
+            time: Nanos(time),
+            op,
+            offset: Bytes(base + at),
+            len: Bytes(len),
+            line: s.line(),
+        };
+        Ok(Some((rec, None)))
+    }
+}
+
 impl RawTraceReader for ThesiosReader {
+    /// Inlined into the selection's loop: the fast path's records are
+    /// handed on without a call, and its result through memory, each.
+    #[inline(always)]
     fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>> {
         loop {
             if !self.src.next_line()? {
@@ -245,81 +359,9 @@ impl RawTraceReader for ThesiosReader {
                 Some(None) => continue, // a buffer-cache hit
                 None => {}
             }
-            if !self.src.split_current()? {
-                continue;
+            if let Some(rec) = self.general_line()? {
+                return Ok(Some(rec));
             }
-            let Some((c, hit_col)) = self.cols else {
-                let (c, hit_col) = self.header()?;
-                self.cols = Some((c, hit_col));
-                self.fast = fast_layout(&self.src, c, hit_col);
-                continue;
-            };
-            let s = &self.src;
-            let width = c.iter().copied().chain(hit_col).max().unwrap_or(0) + 1;
-            if s.len() < width {
-                return Err(s.err(format!(
-                    "expected at least {width} fields (the header's columns), found {}",
-                    s.len()
-                )));
-            }
-            let time = s.scaled_field(c[0], 1_000_000_000, "start_time (Unix seconds)")?;
-            let opf = trim(s.field(c[1]));
-            let op = if let Some(op) = parse_rw_word(opf) {
-                op
-            } else {
-                s.unknown_op(self.skip_unknown, &mut self.skipped, || {
-                    format!(
-                        "op_type (field {}) is '{}', expected READ or WRITE",
-                        c[1] + 1,
-                        show(opf)
-                    )
-                })?;
-                continue;
-            };
-            if op == Op::Read && hit_col.is_some_and(|h| trim(s.field(h)) == b"1") {
-                self.cache_hits += 1;
-                continue;
-            }
-            let at = s.u64_field(c[3], "file_offset")?;
-            let request = s.u64_field(c[4], "request_io_size_bytes")?;
-            let len = match op {
-                Op::Read => match s.u64_field(c[5], "disk_io_size_bytes")? {
-                    0 => request,
-                    disk => disk,
-                },
-                Op::Write => request,
-            };
-            if at.checked_add(len).is_none_or(|end| end > self.extent) {
-                return Err(s.err(format!(
-                    "file_offset {at} plus {len} bytes passes the {} MiB each traced file is given: raise the trace option file_extent_mib (--file-extent-mib)",
-                    self.extent >> 20
-                )));
-            }
-            let name = s.field(c[2]);
-            let next = self.files.len() as u64;
-            let base = match self.files.get(name) {
-                Some(b) => b,
-                None => {
-                    if self.files.len() >= MAX_FILES {
-                        return Err(
-                            s.err(format!("more than {MAX_FILES} distinct files in one trace"))
-                        );
-                    }
-                    let b = next.checked_mul(self.extent).ok_or_else(|| {
-                        s.err(format!("file number {next} at {} MiB each passes 2^64 bytes: lower file_extent_mib", self.extent >> 20))
-                    })?;
-                    self.files.insert(name, b);
-                    b
-                }
-            };
-            let rec = TraceRecord {
-                time: Nanos(time),
-                op,
-                offset: Bytes(base + at),
-                len: Bytes(len),
-                line: s.line(),
-            };
-            return Ok(Some((rec, None)));
         }
     }
 
