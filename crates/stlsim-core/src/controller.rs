@@ -784,7 +784,9 @@ impl ReadCache {
             // DiskSim's rank: a clean segment the write overlaps (its other
             // sectors are emptied with it), then a free one, then the least
             // recently used.
-            let overlapping = (self.cfg.writes_take_overlapping_segment)
+            let overlapping = self
+                .cfg
+                .writes_take_overlapping_segment
                 .then(|| {
                     (0..self.segs.len())
                         .filter(|&i| {

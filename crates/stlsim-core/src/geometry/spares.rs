@@ -36,8 +36,8 @@
 //! may be short; tracks past it are wholly spare. Lookups are arithmetic
 //! plus a binary search over the zones, and memory is a few words a zone.
 //!
-//! Slips (a zone's `slips` list, defects skipped over) follow the same
-//! functions with slips:
+//! Slips (a zone's `slips` list: defects skipped over) follow the same
+//! functions:
 //! * scheme 1 (`slipped_tracks`): `g1_ltop_trackspare` steps the track
 //!   `x / spt` over each slipped track at or before it, so the tracks after
 //!   a slip move one on into the spare tracks; the skew stays the physical
@@ -253,14 +253,10 @@ impl Zone {
         if x < whole {
             let (j, mut p) = (x / self.per_lbas, x % self.per_lbas);
             if !self.sector_slips.is_empty() {
-                // Its sector in the period: one on for each slip at or before it.
-                let (s, base) = self.period_slips(j);
-                for &h in s {
-                    if h - base > p {
-                        break;
-                    }
-                    p += 1;
-                }
+                // Its sector in the period: the period is one track of
+                // holes here, which the position steps over alike.
+                let (slips, base) = self.period_slips(j);
+                p = Holes { slips, base }.sector(p);
             }
             j * self.per_lts + p / self.spt
         } else {
