@@ -158,10 +158,11 @@ def test_the_simulated_distribution_is_disksims_own(drive: str) -> None:
     the demerit its runvalid expects (so the figure is computed as DiskSim
     computes it), and stlsim's distribution lies within 0.02 ms (the same RMS
     horizontal distance) of DiskSim's: the two simulators agree far more
-    closely than either agrees with the drive. barracuda and cheetah4LP were
-    0.081 and 0.060 ms from DiskSim's before writes took the segment they
-    overlap (writes_take_overlapping_segment), hp-c2490a 0.053 before its
-    slipped tracks."""
+    closely than either agrees with the drive (0.017, 0.012, 0.006 and 0.001
+    ms). barracuda and cheetah4LP were 0.081 and 0.060 ms from DiskSim's
+    before writes took the segment they overlap and emptied the others
+    (writes_take_overlapping_segment), hp-c2490a 0.053 before its slipped
+    tracks."""
     name, published = DISKSIM_PHYSICAL[drive]
     trace = TRACES[drive][0]
     disksim = _printed_cdf(DISKSIM / "outv" / f"{name}.physical.csv")
@@ -295,7 +296,7 @@ def test_atlas10k_times_disksims_whole_run_as_disksim_does() -> None:
     """DiskSim's own atlas10k run, every request's simulated issue time
     (tests/data/disksim/atlas10k.outtrace5.csv.gz): its response times give
     the demerit DiskSim's release expects (0.268 ms), and stlsim gives
-    DiskSim's time to the microsecond on 9,970 of the 9,999 recoverable ones
+    DiskSim's time to the microsecond on 9,978 of the 9,999 recoverable ones
     (the last request's is not), its distribution within 0.01 ms of DiskSim's.
     With writes keeping the rest of a segment they overlap, 9,902 did and the
     distributions were 0.035 ms apart; with the slipped sectors left out too,
@@ -310,5 +311,5 @@ def test_atlas10k_times_disksims_whole_run_as_disksim_does() -> None:
     v = stlsim.validate("atlas10k", DISKSIM / "atlas10k.trace.gz")
     assert demerit(disksim, v.measured_ms[: len(disksim)]) == pytest.approx(0.268, abs=1e-3)
     sim = v.simulated_ms[: len(disksim)]
-    assert sum(abs(d - s) < 1.5e-3 for d, s in zip(disksim, sim)) >= 9960
+    assert sum(abs(d - s) < 1.5e-3 for d, s in zip(disksim, sim)) >= 9975
     assert rms_distance(*disksim_cdf(sim), *disksim_cdf(disksim)) < 0.01

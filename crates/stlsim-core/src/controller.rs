@@ -164,9 +164,10 @@ pub struct ReadCacheConfig {
     /// segment) takes a read segment holding any of the written sectors,
     /// whose other sectors it drops, before a free or the least recently
     /// used one, as DiskSim's `disk_buffer_select_write_segment` ranks them
-    /// (a clean segment overlapping the write above an empty one). Off: it
-    /// takes a free or the least recently used segment, and an overlapping
-    /// one keeps its other sectors.
+    /// (a clean segment overlapping the write above an empty one), and the
+    /// other read segments holding written sectors are emptied whole
+    /// (`disk_buffer_set_segment`). Off: it takes a free or the least
+    /// recently used segment, and an overlapping one keeps its other sectors.
     pub writes_take_overlapping_segment: bool,
 }
 
@@ -798,11 +799,25 @@ impl ReadCache {
                 .flatten();
             let i = match overlapping {
                 Some(i) => {
-                    if self.prefetch.is_some_and(|p| p.seg == i) {
-                        self.prefetch = None;
-                    }
-                    self.segs[i] = self.segment(start, keep, data);
-                    i
+                    // The other clean segments the write overlaps are
+                    // emptied whole (disk_buffer_set_segment: "clear out
+                    // clean, non-active, overlapping segments if write").
+                    let seg = self.segment(start, keep, data);
+                    let mut kept = 0;
+                    let mut at = 0;
+                    self.segs.retain(|s| {
+                        let gone = !s.write && s.start < end && lba < s.end() && at != i;
+                        if !gone && at < i {
+                            kept += 1;
+                        }
+                        at += 1;
+                        !gone
+                    });
+                    // Segment indices moved: a prefetch in progress stops
+                    // (a write stops it anyway).
+                    self.prefetch = None;
+                    self.segs[kept] = seg;
+                    kept
                 }
                 None => self.claim(start, keep, data),
             };
@@ -989,6 +1004,25 @@ mod tests {
             assert_eq!(c.lookup(0, 4) == Lookup::Miss, take);
             assert_eq!(c.lookup(500, 4) == Lookup::Full, take);
         }
+        // Every other segment the write overlaps is emptied whole.
+        let mut c = ReadCache::new(
+            ReadCacheConfig {
+                segments: 3,
+                segment_sectors: 64,
+                read_hits_on_write_data: true,
+                writes_take_overlapping_segment: true,
+                ..Default::default()
+            },
+            true,
+        );
+        c.filled(0, 10, &data, Nanos(0), AheadCtx::default());
+        c.filled(8, 10, &[t(8); 10], Nanos(0), AheadCtx::default());
+        c.filled(500, 4, &[t(5); 4], Nanos(0), AheadCtx::default());
+        c.written(9, 1, &[t(77)]);
+        assert_eq!(c.lookup(9, 1), Lookup::Full);
+        assert_eq!(c.lookup(0, 1), Lookup::Miss);
+        assert_eq!(c.lookup(12, 1), Lookup::Miss);
+        assert_eq!(c.lookup(500, 4), Lookup::Full);
     }
 
     #[test]
