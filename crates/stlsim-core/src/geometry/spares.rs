@@ -195,6 +195,23 @@ impl Zone {
         (&s[a..b], base)
     }
 
+    /// Of whole period `j`'s slipped sectors, how many lie before its
+    /// track `r`, and those on it.
+    #[inline]
+    fn track_slips(&self, j: u64, r: u64) -> (u64, Holes<'_>) {
+        let (s, base) = self.period_slips(j);
+        let lo = base + r * self.spt;
+        let a = s.partition_point(|&x| x < lo);
+        let b = a + s[a..].partition_point(|&x| x < lo + self.spt);
+        (
+            a as u64,
+            Holes {
+                slips: &s[a..b],
+                base: lo,
+            },
+        )
+    }
+
     /// The slipped sectors of the zone's `i`-th logical track.
     #[inline]
     fn holes(&self, i: u64) -> Holes<'_> {
@@ -202,15 +219,7 @@ impl Zone {
         if self.sector_slips.is_empty() || i >= whole {
             return Holes::default();
         }
-        let (j, r) = (i / self.per_lts, i % self.per_lts);
-        let (s, base) = self.period_slips(j);
-        let lo = base + r * self.spt;
-        let a = s.partition_point(|&x| x < lo);
-        let b = a + s[a..].partition_point(|&x| x < lo + self.spt);
-        Holes {
-            slips: &s[a..b],
-            base: lo,
-        }
+        self.track_slips(i / self.per_lts, i % self.per_lts).1
     }
 
     /// The (track offset in the zone, first position, LBAs) of the zone's
@@ -224,10 +233,8 @@ impl Zone {
             // LBA back; those on it take sectors from it.
             let (mut before, mut on) = (0, 0);
             if !self.sector_slips.is_empty() {
-                let (s, base) = self.period_slips(j);
-                let lo = base + r * self.spt;
-                before = s.partition_point(|&x| x < lo) as u64;
-                on = s.partition_point(|&x| x < lo + self.spt) as u64 - before;
+                let (b, holes) = self.track_slips(j, r);
+                (before, on) = (b, holes.slips.len() as u64);
             }
             let first = r * self.spt - before;
             (

@@ -1121,13 +1121,7 @@ pub(crate) mod text {
             // A line ending in the buffer, in the reader's own loop; the
             // rest (refills, the input's end, errors) out of line: the call
             // and its result through memory were a tenth of a short line.
-            let hay = &self.buf[self.pos..self.end];
-            let newline = if self.marking {
-                find_newline_marking(hay, self.delimiter, &mut self.marks)
-            } else {
-                find_newline(hay)
-            };
-            match newline {
+            match self.newline() {
                 Some(i) if i as u64 <= MAX_LINE_BYTES => {
                     self.lines += 1;
                     self.line_at = self.pos;
@@ -1140,17 +1134,24 @@ pub(crate) mod text {
             }
         }
 
+        /// The next newline in the buffered bytes from the current
+        /// position, the line's delimiters marked on the way when asked
+        /// ([`Self::mark_delimiters`]).
+        #[inline(always)]
+        fn newline(&mut self) -> Option<usize> {
+            let hay = &self.buf[self.pos..self.end];
+            if self.marking {
+                find_newline_marking(hay, self.delimiter, &mut self.marks)
+            } else {
+                find_newline(hay)
+            }
+        }
+
         /// [`Self::next_line`] the whole way.
         #[inline(never)]
         fn next_line_slow(&mut self) -> SimResult<bool> {
             loop {
-                let hay = &self.buf[self.pos..self.end];
-                let newline = if self.marking {
-                    find_newline_marking(hay, self.delimiter, &mut self.marks)
-                } else {
-                    find_newline(hay)
-                };
-                let (start, stop, next) = match newline {
+                let (start, stop, next) = match self.newline() {
                     Some(i) => (self.pos, self.pos + i, self.pos + i + 1),
                     None if self.eof => {
                         if self.pos == self.end {
