@@ -93,4 +93,12 @@ fn main() {
         s.requests_done(),
         s.report().waf
     );
+    if let Some(m) = s.verification_memory() {
+        println!(
+            "verification state {} bytes, {} sectors written, {:.2} bytes/sector",
+            m.state_bytes,
+            m.written_sectors,
+            m.state_bytes as f64 / m.written_sectors as f64
+        );
+    }
 }

@@ -18,6 +18,7 @@
 
 pub mod config;
 pub mod oracle;
+pub mod verifier;
 pub mod write_cache;
 
 use crate::controller::{
@@ -44,6 +45,7 @@ use oracle::Oracle;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
+use verifier::Verifier;
 use write_cache::WriteCache;
 
 /// How a run's background work went (stages of the layer's moves, cleaning, GC).
@@ -161,7 +163,7 @@ pub struct Simulation {
     layer: Box<dyn Layer>,
     reader: Box<dyn TraceReader>,
     cache: WriteCache,
-    oracle: Option<Oracle>,
+    verifier: Option<Verifier>,
     metrics: HostMetrics,
     host: HostCounts,
     outstanding: BinaryHeap<Reverse<u64>>,
@@ -390,7 +392,7 @@ impl Simulation {
         crash_after.sort_unstable_by(|a, b| b.cmp(a));
         let mut sim = Simulation {
             metrics: HostMetrics::new(r.series_every),
-            oracle: None,
+            verifier: None,
             cfg,
             entry,
             params,
@@ -528,7 +530,7 @@ impl Simulation {
             let start = start
                 .any()
                 .then(|| (Arc::new(start.clone()), sim.dev.geometry_arc()));
-            sim.oracle = Some(Oracle::new(start));
+            sim.verifier = Some(Verifier::new(Oracle::new(start)));
         }
         sim.dev.set_prefill(start);
         sim.dev.set_crash_points(sim.cfg.crash_at_ops.clone());
@@ -551,8 +553,11 @@ impl Simulation {
     /// What verification holds, when it is on: heap bytes of the oracle's
     /// state and of the medium's contents, and the host LBAs written at least
     /// once (the denominator of the bytes-per-written-sector figure).
-    pub fn verification_memory(&self) -> Option<VerifyMemory> {
-        let o = self.oracle.as_ref()?;
+    pub fn verification_memory(&mut self) -> Option<VerifyMemory> {
+        let v = self.verifier.as_mut()?;
+        // A failed check is reported by the run; the figure is wanted anyway.
+        let _ = v.sync();
+        let o = v.oracle_here()?;
         Some(VerifyMemory {
             state_bytes: o.heap_bytes() + self.dev.medium().heap_bytes(),
             written_sectors: o.written_sectors(),
@@ -594,6 +599,35 @@ impl Simulation {
     /// Replay up to `max_requests` more trace records. Returns `true` when
     /// the run has finished (trace exhausted, cache flushed, final scan done).
     pub fn step(&mut self, max_requests: u64) -> SimResult<bool> {
+        let r = self.step_requests(max_requests);
+        // A block the verification thread found lost is reported before
+        // anything the engine ran into after it, as if checked inline.
+        if let Some(v) = &mut self.verifier {
+            if v.threaded() && (r.is_err() || v.failed()) {
+                if let Err(m) = v.sync() {
+                    return Err(m.into_error(|op| self.dev.describe_op(op)));
+                }
+            }
+        }
+        r
+    }
+
+    /// Check on a thread of its own once a verified run has written
+    /// `writes` times (tests; the default is [`verifier::THREAD_AFTER`]).
+    #[doc(hidden)]
+    pub fn set_verify_thread_after(&mut self, writes: u64) {
+        if let Some(v) = &mut self.verifier {
+            v.set_thread_after(writes);
+        }
+    }
+
+    /// Whether verification checks on its own thread now (tests).
+    #[doc(hidden)]
+    pub fn verify_threaded(&self) -> bool {
+        self.verifier.as_ref().is_some_and(Verifier::threaded)
+    }
+
+    fn step_requests(&mut self, max_requests: u64) -> SimResult<bool> {
         if self.finished {
             return Ok(true);
         }
@@ -1011,10 +1045,10 @@ impl Simulation {
         xfer: Nanos,
     ) -> SimResult<(Nanos, Option<Nanos>)> {
         self.write_arrived(lba, n);
-        let data = match &mut self.oracle {
-            Some(o) => {
+        let data = match &mut self.verifier {
+            Some(v) => {
                 let mut d = self.cache.data_buffer(n.0 as usize);
-                o.new_write_into(lba.0, n.0, &mut d);
+                v.new_write_into(lba.0, n.0, &mut d)?;
                 d
             }
             None => vec![],
@@ -1036,8 +1070,8 @@ impl Simulation {
                 ready = ready.max(self.dev.now());
                 device = Some(self.dev.now());
             }
-            if let Some(o) = &mut self.oracle {
-                o.acknowledge(&data, false);
+            if let Some(v) = &mut self.verifier {
+                v.acknowledge(&data, false);
             }
             self.cache.insert(lba.0, n.0, data);
             self.host.cached_writes += 1;
@@ -1124,8 +1158,8 @@ impl Simulation {
         self.host.layer_write_sectors += n.0;
         let data = std::mem::take(&mut self.in_flight);
         let durable = !self.needs.volatile_writes;
-        if let Some(o) = &mut self.oracle {
-            o.acknowledge(&data, durable);
+        if let Some(v) = &mut self.verifier {
+            v.acknowledge(&data, durable);
         }
         self.cache.recycle_data(data);
         Ok(())
@@ -1331,7 +1365,7 @@ impl Simulation {
         n: Sectors,
         xfer: Nanos,
     ) -> SimResult<(Nanos, Option<Nanos>)> {
-        let carries = self.oracle.is_some();
+        let carries = self.verifier.is_some();
         self.scratch.clear();
         let done_oh = self.overheads.completion(false);
         let (complete, device) = if !self.cache.is_empty() && self.cache.covers(lba.0, n.0) {
@@ -1454,7 +1488,7 @@ impl Simulation {
                 (sent + done_oh, Some(done))
             }
         };
-        if let Some(o) = &mut self.oracle {
+        if let Some(v) = &mut self.verifier {
             if self.scratch.len() != n.0 as usize {
                 return Err(SimError::Medium(format!(
                     "layer '{}' returned {} sectors for a read of {} at LBA {}",
@@ -1465,10 +1499,9 @@ impl Simulation {
                 )));
             }
             self.cache.overlay(lba.0, n.0, &mut self.scratch);
-            o.check(lba.0, &self.scratch, "a host read", false, |op| {
-                self.dev.describe_op(op)
-            })?;
-            o.read_blocks_checked += n.0;
+            v.check(lba.0, &self.scratch, "a host read")
+                .map_err(|m| m.into_error(|op| self.dev.describe_op(op)))?;
+            v.read_blocks_checked += n.0;
         }
         Ok((complete, device))
     }
@@ -1659,9 +1692,11 @@ impl Simulation {
         }
         for e in &batch {
             self.host.layer_write_sectors += e.len;
-            if let (Some(o), false) = (&mut self.oracle, self.needs.volatile_writes) {
-                debug_assert!(e.data.iter().all(|t| o.expected(t.lba) == t.ver));
-                o.destaged(e.lba, e.len);
+            if let (Some(v), false) = (&mut self.verifier, self.needs.volatile_writes) {
+                debug_assert!(v
+                    .oracle_here()
+                    .is_none_or(|o| e.data.iter().all(|t| o.expected(t.lba) == t.ver)));
+                v.destaged(e.lba, e.len);
             }
         }
         self.batch = batch;
@@ -1680,8 +1715,8 @@ impl Simulation {
     fn note_durable(&mut self) {
         if self.needs.volatile_writes {
             let d = self.dev.take_made_durable();
-            if let Some(o) = &mut self.oracle {
-                o.made_durable(&d);
+            if let Some(v) = &mut self.verifier {
+                v.made_durable(&d);
             }
         }
     }
@@ -1709,7 +1744,11 @@ impl Simulation {
         }
         self.outstanding.clear();
         let in_flight = std::mem::take(&mut self.in_flight);
-        if let Some(o) = &mut self.oracle {
+        if let Some(v) = &mut self.verifier {
+            // What a power loss leaves uncertain depends on every event so far.
+            let o = v
+                .oracle()
+                .map_err(|m| m.into_error(|op| self.dev.describe_op(op)))?;
             o.crash(&in_flight);
         }
         for (k, v) in self.layer.report() {
@@ -1736,9 +1775,8 @@ impl Simulation {
                 Err(e) => return Err(e),
             }
         }
-        if self.oracle.is_some() {
-            let during = format!("the scan after crash #{}", self.crashes);
-            self.scan(&during, true)?;
+        if self.verifier.is_some() {
+            self.scan(true)?;
         }
         Ok(())
     }
@@ -1765,12 +1803,27 @@ impl Simulation {
     }
 
     /// Read every block the host ever wrote (and every prefilled block the
-    /// run may have disturbed) through the layer and check it.
-    fn scan(&mut self, during: &str, settle: bool) -> SimResult<()> {
-        let Some(mut o) = self.oracle.take() else {
+    /// run may have disturbed) through the layer and check it: after a
+    /// crash (`after_crash`) settling each uncertain block at the version
+    /// found, else at the end of the run.
+    fn scan(&mut self, after_crash: bool) -> SimResult<()> {
+        let Some(mut v) = self.verifier.take() else {
             return Ok(());
         };
-        let ranges = self.scan_ranges(&o);
+        let ranges = match v.oracle() {
+            Ok(o) => self.scan_ranges(o),
+            Err(m) => {
+                self.verifier = Some(v);
+                return Err(m.into_error(|op| self.dev.describe_op(op)));
+            }
+        };
+        let crash_scan = format!("the scan after crash #{}", self.crashes);
+        // The final scan's checks go to the thread, as the run's did; the
+        // scan after a crash settles what the crash left uncertain, so it
+        // checks each block at once.
+        if !after_crash && v.wants_thread() {
+            v.start()?;
+        }
         self.dev.set_accounting(false);
         let geom = self.dev.geometry_arc();
         let mut result = Ok(());
@@ -1790,18 +1843,23 @@ impl Simulation {
                     result = Err(e);
                     break 'ranges;
                 }
-                if let Err(e) = o.check(cur, &self.scratch, during, settle, |op| {
-                    self.dev.describe_op(op)
-                }) {
-                    result = Err(e);
+                let checked = match v.oracle_here_mut() {
+                    Some(o) if after_crash => o.check(cur, &self.scratch, &crash_scan, true),
+                    _ => v.check(cur, &self.scratch, "the final scan"),
+                };
+                if let Err(m) = checked {
+                    result = Err(m.into_error(|op| self.dev.describe_op(op)));
                     break 'ranges;
                 }
-                o.scan_blocks_checked += n;
+                v.scan_blocks_checked += n;
                 cur += n;
             }
         }
         self.dev.set_accounting(true);
-        self.oracle = Some(o);
+        if let (Err(m), Ok(())) = (v.sync(), &result) {
+            result = Err(m.into_error(|op| self.dev.describe_op(op)));
+        }
+        self.verifier = Some(v);
         result
     }
 
@@ -1823,8 +1881,8 @@ impl Simulation {
             self.sample_layer();
         }
         self.push_waf_point();
-        if self.oracle.is_some() {
-            self.scan("the final scan", false)?;
+        if self.verifier.is_some() {
+            self.scan(false)?;
         }
         self.finished = true;
         Ok(())
@@ -1849,7 +1907,7 @@ impl Simulation {
             crashes_in_stages: self.crashes_in_stages,
             host: &self.host,
             metrics: &self.metrics,
-            oracle: self.oracle.as_ref(),
+            verifier: self.verifier.as_ref(),
             crashes: self.crashes,
             cache_sectors: self.cache.capacity(),
             finished: self.finished,

@@ -2,11 +2,14 @@
 //! had acknowledged, which of those are durable (on the medium rather than in
 //! the volatile write cache), and the checks of reads against them.
 //!
-//! Version 0 means "never written by the host": an empty sector, or on a
-//! prefilled drive, for an LBA the drive started with, the prefilled data
-//! (`Token::data(lba, 0)`).
+//! A version is the serial number of the host write that made it (the
+//! [`Verifier`](super::verifier::Verifier) hands them out counting up, a
+//! sequential stream of writes sharing one), so a write's tokens all carry
+//! one version and an LBA's versions only grow. Version 0 means "never written by the host": an
+//! empty sector, or on a prefilled drive, for an LBA the drive started
+//! with, the prefilled data (`Token::data(lba, 0)`).
 
-use crate::error::{DataLoss, SimError, SimResult};
+use crate::error::{DataLoss, SimError};
 use crate::geometry::Geometry;
 use crate::medium::prefill::Prefill;
 use crate::medium::runs::{Run, RunRow};
@@ -319,13 +322,15 @@ impl NonDurable {
     }
 
     /// Acknowledged without reaching the medium: the durable version stays
-    /// the one before the first such write.
-    fn cached(&mut self, data: &[Token]) {
+    /// the one before the first such write (`old`: each LBA's expected
+    /// token before this write).
+    fn cached(&mut self, data: &[Token], old: &[Token]) {
+        let first = data[0].lba;
         self.each(data, true, |c, k, t| {
             let bit = 1u16 << k;
             if c.mask & bit == 0 {
                 c.mask |= bit;
-                c.versions[k] = (t.ver.wrapping_sub(1), t.ver);
+                c.versions[k] = (version(&old[(t.lba - first) as usize]), t.ver);
             } else {
                 c.versions[k].1 = t.ver;
             }
@@ -391,10 +396,24 @@ pub struct Oracle {
     /// Buffers reused by every call (no allocation per request).
     scratch: Vec<Run>,
     old: Vec<Token>,
-    /// Host-read sectors checked.
-    pub read_blocks_checked: u64,
-    /// Sectors checked by scans (end of run, after crashes).
-    pub scan_blocks_checked: u64,
+}
+
+/// A block read back wrong: the loss, and the physical operation that
+/// destroyed it when the medium knows one (named by the device, which the
+/// oracle does not see: [`Mismatch::into_error`]).
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    loss: DataLoss,
+    op: Option<u32>,
+}
+
+impl Mismatch {
+    /// The error to stop the run with, the destroying operation described by `describe_op`.
+    pub fn into_error(self, describe_op: impl Fn(u32) -> String) -> SimError {
+        let mut loss = self.loss;
+        loss.destroyed_by = self.op.map(describe_op);
+        SimError::DataLoss(Box::new(loss))
+    }
 }
 
 /// The version a token of the expected map stands for (empty: 0, never written).
@@ -467,21 +486,9 @@ impl Oracle {
         n
     }
 
-    /// The tokens of a new host write of `n` sectors from `lba` (next
-    /// versions; not yet acknowledged), into `out` (emptied first).
-    pub fn new_write_into(&mut self, lba: u64, n: u64, out: &mut Vec<Token>) {
-        out.clear();
-        self.expected.read(lba, n, out);
-        for (t, l) in out.iter_mut().zip(lba..) {
-            *t = Token::data(Lba(l), version(t).wrapping_add(1));
-        }
-    }
-
     /// A write was acknowledged; `durable` says whether it reached the
-    /// medium. `data` is what [`new_write_into`](Self::new_write_into) made for the
-    /// write (nothing was acknowledged between), so each token's version is
-    /// one past the LBA's before it: the expected versions go up by one, a
-    /// run at a time.
+    /// medium. `data` holds its tokens, each a version newer than any the
+    /// LBA had.
     pub fn acknowledge(&mut self, data: &[Token], durable: bool) {
         let Some(first) = data.first() else {
             return;
@@ -491,23 +498,13 @@ impl Oracle {
                 self.nondurable.durable(data, false);
             }
         } else {
-            self.nondurable.cached(data);
+            // The durable version of an LBA first cached is the one it had.
+            let mut old = std::mem::take(&mut self.old);
+            old.clear();
+            self.expected.read(first.lba, data.len() as u64, &mut old);
+            self.nondurable.cached(data, &old);
+            self.old = old;
         }
-        #[cfg(debug_assertions)]
-        {
-            let mut now = vec![];
-            self.expected.read(first.lba, data.len() as u64, &mut now);
-            for (t, w) in now.iter().zip(data) {
-                assert_eq!(
-                    version(t).wrapping_add(1),
-                    w.ver,
-                    "acknowledge takes what new_write_into made"
-                );
-            }
-        }
-        // The tokens are the new versions already: storing them is one
-        // search of the row, where going up by one from what it holds read
-        // the row's runs first (two searches).
         self.expected.write(first.lba, data, &mut self.scratch);
     }
 
@@ -563,8 +560,7 @@ impl Oracle {
         got: &[Token],
         during: &str,
         settle: bool,
-        describe_op: impl Fn(u32) -> String,
-    ) -> SimResult<()> {
+    ) -> Result<(), Mismatch> {
         // Most reads are right: confirm that a run at a time, and look
         // closely (decoding the expected versions) only from the first
         // sector that is not plainly right, or at LBAs a crash left uncertain.
@@ -582,7 +578,7 @@ impl Oracle {
         let mut want = std::mem::take(&mut self.old);
         want.clear();
         self.expected.read(at, rest.len() as u64, &mut want);
-        let r = self.check_against(at, rest, &want, during, settle, describe_op);
+        let r = self.check_against(at, rest, &want, during, settle);
         self.old = want;
         r
     }
@@ -595,8 +591,7 @@ impl Oracle {
         want: &[Token],
         during: &str,
         settle: bool,
-        describe_op: impl Fn(u32) -> String,
-    ) -> SimResult<()> {
+    ) -> Result<(), Mismatch> {
         let settling = settle && !self.uncertain.is_empty();
         for (i, (t, w)) in got.iter().zip(want).enumerate() {
             // The common case: the newest version, where one was written.
@@ -629,13 +624,16 @@ impl Oracle {
                 } else {
                     format!("version {}", t.ver)
                 };
-                return Err(SimError::DataLoss(Box::new(DataLoss {
-                    lba: l,
-                    expected: expected_desc.1,
-                    found,
-                    during: during.to_string(),
-                    destroyed_by: t.destroyed_by().map(&describe_op),
-                })));
+                return Err(Mismatch {
+                    loss: DataLoss {
+                        lba: l,
+                        expected: expected_desc.1,
+                        found,
+                        during: during.to_string(),
+                        destroyed_by: None,
+                    },
+                    op: t.destroyed_by(),
+                });
             }
         }
         Ok(())
@@ -704,15 +702,13 @@ mod tests {
             // Rows turn dense after a few runs (0: at once), or as in a run.
             o.expected.dense_at = dense_at;
             let mut p = Plain::default();
+            // Each write's serial number is its tokens' version.
+            let mut serial = 0u32;
             for op in ops {
                 match op {
                     Op::Write(lba, n, durable) => {
-                        let mut data = vec![];
-                        o.new_write_into(lba, n, &mut data);
-                        let want: Vec<Token> = (lba..lba + n)
-                            .map(|l| Token::data(Lba(l), p.expected(l) + 1))
-                            .collect();
-                        prop_assert_eq!(&data, &want);
+                        serial += 1;
+                        let data: Vec<Token> = (lba..lba + n).map(|l| Token::data(Lba(l), serial)).collect();
                         o.acknowledge(&data, durable);
                         for t in &data {
                             let old = p.expected.insert(t.lba, t.ver).unwrap_or(0);
@@ -757,7 +753,7 @@ mod tests {
                             };
                             bad = true;
                         }
-                        let r = o.check(lba, &got, "a test", false, |op| op.to_string());
+                        let r = o.check(lba, &got, "a test", false);
                         prop_assert_eq!(r.is_err(), bad);
                     }
                     Op::Crash => {
@@ -770,10 +766,10 @@ mod tests {
                             // come back older (the crash must not have
                             // widened what it accepts).
                             if !p.nondurable.contains_key(&l) && durable > 0 {
-                                let r = o.check(l, &[token(l, durable - 1)], "a scan", true, |op| op.to_string());
+                                let r = o.check(l, &[token(l, durable - 1)], "a scan", true);
                                 prop_assert!(r.is_err(), "LBA {} durable at version {} read back older", l, durable);
                             }
-                            let r = o.check(l, &[token(l, durable)], "a scan", true, |op| op.to_string());
+                            let r = o.check(l, &[token(l, durable)], "a scan", true);
                             prop_assert!(r.is_ok(), "LBA {} at durable version {}: {:?}", l, durable, r);
                             if durable == 0 {
                                 p.expected.remove(&l);

@@ -707,6 +707,97 @@ fn golden_imr_rmw_wdev_3_queue() {
     golden("imr-rmw-wdev_3-queue", c);
 }
 
+/// Verification on its own thread changes nothing a run reports, power
+/// losses included, for every layer: the oracle sees the same events in
+/// the same order, only later.
+#[test]
+fn verification_on_its_own_thread_reports_what_inline_verification_does() {
+    for e in REGISTRY {
+        let go = |threaded: bool| {
+            let mut c = cfg(drive_for_layer(e), e.name);
+            c.trace = TraceSpec {
+                path: data_path("cloudPhysicsIO.vscsi"),
+                limit: Some(30_000),
+                ..Default::default()
+            };
+            c.verify = true;
+            c.crash_after = vec![7_000, 19_000];
+            // Hybrid layers: a volatile memory buffer (durability reported by the layer).
+            if let Some(m) = c.drive.memory.as_mut() {
+                m.battery_backed = false;
+            }
+            let mut s = Simulation::new(c).unwrap();
+            s.set_verify_thread_after(if threaded { 0 } else { u64::MAX });
+            let mut was_threaded = false;
+            while !s
+                .step(500)
+                .unwrap_or_else(|err| panic!("layer {}: {err}", e.name))
+            {
+                was_threaded |= s.verify_threaded();
+            }
+            assert_eq!(was_threaded, threaded, "layer {}", e.name);
+            let r = s.report();
+            assert!(r.verification.read_blocks_checked > 0, "layer {}", e.name);
+            (
+                serde_json::to_string(&r).unwrap(),
+                s.verification_memory().unwrap(),
+            )
+        };
+        let (inline, mem_inline) = go(false);
+        let (threaded, mem_threaded) = go(true);
+        assert_eq!(inline, threaded, "layer {}", e.name);
+        assert_eq!(
+            mem_inline.state_bytes, mem_threaded.state_bytes,
+            "layer {}",
+            e.name
+        );
+    }
+}
+
+/// A block lost while the oracle checks on its own thread is reported as
+/// inline checking reports it: the same block, versions, read and
+/// destroying operation, and before the run goes on to its end.
+#[test]
+fn verification_on_its_own_thread_reports_the_first_lost_block() {
+    // Writes over top and bottom tracks of the naive layer's drive, then
+    // reads of everything: a bottom write destroys top neighbours that
+    // were written earlier.
+    let mut seq = vec![];
+    let mut x = 12345u64;
+    for i in 0..20_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let lba = (x >> 33) % 150_000;
+        seq.push((i < 4_000 || i % 3 == 0, lba, 1 + (x >> 20) % 8, 50));
+    }
+    let go = |threaded: bool| {
+        let mut c = cfg(imr_drive(), "naive-imr");
+        c.verify = true;
+        let mut s =
+            Simulation::with_layer(c, &NAIVE_IMR, Box::new(VecTrace::new(timed(&seq)))).unwrap();
+        s.set_verify_thread_after(if threaded { 0 } else { u64::MAX });
+        let e = s.run().unwrap_err();
+        let SimError::DataLoss(d) = &e else {
+            panic!("expected data loss, got {e}")
+        };
+        assert!(d.during.contains("host read"), "{e}");
+        assert!(
+            d.destroyed_by.as_deref().unwrap().contains("Write host"),
+            "{e}"
+        );
+        (e, s.requests_done())
+    };
+    let (inline, at) = go(false);
+    let (threaded, later) = go(true);
+    assert_eq!(inline, threaded);
+    // Found late (the thread lags), but not only at the end.
+    assert!(
+        later >= at && later < seq.len() as u64,
+        "inline at {at}, threaded at {later}"
+    );
+}
+
 #[test]
 fn every_registered_layer_is_deterministic() {
     for e in REGISTRY {

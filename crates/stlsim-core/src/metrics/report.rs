@@ -4,7 +4,7 @@
 
 use super::{HostMetrics, LatencySummary, WafSeries};
 use crate::device::{Cause, Device};
-use crate::engine::oracle::Oracle;
+use crate::engine::verifier::Verifier;
 use crate::engine::{BackgroundCounts, HostCounts, Irregular, Mode, RunConfig};
 use crate::geometry::Layout;
 use crate::layers::{Layer, LayerEntry, LayerReport, Params};
@@ -267,7 +267,7 @@ pub struct Inputs<'a> {
     pub(crate) crashes_in_stages: u64,
     pub(crate) host: &'a HostCounts,
     pub(crate) metrics: &'a HostMetrics,
-    pub(crate) oracle: Option<&'a Oracle>,
+    pub(crate) verifier: Option<&'a Verifier>,
     pub(crate) crashes: u64,
     pub(crate) cache_sectors: u64,
     pub(crate) finished: bool,
@@ -498,9 +498,9 @@ pub fn build(i: Inputs) -> Report {
             r
         },
         verification: VerifySummary {
-            enabled: i.oracle.is_some(),
-            read_blocks_checked: i.oracle.map(|o| o.read_blocks_checked).unwrap_or(0),
-            scan_blocks_checked: i.oracle.map(|o| o.scan_blocks_checked).unwrap_or(0),
+            enabled: i.verifier.is_some(),
+            read_blocks_checked: i.verifier.map(|v| v.read_blocks_checked).unwrap_or(0),
+            scan_blocks_checked: i.verifier.map(|v| v.scan_blocks_checked).unwrap_or(0),
             mismatches: 0,
         },
     }
