@@ -25,7 +25,9 @@ const BOUND: f64 = 16.0;
 
 const MIB: u64 = 1 << 20;
 
-/// The two workloads: 512 MiB written sequentially in 64 KiB requests, and
+/// The workloads: 512 MiB written sequentially in 64 KiB requests, 256 MiB
+/// in 4 KiB requests (a sector each: only because a sequential stream's
+/// writes share a version do they make one run, not one a sector), and
 /// 40,000 requests of 16 KiB (three in four writes) at aligned uniformly
 /// random offsets in a 256 MiB span, which leave most of the span written
 /// once or twice and a few blocks more often, in stretches of every length.
@@ -34,6 +36,10 @@ fn traces() -> Vec<(&'static str, SynthSpec)> {
     seq.request_bytes = 64 << 10;
     seq.total_bytes = Some(512 * MIB);
     seq.start_bytes = 3 * 1024 * MIB;
+    let mut small = SynthSpec::new(SynthKind::Sequential);
+    small.request_bytes = 4 << 10;
+    small.total_bytes = Some(256 * MIB);
+    small.start_bytes = 5 * 1024 * MIB;
     let mut uni = SynthSpec::new(SynthKind::Uniform);
     uni.request_bytes = 16 << 10;
     uni.count = Some(40_000);
@@ -41,7 +47,7 @@ fn traces() -> Vec<(&'static str, SynthSpec)> {
     uni.start_bytes = 7 * 1024 * MIB;
     uni.write_fraction = Some(0.75);
     uni.seed = 3;
-    vec![("sequential", seq), ("uniform", uni)]
+    vec![("sequential", seq), ("sequential-4k", small), ("uniform", uni)]
 }
 
 fn bytes_per_sector(layer: &str, synth: &SynthSpec) -> (f64, u64) {
