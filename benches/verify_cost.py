@@ -12,6 +12,12 @@ simulation, the final scan and printing the report); the best of
     python benches/verify_cost.py                      # cmr and every imr-* layer, 10 M requests
     python benches/verify_cost.py --layers cmr --repeat 5
     python benches/verify_cost.py --requests 1000000   # a quicker look
+    python benches/verify_cost.py --threads 1          # every run on one thread
+
+By default a run parses its trace on a second thread, and a verified one
+also checks on a thread of its own once it is long enough (docs/cli.md);
+`--threads 1` sets `STLSIM_PARSE_THREAD=0` and `STLSIM_VERIFY_THREAD=0`
+for the one-thread figures.
 
 It prints one row per layer: seconds unverified and verified, their ratio
 (target: at most 3), the verification state per written sector from the
@@ -42,13 +48,15 @@ def layers() -> list[str]:
     return [n for n in names if n == "cmr" or n.startswith("imr-")]
 
 
-def run(trace: Path, layer: str, verify: bool, drive: str) -> tuple[float, float, dict]:
+def run(trace: Path, layer: str, verify: bool, drive: str, threads: int = 2) -> tuple[float, float, dict]:
     """(wall seconds, peak RSS MiB, report) of one `stlsim run` in a child."""
+    on = "1" if threads == 2 else "0"
+    env = dict(os.environ, STLSIM_PARSE_THREAD=on, STLSIM_VERIFY_THREAD=on)
     cmd = [sys.executable, "-m", "stlsim", "run", "--trace", str(trace), "--drive", drive,
            "--layer", layer, "--json", "--verify" if verify else "--no-verify"]
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=out, text=True)
+        child = subprocess.Popen(cmd, stdout=out, text=True, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t
         if os.waitstatus_to_exitcode(status) != 0:
@@ -65,6 +73,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs of each configuration; the best is kept (default 3)")
     ap.add_argument("--keep", type=Path, help="keep the generated trace at this path")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--threads", type=int, choices=(1, 2), default=2,
+                    help="2 (default): parse and verify on threads of their own; 1: everything on one")
     args = ap.parse_args()
     names = args.layers or layers()
 
@@ -80,7 +90,7 @@ def main() -> int:
             for _ in range(args.repeat):
                 # Alternate, so a slow spell of the machine hits both alike.
                 for verify in (False, True):
-                    r = run(trace, layer, verify, args.drive)
+                    r = run(trace, layer, verify, args.drive, args.threads)
                     if verify not in best or r[0] < best[verify][0]:
                         best[verify] = r
             v = best[True][2]["verification"]
@@ -107,7 +117,7 @@ def main() -> int:
               f"{r['bytes_per_written_sector']:.1f} | {r['state_mib']:.0f} | "
               f"{r['peak_rss_mib_unverified']:.0f} / {r['peak_rss_mib_verified']:.0f} |")
     print(f"\n{rows[0]['requests']:,} requests, {rows[0]['written_sectors']:,} sectors written "
-          f"(best of {args.repeat} runs each, {args.drive})")
+          f"(best of {args.repeat} runs each, {args.drive}, {args.threads} thread{'s' if args.threads > 1 else ''})")
     return 0
 
 

@@ -385,6 +385,23 @@ def test_public_surface() -> None:
     assert issubclass(stlsim.DataLossError, stlsim.StlsimError)
 
 
+def test_verifying_on_a_second_thread_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verified run long enough to check on a thread of its own (past
+    20,000 writes) reports what it reports with STLSIM_VERIFY_THREAD=0,
+    power losses included; the setting is not part of the configuration."""
+    trace = Path(__file__).parent / "data" / "cloudPhysicsIO.vscsi"
+    reports = []
+    for threads in ("0", "1"):
+        monkeypatch.setenv("STLSIM_VERIFY_THREAD", threads)
+        r = stlsim.run(trace=trace, verify=True, crash_after=[40_000])
+        assert stlsim.api.verify_thread() is (threads == "1")
+        assert "verify_thread" not in r.config["replay"]
+        reports.append(r.report)
+    assert reports[0] == reports[1]
+    assert reports[0]["verification"]["read_blocks_checked"] > 0
+    assert reports[0]["verification"]["scan_blocks_checked"] > 0
+
+
 def test_parsing_on_a_second_thread_gives_the_same_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """STLSIM_PARSE_THREAD=0 parses on the engine's thread; the default on
     a second one. Every figure of the report is the same, including the

@@ -173,9 +173,16 @@ def parse_thread() -> bool:
     return os.environ.get("STLSIM_PARSE_THREAD", "1") != "0"
 
 
+def verify_thread() -> bool:
+    """Whether verified runs check on a second thread once they are long
+    enough (the default; ``STLSIM_VERIFY_THREAD=0`` keeps the checks on the
+    engine's thread). A speed setting like :func:`parse_thread`."""
+    return os.environ.get("STLSIM_VERIFY_THREAD", "1") != "0"
+
+
 def _open(cfg: Mapping[str, Any]) -> _core.Simulation:
     core = {k: v for k, v in cfg.items() if k != NOTES}
-    core["replay"] = {**core["replay"], "parse_thread": parse_thread()}
+    core["replay"] = {**core["replay"], "parse_thread": parse_thread(), "verify_thread": verify_thread()}
     try:
         return _core.Simulation(json.dumps(core))
     except ConfigError as e:

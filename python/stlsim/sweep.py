@@ -450,8 +450,9 @@ def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
 
 
 def _one_parse_thread() -> None:
-    """Pool-worker set-up: runs parse on the worker's own thread."""
+    """Pool-worker set-up: runs parse and verify on the worker's own thread."""
     os.environ["STLSIM_PARSE_THREAD"] = "0"
+    os.environ["STLSIM_VERIFY_THREAD"] = "0"
 
 
 def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finished: Callable[[dict[str, Any]], None]) -> None:
@@ -472,7 +473,7 @@ def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finishe
 
     # Workers enough for every core: each parses on its own thread rather
     # than start a second one per run (docs/cli.md), unless the user chose.
-    one_thread = workers >= (os.cpu_count() or 1) and "STLSIM_PARSE_THREAD" not in os.environ
+    one_thread = workers >= (os.cpu_count() or 1) and not {"STLSIM_PARSE_THREAD", "STLSIM_VERIFY_THREAD"} & set(os.environ)
     with ProcessPoolExecutor(
         max_workers=workers,
         initializer=_one_parse_thread if one_thread else None,

@@ -47,7 +47,11 @@ fn traces() -> Vec<(&'static str, SynthSpec)> {
     uni.start_bytes = 7 * 1024 * MIB;
     uni.write_fraction = Some(0.75);
     uni.seed = 3;
-    vec![("sequential", seq), ("sequential-4k", small), ("uniform", uni)]
+    vec![
+        ("sequential", seq),
+        ("sequential-4k", small),
+        ("uniform", uni),
+    ]
 }
 
 fn bytes_per_sector(layer: &str, synth: &SynthSpec) -> (f64, u64) {

@@ -77,6 +77,10 @@ pub struct ReplayConfig {
     /// ([`crate::trace::parse_thread`]): the same results, faster on a
     /// machine with a core to spare.
     pub parse_thread: bool,
+    /// With verification on, let the oracle check on a thread of its own
+    /// once the run is long enough ([`crate::engine::verifier`]): the same
+    /// results, faster on a machine with a core to spare.
+    pub verify_thread: bool,
 }
 
 impl Default for ReplayConfig {
@@ -92,6 +96,7 @@ impl Default for ReplayConfig {
             fold_to_prefill: false,
             waf_every: 10_000,
             parse_thread: true,
+            verify_thread: true,
         }
     }
 }

@@ -530,7 +530,11 @@ impl Simulation {
             let start = start
                 .any()
                 .then(|| (Arc::new(start.clone()), sim.dev.geometry_arc()));
-            sim.verifier = Some(Verifier::new(Oracle::new(start)));
+            let mut v = Verifier::new(Oracle::new(start));
+            if !sim.cfg.replay.verify_thread {
+                v.set_thread_after(u64::MAX);
+            }
+            sim.verifier = Some(v);
         }
         sim.dev.set_prefill(start);
         sim.dev.set_crash_points(sim.cfg.crash_at_ops.clone());
