@@ -16,6 +16,7 @@
 //! with trace length (only with its footprint, when verifying, and with the
 //! series, one point per `series_every` requests).
 
+mod completions;
 pub mod config;
 pub mod oracle;
 pub mod verifier;
@@ -42,8 +43,7 @@ use crate::track_bits::TrackBits;
 use crate::units::{Lba, Nanos, Sectors};
 pub use config::{LayerConfig, Mode, ReplayConfig, RunConfig};
 use oracle::Oracle;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use verifier::Verifier;
 use write_cache::WriteCache;
@@ -166,7 +166,7 @@ pub struct Simulation {
     verifier: Option<Verifier>,
     metrics: HostMetrics,
     host: HostCounts,
-    outstanding: BinaryHeap<Reverse<u64>>,
+    outstanding: completions::Completions,
     base_trace: Option<u64>,
     prev_trace: u64,
     prev_issue: Nanos,
@@ -401,7 +401,7 @@ impl Simulation {
             reader,
             cache,
             host: HostCounts::default(),
-            outstanding: BinaryHeap::new(),
+            outstanding: Default::default(),
             base_trace: None,
             prev_trace: 0,
             prev_issue: Nanos::ZERO,
@@ -782,14 +782,11 @@ impl Simulation {
                 } else {
                     (1, 0)
                 };
-                let mut cand = self.prev_issue.0 + gap;
-                while let Some(&Reverse(c)) = self.outstanding.peek() {
-                    if c > cand && self.outstanding.len() + self.pending.len() < q as usize {
-                        break;
-                    }
-                    self.outstanding.pop();
-                    cand = cand.max(c);
-                }
+                let cand = self.outstanding.issue_time(
+                    self.prev_issue.0 + gap,
+                    self.pending.len(),
+                    q as usize,
+                );
                 (Nanos(cand), Nanos(rel))
             }
             Mode::Scaled => {
@@ -802,10 +799,7 @@ impl Simulation {
                 // completes and gives it the time simtime + NEXT_US
                 // (disksim_iotrace.c, iotrace_validate_get_ioreq_event).
                 let think = gap.saturating_sub(self.prev_measured.map_or(0, |m| m.0));
-                let mut done = self.prev_issue.0;
-                while let Some(Reverse(c)) = self.outstanding.pop() {
-                    done = done.max(c);
-                }
+                let done = self.outstanding.drain(self.prev_issue.0);
                 (Nanos(done + think), Nanos(rel))
             }
         };
@@ -972,7 +966,7 @@ impl Simulation {
             self.sample_layer();
         }
         if self.cfg.replay.mode != Mode::Scaled {
-            self.outstanding.push(Reverse(complete.0));
+            self.outstanding.push(complete.0);
         }
         let h = &mut self.host;
         h.requests += 1;
