@@ -198,14 +198,39 @@ fn insert_merging(
 
 /// Call `f(logical track, lo, hi)` for each home-track piece of `[lba, lba+len)`.
 #[inline]
-fn pieces(geom: &Geometry, lba: u64, len: u64, mut f: impl FnMut(u64, u64, u64)) {
+fn pieces(geom: &Geometry, lba: u64, len: u64, f: impl FnMut(u64, u64, u64)) {
+    if len > 0 {
+        pieces_from(geom, track_of(geom, lba), lba, len, f)
+    }
+}
+
+/// The logical track holding `lba`, and the LBA its next one starts at.
+#[inline]
+fn track_of(geom: &Geometry, lba: u64) -> (u64, u64) {
+    let lt = geom.logical_track_of(Lba(lba));
+    (lt, geom.logical_track_start(lt + 1).0)
+}
+
+/// [`pieces`] with the first LBA's [`track_of`] found already (`len` > 0).
+#[inline]
+fn pieces_from(
+    geom: &Geometry,
+    first: (u64, u64),
+    lba: u64,
+    len: u64,
+    mut f: impl FnMut(u64, u64, u64),
+) {
     let end = lba + len;
+    let (mut lt, mut next) = first;
     let mut cur = lba;
-    while cur < end {
-        let lt = geom.logical_track_of(Lba(cur));
-        let hi = end.min(geom.logical_track_start(lt + 1).0);
+    loop {
+        let hi = end.min(next);
         f(lt, cur, hi);
         cur = hi;
+        if cur >= end {
+            return;
+        }
+        (lt, next) = track_of(geom, cur);
     }
 }
 
@@ -293,7 +318,8 @@ impl WriteCache {
         // Borrowed beside the fields the walk changes (a clone of the
         // handle cost two atomic operations per write).
         let geom = &*self.geom;
-        let single = geom.logical_track_of(Lba(lba)) == geom.logical_track_of(Lba(lba + len - 1));
+        let first = track_of(geom, lba);
+        let single = lba + len <= first.1;
         let mut each = |lt: u64, lo: u64, hi: u64| {
             let t = tracks.entry(lt).or_insert_with(|| {
                 *next_seq += 1;
@@ -320,7 +346,7 @@ impl WriteCache {
             insert_merging(&mut t.extents, lo, hi - lo, t.seq, piece, spare_data);
             added += hi - lo;
         };
-        pieces(geom, lba, len, &mut each);
+        pieces_from(geom, first, lba, len, &mut each);
         if let Some(d) = data {
             // Split over tracks: the pieces were copied out of it.
             keep_buffer(spare_data, d);
