@@ -163,7 +163,9 @@ pub struct Simulation {
     layer: Box<dyn Layer>,
     reader: Box<dyn TraceReader>,
     cache: WriteCache,
-    verifier: Option<Verifier>,
+    /// Boxed, so that a run without verification keeps the engine's own
+    /// fields together.
+    verifier: Option<Box<Verifier>>,
     metrics: HostMetrics,
     host: HostCounts,
     outstanding: completions::Completions,
@@ -534,7 +536,7 @@ impl Simulation {
             if !sim.cfg.replay.verify_thread {
                 v.set_thread_after(u64::MAX);
             }
-            sim.verifier = Some(v);
+            sim.verifier = Some(Box::new(v));
         }
         sim.dev.set_prefill(start);
         sim.dev.set_crash_points(sim.cfg.crash_at_ops.clone());
@@ -628,7 +630,7 @@ impl Simulation {
     /// Whether verification checks on its own thread now (tests).
     #[doc(hidden)]
     pub fn verify_threaded(&self) -> bool {
-        self.verifier.as_ref().is_some_and(Verifier::threaded)
+        self.verifier.as_deref().is_some_and(Verifier::threaded)
     }
 
     fn step_requests(&mut self, max_requests: u64) -> SimResult<bool> {
@@ -1905,7 +1907,7 @@ impl Simulation {
             crashes_in_stages: self.crashes_in_stages,
             host: &self.host,
             metrics: &self.metrics,
-            verifier: self.verifier.as_ref(),
+            verifier: self.verifier.as_deref(),
             crashes: self.crashes,
             cache_sectors: self.cache.capacity(),
             finished: self.finished,
