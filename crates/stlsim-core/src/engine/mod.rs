@@ -1822,7 +1822,10 @@ impl Simulation {
         // scan after a crash settles what the crash left uncertain, so it
         // checks each block at once.
         if !after_crash && v.wants_thread() {
-            v.start()?;
+            if let Err(e) = v.start() {
+                self.verifier = Some(v);
+                return Err(e);
+            }
         }
         self.dev.set_accounting(false);
         let geom = self.dev.geometry_arc();
@@ -1856,7 +1859,9 @@ impl Simulation {
             }
         }
         self.dev.set_accounting(true);
-        if let (Err(m), Ok(())) = (v.sync(), &result) {
+        // A block the thread found lost was read before anything that
+        // stopped the scan here.
+        if let Err(m) = v.sync() {
             result = Err(m.into_error(|op| self.dev.describe_op(op)));
         }
         self.verifier = Some(v);
