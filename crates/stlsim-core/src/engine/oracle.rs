@@ -5,9 +5,9 @@
 //! A version is the serial number of the host write that made it (the
 //! [`Verifier`](super::verifier::Verifier) hands them out counting up, a
 //! sequential stream of writes sharing one), so a write's tokens all carry
-//! one version and an LBA's versions only grow. Version 0 means "never written by the host": an
-//! empty sector, or on a prefilled drive, for an LBA the drive started
-//! with, the prefilled data (`Token::data(lba, 0)`).
+//! one version and an LBA's versions only grow. Version 0 means "never
+//! written by the host": an empty sector, or on a prefilled drive, for an
+//! LBA the drive started with, the prefilled data (`Token::data(lba, 0)`).
 
 use crate::error::{DataLoss, SimError};
 use crate::geometry::Geometry;

@@ -161,23 +161,18 @@ impl Verifier {
         if self.worker.is_none() && self.wants_thread() {
             self.start()?;
         }
-        if self.serial > 0 && lba == self.stream_end {
-            self.stream_end = lba + n;
-            out.clear();
-            out.extend((lba..lba + n).map(|l| Token::data(Lba(l), self.serial)));
-            return Ok(());
-        }
+        let continues = self.serial > 0 && lba == self.stream_end;
         self.stream_end = lba + n;
-        let Some(ver) = self.serial.checked_add(1) else {
-            return Err(SimError::Config(format!(
-                "verification numbers host writes in 32 bits: this run has more than {} writes; \
-                 run it without --verify, or split the trace",
-                u32::MAX
-            )));
-        };
-        self.serial = ver;
-        out.clear();
-        out.extend((lba..lba + n).map(|l| Token::data(Lba(l), ver)));
+        if !continues {
+            self.serial = self.serial.checked_add(1).ok_or_else(|| {
+                SimError::Config(format!(
+                    "verification numbers host writes in 32 bits: this run has more than {} writes; \
+                     run it without --verify, or split the trace",
+                    u32::MAX
+                ))
+            })?;
+        }
+        write_tokens(out, lba, n, self.serial);
         Ok(())
     }
 
@@ -349,6 +344,12 @@ impl Verifier {
     }
 }
 
+/// Fill `out` with the tokens of a write of `n` sectors from `lba` at version `ver`.
+fn write_tokens(out: &mut Vec<Token>, lba: u64, n: u64, ver: u32) {
+    out.clear();
+    out.extend((lba..lba + n).map(|l| Token::data(Lba(l), ver)));
+}
+
 /// The thread's work: apply every batch's events in order until the engine
 /// closes the channel; after a failed check, only drain.
 fn work(
@@ -382,8 +383,7 @@ fn apply(oracle: &mut Oracle, batch: &Batch, data: &mut Vec<Token>) -> Result<()
                 ver,
                 durable,
             } => {
-                data.clear();
-                data.extend((lba..lba + n).map(|l| Token::data(Lba(l), ver)));
+                write_tokens(data, lba, n, ver);
                 oracle.acknowledge(data, durable);
             }
             Event::Destaged { lba, n } => oracle.destaged(lba, n),
