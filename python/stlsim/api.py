@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import inspect
 import json
 import os
 import time
@@ -37,6 +36,8 @@ from .result import LATENCY_CLASSES, Comparison, Result, check_labels, check_out
 from .synth import SynthTrace, as_synth
 
 if TYPE_CHECKING:
+    import inspect
+
     from .analysis import Analysis
 
 __all__ = ["analyze", "compare", "run"]
@@ -55,11 +56,18 @@ _GIVEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("stlsim_
 def _records_given(fn: _F) -> _F:
     """Let ``fn`` know which arguments its caller passed (so explicit
     arguments beat a config file while defaults do not)."""
-    sig = inspect.signature(fn)
+
+    @functools.cache
+    def signature() -> inspect.Signature:
+        # Taken at the first call, not at import: inspect is slow to import,
+        # and `stlsim run` calls no decorated function (it calls simulate).
+        import inspect
+
+        return inspect.signature(fn)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        token = _GIVEN.set(frozenset(sig.bind(*args, **kwargs).arguments))
+        token = _GIVEN.set(frozenset(signature().bind(*args, **kwargs).arguments))
         try:
             return fn(*args, **kwargs)
         finally:

@@ -16,7 +16,6 @@ stderr with exit status 2; Ctrl-C exits with 130; a closed stdout
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import math
 import os
@@ -860,6 +859,8 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 
 def _default_compare_dir() -> Path:
+    import datetime as _dt
+
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = Path("results") / f"compare-{stamp}"
     p, n = base, 1

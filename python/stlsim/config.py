@@ -10,19 +10,22 @@ knows the run-level settings that the Python API exposes as arguments.
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 import math
 import os
-import re
-import tomllib
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .errors import ConfigError
+
+# tomllib, copy and re are imported in the functions that use them: a short
+# `stlsim run` starts in a few tens of milliseconds, and each module a call
+# does not need costs one or more (docs/architecture.md).
+if TYPE_CHECKING:
+    import re
 
 __all__ = [
     "DEFAULT_DRIVE",
@@ -178,7 +181,15 @@ _SECTION_KEYS = {
     },
 }
 
-_SERDE_POSITION = re.compile(r" at line \d+ column \d+$")
+
+@functools.cache
+def _serde_position() -> re.Pattern[str]:
+    """serde_json's `` at line L column C`` ending (compiled at first use:
+    a run that meets no error needs no pattern)."""
+    import re
+
+    return re.compile(r" at line \d+ column \d+$")
+
 
 #: Integers the core takes are 64-bit: JSON would hand it 2^64 and above as
 #: a float, which a layer parameter once saturated to 2^64-1.
@@ -187,7 +198,7 @@ _INT_MIN, _INT_END = -(1 << 63), 1 << 64
 
 def _core_message(e: Exception) -> str:
     """The message of a core ConfigError without its prefix and JSON position."""
-    msg = _SERDE_POSITION.sub("", str(e))
+    msg = _serde_position().sub("", str(e))
     return msg.removeprefix("configuration error: ")
 
 
@@ -195,10 +206,16 @@ def _core_message(e: Exception) -> str:
 # Files and resources
 # --------------------------------------------------------------------------
 
+#: The package's folder, which holds the bundled data/ and drives/. The
+#: package is always installed as files (a wheel, a source checkout), which
+#: is where importlib.resources would find them too; it is not used here
+#: because importing it costs a short run several milliseconds.
+_PACKAGE_DIR = Path(__file__).parent
+
 
 def default_trace() -> Path:
     """Path of the bundled trace (``cloudPhysicsIO.vscsi``, 113,872 requests)."""
-    return Path(str(resources.files("stlsim").joinpath("data", "cloudPhysicsIO.vscsi")))
+    return _PACKAGE_DIR / "data" / "cloudPhysicsIO.vscsi"
 
 
 def check_numbers(value: Any, where: str, path: str) -> None:
@@ -224,6 +241,8 @@ def check_numbers(value: Any, where: str, path: str) -> None:
 
 def _read_toml(path: Path | Any, what: str) -> dict[str, Any]:
     """Parse a TOML file; syntax and read errors become ConfigError naming the file."""
+    import tomllib
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -238,6 +257,8 @@ def _read_toml(path: Path | Any, what: str) -> dict[str, Any]:
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``over`` laid on top; nested tables merge key by key, anything else is replaced."""
+    import copy
+
     out = copy.deepcopy(dict(base))
     for k, v in over.items():
         if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
@@ -253,7 +274,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 
 def _preset_files() -> dict[str, Any]:
-    folder = resources.files("stlsim").joinpath("drives")
+    folder = _PACKAGE_DIR / "drives"
     return {p.name[: -len(".toml")]: p for p in folder.iterdir() if p.name.endswith(".toml")}
 
 
@@ -351,6 +372,8 @@ def load_drive_noting(
     sentence naming them and the built-in values they took."""
     source: str
     if isinstance(drive, Mapping):
+        import copy
+
         d = copy.deepcopy(dict(drive))
         source = "drive"
         where = base_dir

@@ -21,16 +21,18 @@ A trace is given as a :class:`SynthTrace` (:func:`synth_trace`) or as text,
 
 from __future__ import annotations
 
-import decimal
+import functools
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["KINDS", "SYNTH_FIELDS", "SynthTrace", "is_synth_text", "parse_bytes", "parse_synth", "synth_trace"]
 
@@ -62,7 +64,15 @@ _UNITS = {
     "gib": 2**30,
     "tib": 2**40,
 }
-_SIZE = re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+@functools.cache
+def _size_pattern() -> re.Pattern[str]:
+    """A byte count's number and unit. Compiled, like decimal imported, at
+    first use: every run imports this module, few parse a size."""
+    import re
+
+    return re.compile(r"^\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 
 def _err(msg: str, where: str = "") -> ConfigError:
@@ -78,10 +88,12 @@ def parse_bytes(text: Any, key: str = "size", where: str = "") -> int:
         if text < 0:
             raise _err(f"{key} must be a non-negative byte count, got {text}", where)
         return text
-    m = _SIZE.match(str(text)) if isinstance(text, str) else None
+    m = _size_pattern().match(str(text)) if isinstance(text, str) else None
     unit = _UNITS.get(m.group(2).lower()) if m else None
     if m is None or unit is None:
         raise _err(f"{key} must be a byte count like 4096, 500KB or 1.5GiB, got {text!r}", where)
+    import decimal
+
     exact = decimal.Decimal(m.group(1).replace("_", "")) * unit
     if exact != exact.to_integral_value():
         raise _err(f"{key} must be a whole number of bytes, got {text!r}", where)
