@@ -87,11 +87,14 @@ fn main() {
         ..Default::default()
     };
     let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
+    let t = std::time::Instant::now();
     s.run().unwrap();
+    let secs = t.elapsed().as_secs_f64();
     println!(
-        "{layer} cache {cache}: {} requests, WAF {:.3}",
+        "{layer} cache {cache}: {} requests, WAF {:.3}, replayed in {secs:.3} s ({:.2} M requests/s)",
         s.requests_done(),
-        s.report().waf
+        s.report().waf,
+        s.requests_done() as f64 / secs / 1e6
     );
     if let Some(m) = s.verification_memory() {
         println!(

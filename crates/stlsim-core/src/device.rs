@@ -612,7 +612,15 @@ impl Device {
         }
     }
 
-    fn begin(&mut self, kind: OpKind, cause: Cause, at: PhysAddr, count: u32) -> SimResult<u64> {
+    /// Check an operation and log it; its serial number and its track's
+    /// sectors (looked up once here: the timing needs them too).
+    fn begin(
+        &mut self,
+        kind: OpKind,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+    ) -> SimResult<(u64, u32)> {
         self.crash_point(cause)?;
         let spt = self.geom.sectors_in_checked(at.track)?;
         if matches!(kind, OpKind::Read | OpKind::Write)
@@ -628,14 +636,13 @@ impl Device {
         if self.accounting {
             self.serial += 1;
         }
-        Ok(serial)
+        Ok((serial, spt))
     }
 
-    fn time(&mut self, write: bool, cause: Cause, at: PhysAddr, count: u32) -> Nanos {
+    fn time(&mut self, write: bool, cause: Cause, at: PhysAddr, count: u32, spt: u32) -> Nanos {
         if !self.accounting {
             return self.clock;
         }
-        let spt = self.geom.sectors_in(at.track);
         let t = self
             .mech
             .access(&self.head, self.clock, at, count, spt, write);
@@ -670,7 +677,13 @@ impl Device {
         let moved = self.head.track != at.track;
         self.head = HeadState {
             track: at.track,
-            next_sector: (at.sector + count) % spt.max(1),
+            // `% spt` without a division: a read or write ends on its track
+            // (`begin` checked), so the sum is at most `spt`.
+            next_sector: match at.sector + count {
+                e if e < spt => e,
+                e if e == spt => 0,
+                e => e % spt.max(1),
+            },
             at: self.clock,
         };
         let c = if write {
@@ -702,11 +715,11 @@ impl Device {
         } else {
             cause
         };
-        self.begin(OpKind::Read, cause, at, count)?;
+        let (_, spt) = self.begin(OpKind::Read, cause, at, count)?;
         self.medium.admit_read(&self.geom, at, count)?;
         self.medium
             .read(&self.geom, at, count, out, self.accounting);
-        Ok(self.time(false, cause, at, count))
+        Ok(self.time(false, cause, at, count, spt))
     }
 
     /// Write `count` sectors of one track from `at` with payload `data` (one
@@ -719,10 +732,10 @@ impl Device {
         count: u32,
         data: &[Token],
     ) -> SimResult<Nanos> {
-        let serial = self.begin(OpKind::Write, cause, at, count)?;
+        let (serial, spt) = self.begin(OpKind::Write, cause, at, count)?;
         self.medium.admit_write(&self.geom, at, count)?;
         self.medium.write(&self.geom, at, count, data, serial);
-        Ok(self.time(true, cause, at, count))
+        Ok(self.time(true, cause, at, count, spt))
     }
 
     /// An empty buffer for the words of a metadata record of about `n`

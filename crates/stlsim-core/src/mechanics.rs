@@ -151,6 +151,20 @@ pub(crate) fn turn_share_ns(turn: u64, k: u64, spt: u64) -> u64 {
     }
 }
 
+/// `x % turn`, by a subtraction when `x` is below two turns (an angle past
+/// a position, both below one turn: every access's wait for its sector),
+/// not a 64-bit division.
+#[inline]
+fn below_turn(x: u64, turn: u64) -> u64 {
+    if x < turn {
+        x
+    } else if x - turn < turn {
+        x - turn
+    } else {
+        x % turn
+    }
+}
+
 /// When sector `s` of a track of `spt` sectors passes under the head, in
 /// nanoseconds past angle 0 of a rotation of `rot` ns, its track's sector 0
 /// skewed by `off` of `zspt` sectors: off/zspt + s/spt of a turn, as one
@@ -484,7 +498,7 @@ impl Mechanics {
                     let arrive = (start + seek).0;
                     let pos = arrive % self.rot_ns;
                     let target = self.sector_angle_ns(at.track, at.sector, spt);
-                    Nanos((target + self.rot_ns - pos) % self.rot_ns)
+                    Nanos(below_turn(target + self.rot_ns - pos, self.rot_ns))
                 }
             }
         };
@@ -523,6 +537,17 @@ mod tests {
                 ((rot * (off as u128 * spt + s as u128 * zspt) / (zspt * spt)) % rot) as u64
             };
             proptest::prop_assert_eq!(skewed_angle_ns(rot, off, zspt, s, spt), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// The remainder by subtraction is the remainder.
+        #[test]
+        fn below_turn_is_the_remainder(
+            turn in proptest::prop_oneof![1u64..20_000_000, 1u64..=u64::MAX],
+            x in proptest::prop_oneof![0u64..40_000_000, 0u64..=u64::MAX],
+        ) {
+            proptest::prop_assert_eq!(below_turn(x, turn), x % turn);
         }
     }
 

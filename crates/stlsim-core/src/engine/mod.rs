@@ -217,6 +217,17 @@ pub struct Simulation {
     host_cap: u64,
     /// Bytes per sector.
     sector_bytes: u64,
+    /// `log2(sector_bytes)` when it is a power of two (real sectors are 512
+    /// or 4096 bytes: shifts rather than two 64-bit divisions per request).
+    sector_shift: Option<u32>,
+    /// A request whose sectors end below this needs no folding: the host
+    /// capacity plus one, or 0 when every request is checked for folding
+    /// into the prefill (one comparison per request instead of two tests).
+    unfolded_end: u64,
+    /// The last request length's link transfer time (`(sectors, time)`):
+    /// requests mostly repeat a few sizes, and the float product and its
+    /// conversion back were a sixtieth of a request's instructions.
+    last_xfer: (u64, Nanos),
     /// The trace's host address range `[lo, hi)`, for layers sized by it.
     trace_range: Option<(u64, u64)>,
     /// The controller's command and completion overheads (zero unless the drive has them).
@@ -355,6 +366,7 @@ impl Simulation {
         };
         let host_cap = layer.host_capacity(&geom).0;
         let sector_bytes = geom.sector_bytes() as u64;
+        let fold_to_prefill = r.fold_to_prefill;
         let home_map = HomeMap::new(&layer.reserved_home());
         let prefill_limit = match prefill {
             PrefillSpec::Fraction(f) => ((host_cap as f64 * f).floor() as u64).min(host_cap),
@@ -436,6 +448,15 @@ impl Simulation {
             needs: Needs::default(),
             host_cap,
             sector_bytes,
+            sector_shift: sector_bytes
+                .is_power_of_two()
+                .then(|| sector_bytes.trailing_zeros()),
+            unfolded_end: if fold_to_prefill {
+                0
+            } else {
+                host_cap.saturating_add(1)
+            },
+            last_xfer: (0, Nanos::ZERO),
             trace_range: None,
             overheads,
             read_cache,
@@ -692,17 +713,17 @@ impl Simulation {
         let Some(end) = rec.offset.0.checked_add(rec.len.0) else {
             return Err(crate::trace::request_end(rec, &self.cfg.trace.path).unwrap_err());
         };
-        // Real sectors are 512 or 4096 bytes: shifts rather than two 64-bit
-        // divisions per request.
-        let (lba, n) = if sb.is_power_of_two() {
-            let shift = sb.trailing_zeros();
-            let lba = rec.offset.0 >> shift;
-            (lba, (end >> shift) + u64::from(end & (sb - 1) != 0) - lba)
-        } else {
-            let lba = rec.offset.0 / sb;
-            (lba, end.div_ceil(sb) - lba)
+        let (lba, n) = match self.sector_shift {
+            Some(shift) => {
+                let lba = rec.offset.0 >> shift;
+                (lba, (end >> shift) + u64::from(end & (sb - 1) != 0) - lba)
+            }
+            None => {
+                let lba = rec.offset.0 / sb;
+                (lba, end.div_ceil(sb) - lba)
+            }
         };
-        if lba + n <= self.host_cap && !self.cfg.replay.fold_to_prefill {
+        if lba + n < self.unfolded_end {
             return Ok((Lba(lba), Sectors(n), false));
         }
         self.convert_slow(rec, lba, n)
@@ -946,7 +967,13 @@ impl Simulation {
             },
             issue,
         )?;
-        let xfer = Nanos((n.0 as f64 * self.ns_per_sector) as u64);
+        let xfer = if n.0 == self.last_xfer.0 {
+            self.last_xfer.1
+        } else {
+            let t = Nanos((n.0 as f64 * self.ns_per_sector) as u64);
+            self.last_xfer = (n.0, t);
+            t
+        };
         let (complete, device_done) = if write {
             self.serve_write(issue, lba, n, xfer)?
         } else {

@@ -544,6 +544,54 @@ impl HomeOrder {
         self.group_lt[g] + b * self.pattern.len(g) + i
     }
 
+    /// The logical track holding `lba` (< capacity) as `(its first LBA, its
+    /// physical track, its sectors)`: [`logical_of`](Self::logical_of),
+    /// [`start`](Self::start), [`phys`](Self::phys) and [`size`](Self::size)
+    /// in one walk. Every host read and write of a layer placing data at
+    /// home asks this; the four calls repeated the group search three times
+    /// and the unit division twice, and were a fourteenth of a CMR run's
+    /// instructions.
+    #[inline]
+    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u32) {
+        if let Some(n) = self.uniform {
+            let lt = lba / n;
+            let track = self.phys(lt);
+            return (lt * n, track, self.size(track));
+        }
+        let g = if self.group_lba.len() == 2 {
+            0
+        } else {
+            self.group_lba.partition_point(|&s| s <= lba) - 1
+        };
+        let nr = self.runs.len();
+        let lbas = &self.run_lba[g * nr..(g + 1) * nr];
+        let r = if nr == 1 {
+            0
+        } else {
+            lbas.partition_point(|&s| s <= lba) - 1
+        };
+        let k = g * nr + r;
+        let off = lba - self.run_lba[k];
+        let (units, rem) = (off / self.run_cap[k], off % self.run_cap[k]);
+        let b = self.runs[r].first_unit + units;
+        let i = self.position(r, g, b, rem);
+        let start = self.run_lba[k] + units * self.run_cap[k] + self.prefix(r, g, b, i);
+        let track = self.first + b * self.unit + self.pattern.offset(g, i);
+        // A run's units lie inside one zone, whose sizes the run holds.
+        let size = match (self.runs[r].sizes, self.layout) {
+            (Some((full, _)), Layout::Cmr | Layout::Zoned { .. }) => full,
+            (Some((full, top)), Layout::Imr { .. }) => {
+                if track % 2 == 1 {
+                    top
+                } else {
+                    full
+                }
+            }
+            _ => self.size(track),
+        };
+        (start, track, size)
+    }
+
     /// The largest home track, and the largest track of any kind given the
     /// drive's `tracks` (guards hold none).
     pub(super) fn max_sizes(&self, tracks: u64) -> (u32, u32) {

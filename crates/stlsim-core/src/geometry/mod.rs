@@ -693,11 +693,9 @@ impl Geometry {
     fn home_extent(&self, cur: u64, end: u64) -> (PhysAddr, u32) {
         let (start, track, len) = match &self.spares {
             None => {
-                let lt = self.logical_track_of(Lba(cur));
-                let track = self.logical_track_phys(lt);
                 // A logical track's sectors are its physical track's.
-                let len = self.sectors_in(track) as u64;
-                (self.logical_track_start(lt).0, track, len)
+                let (start, track, len) = self.home.extent_of(cur);
+                (start, Track(track), len as u64)
             }
             Some(m) => {
                 let (start, track, len, holes) = m.extent_of(cur);

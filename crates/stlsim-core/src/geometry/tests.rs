@@ -630,6 +630,12 @@ fn assert_matches_tables(g: &Geometry, what: &str) {
                 lt as u64,
                 "{what}: lt of lba {lba}"
             );
+            let (at, take) = g.home_extent(lba, u64::MAX);
+            assert_eq!(
+                (at.track.0, at.sector as u64, take as u64),
+                (p, lba - s, e - lba),
+                "{what}: home extent of lba {lba}"
+            );
         }
         sizes.push(spt[p as usize]);
     }
