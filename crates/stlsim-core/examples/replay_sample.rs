@@ -2,6 +2,8 @@
 //! one layer on the imr-paper drive, queue mode, metrics on, verification
 //! off: the engine benchmark's workload as a single run, for instruction
 //! counts under `valgrind --tool=callgrind` (deterministic, unlike wall time).
+//! It prints the replay's own rate too (the records read into memory first,
+//! so the engine alone is timed): alternate two builds' binaries to compare.
 //!
 //!     cargo build --release --example replay_sample
 //!     valgrind --tool=callgrind target/release/examples/replay_sample imr-dtm on count_at=destage
