@@ -179,6 +179,16 @@ struct Run {
     sizes: Option<(u32, u32)>,
 }
 
+/// Where the home order puts an LBA ([`HomeOrder::place`]).
+struct Place {
+    g: usize,
+    r: usize,
+    k: usize,
+    units: u64,
+    b: u64,
+    i: u64,
+}
+
 /// The LBA-ordered sequence of data tracks (logical tracks) of a drive.
 #[derive(Clone, Debug)]
 pub(super) struct HomeOrder {
@@ -519,45 +529,11 @@ impl HomeOrder {
         self.run_lba[k] + (b - self.runs[r].first_unit) * self.run_cap[k] + self.prefix(r, g, b, i)
     }
 
-    /// The logical track holding `lba` (< capacity).
+    /// Where a map whose tracks differ in size puts `lba` (< capacity):
+    /// group `g`, run `r` (entry `k` of the run tables), the `units`-th unit
+    /// of that run (unit `b` of the map) and position `i` in it.
     #[inline]
-    pub(super) fn logical_of(&self, lba: u64) -> u64 {
-        if let Some(n) = self.uniform {
-            return lba / n;
-        }
-        let g = if self.group_lba.len() == 2 {
-            0
-        } else {
-            self.group_lba.partition_point(|&s| s <= lba) - 1
-        };
-        let nr = self.runs.len();
-        let lbas = &self.run_lba[g * nr..(g + 1) * nr];
-        let r = if nr == 1 {
-            0
-        } else {
-            lbas.partition_point(|&s| s <= lba) - 1
-        };
-        let k = g * nr + r;
-        let off = lba - self.run_lba[k];
-        let b = self.runs[r].first_unit + off / self.run_cap[k];
-        let i = self.position(r, g, b, off % self.run_cap[k]);
-        self.group_lt[g] + b * self.pattern.len(g) + i
-    }
-
-    /// The logical track holding `lba` (< capacity) as `(its first LBA, its
-    /// physical track, its sectors)`: [`logical_of`](Self::logical_of),
-    /// [`start`](Self::start), [`phys`](Self::phys) and [`size`](Self::size)
-    /// in one walk. Every host read and write of a layer placing data at
-    /// home asks this; the four calls repeated the group search three times
-    /// and the unit division twice, and were a fourteenth of a CMR run's
-    /// instructions.
-    #[inline]
-    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u32) {
-        if let Some(n) = self.uniform {
-            let lt = lba / n;
-            let track = self.phys(lt);
-            return (lt * n, track, self.size(track));
-        }
+    fn place(&self, lba: u64) -> Place {
         let g = if self.group_lba.len() == 2 {
             0
         } else {
@@ -575,6 +551,48 @@ impl HomeOrder {
         let (units, rem) = (off / self.run_cap[k], off % self.run_cap[k]);
         let b = self.runs[r].first_unit + units;
         let i = self.position(r, g, b, rem);
+        Place {
+            g,
+            r,
+            k,
+            units,
+            b,
+            i,
+        }
+    }
+
+    /// The logical track holding `lba` (< capacity).
+    #[inline]
+    pub(super) fn logical_of(&self, lba: u64) -> u64 {
+        if let Some(n) = self.uniform {
+            return lba / n;
+        }
+        let p = self.place(lba);
+        self.group_lt[p.g] + p.b * self.pattern.len(p.g) + p.i
+    }
+
+    /// The logical track holding `lba` (< capacity) as `(its first LBA, its
+    /// physical track, its sectors)`: [`logical_of`](Self::logical_of),
+    /// [`start`](Self::start), [`phys`](Self::phys) and [`size`](Self::size)
+    /// in one walk. Every host read and write of a layer placing data at
+    /// home asks this; the four calls repeated the group search three times
+    /// and the unit division twice, and were a fourteenth of a CMR run's
+    /// instructions.
+    #[inline]
+    pub(super) fn extent_of(&self, lba: u64) -> (u64, u64, u32) {
+        if let Some(n) = self.uniform {
+            let lt = lba / n;
+            let track = self.phys(lt);
+            return (lt * n, track, self.size(track));
+        }
+        let Place {
+            g,
+            r,
+            k,
+            units,
+            b,
+            i,
+        } = self.place(lba);
         let start = self.run_lba[k] + units * self.run_cap[k] + self.prefix(r, g, b, i);
         let track = self.first + b * self.unit + self.pattern.offset(g, i);
         // A run's units lie inside one zone, whose sizes the run holds.
