@@ -275,3 +275,76 @@ fn metadata_records_survive_until_overwritten_or_damaged() {
     .unwrap();
     assert!(dev.meta_records(Track(1)).is_empty());
 }
+
+proptest::proptest! {
+    /// A track's records are those of a plain list kept in write order,
+    /// a record dropped when a write meets it on its track or damages it on
+    /// a neighbour, read back in sector order (records of several sizes,
+    /// several on one sector): what any faster bookkeeping must keep. A
+    /// version kept in sector order and searched (not kept: it made hm-fluid
+    /// 30 % slower) failed this with a planted search bound.
+    #[test]
+    fn metadata_records_match_a_plain_list(
+        ops in proptest::collection::vec(
+            (0u64..6, 0u32..100, 1u32..12, proptest::bool::ANY, proptest::bool::ANY),
+            1..200,
+        )
+    ) {
+        let mut dev = device(
+            LayoutConfig {
+                kind: "imr".into(),
+                ..Default::default()
+            },
+            6,
+            100,
+        );
+        let g = dev.geometry_arc();
+        // (track, sector, count, words) in the order written.
+        let mut plain: Vec<(u64, u32, u32, Vec<u64>)> = vec![];
+        for (k, &(t, s, n, meta, head)) in ops.iter().enumerate() {
+            let spt = g.sectors_in(Track(t));
+            let s = s % spt;
+            let n = n.min(spt - s);
+            let at = PhysAddr {
+                track: Track(t),
+                sector: s,
+            };
+            let mut hit = vec![(t, s, s + n)];
+            for nb in g.damaged_by_write(Track(t)) {
+                let (lo, hi) = g.overlap_span(Track(t), s, n, nb);
+                hit.push((nb.0, lo, hi));
+            }
+            plain.retain(|&(rt, rs, rn, _)| {
+                !hit.iter()
+                    .any(|&(ht, lo, hi)| ht == rt && rs + rn > lo && rs < hi)
+            });
+            let words = vec![k as u64];
+            if meta && head {
+                // A record on the write's first sector only, the rest data.
+                dev.write_meta_head(Cause::Metadata, at, n, &[], 1, words.clone())
+                    .unwrap();
+                plain.push((t, s, 1, words));
+            } else if meta {
+                dev.write_meta(Cause::Metadata, at, n, &[], words.clone())
+                    .unwrap();
+                plain.push((t, s, n, words));
+            } else {
+                dev.write(Cause::Host, at, n, &[]).unwrap();
+            }
+        }
+        for t in 0..6 {
+            let mut want: Vec<_> = plain
+                .iter()
+                .filter(|r| r.0 == t)
+                .map(|r| (r.1, r.2, r.3.clone()))
+                .collect();
+            want.sort_by_key(|r| r.0);
+            let got: Vec<_> = dev
+                .meta_records(Track(t))
+                .into_iter()
+                .map(|r| (r.sector, r.count, r.words))
+                .collect();
+            proptest::prop_assert_eq!(got, want, "track {}", t);
+        }
+    }
+}
