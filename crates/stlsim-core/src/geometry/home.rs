@@ -183,8 +183,6 @@ struct Run {
 struct Place {
     g: usize,
     r: usize,
-    k: usize,
-    units: u64,
     b: u64,
     i: u64,
 }
@@ -493,11 +491,31 @@ impl HomeOrder {
         }
     }
 
+    /// The physical track at position `i` of group `g` in unit `b`.
+    #[inline]
+    fn track_at(&self, g: usize, b: u64, i: u64) -> u64 {
+        self.first + b * self.unit + self.pattern.offset(g, i)
+    }
+
+    /// The logical track at position `i` of group `g` in unit `b`.
+    #[inline]
+    fn lt_at(&self, g: usize, b: u64, i: u64) -> u64 {
+        self.group_lt[g] + b * self.pattern.len(g) + i
+    }
+
+    /// The first LBA of the logical track at position `i` of group `g` in
+    /// unit `b`, which run `r` holds.
+    #[inline]
+    fn lba_at(&self, r: usize, g: usize, b: u64, i: u64) -> u64 {
+        let k = g * self.runs.len() + r;
+        self.run_lba[k] + (b - self.runs[r].first_unit) * self.run_cap[k] + self.prefix(r, g, b, i)
+    }
+
     /// The physical track of logical track `lt`.
     #[inline]
     pub(super) fn phys(&self, lt: u64) -> u64 {
         let (g, b, i) = self.split(lt);
-        self.first + b * self.unit + self.pattern.offset(g, i)
+        self.track_at(g, b, i)
     }
 
     /// The logical track physical track `t` holds, if it holds host data.
@@ -511,7 +529,7 @@ impl HomeOrder {
             return None;
         }
         let (g, i) = self.pattern.locate(o)?;
-        Some(self.group_lt[g] + b * self.pattern.len(g) + i)
+        Some(self.lt_at(g, b, i))
     }
 
     /// First LBA of logical track `lt` (the capacity for `lt` = the count).
@@ -524,14 +542,11 @@ impl HomeOrder {
             return self.capacity();
         }
         let (g, b, i) = self.split(lt);
-        let r = self.run_of(b);
-        let k = g * self.runs.len() + r;
-        self.run_lba[k] + (b - self.runs[r].first_unit) * self.run_cap[k] + self.prefix(r, g, b, i)
+        self.lba_at(self.run_of(b), g, b, i)
     }
 
     /// Where a map whose tracks differ in size puts `lba` (< capacity):
-    /// group `g`, run `r` (entry `k` of the run tables), the `units`-th unit
-    /// of that run (unit `b` of the map) and position `i` in it.
+    /// group `g`, run `r`, unit `b` and position `i` in it.
     #[inline]
     fn place(&self, lba: u64) -> Place {
         let g = if self.group_lba.len() == 2 {
@@ -548,17 +563,9 @@ impl HomeOrder {
         };
         let k = g * nr + r;
         let off = lba - self.run_lba[k];
-        let (units, rem) = (off / self.run_cap[k], off % self.run_cap[k]);
-        let b = self.runs[r].first_unit + units;
-        let i = self.position(r, g, b, rem);
-        Place {
-            g,
-            r,
-            k,
-            units,
-            b,
-            i,
-        }
+        let b = self.runs[r].first_unit + off / self.run_cap[k];
+        let i = self.position(r, g, b, off % self.run_cap[k]);
+        Place { g, r, b, i }
     }
 
     /// The logical track holding `lba` (< capacity).
@@ -568,7 +575,7 @@ impl HomeOrder {
             return lba / n;
         }
         let p = self.place(lba);
-        self.group_lt[p.g] + p.b * self.pattern.len(p.g) + p.i
+        self.lt_at(p.g, p.b, p.i)
     }
 
     /// The logical track holding `lba` (< capacity) as `(its first LBA, its
@@ -585,16 +592,9 @@ impl HomeOrder {
             let track = self.phys(lt);
             return (lt * n, track, self.size(track));
         }
-        let Place {
-            g,
-            r,
-            k,
-            units,
-            b,
-            i,
-        } = self.place(lba);
-        let start = self.run_lba[k] + units * self.run_cap[k] + self.prefix(r, g, b, i);
-        let track = self.first + b * self.unit + self.pattern.offset(g, i);
+        let Place { g, r, b, i } = self.place(lba);
+        let start = self.lba_at(r, g, b, i);
+        let track = self.track_at(g, b, i);
         // A run's units lie inside one zone, whose sizes the run holds.
         let size = match (self.runs[r].sizes, self.layout) {
             (Some((full, _)), Layout::Cmr | Layout::Zoned { .. }) => full,
