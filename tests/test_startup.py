@@ -14,18 +14,25 @@ import pytest
 
 HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib")
 
-# Prints, as JSON on the last line of stderr, which of HEAVY the code before
-# it imported; stdout is left to the code under test.
-REPORT = f"""
+# Appended to the code under test: prints, as JSON on the last line of
+# stderr, which of the modules named in WATCHED (each by its full name) that
+# code imported; stdout is left to the code under test.
+WATCH = """
 import json, sys
-sys.stderr.write(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))) + "\\n")
+sys.stderr.write(json.dumps(sorted(m for m in WATCHED if m in sys.modules)) + "\\n")
 """
 
 
-def _heavy_imported(code: str) -> list[str]:
-    p = subprocess.run([sys.executable, "-c", code + REPORT], capture_output=True, text=True, timeout=120)
+def _imported(code: str, watched: tuple[str, ...]) -> list[str]:
+    report = f"WATCHED = {watched!r}" + WATCH
+    p = subprocess.run([sys.executable, "-c", code + "\n" + report], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stderr.splitlines()[-1])
+
+
+def _heavy_imported(code: str) -> list[str]:
+    # A package's submodule is never imported without the package itself.
+    return _imported(code, HEAVY)
 
 
 @pytest.mark.parametrize("code", ["import stlsim", "import stlsim.cli", "from stlsim import *"])
@@ -62,20 +69,6 @@ NOT_ON_RUN = (
 #: And those `stlsim run --json` does without too (the summary tables'
 #: library, rich, imports them for itself).
 NOT_ON_JSON_RUN = (*NOT_ON_RUN, "rich", "inspect", "decimal", "dataclasses", "copy")
-
-# As REPORT, the JSON list of which of the modules named in WATCHED (each by
-# its full name) the code before it imported.
-WATCH = """
-import json, sys
-sys.stderr.write(json.dumps(sorted(m for m in WATCHED if m in sys.modules)) + "\\n")
-"""
-
-
-def _imported(code: str, watched: tuple[str, ...]) -> list[str]:
-    report = f"WATCHED = {watched!r}" + WATCH
-    p = subprocess.run([sys.executable, "-c", code + "\n" + report], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stderr.splitlines()[-1])
 
 
 def test_importing_the_package_imports_none_of_its_modules() -> None:
