@@ -14,6 +14,7 @@ use crate::geometry::Geometry;
 use crate::medium::Token;
 use crate::units::Lba;
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -31,8 +32,6 @@ pub struct Extent {
     pub lba: u64,
     /// Length in sectors.
     pub len: u64,
-    /// When its track became dirty (destage order).
-    pub seq: u64,
     /// Tokens when data is carried.
     pub data: Vec<Token>,
 }
@@ -95,13 +94,11 @@ fn punch_list(list: &mut Vec<Extent>, lo: u64, hi: u64, spare: &mut Vec<Vec<Toke
             t
         };
         e.len = lo - e.lba;
-        let seq = e.seq;
         list.insert(
             first + 1,
             Extent {
                 lba: hi,
                 len: end - hi,
-                seq,
                 data,
             },
         );
@@ -157,50 +154,81 @@ fn keep_buffer(spare: &mut Vec<Vec<Token>>, mut d: Vec<Token>) {
     }
 }
 
-/// Insert an extent into a sorted, disjoint list that has room for it,
-/// merging it with neighbours it touches so that sequential writes stay one
-/// extent (short lists, and one coalesced write when destaged).
-// The extent comes as its fields and is built only where it is stored: built
-// first and moved in, its 8-byte fields were read back in 16-byte pieces,
-// which missed store forwarding (an eighth of `insert`'s samples).
-fn insert_merging(
+/// Write `[lo, hi)` (tokens `data`, or none) into a sorted list of
+/// disjoint extents that never touch: the extents it overlaps or touches
+/// become one with it, so sequential writes stay one extent (short lists,
+/// and one coalesced write when destaged). Returns the sectors it replaced.
+///
+/// One search and at most one move of the list's tail: a rewrite of cached
+/// sectors was a punch (a search, an edit) and then an insertion (another
+/// search, a merge with each neighbour, each a move of the tail).
+fn write_list(
     list: &mut Vec<Extent>,
-    lba: u64,
-    mut len: u64,
-    seq: u64,
+    lo: u64,
+    hi: u64,
     mut data: Vec<Token>,
     spare: &mut Vec<Vec<Token>>,
-) {
-    let at = list.partition_point(|x| x.lba < lba);
-    if at < list.len() && list[at].lba == lba + len {
-        let next = list.remove(at);
-        len += next.len;
-        data.extend_from_slice(&next.data);
-        keep_buffer(spare, next.data);
-    }
-    if at > 0 && list[at - 1].lba + list[at - 1].len == lba {
-        let prev = &mut list[at - 1];
-        prev.len += len;
-        prev.data.extend_from_slice(&data);
-        keep_buffer(spare, data);
-        return;
-    }
-    list.insert(
-        at,
-        Extent {
-            lba,
-            len,
-            seq,
+) -> u64 {
+    // The first extent ending at or after `lo`; ends are sorted as starts are.
+    let first = list.partition_point(|e| e.lba + e.len < lo);
+    if first == list.len() {
+        list.push(Extent {
+            lba: lo,
+            len: hi - lo,
             data,
-        },
-    );
+        });
+        return 0;
+    }
+    // Extents `[first, last)` overlap or touch `[lo, hi)`.
+    let last = first + list[first..].partition_point(|e| e.lba <= hi);
+    if last == first {
+        list.insert(
+            first,
+            Extent {
+                lba: lo,
+                len: hi - lo,
+                data,
+            },
+        );
+        return 0;
+    }
+    let removed = list[first..last]
+        .iter()
+        .map(|e| (e.lba + e.len).min(hi).saturating_sub(e.lba.max(lo)))
+        .sum();
+    let tail = &list[last - 1];
+    let end = (tail.lba + tail.len).max(hi);
+    if !data.is_empty() && tail.lba + tail.len > hi {
+        data.extend_from_slice(&tail.data[(hi - tail.lba) as usize..]);
+    }
+    let e = &mut list[first];
+    if e.lba < lo {
+        e.data.truncate((lo - e.lba) as usize);
+        e.data.extend_from_slice(&data);
+        keep_buffer(spare, data);
+    } else {
+        e.lba = lo;
+        keep_buffer(spare, std::mem::replace(&mut e.data, data));
+    }
+    e.len = end - e.lba;
+    if last > first + 1 {
+        for e in list.drain(first + 1..last) {
+            keep_buffer(spare, e.data);
+        }
+    }
+    removed
 }
 
 /// Call `f(logical track, lo, hi)` for each home-track piece of `[lba, lba+len)`.
 #[inline]
-fn pieces(geom: &Geometry, lba: u64, len: u64, f: impl FnMut(u64, u64, u64)) {
-    if len > 0 {
-        pieces_from(geom, track_of(geom, lba), lba, len, f)
+fn pieces(geom: &Geometry, lba: u64, len: u64, mut f: impl FnMut(u64, u64, u64)) {
+    let end = lba + len;
+    let mut cur = lba;
+    while cur < end {
+        let (lt, next) = track_of(geom, cur);
+        let hi = end.min(next);
+        f(lt, cur, hi);
+        cur = hi;
     }
 }
 
@@ -209,29 +237,6 @@ fn pieces(geom: &Geometry, lba: u64, len: u64, f: impl FnMut(u64, u64, u64)) {
 fn track_of(geom: &Geometry, lba: u64) -> (u64, u64) {
     let lt = geom.logical_track_of(Lba(lba));
     (lt, geom.logical_track_start(lt + 1).0)
-}
-
-/// [`pieces`] with the first LBA's [`track_of`] found already (`len` > 0).
-#[inline]
-fn pieces_from(
-    geom: &Geometry,
-    first: (u64, u64),
-    lba: u64,
-    len: u64,
-    mut f: impl FnMut(u64, u64, u64),
-) {
-    let end = lba + len;
-    let (mut lt, mut next) = first;
-    let mut cur = lba;
-    loop {
-        let hi = end.min(next);
-        f(lt, cur, hi);
-        cur = hi;
-        if cur >= end {
-            return;
-        }
-        (lt, next) = track_of(geom, cur);
-    }
 }
 
 impl WriteCache {
@@ -302,82 +307,69 @@ impl WriteCache {
         self.used -= removed;
     }
 
-    /// Cache a write (the caller has made room). `data` is empty or one token per sector.
+    /// Cache a write of `len` > 0 sectors (the caller has made room).
+    /// `data` is empty or one token per sector.
     pub fn insert(&mut self, lba: u64, len: u64, data: Vec<Token>) {
-        let carries = !data.is_empty();
-        let mut added = 0;
-        let mut removed = 0;
-        let (tracks, age, next_seq, spare, spare_data) = (
-            &mut self.tracks,
-            &mut self.age,
-            &mut self.next_seq,
-            &mut self.spare,
-            &mut self.spare_data,
-        );
-        let mut data = Some(data);
-        // Borrowed beside the fields the walk changes (a clone of the
-        // handle cost two atomic operations per write).
-        let geom = &*self.geom;
-        let first = track_of(geom, lba);
-        let single = lba + len <= first.1;
-        let mut each = |lt: u64, lo: u64, hi: u64| {
-            let t = tracks.entry(lt).or_insert_with(|| {
-                *next_seq += 1;
-                age.push_back((*next_seq, lt));
-                TrackEntry {
-                    seq: *next_seq,
-                    extents: spare
-                        .pop()
-                        .unwrap_or_else(|| Vec::with_capacity(EXTENTS_AT_FIRST)),
-                }
-            });
-            removed += punch_list(&mut t.extents, lo, hi, spare_data);
-            let piece = if !carries {
-                vec![]
-            } else if single {
-                data.take().unwrap_or_default()
-            } else {
-                let mut p = spare_buffer(spare_data, (hi - lo) as usize);
-                if let Some(d) = &data {
-                    p.extend_from_slice(&d[(lo - lba) as usize..(hi - lba) as usize]);
-                }
-                p
-            };
-            insert_merging(&mut t.extents, lo, hi - lo, t.seq, piece, spare_data);
-            added += hi - lo;
-        };
-        pieces_from(geom, first, lba, len, &mut each);
-        if let Some(d) = data {
-            // Split over tracks: the pieces were copied out of it.
-            keep_buffer(spare_data, d);
+        debug_assert!(len > 0 && (data.is_empty() || data.len() as u64 == len));
+        let end = lba + len;
+        let (mut lt, mut next) = track_of(&self.geom, lba);
+        if end <= next {
+            // Most writes stay on one track: no pieces to copy out.
+            let removed = self.write_track(lt, lba, end, data);
+            self.used = self.used + len - removed;
+            return;
         }
-        self.used = self.used + added - removed;
+        let mut cur = lba;
+        loop {
+            let hi = end.min(next);
+            let mut piece = vec![];
+            if !data.is_empty() {
+                piece = spare_buffer(&mut self.spare_data, (hi - cur) as usize);
+                piece.extend_from_slice(&data[(cur - lba) as usize..(hi - lba) as usize]);
+            }
+            let removed = self.write_track(lt, cur, hi, piece);
+            self.used = self.used + (hi - cur) - removed;
+            if hi >= end {
+                break;
+            }
+            cur = hi;
+            (lt, next) = track_of(&self.geom, cur);
+        }
+        // Split over tracks: the pieces were copied out of it.
+        keep_buffer(&mut self.spare_data, data);
+    }
+
+    /// Write `[lo, hi)`, all on logical track `lt`, into that track's
+    /// extents (the track becoming dirty now if it was clean); returns the
+    /// sectors it replaced.
+    #[inline]
+    fn write_track(&mut self, lt: u64, lo: u64, hi: u64, data: Vec<Token>) -> u64 {
+        let (age, next_seq, spare) = (&mut self.age, &mut self.next_seq, &mut self.spare);
+        let t = self.tracks.entry(lt).or_insert_with(|| {
+            *next_seq += 1;
+            age.push_back((*next_seq, lt));
+            TrackEntry {
+                seq: *next_seq,
+                extents: spare
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(EXTENTS_AT_FIRST)),
+            }
+        });
+        write_list(&mut t.extents, lo, hi, data, &mut self.spare_data)
     }
 
     /// Whether `[lba, lba+len)` is entirely cached.
     pub fn covers(&self, lba: u64, len: u64) -> bool {
         let mut all = true;
         pieces(&self.geom, lba, len, |lt, lo, hi| {
-            if !all {
-                return;
-            }
-            let Some(t) = self.tracks.get(&lt) else {
-                all = false;
-                return;
-            };
-            let mut cur = lo;
-            for e in &t.extents {
-                if e.lba > cur {
-                    break;
-                }
-                if e.lba + e.len > cur {
-                    cur = e.lba + e.len;
-                }
-                if cur >= hi {
-                    break;
-                }
-            }
-            all = cur >= hi;
+            // A track's extents never touch, so one extent holds the piece or none does.
+            all = all
+                && self.tracks.get(&lt).is_some_and(|t| {
+                    let i = t.extents.partition_point(|e| e.lba + e.len <= lo);
+                    t.extents
+                        .get(i)
+                        .is_some_and(|e| e.lba <= lo && e.lba + e.len >= hi)
+                });
         });
         all
     }
@@ -418,8 +410,12 @@ impl WriteCache {
             self.recycle_data(e.data);
         }
         while let Some((seq, lt)) = self.age.pop_front() {
-            if self.tracks.get(&lt).is_some_and(|t| t.seq == seq) {
-                let mut t = self.tracks.remove(&lt).expect("checked above");
+            // A track cleaned by an invalidation, or dirty again since, left this entry stale.
+            if let Entry::Occupied(o) = self.tracks.entry(lt) {
+                if o.get().seq != seq {
+                    continue;
+                }
+                let mut t = o.remove();
                 self.used -= t.extents.iter().map(|e| e.len).sum::<u64>();
                 // The batch takes the track's list; the caller's old (cleared)
                 // list is kept for the next track that becomes dirty.
@@ -456,6 +452,122 @@ mod tests {
 
     fn toks(lba: u64, n: u64, ver: u32) -> Vec<Token> {
         (0..n).map(|i| Token::data(Lba(lba + i), ver)).collect()
+    }
+
+    /// What the cache must hold, sector by sector: each cached sector's
+    /// token, and for each track holding any, when it became dirty.
+    #[derive(Default)]
+    struct Model {
+        sectors: std::collections::BTreeMap<u64, Token>,
+        dirty_since: std::collections::BTreeMap<u64, u64>,
+        next: u64,
+    }
+
+    /// 100-sector tracks, as `cache` builds them.
+    const TRACK: u64 = 100;
+
+    impl Model {
+        fn write(&mut self, lba: u64, toks: &[Token]) {
+            for (i, t) in toks.iter().enumerate() {
+                let s = lba + i as u64;
+                if !self.dirty_since.contains_key(&(s / TRACK)) {
+                    self.next += 1;
+                    self.dirty_since.insert(s / TRACK, self.next);
+                }
+                self.sectors.insert(s, *t);
+            }
+        }
+        fn drop_range(&mut self, lba: u64, len: u64) {
+            for s in lba..lba + len {
+                self.sectors.remove(&s);
+            }
+            let live: std::collections::BTreeSet<u64> =
+                self.sectors.keys().map(|s| s / TRACK).collect();
+            self.dirty_since.retain(|t, _| live.contains(t));
+        }
+        /// The oldest dirty track's sectors as maximal runs.
+        fn batch(&mut self) -> Vec<(u64, u64, Vec<Token>)> {
+            let Some((&lt, _)) = self.dirty_since.iter().min_by_key(|(_, &seq)| seq) else {
+                return vec![];
+            };
+            let mut runs: Vec<(u64, u64, Vec<Token>)> = vec![];
+            for (&s, &t) in self.sectors.range(lt * TRACK..(lt + 1) * TRACK) {
+                match runs.last_mut() {
+                    Some(r) if r.0 + r.1 == s => {
+                        r.1 += 1;
+                        r.2.push(t);
+                    }
+                    _ => runs.push((s, 1, vec![t])),
+                }
+            }
+            self.drop_range(lt * TRACK, TRACK);
+            runs
+        }
+    }
+
+    proptest::proptest! {
+        /// The cache against a plain map of sectors: what it holds, covers,
+        /// overlaps and overlays, and each destage batch (the oldest dirty
+        /// track, its sectors as maximal runs, with their tokens when they
+        /// are carried), after any mix of writes, invalidations and batches.
+        #[test]
+        fn cache_matches_a_map_of_sectors(
+            carry in proptest::bool::ANY,
+            ops in proptest::collection::vec((0u8..8, 0u64..740, 1u64..260), 1..120),
+        ) {
+            let mut c = cache(100_000);
+            let mut m = Model::default();
+            let mut ver = 0;
+            for (op, lba, len) in ops {
+                match op {
+                    0..=3 => {
+                        ver += 1;
+                        let t = toks(lba, len, ver);
+                        m.write(lba, &t);
+                        c.insert(lba, len, if carry { t } else { vec![] });
+                    }
+                    4 => {
+                        m.drop_range(lba, len);
+                        c.invalidate(lba, len);
+                    }
+                    5 => {
+                        let want = m.batch();
+                        let got: Vec<_> = c
+                            .take_batch()
+                            .into_iter()
+                            .map(|e| (e.lba, e.len, e.data))
+                            .collect();
+                        let want: Vec<_> = want
+                            .into_iter()
+                            .map(|(a, n, d)| (a, n, if carry { d } else { vec![] }))
+                            .collect();
+                        proptest::prop_assert_eq!(got, want);
+                    }
+                    _ => {
+                        let n = len.max(1);
+                        let held = (lba..lba + n).filter(|s| m.sectors.contains_key(s)).count() as u64;
+                        proptest::prop_assert_eq!(c.covers(lba, n), held == n);
+                        proptest::prop_assert_eq!(c.overlaps(lba, n), held > 0);
+                        if carry {
+                            let mut out = vec![Token::EMPTY; n as usize];
+                            c.overlay(lba, n, &mut out);
+                            for (i, t) in out.iter().enumerate() {
+                                let want = m.sectors.get(&(lba + i as u64)).copied().unwrap_or(Token::EMPTY);
+                                proptest::prop_assert_eq!(*t, want);
+                            }
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(c.used(), m.sectors.len() as u64);
+                proptest::prop_assert_eq!(c.is_empty(), m.sectors.is_empty());
+            }
+            while !m.sectors.is_empty() {
+                let want = m.batch().into_iter().map(|(a, n, _)| (a, n)).collect::<Vec<_>>();
+                let got = c.take_batch().into_iter().map(|e| (e.lba, e.len)).collect::<Vec<_>>();
+                proptest::prop_assert_eq!(got, want);
+            }
+            proptest::prop_assert!(c.is_empty());
+        }
     }
 
     #[test]
