@@ -12,11 +12,17 @@
 //! synthetic requests instead (16 KiB, three in four writes, uniformly
 //! random over 80 GiB), `STLSIM_TRACE=FILE` replays that file (its first
 //! `STLSIM_LIMIT` requests), and `STLSIM_PREFILL=F` starts the drive F full
-//! (the `imr-paper` preset's own default is 1).
+//! (the `imr-paper` preset's own default is 1). `STLSIM_STREAM=thread`
+//! replays the trace as it is read, parsed on a second thread as `stlsim
+//! run` does (`STLSIM_STREAM=inline`: on the engine's thread), so that the
+//! rate includes reading the trace. `STLSIM_CONFIG=FILE` runs the JSON
+//! configuration `stlsim run` would hand the core (the other settings are
+//! then ignored).
 
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
 use stlsim_core::medium::prefill::PrefillSpec;
-use stlsim_core::trace::{open_trace, SynthKind, SynthSpec, TraceSpec, VecTrace};
+use stlsim_core::trace::parse_thread::ParseThread;
+use stlsim_core::trace::{open_trace, SynthKind, SynthSpec, TraceReader, TraceSpec, VecTrace};
 use stlsim_core::Simulation;
 
 #[path = "../tests/common/drives.rs"]
@@ -69,11 +75,22 @@ fn main() {
         u.write_fraction = Some(0.75);
         spec.synth = Some(u);
     }
-    let mut r = open_trace(&spec).unwrap();
-    let mut recs = vec![];
-    while let Some(x) = r.next_record().unwrap() {
-        recs.push(x);
-    }
+    let stream = std::env::var("STLSIM_STREAM")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let reader: Box<dyn TraceReader> = match stream.as_deref() {
+        Some("thread") => Box::new(ParseThread::new(open_trace(&spec).unwrap()).unwrap()),
+        Some("inline") => open_trace(&spec).unwrap(),
+        Some(other) => panic!("STLSIM_STREAM is 'thread' or 'inline', not '{other}'"),
+        None => {
+            let mut r = open_trace(&spec).unwrap();
+            let mut recs = vec![];
+            while let Some(x) = r.next_record().unwrap() {
+                recs.push(x);
+            }
+            Box::new(VecTrace::new(recs))
+        }
+    };
     let cfg = RunConfig {
         drive: drives::imr_paper(),
         layer: LayerConfig {
@@ -88,7 +105,14 @@ fn main() {
         verify,
         ..Default::default()
     };
-    let mut s = Simulation::with_reader(cfg, Box::new(VecTrace::new(recs))).unwrap();
+    // A whole run's configuration as `stlsim run` hands it to the core.
+    let mut s = match std::env::var("STLSIM_CONFIG") {
+        Ok(path) => {
+            let text = std::fs::read_to_string(path).unwrap();
+            Simulation::new(serde_json::from_str(&text).unwrap()).unwrap()
+        }
+        Err(_) => Simulation::with_reader(cfg, reader).unwrap(),
+    };
     let t = std::time::Instant::now();
     s.run().unwrap();
     let secs = t.elapsed().as_secs_f64();
