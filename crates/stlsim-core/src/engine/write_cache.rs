@@ -39,7 +39,79 @@ pub struct Extent {
 #[derive(Debug, Default)]
 struct TrackEntry {
     seq: u64,
+    /// The first LBA past the track (where the next one starts).
+    end: u64,
     extents: Vec<Extent>,
+}
+
+/// Slots of the [`Regions`] filter (a power of two): 16 KiB of counts.
+const REGION_SLOTS: usize = 4096;
+
+/// Which stretches of LBAs may hold cached data: the LBAs cut into regions
+/// of a power of two at least a track long, hashed onto a small table
+/// counting the dirty tracks that meet each. A read finding its regions'
+/// counts zero skips the track search and the hash look-up: in a CMR run
+/// nine reads in ten look for cached data where there is none, and the
+/// track search alone (the home map's walk) cost more than the look-up.
+/// Never wrong the other way: a region another one's tracks share a slot
+/// with only costs the full look-up.
+#[derive(Debug)]
+struct Regions {
+    shift: u32,
+    counts: Box<[u32]>,
+}
+
+impl Regions {
+    /// Regions at least `track` LBAs long.
+    fn new(track: u64) -> Regions {
+        Regions {
+            shift: track.max(1).next_power_of_two().trailing_zeros(),
+            counts: vec![0; REGION_SLOTS].into_boxed_slice(),
+        }
+    }
+
+    /// The slots of the two regions that hold every LBA of the track
+    /// ending at `end` (it is at most a region long).
+    #[inline]
+    fn of_track(&self, end: u64) -> [usize; 2] {
+        let last = (end - 1) >> self.shift;
+        [last.saturating_sub(1), last].map(|r| r as usize & (REGION_SLOTS - 1))
+    }
+
+    /// A track ending at `end`, written at `lba`, became dirty.
+    #[inline]
+    fn add(&mut self, end: u64, lba: u64) {
+        debug_assert!(
+            end - lba <= 1 << self.shift,
+            "a track is longer than a region ({} sectors)",
+            1u64 << self.shift
+        );
+        for i in self.of_track(end) {
+            self.counts[i] += 1;
+        }
+    }
+
+    /// A track ending at `end` is clean again.
+    #[inline]
+    fn remove(&mut self, end: u64) {
+        for i in self.of_track(end) {
+            self.counts[i] -= 1;
+        }
+    }
+
+    /// Whether a dirty track may hold any of `[lba, lba+len)`.
+    #[inline]
+    fn may_hold(&self, lba: u64, len: u64) -> bool {
+        let (first, last) = (lba >> self.shift, (lba + len.max(1) - 1) >> self.shift);
+        if last - first >= REGION_SLOTS as u64 {
+            return true;
+        }
+        (first..=last).any(|r| self.counts[r as usize & (REGION_SLOTS - 1)] != 0)
+    }
+
+    fn clear(&mut self) {
+        self.counts.fill(0);
+    }
 }
 
 /// The write cache.
@@ -50,6 +122,7 @@ pub struct WriteCache {
     next_seq: u64,
     geom: Arc<Geometry>,
     tracks: FxHashMap<u64, TrackEntry>,
+    regions: Regions,
     /// `(seq, logical track)` in dirtying order; an entry is stale once its track was destaged.
     age: VecDeque<(u64, u64)>,
     /// Empty extent lists of destaged tracks, reused for tracks that become
@@ -246,11 +319,12 @@ impl WriteCache {
             capacity,
             used: 0,
             next_seq: 0,
-            geom,
             tracks: FxHashMap::default(),
+            regions: Regions::new(u64::from(geom.max_home_sectors_per_track())),
             age: VecDeque::new(),
             spare: Vec::new(),
             spare_data: Vec::new(),
+            geom,
         }
     }
 
@@ -285,22 +359,30 @@ impl WriteCache {
     /// Drop every cached extent (power loss).
     pub fn clear(&mut self) {
         self.tracks.clear();
+        self.regions.clear();
         self.age.clear();
         self.used = 0;
     }
 
     /// Drop cached data that a write bypassing the cache supersedes.
     pub fn invalidate(&mut self, lba: u64, len: u64) {
-        if self.used == 0 {
+        if self.used == 0 || !self.regions.may_hold(lba, len) {
             return;
         }
         let mut removed = 0;
-        let (tracks, spare, spare_data) = (&mut self.tracks, &mut self.spare, &mut self.spare_data);
+        let (tracks, regions, spare, spare_data) = (
+            &mut self.tracks,
+            &mut self.regions,
+            &mut self.spare,
+            &mut self.spare_data,
+        );
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             if let Some(t) = tracks.get_mut(&lt) {
                 removed += punch_list(&mut t.extents, lo, hi, spare_data);
                 if t.extents.is_empty() {
-                    spare.push(tracks.remove(&lt).expect("present").extents);
+                    let t = tracks.remove(&lt).expect("present");
+                    regions.remove(t.end);
+                    spare.push(t.extents);
                 }
             }
         });
@@ -315,7 +397,7 @@ impl WriteCache {
         let (mut lt, mut next) = track_of(&self.geom, lba);
         if end <= next {
             // Most writes stay on one track: no pieces to copy out.
-            let removed = self.write_track(lt, lba, end, data);
+            let removed = self.write_track(lt, next, lba, end, data);
             self.used = self.used + len - removed;
             return;
         }
@@ -327,7 +409,7 @@ impl WriteCache {
                 piece = spare_buffer(&mut self.spare_data, (hi - cur) as usize);
                 piece.extend_from_slice(&data[(cur - lba) as usize..(hi - lba) as usize]);
             }
-            let removed = self.write_track(lt, cur, hi, piece);
+            let removed = self.write_track(lt, next, cur, hi, piece);
             self.used = self.used + (hi - cur) - removed;
             if hi >= end {
                 break;
@@ -339,17 +421,24 @@ impl WriteCache {
         keep_buffer(&mut self.spare_data, data);
     }
 
-    /// Write `[lo, hi)`, all on logical track `lt`, into that track's
-    /// extents (the track becoming dirty now if it was clean); returns the
-    /// sectors it replaced.
+    /// Write `[lo, hi)`, all on logical track `lt` (which ends at `end`),
+    /// into that track's extents (the track becoming dirty now if it was
+    /// clean); returns the sectors it replaced.
     #[inline]
-    fn write_track(&mut self, lt: u64, lo: u64, hi: u64, data: Vec<Token>) -> u64 {
-        let (age, next_seq, spare) = (&mut self.age, &mut self.next_seq, &mut self.spare);
+    fn write_track(&mut self, lt: u64, end: u64, lo: u64, hi: u64, data: Vec<Token>) -> u64 {
+        let (age, next_seq, spare, regions) = (
+            &mut self.age,
+            &mut self.next_seq,
+            &mut self.spare,
+            &mut self.regions,
+        );
         let t = self.tracks.entry(lt).or_insert_with(|| {
             *next_seq += 1;
             age.push_back((*next_seq, lt));
+            regions.add(end, lo);
             TrackEntry {
                 seq: *next_seq,
+                end,
                 extents: spare
                     .pop()
                     .unwrap_or_else(|| Vec::with_capacity(EXTENTS_AT_FIRST)),
@@ -360,6 +449,9 @@ impl WriteCache {
 
     /// Whether `[lba, lba+len)` is entirely cached.
     pub fn covers(&self, lba: u64, len: u64) -> bool {
+        if !self.regions.may_hold(lba, len) {
+            return len == 0;
+        }
         let mut all = true;
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             // A track's extents never touch, so one extent holds the piece or none does.
@@ -376,6 +468,9 @@ impl WriteCache {
 
     /// Whether any sector of `[lba, lba+len)` is cached.
     pub fn overlaps(&self, lba: u64, len: u64) -> bool {
+        if !self.regions.may_hold(lba, len) {
+            return false;
+        }
         let mut any = false;
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             if let Some(t) = self.tracks.get(&lt) {
@@ -387,6 +482,9 @@ impl WriteCache {
 
     /// Overlay cached tokens onto `out` (tokens of `[lba, lba+len)`).
     pub fn overlay(&self, lba: u64, len: u64, out: &mut [Token]) {
+        if !self.regions.may_hold(lba, len) {
+            return;
+        }
         pieces(&self.geom, lba, len, |lt, lo, hi| {
             let Some(t) = self.tracks.get(&lt) else {
                 return;
@@ -416,6 +514,7 @@ impl WriteCache {
                     continue;
                 }
                 let mut t = o.remove();
+                self.regions.remove(t.end);
                 self.used -= t.extents.iter().map(|e| e.len).sum::<u64>();
                 // The batch takes the track's list; the caller's old (cleared)
                 // list is kept for the next track that becomes dirty.
