@@ -706,7 +706,7 @@ impl Simulation {
     }
 
     /// The host range a record addresses, and whether it was folded.
-    #[inline]
+    #[inline(always)]
     fn convert(&self, rec: &TraceRecord) -> SimResult<(Lba, Sectors, bool)> {
         let sb = self.sector_bytes;
         // Readers check this too; a reader of the caller's own may not.
@@ -959,14 +959,17 @@ impl Simulation {
         if self.read_cache.is_some() {
             self.read_ahead(issue)?;
         }
-        self.background(
-            QueuedRequest {
-                write,
-                lba,
-                sectors: n,
-            },
-            issue,
-        )?;
+        // Most requests find nothing to do first: tested here, not in a call.
+        if self.needs.background || (self.dev.now() < issue && !self.cache.is_empty()) {
+            self.background(
+                QueuedRequest {
+                    write,
+                    lba,
+                    sectors: n,
+                },
+                issue,
+            )?;
+        }
         let xfer = if n.0 == self.last_xfer.0 {
             self.last_xfer.1
         } else {
