@@ -292,7 +292,7 @@ impl HostMetrics {
     }
 
     /// Count one completed request; true when it closed a series point.
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, write: bool, issue: Nanos, complete: Nanos, disparity: Nanos) -> bool {
         let lat = complete.saturating_sub(issue);
         let b = &mut self.bucket;
