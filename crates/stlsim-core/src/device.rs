@@ -990,14 +990,22 @@ impl Device {
 
 impl Geometry {
     /// Sectors on a track, or an error for a track past the end.
+    #[inline]
     pub fn sectors_in_checked(&self, t: Track) -> SimResult<u32> {
         if t.0 >= self.tracks() {
-            return Err(SimError::Medium(format!(
-                "{t} is past the last track ({})",
-                self.tracks() - 1
-            )));
+            return Err(self.past_the_end(t));
         }
         Ok(self.sectors_in(t))
+    }
+
+    /// The error for an operation on a track past the last one (kept out of
+    /// line: every device operation checks).
+    #[cold]
+    fn past_the_end(&self, t: Track) -> SimError {
+        SimError::Medium(format!(
+            "{t} is past the last track ({})",
+            self.tracks() - 1
+        ))
     }
 }
 

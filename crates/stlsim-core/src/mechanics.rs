@@ -325,6 +325,7 @@ impl Mechanics {
     /// Time to move from track `from` to track `to`: the seek over their
     /// cylinder distance and the head switch, overlapped (DiskSim
     /// `dm_seek_time_g1`), plus the write settle for a write that moved.
+    #[inline]
     pub fn reposition_time(&self, from: Track, to: Track, write: bool) -> Nanos {
         if self.surfaces == 1 && self.write_settle_ns == 0 {
             // The drive model before surfaces existed, bit for bit.
