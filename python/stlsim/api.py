@@ -264,7 +264,7 @@ def simulate(cfg: Mapping[str, Any], label: str, progress: bool = False) -> Resu
     report["warnings"] = list(cfg.get(NOTES, [])) + list(report.get("warnings") or [])
     _add_verification_memory(report, sim)
     cdfs = {c: sim.cdf(c) for c in LATENCY_CLASSES}
-    series = json.loads(sim.series_json())
+    series = sim.series_json()  # decoded by Result when first used
     waf = json.loads(sim.waf_series_json())
     return Result(label, report, dict(cfg), cdfs, series, wall_s=time.perf_counter() - t0, waf_series=waf)
 
