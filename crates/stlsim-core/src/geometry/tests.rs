@@ -872,3 +872,64 @@ fn spare_tracks_and_empty_zone_fronts_hold_no_lbas() {
         vec!["front_empty_sectors", "spare_tracks"]
     );
 }
+
+/// `tracks_for_capacity` as it was: every track's size, one by one.
+fn tracks_for_capacity_walk(
+    layout: Layout,
+    zones: &[ZoneSpec],
+    limit: u64,
+    want: u64,
+) -> Option<u64> {
+    let (first, unit) = (layout.extra_tracks(), layout.unit_tracks());
+    let (mut cap, mut z) = (0u64, 0usize);
+    for t in 0..limit {
+        while z + 1 < zones.len() && zones[z + 1].first_track <= t {
+            z += 1;
+        }
+        if t >= first {
+            cap += home::size_rule(layout, zones[z].sectors_per_track, t) as u64;
+            if (t + 1 - first) % unit == 0 && cap >= want {
+                return Some(t + 1);
+            }
+        }
+    }
+    None
+}
+
+proptest::proptest! {
+    /// Taking whole units at once inside a zone finds the track count the
+    /// track-by-track walk finds, for every layout, over zones of any sizes
+    /// and boundaries (a planted off-by-one in the jump fails this).
+    #[test]
+    fn capacity_sizing_takes_whole_units_as_the_walk_would(
+        kind in 0u8..5,
+        a in 1u64..6,
+        b in 1u64..4,
+        up in proptest::bool::ANY,
+        ratio in 0.3f64..1.0,
+        zones in proptest::collection::vec((1u64..60, 1u32..40), 1..4),
+        want in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..50, 0u64..20_000],
+    ) {
+        let layout = match kind {
+            0 => Layout::Cmr,
+            1 => Layout::Imr { top_ratio: ratio, group: a, order: ImrOrder::ZigZag },
+            2 => Layout::Smr { band: a, width: b + 1, up, random_access: (b + 1) * (a % 3), cache: a % 2 * 3 },
+            3 => Layout::Wave { region: a, kappa: b },
+            _ => Layout::Zoned { zone_tracks: a, conventional: 0, max_open: 0, unrestricted_reads: false },
+        };
+        let mut first = 0;
+        let zones: Vec<ZoneSpec> = zones
+            .into_iter()
+            .map(|(len, spt)| {
+                let z = ZoneSpec { first_track: first, sectors_per_track: spt, ..Default::default() };
+                first += len;
+                z
+            })
+            .collect();
+        let fast = tracks_for_capacity(layout, &zones, want);
+        // The walk stops where the fast form gives up only past MAX_TRACKS:
+        // compare within a bound both reach.
+        let walk = tracks_for_capacity_walk(layout, &zones, 1_000_000, want);
+        proptest::prop_assert_eq!(fast, walk);
+    }
+}
