@@ -81,14 +81,9 @@ impl Regions {
         [last.saturating_sub(1), last].map(|r| r as usize & (REGION_SLOTS - 1))
     }
 
-    /// A track ending at `end`, written at `lba`, became dirty.
+    /// A track ending at `end` became dirty.
     #[inline]
-    fn add(&mut self, end: u64, lba: u64) {
-        debug_assert!(
-            end - lba <= 1 << self.shift,
-            "a track is longer than a region ({} sectors)",
-            1u64 << self.shift
-        );
+    fn add(&mut self, end: u64) {
         for i in self.of_track(end) {
             self.counts[i] += 1;
         }
@@ -429,6 +424,11 @@ impl WriteCache {
     /// clean); returns the sectors it replaced.
     #[inline]
     fn write_track(&mut self, lt: u64, end: u64, lo: u64, hi: u64, data: Vec<Token>) -> u64 {
+        debug_assert!(
+            end - self.geom.logical_track_start(lt).0 <= 1 << self.regions.shift,
+            "logical track {lt} is longer than a region ({} sectors)",
+            1u64 << self.regions.shift
+        );
         let (age, next_seq, spare, regions) = (
             &mut self.age,
             &mut self.next_seq,
@@ -438,7 +438,7 @@ impl WriteCache {
         let t = self.tracks.entry(lt).or_insert_with(|| {
             *next_seq += 1;
             age.push_back((*next_seq, lt));
-            regions.add(end, lo);
+            regions.add(end);
             TrackEntry {
                 seq: *next_seq,
                 end,
