@@ -677,13 +677,12 @@ impl Device {
         let moved = self.head.track != at.track;
         self.head = HeadState {
             track: at.track,
-            // `% spt` without a division: a read or write ends on its track
-            // (`begin` checked), so the sum is at most `spt`.
-            next_sector: match at.sector + count {
-                e if e < spt => e,
-                e if e == spt => 0,
-                e => e % spt.max(1),
-            },
+            // A read or write ends on its track (`begin` checked), so the
+            // sum is at most `spt`: no division.
+            next_sector: crate::mechanics::below_turn(
+                u64::from(at.sector + count),
+                u64::from(spt.max(1)),
+            ) as u32,
             at: self.clock,
         };
         let c = if write {

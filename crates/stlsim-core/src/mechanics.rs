@@ -152,10 +152,11 @@ pub(crate) fn turn_share_ns(turn: u64, k: u64, spt: u64) -> u64 {
 }
 
 /// `x % turn`, by a subtraction when `x` is below two turns (an angle past
-/// a position, both below one turn: every access's wait for its sector),
-/// not a 64-bit division.
+/// a position, both below one turn: every access's wait for its sector;
+/// the sector after an access, which ends on its track), not a 64-bit
+/// division.
 #[inline]
-fn below_turn(x: u64, turn: u64) -> u64 {
+pub(crate) fn below_turn(x: u64, turn: u64) -> u64 {
     if x < turn {
         x
     } else if x - turn < turn {
