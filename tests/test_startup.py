@@ -14,18 +14,26 @@ import pytest
 
 HEAVY = ("pandas", "numpy", "pyarrow", "matplotlib")
 
+# Put before the code under test: the modules the interpreter had already
+# imported at start-up, which are not that code's doing (a `.pth` file in
+# site-packages may import some: CI's interpreter imports importlib.resources,
+# tempfile and zipfile through certifi before any code runs).
+BEFORE = "import sys as _sys\n_BEFORE = set(_sys.modules)\n"
+
 # Appended to the code under test: prints, as JSON on the last line of
 # stderr, which of the modules named in WATCHED (each by its full name) that
 # code imported; stdout is left to the code under test.
 WATCH = """
 import json, sys
-sys.stderr.write(json.dumps(sorted(m for m in WATCHED if m in sys.modules)) + "\\n")
+sys.stderr.write(json.dumps(sorted(m for m in WATCHED if m in sys.modules and m not in _BEFORE)) + "\\n")
 """
 
 
 def _imported(code: str, watched: tuple[str, ...]) -> list[str]:
     report = f"WATCHED = {watched!r}" + WATCH
-    p = subprocess.run([sys.executable, "-c", code + "\n" + report], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", BEFORE + code + "\n" + report], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stderr.splitlines()[-1])
 
