@@ -252,11 +252,34 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
 }
 
 impl LayerEntry {
+    /// The refusal of a layer that writes in place on a host-managed drive:
+    /// a real ZBC/ZAC drive fails such writes (UNALIGNED WRITE COMMAND), so
+    /// the run is refused at configuration time, naming the layers that can
+    /// run there (every layer of the `zoned` kind, from the registry).
+    fn not_zone_aware(&self, drive: &DriveConfig) -> SimError {
+        let aware: Vec<&str> = REGISTRY
+            .iter()
+            .filter(|e| e.layout.kind() == Some("zoned"))
+            .map(|e| e.name)
+            .collect();
+        SimError::Config(format!(
+            "layer '{}' is not zone-aware: drive '{}' is host-managed (zoned layout), whose \
+             sequential zones refuse in-place writes (UNALIGNED WRITE COMMAND); run a zoned layer \
+             ({}) or a drive-managed or conventional drive",
+            self.name,
+            drive.name,
+            aware.join(", ")
+        ))
+    }
+
     /// The drive description this layer runs on, given the user's drive and
     /// the layer's resolved parameters.
     pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
             LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => {
+                if drive.layout.kind == "zoned" {
+                    return Err(self.not_zone_aware(drive));
+                }
                 // Same tracks, mechanics and cache; no overlap, guards, zones,
                 // band mapping or persistent cache (their keys are dropped).
                 // A wave drive keeps its physical tracks (its guard bands become data tracks).
