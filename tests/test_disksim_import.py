@@ -6,6 +6,7 @@ naming file:line."""
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -330,3 +331,386 @@ def test_a_last_zone_past_the_disk_ends_in_its_spares_or_is_cut_and_listed(tmp_p
     imp = import_disksim(tmp_path / "hp_c2490a.parv")
     assert tomllib.loads(imp.toml)["zones"][-1]["spare_tracks"] == 10
     assert any(x.startswith("hp_c2490a_validate.model:161 Last cylinder number = 2629: past the disk's 2629 cylinders") for x in imp.unexpressed)
+
+
+# --------------------------------------------------------------------------
+# Descriptions beyond the validation suite: formula seek curves, the g4
+# layout, slips past the spares. Each test writes a small DiskSim
+# description of its own.
+
+_TEN = [2.63, 3.42, 3.55, 3.72, 4.01, 4.39, 4.26, 4.39, 4.56, 4.73]  # hp_c3323a.model's (commented out) first ten
+_HPL = [300, 3.75, 0.33, 7.69, 0.0059, -1.0]  # and its HPL values, V1 as the int DiskSim 4.0 wants
+
+
+def _g1_layout(cylinders: int, spt: int = 100) -> str:
+    return f"""dm_layout_g1 {{
+      LBN-to-PBN mapping scheme = 0,
+      Sparing scheme used = 0,
+      Rangesize for sparing = 1,
+      Zones = [ dm_layout_g1_zone {{
+         First cylinder number = 0, Last cylinder number = {cylinders - 1}, Blocks per track = {spt},
+         Offset of first block = 0, Empty space at zone front = 0,
+         Skew for track switch = 10, Skew for cylinder switch = 20,
+         Number of spares = 0, slips = [], defects = [] }} ]
+   }}"""
+
+
+def _model(tmp_path: Path, seek: str, layout: str, *, cylinders: int = 2000, surfaces: int = 2, block_count: int = 0, files: dict[str, str] | None = None) -> Path:
+    """A dm_disk in tmp_path/test.model (and any files it sources)."""
+    for n, text in (files or {}).items():
+        (tmp_path / n).write_text(text)
+    path = tmp_path / "test.model"
+    path.write_text(f"""dm_disk TEST {{
+   Number of data surfaces = {surfaces},
+   Number of cylinders = {cylinders},
+   Block count = {block_count},
+   Mechanical Model = dm_mech_g1 {{
+      Access time type = trackSwitchPlusRotation,
+{seek}
+      Add. write settling delay = 0.0,
+      Head switch time = 0.5,
+      Rotation speed (in rpms) = 7200,
+      Percent error in rpms = 0.0
+   }},
+   Layout Model = {layout}
+}}
+""")
+    return path
+
+
+def _floats(values: list[float]) -> str:
+    return ", ".join(f"{v:.6f}" if isinstance(v, float) else str(v) for v in values)
+
+
+def _table_ms(table: list[list[float]], d: int) -> float:
+    """A table seek as the core reads it: linear between points, flat past the last."""
+    if d <= table[0][0]:
+        return table[0][1] * d / table[0][0]
+    for (d0, t0), (d1, t1) in zip(table, table[1:]):
+        if d <= d1:
+            return t0 + (t1 - t0) * (d - d0) / (d1 - d0)
+    return table[-1][1]
+
+
+def _core_seek_ms(drive: dict, d: int) -> float:
+    """The core's own seek over d cylinders: the full stroke of the same
+    drive cut to d + 1 cylinders of one plain zone."""
+    cut = {**drive, "tracks": (d + 1) * drive["surfaces"], "zones": [{"first_track": 0, "sectors_per_track": 100}]}
+    return check_drive(cut)["full_stroke_seek_ms"]
+
+
+def _runs(path: Path, tmp_path: Path, span: str = "10MB") -> None:
+    """The imported drive replays a small synthetic trace, every read checked."""
+    out = tmp_path / "imported.toml"
+    out.write_text(import_disksim(path).toml)
+    r = stlsim.run(f"synth:uniform,count=200,span_bytes={span},write_fraction=0.5,seed=1", drive=out, layer="cmr", verify=True, fold=True)
+    assert r.summary["requests"] == 200 and r.summary["reads"] > 0 and r.summary["mean_ms"] > 0
+
+
+def test_hplplus10_imports_as_disksims_curve_at_every_distance(tmp_path: Path) -> None:
+    """DiskSim's dm_mech_g1_seek_1st10_plus_hpl (mech_g1_seektime.c): the
+    first ten seek times for 1..10 cylinders, V2 + V3 sqrt(d) below V1,
+    V4 + V5 d from V1 on. The table is exact at every whole distance (to
+    DiskSim's picoseconds, whose fixed-point square root differs from the
+    real one by under V3 / 2^16 ms)."""
+    path = _model(
+        tmp_path,
+        f"      Seek type = hplplus10,\n      HPL seek equation values = [ {_floats(_HPL)} ],\n      First ten seek times = [ {_floats(_TEN)} ],",
+        _g1_layout(2000),
+    )
+    imp = import_disksim(path)
+    assert imp.unexpressed == []
+    d = tomllib.loads(imp.toml)
+    table = d["seek"]["table"]
+    assert d["seek"]["model"] == "table"
+
+    def disksim(dist: int) -> float:
+        v1, v2, v3, v4, v5, _ = _HPL
+        if dist <= 10:
+            return _TEN[dist - 1]
+        return v2 + v3 * math.sqrt(dist) if dist < v1 else v4 + v5 * dist
+
+    for dist in (1, 2, 7, 10, 11, 12, 57, 100, 299, 300, 301, 1234, 1999):
+        assert _table_ms(table, dist) == pytest.approx(disksim(dist), abs=1e-5), dist
+        assert _core_seek_ms(d, dist) == pytest.approx(disksim(dist), abs=1e-5), dist
+    # Exact points where the curve is not linear; the linear part is its two ends.
+    assert [p[0] for p in table] == [*range(1, 300), 300, 1999]
+    # Each value is DiskSim's fixed-point one: 16 cylinders, sqrt64(16 << 32) = 4 << 16 exactly.
+    assert table[15] == [16, 3.75 + 0.33 * 4]
+    assert "HPL seek equation with the first ten seek times" in d["description"]
+    assert re.search(r'^model = "table" +# test\.model:\d+ "Seek type = hplplus10"', imp.toml, flags=re.M)
+    _runs(path, tmp_path)
+
+
+def test_hpl_and_constant_import_with_disksims_own_departures_listed(tmp_path: Path) -> None:
+    # hpl: V6 for one cylinder; the boundary is V1 here, though DiskSim 4.0's
+    # dm_mech_g1_seek_hpl reads it from a word its loader never sets: listed.
+    hpl = [40, 1.0, 0.5, 1.5, 0.25, 2.0]
+    path = _model(tmp_path, f"      Seek type = hpl,\n      HPL seek equation values = [ {_floats(hpl)} ],", _g1_layout(100), cylinders=100)
+    imp = import_disksim(path)
+    table = tomllib.loads(imp.toml)["seek"]["table"]
+    assert _table_ms(table, 1) == 2.0
+    for dist in (2, 9, 39):
+        assert _table_ms(table, dist) == pytest.approx(1.0 + 0.5 * math.sqrt(dist), abs=1e-5)
+    for dist in (40, 77, 99):
+        assert _table_ms(table, dist) == pytest.approx(1.5 + 0.25 * dist, abs=1e-9)
+    assert [x for x in imp.unexpressed if "hpseek[0]" in x] and len(imp.unexpressed) == 1
+    # constant: the manual's meaning (every seek the same), DiskSim 4.0's own
+    # loader's unconverted picoseconds listed.
+    path = _model(tmp_path, "      Seek type = constant,\n      Constant seek time = 5.0,", _g1_layout(100), cylinders=100)
+    imp = import_disksim(path)
+    assert tomllib.loads(imp.toml)["seek"] == {"model": "table", "table": [[1, 5.0]]}
+    assert any("Constant seek time = 5.0" in x and "5 picoseconds" in x for x in imp.unexpressed)
+    # V1 written as a float, as DiskSim's own files do: taken, and listed.
+    hpl_f = ", ".join(f"{v:.6f}" for v in _HPL)
+    path = _model(
+        tmp_path, f"      Seek type = hplplus10,\n      HPL seek equation values = [ {hpl_f} ],\n      First ten seek times = [ {_floats(_TEN)} ],", _g1_layout(400), cylinders=400
+    )
+    imp = import_disksim(path)
+    assert [x for x in imp.unexpressed if "V1 = 300.0 is written as a float" in x]
+    _runs(path, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "seek, message",
+    [
+        ("      Seek type = linear,\n      Single cylinder seek time = 1.0,", "'Seek type = linear' is not imported: DiskSim 4.0's dm_mech_g1_seek_3pt_line"),
+        ("      Seek type = curve,", "'Seek type = curve' is not imported"),
+        ("      Seek type = bogus,", "'Seek type = bogus' is not one of DiskSim's"),
+        ("      Seek type = hpl,", "'Seek type = hpl' needs 'HPL seek equation values'"),
+        ("      Seek type = hplplus10,\n      HPL seek equation values = [ 300, 3.75, 0.33 ],", "needs 6 values (V1..V6), found 3"),
+        (f"      Seek type = hplplus10,\n      HPL seek equation values = [ {_floats(_HPL)} ],", "'Seek type = hplplus10' needs 'First ten seek times'"),
+        (f"      Seek type = hpl,\n      HPL seek equation values = [ 300, 3.75, 0.33, 7.69, -0.1, -1.0 ],", "V5 = -0.1 must not be negative"),
+        (f"      Seek type = hpl,\n      HPL seek equation values = [ {_floats(_HPL)} ],\n      Full seek curve = x.seek,", "'Full seek curve' with 'Seek type = hpl'"),
+    ],
+)
+def test_seek_types_stlsim_cannot_follow_are_one_line(cli, tmp_path: Path, seek: str, message: str) -> None:
+    path = _model(tmp_path, seek, _g1_layout(100), cylinders=100)
+    p = cli("import-disksim", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stlsim: error: test.model:") and message in lines[0], p.stderr
+
+
+_SEEK_FILE = {"test.seek": "Seek distances measured: 2\n1, 1.0\n9, 3.0\n"}
+_EXTRACTED = "      Seek type = extracted,\n      Full seek curve = test.seek,"
+
+
+def _g4(tp: str, idx: str, slips: str = "", remaps: str = "") -> str:
+    return f"dm_layout_g4 {{\nTP = [ {tp} ],\nIDX = [\n{idx}\n],\nSlips = [ {slips} ],\nRemaps = [ {remaps} ]\n}}\n"
+
+
+# Two zones of two surfaces, as DIXtrac writes a drive: a node per zone's
+# cylinder (a track a head, each a quarter turn = 2 of 8 sectors after the
+# one before) under a root entry per zone, a cylinder on; zone 2's tracks keep
+# 5 of their 6 sectors' LBNs (TP[1]).
+_G4_TWO_ZONES = _g4(
+    "0, 7, 8,  0, 4, 6",
+    """  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      8, 0, 0.250000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1 ],
+  [ 0, 0, 0.000000, 5, 1, 0.000000, 5, 1, TRACK, 1, 0,
+      5, 0, 0.166667, 5, 1, 0.000000, 5, 1, TRACK, 1, 1 ],
+  [ 0, 0, 0.125000, 16, 1, 0.625000, 1920, 120, IDX, 0,
+      1920, 120, 0.500000, 10, 1, 0.500000, 800, 80, IDX, 1 ]""",
+)
+
+
+def test_a_g4_layout_imports_as_zones_its_angles_whole_sector_skews(tmp_path: Path) -> None:
+    """The g4 tree (layout_g4.c: ltop for the LBNs, g4_skew for the angles)
+    becomes stlsim's zone table: the LBNs fill each cylinder track by track
+    from sector 0, and each track's angle, off + q * alen down its path, is
+    the zone's first-block offset plus its whole-sector track and cylinder
+    skews, as stlsim counts them."""
+    path = _model(tmp_path, _EXTRACTED, "source test.layout", cylinders=200, block_count=2720, files={**_SEEK_FILE, "test.layout": _G4_TWO_ZONES})
+    imp = import_disksim(path)
+    assert imp.unexpressed == []
+    d = tomllib.loads(imp.toml)
+    assert d["surface_order"] == "ascending" and d["tracks"] == 400
+    assert d["zones"] == [
+        {"first_track": 0, "sectors_per_track": 8, "track_skew_sectors": 2, "cylinder_skew_sectors": 3, "first_block_offset_sectors": 1},
+        {"first_track": 240, "sectors_per_track": 6, "track_skew_sectors": 1, "cylinder_skew_sectors": 2, "first_block_offset_sectors": 3, "spare_sectors_per_track": 1},
+    ]
+    # Every track's angle, in sectors: DiskSim's (root off + cylinder x alen +
+    # the head's off, in turns) against stlsim's skew formula (drive-model.md:
+    # o = offset + k x track skew + c x cylinder skew, k = i + (surfaces - 1) c).
+    for z, (off, alen, head_off, first, cyls) in zip(d["zones"], [(0.125, 0.625, 0.25, 0, 120), (0.5, 0.5, 0.166667, 120, 80)]):
+        spt = z["sectors_per_track"]
+        for c in range(cyls):
+            for i in range(2):
+                disksim = ((off + c * alen + i * head_off) % 1.0) * spt
+                o = z.get("first_block_offset_sectors", 0) + (i + c) * z["track_skew_sectors"] + c * z["cylinder_skew_sectors"]
+                assert abs((disksim - o % spt + spt / 2) % spt - spt / 2) < 1e-3, (first + c, i)
+    assert check_drive(d)["capacity_bytes"] == 2720 * 512  # the tree's LBNs, = Block count
+    assert re.search(r"^sectors_per_track = 6 +# test\.layout:2 TP\[1\] = \[0, 4, 6\]", imp.toml, flags=re.M)
+    _runs(path, tmp_path, span="1MB")
+
+
+def test_a_serpentine_g4_layout_with_a_gap_imports(tmp_path: Path) -> None:
+    """Two-cylinder patterns whose second cylinder visits the surfaces last
+    to first: DiskSim's serpentine within zones (the second zone, after an
+    empty cylinder, starts on an odd cylinder); a Block count below the
+    tree's LBNs is listed."""
+    layout = _g4(
+        "0, 7, 8",
+        """  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      8, 0, 0.250000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1,
+      16, 1, 0.625000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1,
+      24, 1, 0.875000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0 ],
+  [ 0, 0, 0.000000, 32, 2, 1.250000, 2560, 160, IDX, 0,
+      2560, 161, 0.500000, 32, 2, 1.250000, 1216, 76, IDX, 0 ]""",
+    )
+    path = _model(tmp_path, _EXTRACTED, "source test.layout", cylinders=240, block_count=3700, files={**_SEEK_FILE, "test.layout": layout})
+    imp = import_disksim(path)
+    d = tomllib.loads(imp.toml)
+    assert d["surface_order"] == "serpentine-in-zone"
+    assert d["zones"] == [
+        {"first_track": 0, "sectors_per_track": 8, "track_skew_sectors": 2, "cylinder_skew_sectors": 3, "gap_cylinders": 1},
+        {"first_track": 322, "sectors_per_track": 8, "track_skew_sectors": 2, "cylinder_skew_sectors": 3, "first_block_offset_sectors": 4, "gap_cylinders": 3},
+    ]
+    assert imp.unexpressed == ["test.model:4 Block count = 3700: DiskSim maps LBNs 0..3699 of the tree's 3776 (ltop refuses the rest); all 3776 are LBAs here"]
+    assert check_drive(d)["capacity_bytes"] == 3776 * 512
+    _runs(path, tmp_path, span="1MB")
+
+
+def _g4_bad(**k: str) -> str:
+    idx = k.pop("idx", """  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      8, 0, 0.250000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1 ],
+  [ 0, 0, 0.000000, 16, 1, 0.625000, 64, 4, IDX, 0 ]""")
+    return _g4(k.pop("tp", "0, 7, 8"), idx, **k)
+
+
+@pytest.mark.parametrize(
+    "layout, message",
+    [
+        # The WD release's 4 TB example: each surface's LBNs run over many cylinders (surface-major).
+        (
+            _g4_bad(idx="""  [ 0, 0, 0.000000, 8, 1, 0.100000, 32, 4, TRACK, 0, 0,
+      32, 3, 0.000000, 8, 1, 0.100000, 32, -4, TRACK, 0, 1 ],
+  [ 0, 0, 0.000000, 64, 4, 0.000000, 64, 4, IDX, 0 ]"""),
+            "LBNs leave cylinder 0 after 1 of its 2 surfaces' tracks",
+        ),
+        (_g4_bad(slips="20, 1"), "dm_layout_g4 Slips are not imported: a slip moves every later LBN on"),
+        (_g4_bad(remaps="20, 1, 3, 0, 7, 8"), "dm_layout_g4 Remaps are not imported"),
+        (_g4_bad(tp="1, 8, 9"), "starts at sector 1"),
+        (_g4_bad(tp="0, 7, 8, 9"), "'TP' must hold (low, high, spt) triples"),
+        (
+            _g4_bad(idx="""  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      8, 0, 0.300000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1 ],
+  [ 0, 0, 0.000000, 16, 1, 0.625000, 64, 4, IDX, 0 ]"""),
+            "starts 2.400000 sectors into the turn (its IDX angles), which no whole-sector skews",
+        ),
+        (
+            _g4_bad(idx="""  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      9, 0, 0.250000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1 ],
+  [ 0, 0, 0.000000, 16, 1, 0.625000, 64, 4, IDX, 0 ]"""),
+            "IDX node 0 entry 1 (LBN 9) leaves LBNs 8..8 of its node on no track",
+        ),
+        (
+            _g4_bad(idx="""  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0, 0,
+      8, 0, 0.250000, 8, 1, 0.000000, 8, 1, TRACK, 0, 1 ],
+  [ 0, 2, 0.000000, 16, 1, 0.625000, 32, 2, IDX, 0 ]"""),
+            "first LBN lies on cylinder 2",
+        ),
+        (_g4_bad(idx="  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, TRACK, 0 ]"), "a TRACK entry ends with its head"),
+        (_g4_bad(idx="  [ 0, 0, 0.000000, 8, 1, 0.000000, 8, 1, IDX, 0 ]"), "IDX node 0 contains itself"),
+        ("dm_layout_g2 {\n  Layout Map File = x.map,\n  Zones = []\n}\n", "dm_layout_g2 (an LBN-by-LBN 'Layout Map File') is not imported"),
+    ],
+)
+def test_g4_layouts_stlsim_cannot_hold_are_one_line(cli, tmp_path: Path, layout: str, message: str) -> None:
+    path = _model(tmp_path, _EXTRACTED, "source test.layout", cylinders=4, files={**_SEEK_FILE, "test.layout": layout})
+    p = cli("import-disksim", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("stlsim: error: ") and message in lines[0], p.stderr
+
+
+def _copy(tmp_path: Path, stem: str) -> Path:
+    """The validation drive's files in tmp_path; returns its run file."""
+    (files, _), _ = RUNS[stem], None
+    for f in (f"{stem}.parv", *files):
+        (tmp_path / f).write_text((DISKSIM / f).read_text())
+    return tmp_path / f"{stem}.parv"
+
+
+def _set_zone(model: Path, zone_first: str, key: str, value: str) -> None:
+    """Set `key` of the zone whose first cylinder line is `zone_first`."""
+    text = model.read_text()
+    at = text.index(zone_first)
+    end = text.index(key, at)
+    line_end = text.index(",", end)
+    model.write_text(text[:end] + f"{key} = {value}" + text[line_end:])
+
+
+@pytest.mark.parametrize(
+    "stem, spares, message",
+    [
+        # Scheme 9, no spares: DiskSim's g1_ltop_sectperzonespare pushes the
+        # zone's last 5 LBNs onto the next zone's first sectors.
+        ("atlas10k", "0", "5 slipped sector(s) in the zone, which has 0 spare(s), push its last 5 LBN(s) past its end onto the next zone's first cylinder (433)"),
+        # Fewer spares than slips: the last 2 run off.
+        ("atlas10k", "3", "which has 3 spare(s), push its last 2 LBN(s) past its end"),
+        # Scheme 8, no spares: onto the next range's first sectors.
+        ("barracuda", "0", "push its last 3 LBN(s) past its end onto the next range's first sectors, which hold its own first LBNs (g1_ltop_sectperrangespare"),
+    ],
+)
+def test_slips_past_the_spares_are_one_line_naming_disksims_mapping(cli, tmp_path: Path, stem: str, spares: str, message: str) -> None:
+    """Where a sparing period (range or zone) has fewer spares than slips,
+    DiskSim's ltop moves its last LBNs past the period's end ("Assume no
+    remapping/slipping out of a range", layout_g1.c) onto sectors that hold
+    other LBNs: two LBNs on one sector, which stlsim cannot express."""
+    run = _copy(tmp_path, stem)
+    model = tmp_path / RUNS[stem][0][1]
+    _set_zone(model, "First cylinder number = 0,", "Number of spares", spares)
+    p = cli("import-disksim", str(run))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and f"stlsim: error: {model.name}:" in lines[0] and message in lines[0], p.stderr
+    assert "two LBNs on one sector, which stlsim cannot express" in lines[0]
+
+
+def test_slips_onto_a_spare_track_are_refused_and_slips_that_fit_run(tmp_path: Path) -> None:
+    run = _copy(tmp_path, "atlas10k")
+    model = tmp_path / "atlas10k.model"
+    # A whole track of spares (334 sectors): the zone's last data track is
+    # full, so DiskSim moves its last LBNs onto the spare track, which
+    # stlsim's slipped_sectors cannot follow.
+    _set_zone(model, "First cylinder number = 0,", "Number of spares", "334")
+    with pytest.raises(stlsim.ConfigError, match=r"atlas10k\.model:\d+: 5 slipped sector\(s\) in the zone push its last LBN onto a spare track"):
+        import_disksim(run)
+    # 400 spares leave 66 on the last data track: the 5 slips fit, and the drive runs.
+    _set_zone(model, "First cylinder number = 0,", "Number of spares", "400")
+    d = tomllib.loads(import_disksim(run).toml)
+    assert d["zones"][0]["spare_sectors_per_zone"] == 400 and d["zones"][0]["slipped_sectors"] == [55017, 358148, 394564, 420533, 483742]
+    _runs(run, tmp_path)
+
+
+def test_more_slipped_tracks_than_spares_is_disksims_own_refusal(tmp_path: Path) -> None:
+    run = _copy(tmp_path, "hp_c2490a")
+    model = tmp_path / "hp_c2490a_validate.model"
+    text = model.read_text()
+    first = re.search(r"First cylinder number = \d+,(?=(?:(?!First cylinder).)*slips = \[\s*1626)", text, flags=re.S)
+    assert first
+    _set_zone(model, first.group(0), "Number of spares", "1")
+    with pytest.raises(stlsim.ConfigError, match=r"2 slips and 0 defects outnumber the zone's 1 spare tracks, which DiskSim 4.0 refuses \(dm_layout_g1_initialize"):
+        import_disksim(run)
+
+
+def test_a_drive_stlsim_cannot_run_fails_at_import_in_one_line(cli, tmp_path: Path) -> None:
+    """The importer checks the drive it writes with the core, so a DiskSim
+    description that maps (here: more spare tracks than the zone has) fails
+    at import, in one line, not at the first run."""
+    layout = _g1_layout(100).replace("Sparing scheme used = 0", "Sparing scheme used = 1").replace("Number of spares = 0", "Number of spares = 500")
+    path = _model(tmp_path, _EXTRACTED, layout, cylinders=100, files=_SEEK_FILE)
+    p = cli("import-disksim", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and "test.model: the drive imported from it does not check in stlsim:" in lines[0] and "spare_tracks (500)" in lines[0], p.stderr
+
+
+def test_a_lone_unnamed_block_is_a_file_to_source(tmp_path: Path) -> None:
+    """A file holding one block without a name, as g4 layouts are kept
+    ("Layout Model = source X.layout"), parses; before, its type read as a
+    definition missing its name."""
+    (tmp_path / "x.layout").write_text("dm_layout_g4 {\n  TP = [ 0, 7, 8 ]\n}\n")
+    f = parse_file(tmp_path / "x.layout")
+    assert [(b.type, b.name, b.line) for b in f.blocks] == [("dm_layout_g4", None, 1)]

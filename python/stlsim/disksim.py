@@ -10,10 +10,14 @@ DiskSim 4.0 describes a disk in three files tied together by a run file:
   overheads, buffer (segments, read-ahead, fast writes), scheduler, and
   ``Model = source X.model``;
 * ``.model``: a ``dm_disk NAME { ... }`` block: surfaces, cylinders, the
-  mechanics (``dm_mech_g1``: seek type and ``Full seek curve = X.seek``, head
-  switch, write settle, RPM) and the layout (``dm_layout_g1``: zones with
-  blocks per track, skews, spares);
+  mechanics (``dm_mech_g1``: seek type and ``Full seek curve = X.seek``, or a
+  seek equation, head switch, write settle, RPM) and the layout
+  (``dm_layout_g1``: zones with blocks per track, skews, spares; or
+  ``dm_layout_g4``, an index tree, often sourced from a ``.layout`` file);
 * ``.seek``: ``Seek distances measured: N`` then ``distance, ms`` lines.
+
+Seek equations are imported by ``disksim_seek`` and g4 layouts by
+``disksim_g4`` (imported when needed: they use this module's types).
 
 The parameter language (DiskSim's libparam) is nested ``Type { Key = value,
 ... }`` blocks; values are numbers, words (file names), typed blocks, lists
@@ -38,9 +42,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .disksim_seek import SeekImport
 
 __all__ = ["Block", "DisksimImport", "Param", "import_disksim", "parse_file"]
 
@@ -200,6 +207,11 @@ class _Parser:
                     out.instances[str(n)] = (target, line)
             elif word == "topology":
                 self._topology(out, None)
+            elif self._peek() == "{":
+                # A block without a name: a file that holds one block to be
+                # sourced as a value (DiskSim's g4 layouts, "Layout Model =
+                # source X.layout" holding "dm_layout_g4 { ... }").
+                out.blocks.append(self._block(word, None, line))
             else:
                 name = self._word(f"a name for the {word} definition")
                 if self._peek() != "{":
@@ -442,6 +454,36 @@ def read_seek_file(path: Path) -> list[tuple[int, float, int]]:
     return out
 
 
+def _extracted_seek(mech: Block, type_p: Param, use: Any) -> SeekImport:
+    """``Seek type = extracted``: every point of the ``Full seek curve`` file,
+    which DiskSim interpolates linearly (mech_g1_seektime.c, seek_extracted)."""
+    from .disksim_seek import SeekImport
+
+    curve_p = use(mech.need("Full seek curve"))
+    assert curve_p is not None
+    seek_path = curve_p.file.parent / str(curve_p.value)
+    if not seek_path.is_file():
+        raise ConfigError(f"{curve_p.where}: seek curve file '{curve_p.value}' not found (looked in {curve_p.file.parent})")
+    seek = read_seek_file(seek_path)
+    # With an extracted curve DiskSim takes every seek time from the curve
+    # (mech_g1_seektime.c, seek_extracted); these two only feed other seek types.
+    for k in ("Single cylinder seek time", "Full strobe seek time"):
+        use(mech.get(k))
+    lines = [
+        "",
+        "[seek]",
+        f"{_MODEL_TABLE:<40} # {type_p.where} \"Seek type = extracted\": the measured curve, interpolated linearly",
+        f"# {curve_p.where} \"Full seek curve = {curve_p.value}\": [distance in cylinders, ms], every measured point",
+        "table = [",
+    ]
+    for i in range(0, len(seek), 4):
+        chunk = seek[i : i + 4]
+        pts = ", ".join(f"[{d}, {ms!r}]" for d, ms, _ in chunk)
+        lines.append(f"  {pts + ',':<80} # {seek_path.name} lines {chunk[0][2]}-{chunk[-1][2]}")
+    lines.append("]")
+    return SeekImport(lines, "measured seek table", [seek_path.name])
+
+
 def _find_disk(parsed: ParsedFile, path: Path) -> tuple[Block, Block | None]:
     """The disk block of a run, diskspecs or model file (a ``disksim_disk``,
     or a lone ``dm_disk``) and, for a run file, the bus the topology puts
@@ -514,11 +556,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     if surfaces < 1 or cylinders < 1:
         raise ConfigError(f"{surfaces_p.where}: a disk needs at least one surface and one cylinder")
     mech = _as_block(use(model.need("Mechanical Model")), "dm_mech_g1")  # type: ignore[arg-type]
-    layout = _as_block(use(model.need("Layout Model")), "dm_layout_g1")  # type: ignore[arg-type]
+    layout = _as_block(use(model.need("Layout Model")), "dm_layout_g1 or dm_layout_g4")  # type: ignore[arg-type]
     if mech.type != "dm_mech_g1":
         raise ConfigError(f"{mech.file}:{mech.line}: only DiskSim's dm_mech_g1 mechanics can be imported, not {mech.type}")
-    if layout.type != "dm_layout_g1":
-        raise ConfigError(f"{layout.file}:{layout.line}: only DiskSim's dm_layout_g1 layout can be imported, not {layout.type}")
+    if layout.type == "dm_layout_g2":
+        # layout_g2.modspec: "Layout Map File", a DIXtrac map of every LBN.
+        raise ConfigError(f"{layout.file}:{layout.line}: dm_layout_g2 (an LBN-by-LBN 'Layout Map File') is not imported: stlsim describes a layout by zones")
+    if layout.type not in ("dm_layout_g1", "dm_layout_g4"):
+        raise ConfigError(f"{layout.file}:{layout.line}: only DiskSim's dm_layout_g1 and dm_layout_g4 layouts can be imported, not {layout.type or 'an untyped block'}")
 
     rpm_p = use(mech.need("Rotation speed (in rpms)"))
     assert rpm_p is not None
@@ -526,59 +571,20 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     head_p = use(mech.need("Head switch time"))
     settle_p = use(mech.need("Add. write settling delay"))
     assert head_p is not None and settle_p is not None
-    seek_type = use(mech.need("Seek type"))
-    assert seek_type is not None
-    if seek_type.value != "extracted":
-        raise ConfigError(f"{seek_type.where}: only 'Seek type = extracted' (a measured seek curve) can be imported, not {_fmt(seek_type.value)}")
-    curve_p = use(mech.need("Full seek curve"))
-    assert curve_p is not None
-    seek_path = curve_p.file.parent / str(curve_p.value)
-    if not seek_path.is_file():
-        raise ConfigError(f"{curve_p.where}: seek curve file '{curve_p.value}' not found (looked in {curve_p.file.parent})")
-    seek = read_seek_file(seek_path)
-    # With an extracted curve DiskSim takes every seek time from the curve
-    # (mech_g1_seektime.c, seek_extracted); these two only feed other seek types.
-    for k in ("Single cylinder seek time", "Full strobe seek time"):
-        use(mech.get(k))
+    from .disksim_seek import import_seek
 
-    zones_p = use(layout.need("Zones"))
-    assert zones_p is not None
-    if not isinstance(zones_p.value, list) or not zones_p.value or not all(isinstance(z, Block) for z in zones_p.value):
-        raise ConfigError(f"{zones_p.where}: 'Zones' must be a list of dm_layout_g1_zone blocks")
-    zones: list[dict[str, Any]] = []
-    expect_first = 0
-    for z in zones_p.value:
-        first_p, last_p, spt_p = (use(z.need(k)) for k in ("First cylinder number", "Last cylinder number", "Blocks per track"))
-        ts_p, cs_p = use(z.need("Skew for track switch")), use(z.need("Skew for cylinder switch"))
-        assert first_p and last_p and spt_p and ts_p and cs_p
-        first, last, spt = _as_int(first_p, "cylinder"), _as_int(last_p, "cylinder"), _as_int(spt_p, "sectors")
-        if first < expect_first or (not zones and first != 0) or first >= cylinders:
-            raise ConfigError(f"{first_p.where}: zones must start at cylinder 0 and follow each other without overlap: this zone starts at {first}, expected {expect_first}")
-        if first > expect_first:
-            # The validation suite's own files have such gaps (barracuda,
-            # cheetah4LP): the cylinders between belong to no zone, so
-            # DiskSim maps no LBN there (its zones count
-            # endcyl - startcyl + 1 cylinders). stlsim zones run up to the
-            # next zone's first track: the previous zone ends in them as
-            # gap_cylinders.
-            zones[-1]["gap"] = (first - expect_first, first_p)
-        if last < first:
-            raise ConfigError(f"{last_p.where}: last cylinder {last} is before the zone's first, {first}")
-        past = 0
-        if last >= cylinders:
-            # hp_c2490a_validate.model's last zone ends at cylinder 2629 of
-            # 2629 (0..2628). DiskSim counts the zone's LBNs over all its
-            # cylinders, the one past the disk too; stlsim's zone ends with
-            # the disk, and the spares make up the difference if they cover
-            # the cylinders past it (below).
-            past = last - (cylinders - 1)
-            last = cylinders - 1
-        if spt < 1:
-            raise ConfigError(f"{spt_p.where}: a zone needs at least one block per track")
-        expect_first = last + 1
-        zones.append({"first": first_p, "last": last_p, "spt": spt_p, "track_skew": ts_p, "cyl_skew": cs_p, "block": z, "gap": None, "past": past})
-    if expect_first < cylinders:
-        raise ConfigError(f"{zones_p.where}: the zones end at cylinder {expect_first - 1}, but the disk has {cylinders} cylinders")
+    seek = import_seek(mech, cylinders, use, unexpressed, lambda type_p: _extracted_seek(mech, type_p, use))
+
+    if layout.type == "dm_layout_g1":
+        zones_p, zones = _g1_zone_table(layout, cylinders, use)
+        zone_spts = [_as_int(z["spt"], "sectors") for z in zones]
+        g4 = None
+    else:
+        from .disksim_g4 import import_g4
+
+        g4 = import_g4(layout, surfaces, cylinders, use)
+        zone_spts = [z.spt for z in g4.zones]
+        _g4_block_count(model, g4, use, unexpressed)
 
     # The host link: DiskSim charges each block max(bus block transfer time,
     # the disk's "Bulk sector transfer time") (disksim_disk.c, disk_get_blktranstime).
@@ -606,14 +612,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     def emit(key: str, value: Any, why: str) -> None:
         out.append((f"{key} = {_toml_value(value)}", why))
 
-    desc_spt = sorted({_as_int(z["spt"], "sectors") for z in zones}, reverse=True)
+    desc_spt = sorted(set(zone_spts), reverse=True)
     ident = disk.name if disk is not None else model.name
     spt_text = f"{desc_spt[0]}-{desc_spt[-1]}" if len(desc_spt) > 1 else f"{desc_spt[0]}"
     emit("name", name, "")
     emit(
         "description",
         f"{ident} from DiskSim's validated model: {rpm:g} RPM, {surfaces} surfaces x {cylinders} cylinders, "
-        f"{len(zones)} zone(s) ({spt_text} sectors/track), measured seek table",
+        f"{len(zone_spts)} zone(s) ({spt_text} sectors/track), {seek.what}",
         "",
     )
     emit("sector_bytes", 512, "DiskSim counts 512-byte blocks")
@@ -622,8 +628,10 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     emit("surfaces", surfaces, f"{surfaces_p.where} \"Number of data surfaces\": tracks are numbered cylinder by cylinder, head by head")
     # DiskSim's LBN-to-PBN mapping scheme (diskmodel/layout_g1.c, g1_surfno_on_cyl):
     # the order in which LBAs visit a cylinder's surfaces.
-    map_p = use(layout.get("LBN-to-PBN mapping scheme"))
-    if map_p is not None:
+    map_p = use(layout.get("LBN-to-PBN mapping scheme")) if g4 is None else None
+    if g4 is not None:
+        emit("surface_order", g4.surface_order, f"{g4.idx.where} \"IDX\": the order in which the tree's LBNs visit each cylinder's surfaces")
+    elif map_p is not None:
         orders = {0: "ascending", 1: "serpentine-in-zone", 2: "serpentine"}
         if map_p.value not in orders:
             unexpressed.append(f"{map_p.where} LBN-to-PBN mapping scheme = {_fmt(map_p.value)}: no stlsim surface_order for it; ascending here")
@@ -694,112 +702,14 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     for line, why in out:
         body.append(f"{line:<40} # {why}" if why else line)
 
-    # DiskSim's sparing schemes (diskmodel/layout_g1.c) that the core has keys for.
-    scheme_p = use(layout.get("Sparing scheme used"))
-    scheme = scheme_p.value if scheme_p is not None else 0
-    spare_key = {1: "spare_tracks", 2: "spare_sectors_per_cylinder", 3: "spare_sectors_per_track", 8: "spare_sectors_per_range", 9: "spare_sectors_per_zone"}.get(scheme) if scheme else None
-    range_p = use(layout.get("Rangesize for sparing"))
-    if scheme == 8 and range_p is not None:
-        emit("spare_range_cylinders", _as_int(range_p, "cylinders"), f"{range_p.where} \"Rangesize for sparing = {_fmt(range_p.value)}\" (sparing scheme 8)")
-        body.append(f"{out[-1][0]:<40} # {out[-1][1]}")
-    zone_lines: list[str] = ["", f"# {zones_p.where} \"Zones\": first_track = \"First cylinder number\" x {surfaces} surfaces"]
-    for z in zones:
-        zb: Block = z["block"]
-        first = _as_int(z["first"], "cylinder")
-        zone_lines += [
-            "",
-            "[[zones]]",
-            f"{'first_track = ' + str(first * surfaces):<40} # {z['first'].where} \"First cylinder number = {first}\" (last {_fmt(z['last'].value)})",
-            f"{'sectors_per_track = ' + str(_as_int(z['spt'], 'sectors')):<40} # {z['spt'].where} \"Blocks per track\"",
-            _zone_int("track_skew_sectors", z["track_skew"], unexpressed),
-            _zone_int("cylinder_skew_sectors", z["cyl_skew"], unexpressed),
-        ]
-        for key, dk in (("first_block_offset_sectors", "Offset of first block"), ("front_empty_sectors", "Empty space at zone front")):
-            p = use(zb.get(dk))
-            if p is not None and p.value != 0:
-                zone_lines.append(_zone_int(key, p, unexpressed))
-        spares = use(zb.get("Number of spares"))
-        # The zone's positions past the disk, in the unit of its spare key:
-        # with spares at the zone's end (schemes 1 and 9) that cover them,
-        # DiskSim puts no LBN there, and fewer spares on the disk map its LBNs
-        # exactly (ltop fills the zone from its first track).
-        past_unit = {1: z["past"] * surfaces, 9: z["past"] * surfaces * _as_int(z["spt"], "sectors")}.get(scheme, 0)
-        covered = (
-            past_unit > 0
-            and spares is not None
-            and isinstance(spares.value, (int, float))
-            and not isinstance(spares.value, bool)
-            and spares.value >= past_unit
-        )
-        if z["past"] > 0 and not covered:
-            unexpressed.append(f"{z['last'].where} Last cylinder number = {_fmt(z['last'].value)}: past the disk's {cylinders} cylinders; the zone ends at cylinder {cylinders - 1} here")
-        if spares is not None and spares.value != 0:
-            if spare_key is None:
-                unexpressed.append(f"{spares.where} Number of spares = {_fmt(spares.value)}: sparing scheme {_fmt(scheme_p.value) if scheme_p else '?'} has no stlsim key")
-            elif covered:
-                _zone_int(spare_key, spares, unexpressed)  # refuses a negative or non-finite count
-                n = round(spares.value) - past_unit
-                what = "tracks" if scheme == 1 else "sectors"
-                zone_lines.append(
-                    f"{spare_key + ' = ' + str(n):<40} # {spares.where} \"Number of spares = {_fmt(spares.value)}\" with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\","
-                    f" less the {past_unit} {what} of cylinder(s) {cylinders}..{_fmt(z['last'].value)} past the disk's {cylinders} cylinders: DiskSim's zone ends there, in spares"
-                )
-            else:
-                zone_lines.append(_zone_int(spare_key, spares, unexpressed, f"with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\"" if scheme_p else ""))
-        slips = use(zb.get("slips"))
-        if slips is not None and slips.value:
-            values = slips.value if isinstance(slips.value, list) else None
-            ok = (
-                scheme in (1, 8, 9)
-                and values is not None
-                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
-                and all(a < b for a, b in zip(values, values[1:]))
-            )
-            if ok and scheme == 1:
-                zone_lines.append(
-                    f"slipped_tracks = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = 1\": "
-                    "tracks skipped for defects (g1_ltop_trackspare)"
-                )
-            elif ok:
-                fn = "g1_ltop_sectperrangespare" if scheme == 8 else "g1_ltop_sectperzonespare"
-                zone_lines.append(
-                    f"slipped_sectors = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = {scheme}\": "
-                    f"sectors skipped for defects ({fn})"
-                )
-            else:
-                unexpressed.append(f"{slips.where} slips = {_fmt(slips.value)}")
-        defects = use(zb.get("defects"))
-        if defects is not None and defects.value:
-            dv = defects.value if isinstance(defects.value, list) else None
-            # Pairs (defect, remap); one remapped to itself moves no LBN
-            # (the ltop functions skip it: b->remap[i] != b->defect[i]).
-            if dv is not None and len(dv) % 2 == 0 and all(dv[i] == dv[i + 1] for i in range(0, len(dv), 2)):
-                zone_lines.append(f"# {defects.where} \"defects = {_fmt(defects.value)}\": each sector remapped to itself, which DiskSim's LBN-to-PBN mapping ignores")
-            else:
-                unexpressed.append(f"{defects.where} defects = {_fmt(defects.value)}")
-        if z["gap"] is not None:
-            n, nxt = z["gap"]
-            lastc = _as_int(z["last"], "cylinder")
-            zone_lines.append(
-                f"{'gap_cylinders = ' + str(n):<40} # cylinder(s) {lastc + 1}..{lastc + n} lie in no DiskSim zone: after {z['last'].where} \"Last cylinder number = {lastc}\", before {nxt.where} \"First cylinder number = {_fmt(nxt.value)}\""
-            )
-        for p in zb.params:
-            if id(p) not in used and not _neutral(p.key, p.value):
-                unexpressed.append(f"{p.where} {p.key} = {_fmt(p.value)}")
-            used.add(id(p))
+    if g4 is None:
+        zone_lines, range_line = _g1_zone_lines(layout, zones_p, zones, surfaces, cylinders, use, used, unexpressed)
+        if range_line is not None:
+            body.append(range_line)
+    else:
+        zone_lines = g4.header + [line for z in g4.zones for line in z.lines]
 
-    seek_lines = [
-        "",
-        "[seek]",
-        f"{_MODEL_TABLE:<40} # {seek_type.where} \"Seek type = extracted\": the measured curve, interpolated linearly",
-        f"# {curve_p.where} \"Full seek curve = {curve_p.value}\": [distance in cylinders, ms], every measured point",
-        "table = [",
-    ]
-    for i in range(0, len(seek), 4):
-        chunk = seek[i : i + 4]
-        pts = ", ".join(f"[{d}, {ms!r}]" for d, ms, _ in chunk)
-        seek_lines.append(f"  {pts + ',':<80} # {seek_path.name} lines {chunk[0][2]}-{chunk[-1][2]}")
-    seek_lines.append("]")
+    seek_lines = seek.lines
 
     # Controller overheads and the read cache (the core's [controller] and [read_cache]).
     ctrl_lines: list[str] = []
@@ -937,7 +847,7 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
             if not _neutral(p.key, p.value) and not (p.key == "Arbitration type" and p.value == 1):
                 unexpressed.append(f"{p.where} {bus.name}: {p.key} = {_fmt(p.value)}")
 
-    src = [parsed.path.name] + sorted(({b.file.name for b in parsed.all_blocks()} | {model.file.name, seek_path.name}) - {parsed.path.name})
+    src = [parsed.path.name] + sorted(({b.file.name for b in parsed.all_blocks()} | {model.file.name, layout.file.name, *seek.files}) - {parsed.path.name})
     header += [
         f"# {ident}, imported from DiskSim by `stlsim import-disksim {path.name}`.",
         f"# Files read: {', '.join(src)} (each value below cites its file:line).",
@@ -953,7 +863,23 @@ def import_disksim(path: str | Path, name: str | None = None) -> DisksimImport:
     if ctrl_lines or cache_lines:
         lines += ["", "# DiskSim's controller overheads and its buffer (docs/drive-model.md, the controller)."]
         lines += ctrl_lines + cache_lines
-    return DisksimImport("\n".join(lines).rstrip() + "\n", unexpressed, name)
+    text = "\n".join(lines).rstrip() + "\n"
+    _check_imported(path, text)
+    return DisksimImport(text, unexpressed, name)
+
+
+def _check_imported(path: Path, text: str) -> None:
+    """The core's check of the drive written, so that a DiskSim description
+    stlsim cannot run fails here, in one line, rather than at the first run."""
+    import tomllib
+
+    from .config import check_drive
+
+    try:
+        check_drive(tomllib.loads(text))
+    except ConfigError as e:
+        msg = str(e).removeprefix("configuration error: ")
+        raise ConfigError(f"{path}: the drive imported from it does not check in stlsim: {msg}") from None
 
 
 def _zone_int(key: str, p: Param, unexpressed: list[str], extra: str = "") -> str:
@@ -967,6 +893,258 @@ def _zone_int(key: str, p: Param, unexpressed: list[str], extra: str = "") -> st
         unexpressed.append(f"{p.where} {p.key} = {_fmt(v)}: stlsim counts whole sectors; rounded to {n}")
     why = f"{p.where} \"{p.key} = {_fmt(v)}\"" + (f" {extra}" if extra else "")
     return f"{key + ' = ' + str(int(n)):<40} # {why}"
+
+
+def _g4_block_count(model: Block, g4: Any, use: Any, unexpressed: list[str]) -> None:
+    """Under g4 DiskSim's LBN count is the model's "Block count" (dm_sectors:
+    no checknumblocks replaces it, as under g1), and ltop maps no LBN past it."""
+    p = use(model.get("Block count"))
+    if p is None:
+        return
+    n = _as_int(p, "blocks")
+    if n == g4.lbns:
+        g4.header.append(f"# {p.where} \"Block count = {n}\": every LBN of the tree")
+    elif n < g4.lbns:
+        unexpressed.append(f"{p.where} Block count = {n}: DiskSim maps LBNs 0..{n - 1} of the tree's {g4.lbns} (ltop refuses the rest); all {g4.lbns} are LBAs here")
+    else:
+        unexpressed.append(f"{p.where} Block count = {n}: more than the tree's {g4.lbns} LBNs, which are the LBAs here (DiskSim's ltop maps no LBN past the tree)")
+
+
+def _g1_zone_table(layout: Block, cylinders: int, use: Any) -> tuple[Param, list[dict[str, Any]]]:
+    """The zones of a ``dm_layout_g1`` block, checked: (its ``Zones``, one
+    dict a zone of its values and the cylinders after it in no zone)."""
+    zones_p = use(layout.need("Zones"))
+    assert zones_p is not None
+    if not isinstance(zones_p.value, list) or not zones_p.value or not all(isinstance(z, Block) for z in zones_p.value):
+        raise ConfigError(f"{zones_p.where}: 'Zones' must be a list of dm_layout_g1_zone blocks")
+    zones: list[dict[str, Any]] = []
+    expect_first = 0
+    for z in zones_p.value:
+        first_p, last_p, spt_p = (use(z.need(k)) for k in ("First cylinder number", "Last cylinder number", "Blocks per track"))
+        ts_p, cs_p = use(z.need("Skew for track switch")), use(z.need("Skew for cylinder switch"))
+        assert first_p and last_p and spt_p and ts_p and cs_p
+        first, last, spt = _as_int(first_p, "cylinder"), _as_int(last_p, "cylinder"), _as_int(spt_p, "sectors")
+        if first < expect_first or (not zones and first != 0) or first >= cylinders:
+            raise ConfigError(f"{first_p.where}: zones must start at cylinder 0 and follow each other without overlap: this zone starts at {first}, expected {expect_first}")
+        if first > expect_first:
+            # The validation suite's own files have such gaps (barracuda,
+            # cheetah4LP): the cylinders between belong to no zone, so
+            # DiskSim maps no LBN there (its zones count
+            # endcyl - startcyl + 1 cylinders). stlsim zones run up to the
+            # next zone's first track: the previous zone ends in them as
+            # gap_cylinders.
+            zones[-1]["gap"] = (first - expect_first, first_p)
+        if last < first:
+            raise ConfigError(f"{last_p.where}: last cylinder {last} is before the zone's first, {first}")
+        past = 0
+        if last >= cylinders:
+            # hp_c2490a_validate.model's last zone ends at cylinder 2629 of
+            # 2629 (0..2628). DiskSim counts the zone's LBNs over all its
+            # cylinders, the one past the disk too; stlsim's zone ends with
+            # the disk, and the spares make up the difference if they cover
+            # the cylinders past it (below).
+            past = last - (cylinders - 1)
+            last = cylinders - 1
+        if spt < 1:
+            raise ConfigError(f"{spt_p.where}: a zone needs at least one block per track")
+        expect_first = last + 1
+        zones.append({"first": first_p, "last": last_p, "spt": spt_p, "track_skew": ts_p, "cyl_skew": cs_p, "block": z, "gap": None, "past": past})
+    if expect_first < cylinders:
+        raise ConfigError(f"{zones_p.where}: the zones end at cylinder {expect_first - 1}, but the disk has {cylinders} cylinders")
+    return zones_p, zones
+
+
+def _check_slipped_tracks(slips: Param, values: list[int], spares: Param | None, defects: Param | None) -> None:
+    """DiskSim 4.0 refuses a scheme-1 zone with more slips and defects than
+    spare tracks (dm_layout_g1_initialize asserts it)."""
+    k = spares.value if spares is not None and isinstance(spares.value, int) else 0
+    d = len(defects.value) // 2 if defects is not None and isinstance(defects.value, list) else 0
+    if len(values) + d > k:
+        raise ConfigError(
+            f"{slips.where}: {len(values)} slips and {d} defects outnumber the zone's {k} spare tracks, "
+            "which DiskSim 4.0 refuses (dm_layout_g1_initialize: 'Defects and slips outnumber the available spares')"
+        )
+
+
+def _slip_push(slips: list[int], base: int, last: int) -> int:
+    """Where DiskSim puts the LBN at position ``last`` of the period starting
+    at ``base``: one on for each of the period's slips at or before its
+    running position, counted in list order (g1_ltop_sectperrangespare,
+    _sectperzonespare)."""
+    n = 0
+    for s in slips:
+        if s >= base and s - base <= last + n:
+            n += 1
+    return last + n
+
+
+def _check_slipped_sectors(
+    slips: Param, values: list[int], z: dict[str, Any], zones: list[dict[str, Any]], spares: Param | None, scheme: int, range_p: Param | None, surfaces: int, cylinders: int
+) -> None:
+    """Refuse, in one line, the slips of a scheme-8 or scheme-9 zone that
+    push a sparing period's last LBN off the period's data tracks.
+
+    Past the period's end (more slips than spares; a zone or range with no
+    spares at all) DiskSim's ltop puts those LBNs on the next period's first
+    sectors, which hold that period's own first LBNs ("Assume no
+    remapping/slipping out of a range", layout_g1.c), or past the zone: two
+    LBNs on one sector, which stlsim, giving each LBA a sector of its own,
+    cannot express. Onto a spare track within the period, DiskSim maps them
+    well, but stlsim's slipped_sectors keep a period's LBAs on its data
+    tracks (crates/stlsim-core/src/geometry/spares.rs)."""
+    spt = _as_int(z["spt"], "sectors")
+    k = int(spares.value) if spares is not None and isinstance(spares.value, (int, float)) and not isinstance(spares.value, bool) else 0
+    front = z["block"].get("Empty space at zone front")
+    if front is not None and front.value != 0:
+        raise ConfigError(f"{slips.where}: slips in a zone with {front.where} 'Empty space at zone front = {_fmt(front.value)}' are not imported: stlsim's slipped_sectors do not combine with front_empty_sectors")
+    # DiskSim's zone: its own cylinder count (dm_layout_g1_compute_blksinband).
+    cyls = _as_int(z["last"], "cylinder") - _as_int(z["first"], "cylinder") + 1
+    per_cyl = spt * surfaces
+    if scheme == 8:
+        rng = _as_int(range_p, "cylinders") if range_p is not None else 1
+        size, full = per_cyl * max(rng, 1), cyls // max(rng, 1)
+    else:
+        size, full = per_cyl * cyls, 1
+    fn = "g1_ltop_sectperrangespare" if scheme == 8 else "g1_ltop_sectperzonespare"
+    zone_end = cyls * per_cyl
+    beyond = [v for v in values if v >= zone_end]
+    if beyond:
+        raise ConfigError(f"{slips.where}: slip {beyond[0]} lies past the zone's {zone_end} sectors, where DiskSim's {fn} never counts it")
+    for j in sorted({v // size for v in values}):
+        base = j * size
+        whole = j < full  # a last partial range keeps no spares (its LBN count subtracts none)
+        end = min(base + size, zone_end) - base  # the period's sectors
+        lbns = end - (k if whole else 0)
+        data_end = -(-lbns // spt) * spt  # the end of its last data track
+        at = _slip_push(values, base, lbns - 1)  # where its last LBN goes
+        count = sum(1 for v in values if base <= v <= base + at)
+        what = f"range {j} (zone cylinders {base // per_cyl}..{(base + end) // per_cyl - 1})" if scheme == 8 else "the zone"
+        if at >= end:
+            more = scheme == 8 and base + end < zone_end
+            onto = "the next range's first sectors, which hold its own first LBNs" if more else _after_zone(z, zones, cylinders)
+            raise ConfigError(
+                f"{slips.where}: {count} slipped sector(s) in {what}, which has {k if whole else 0} spare(s), push its last {at - end + 1} LBN(s) "
+                f"past its end onto {onto} ({fn}: no slipping out of a range): two LBNs on one sector, which stlsim cannot express"
+            )
+        if at >= data_end:
+            raise ConfigError(
+                f"{slips.where}: {count} slipped sector(s) in {what} push its last LBN onto a spare track, as DiskSim's {fn} does; "
+                f"stlsim's slipped_sectors keep a period's LBAs on its data tracks (the {data_end - lbns} spare sector(s) of its last one)"
+            )
+
+
+def _after_zone(z: dict[str, Any], zones: list[dict[str, Any]], cylinders: int) -> str:
+    """What lies after a zone's last cylinder, for messages."""
+    last = _as_int(z["last"], "cylinder")
+    if last + 1 >= cylinders:
+        return "cylinders past the disk's last"
+    if z["gap"] is not None:
+        return f"cylinder {last + 1}, which lies in no zone"
+    return f"the next zone's first cylinder ({last + 1}), whose sectors hold its own LBNs"
+
+
+def _g1_zone_lines(
+    layout: Block, zones_p: Param, zones: list[dict[str, Any]], surfaces: int, cylinders: int, use: Any, used: set[int], unexpressed: list[str]
+) -> tuple[list[str], str | None]:
+    """The ``[[zones]]`` of a ``dm_layout_g1`` layout, and the
+    ``spare_range_cylinders`` line its sparing scheme 8 needs."""
+    # DiskSim's sparing schemes (diskmodel/layout_g1.c) that the core has keys for.
+    scheme_p = use(layout.get("Sparing scheme used"))
+    scheme = scheme_p.value if scheme_p is not None else 0
+    spare_key = {1: "spare_tracks", 2: "spare_sectors_per_cylinder", 3: "spare_sectors_per_track", 8: "spare_sectors_per_range", 9: "spare_sectors_per_zone"}.get(scheme) if scheme else None
+    range_p = use(layout.get("Rangesize for sparing"))
+    range_line = None
+    if scheme == 8 and range_p is not None:
+        key = f"spare_range_cylinders = {_as_int(range_p, 'cylinders')}"
+        range_line = f"{key:<40} # {range_p.where} \"Rangesize for sparing = {_fmt(range_p.value)}\" (sparing scheme 8)"
+    zone_lines: list[str] = ["", f"# {zones_p.where} \"Zones\": first_track = \"First cylinder number\" x {surfaces} surfaces"]
+    for z in zones:
+        zb: Block = z["block"]
+        first = _as_int(z["first"], "cylinder")
+        zone_lines += [
+            "",
+            "[[zones]]",
+            f"{'first_track = ' + str(first * surfaces):<40} # {z['first'].where} \"First cylinder number = {first}\" (last {_fmt(z['last'].value)})",
+            f"{'sectors_per_track = ' + str(_as_int(z['spt'], 'sectors')):<40} # {z['spt'].where} \"Blocks per track\"",
+            _zone_int("track_skew_sectors", z["track_skew"], unexpressed),
+            _zone_int("cylinder_skew_sectors", z["cyl_skew"], unexpressed),
+        ]
+        for key, dk in (("first_block_offset_sectors", "Offset of first block"), ("front_empty_sectors", "Empty space at zone front")):
+            p = use(zb.get(dk))
+            if p is not None and p.value != 0:
+                zone_lines.append(_zone_int(key, p, unexpressed))
+        spares = use(zb.get("Number of spares"))
+        # The zone's positions past the disk, in the unit of its spare key:
+        # with spares at the zone's end (schemes 1 and 9) that cover them,
+        # DiskSim puts no LBN there, and fewer spares on the disk map its LBNs
+        # exactly (ltop fills the zone from its first track).
+        past_unit = {1: z["past"] * surfaces, 9: z["past"] * surfaces * _as_int(z["spt"], "sectors")}.get(scheme, 0)
+        covered = (
+            past_unit > 0
+            and spares is not None
+            and isinstance(spares.value, (int, float))
+            and not isinstance(spares.value, bool)
+            and spares.value >= past_unit
+        )
+        if z["past"] > 0 and not covered:
+            unexpressed.append(f"{z['last'].where} Last cylinder number = {_fmt(z['last'].value)}: past the disk's {cylinders} cylinders; the zone ends at cylinder {cylinders - 1} here")
+        if spares is not None and spares.value != 0:
+            if spare_key is None:
+                unexpressed.append(f"{spares.where} Number of spares = {_fmt(spares.value)}: sparing scheme {_fmt(scheme_p.value) if scheme_p else '?'} has no stlsim key")
+            elif covered:
+                _zone_int(spare_key, spares, unexpressed)  # refuses a negative or non-finite count
+                n = round(spares.value) - past_unit
+                what = "tracks" if scheme == 1 else "sectors"
+                zone_lines.append(
+                    f"{spare_key + ' = ' + str(n):<40} # {spares.where} \"Number of spares = {_fmt(spares.value)}\" with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\","
+                    f" less the {past_unit} {what} of cylinder(s) {cylinders}..{_fmt(z['last'].value)} past the disk's {cylinders} cylinders: DiskSim's zone ends there, in spares"
+                )
+            else:
+                zone_lines.append(_zone_int(spare_key, spares, unexpressed, f"with {scheme_p.where} \"Sparing scheme used = {scheme_p.value}\"" if scheme_p else ""))
+        slips = use(zb.get("slips"))
+        if slips is not None and slips.value:
+            values = slips.value if isinstance(slips.value, list) else None
+            ok = (
+                scheme in (1, 8, 9)
+                and values is not None
+                and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+                and all(a < b for a, b in zip(values, values[1:]))
+            )
+            if ok and scheme == 1:
+                _check_slipped_tracks(slips, values, spares, zb.get("defects"))
+                zone_lines.append(
+                    f"slipped_tracks = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = 1\": "
+                    "tracks skipped for defects (g1_ltop_trackspare)"
+                )
+            elif ok:
+                fn = "g1_ltop_sectperrangespare" if scheme == 8 else "g1_ltop_sectperzonespare"
+                _check_slipped_sectors(slips, values, z, zones, spares, scheme, range_p, surfaces, cylinders)
+                zone_lines.append(
+                    f"slipped_sectors = {values}  # {slips.where} \"slips\" with {scheme_p.where} \"Sparing scheme used = {scheme}\": "
+                    f"sectors skipped for defects ({fn})"
+                )
+            else:
+                unexpressed.append(f"{slips.where} slips = {_fmt(slips.value)}")
+        defects = use(zb.get("defects"))
+        if defects is not None and defects.value:
+            dv = defects.value if isinstance(defects.value, list) else None
+            # Pairs (defect, remap); one remapped to itself moves no LBN
+            # (the ltop functions skip it: b->remap[i] != b->defect[i]).
+            if dv is not None and len(dv) % 2 == 0 and all(dv[i] == dv[i + 1] for i in range(0, len(dv), 2)):
+                zone_lines.append(f"# {defects.where} \"defects = {_fmt(defects.value)}\": each sector remapped to itself, which DiskSim's LBN-to-PBN mapping ignores")
+            else:
+                unexpressed.append(f"{defects.where} defects = {_fmt(defects.value)}")
+        if z["gap"] is not None:
+            n, nxt = z["gap"]
+            lastc = _as_int(z["last"], "cylinder")
+            zone_lines.append(
+                f"{'gap_cylinders = ' + str(n):<40} # cylinder(s) {lastc + 1}..{lastc + n} lie in no DiskSim zone: after {z['last'].where} \"Last cylinder number = {lastc}\", before {nxt.where} \"First cylinder number = {_fmt(nxt.value)}\""
+            )
+        for p in zb.params:
+            if id(p) not in used and not _neutral(p.key, p.value):
+                unexpressed.append(f"{p.where} {p.key} = {_fmt(p.value)}")
+            used.add(id(p))
+    return zone_lines, range_line
 
 
 def _unexpressed_block(items: list[str]) -> list[str]:
