@@ -61,7 +61,7 @@ def test_sequential_qd1_writes_cost_at_least_half_a_revolution_on_every_preset()
 
 def _zoned_presets() -> list[str]:
     names = sorted(p.stem for p in (Path(stlsim.__file__).parent / "drives").glob("*.toml"))
-    return [n for n in names if stlsim.load_drive(n)["layout"]["kind"] == "zoned"]
+    return [n for n in names if stlsim.load_drive(n).get("layout", {}).get("kind") == "zoned"]
 
 
 def test_host_managed_drives_refuse_every_layer_that_is_not_zone_aware() -> None:

@@ -410,3 +410,29 @@ fn on_the_fio_log_that_writes_every_block_once_no_layer_hits() {
         );
     }
 }
+
+/// ZBC's zone rules for every layer, from the registry: on a host-managed
+/// drive each layer that is not of the `zoned` kind is refused before it
+/// runs, in one line naming the drive and the layer (a real drive would
+/// fail its in-place writes with UNALIGNED WRITE COMMAND); every zoned
+/// layer is accepted.
+#[test]
+fn host_managed_drive_refuses_every_layer_that_is_not_zone_aware() {
+    use crate::layers::{Params, REGISTRY};
+    let d = drive();
+    for e in REGISTRY {
+        let params = Params::resolve(e.name, e.params, &Default::default()).unwrap();
+        let got = e.drive_for(&d, &params);
+        if e.layout.kind() == Some("zoned") {
+            assert!(got.is_ok(), "{}: {:?}", e.name, got.err());
+            continue;
+        }
+        let msg = got.expect_err(e.name).to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(msg.contains(e.name) && msg.contains("zoned-test"), "{msg}");
+    }
+    // The conventional layers name what to run instead.
+    let params = Params::resolve("cmr", &[], &Default::default()).unwrap();
+    let msg = crate::layers::find("cmr").unwrap().drive_for(&d, &params).unwrap_err().to_string();
+    assert!(msg.contains("not zone-aware") && msg.contains("hm-fluid"), "{msg}");
+}
