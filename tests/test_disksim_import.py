@@ -714,3 +714,14 @@ def test_a_lone_unnamed_block_is_a_file_to_source(tmp_path: Path) -> None:
     (tmp_path / "x.layout").write_text("dm_layout_g4 {\n  TP = [ 0, 7, 8 ]\n}\n")
     f = parse_file(tmp_path / "x.layout")
     assert [(b.type, b.name, b.line) for b in f.blocks] == [("dm_layout_g4", None, 1)]
+
+
+def test_equation_values_an_extracted_curve_never_reads_are_noted_not_listed(tmp_path: Path) -> None:
+    """DEC RZ26's model in DiskSim's release keeps HPL values beside its
+    extracted curve; do_hpl_seek skips them for that type (with a warning),
+    so they are noted at the table, not listed as something stlsim lacks."""
+    seek = f"{_EXTRACTED}\n      HPL seek equation values = [ {_floats(_HPL)} ],"
+    imp = import_disksim(_model(tmp_path, seek, _g1_layout(100), cylinders=100, files=_SEEK_FILE))
+    assert imp.unexpressed == []
+    assert re.search(r'^# test\.model:\d+ "HPL seek equation values": not read by DiskSim for Seek type = extracted$', imp.toml, flags=re.M)
+    assert tomllib.loads(imp.toml)["seek"]["table"] == [[1, 1.0], [9, 3.0]]

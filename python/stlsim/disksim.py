@@ -1024,7 +1024,7 @@ def _check_slipped_sectors(
             onto = "the next range's first sectors, which hold its own first LBNs" if more else _after_zone(z, zones, cylinders)
             raise ConfigError(
                 f"{slips.where}: {count} slipped sector(s) in {what}, which has {k if whole else 0} spare(s), push its last {at - end + 1} LBN(s) "
-                f"past its end onto {onto} ({fn}: no slipping out of a range): two LBNs on one sector, which stlsim cannot express"
+                f"past its end onto {onto} ({fn}: no slipping out of a range): two LBNs on one sector, which stlsim cannot express (without the slips the zone imports)"
             )
         if at >= data_end:
             raise ConfigError(

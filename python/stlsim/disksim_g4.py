@@ -118,13 +118,13 @@ class G4Import:
 
 def _int(p: Param, v: Any, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{p.where}: {p.key}: {what} must be a whole number, not {_fmt(v)}")
+        raise ConfigError(f"{p.where}: {what} must be a whole number, not {_fmt(v)}")
     return v
 
 
 def _num(p: Param, v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-        raise ConfigError(f"{p.where}: {p.key}: {what} must be a number, not {_fmt(v)}")
+        raise ConfigError(f"{p.where}: {what} must be a number, not {_fmt(v)}")
     return float(v)
 
 
@@ -268,6 +268,8 @@ def _cylinders(p: Param, tracks: Iterator[_Track], tps: list[tuple[int, int, int
             cur = []
         if t.cyl in done:
             raise ConfigError(f"{p.where}: {t.where}: LBN {t.lbn} returns to cylinder {t.cyl} (stlsim numbers LBAs cylinder by cylinder, upwards)")
+        if any(u.head == t.head for u in cur):
+            raise ConfigError(f"{p.where}: {t.where}: LBN {t.lbn} maps to the track at cylinder {t.cyl}, head {t.head} again: a track holds one run of LBNs here")
         cur.append(t)
     if cur:
         yield close()

@@ -155,7 +155,7 @@ def _first_ten(p: Param, notes: list[str]) -> list[int]:
 _Point = tuple[int, int, str]
 
 
-def _hpl_points(kind: str, hpl: _Hpl, first10: list[int] | None, full: int) -> list[_Point]:
+def _hpl_points(hpl: _Hpl, first10: list[int] | None, full: int) -> list[_Point]:
     """DiskSim's seek time at every whole distance 1..full where the curve
     is not linear, and the ends of its linear part (``V4 + V5 * d``, exact
     in picoseconds, so stlsim's interpolation between the ends is DiskSim's
@@ -214,7 +214,7 @@ def _formula_seek(
             raise ConfigError(f"{type_p.where}: 'Seek type = hplplus10' needs 'First ten seek times' in the same block")
         first10 = _first_ten(ten_p, unexpressed)
     full = max(cylinders - 1, 1)
-    pts = _hpl_points(kind, hpl, first10, full)
+    pts = _hpl_points(hpl, first10, full)
     v = ", ".join(_fmt(x) for x in hpl_p.value[:6])
     fn = "dm_mech_g1_seek_1st10_plus_hpl" if first10 is not None else "dm_mech_g1_seek_hpl"
     cite = {
@@ -247,7 +247,8 @@ def _formula_seek(
             "DiskSim 4.0's dm_mech_g1_seek_hpl compares with hpseek[0], which its loader never sets (do_hpl_seek keeps V1 in hpseek_v1)"
         )
         one = mech.get("Single cylinder seek time")
-        if one is not None and hpl.ps[4] != -1 and one.line > hpl_p.line:
+        numeric = one is not None and isinstance(one.value, (int, float)) and not isinstance(one.value, bool) and math.isfinite(float(one.value))
+        if one is not None and numeric and hpl.ps[4] != -1 and one.line > hpl_p.line:
             # Loaded after the HPL values, it replaces seekone unconverted
             # (DM_MECH_G1_SINGLE_CYLINDER_SEEK_TIME: result->seekone = d).
             unexpressed.append(
@@ -286,6 +287,17 @@ def _constant_seek(mech: Block, type_p: Param, use: Callable[[Param | None], Par
     return SeekImport(lines, "constant seek time")
 
 
+def _ignored(mech: Block, use: Callable[[Param | None], Param | None], keys: tuple[str, ...], kind: str) -> list[str]:
+    """Comment lines for values this seek type's function never reads
+    (do_hpl_seek and do_1st10_seeks warn and skip them)."""
+    out = []
+    for k in keys:
+        p = use(mech.get(k))
+        if p is not None:
+            out.append(f"# {p.where} \"{k}\": not read by DiskSim for Seek type = {kind}")
+    return out
+
+
 def import_seek(mech: Block, cylinders: int, use: Callable[[Param | None], Param | None], unexpressed: list[str], extracted: Callable[[Param], SeekImport]) -> SeekImport:
     """The seek model of a ``dm_mech_g1`` block. ``extracted`` builds the
     measured curve's table (the importer's own, unchanged)."""
@@ -296,7 +308,9 @@ def import_seek(mech: Block, cylinders: int, use: Callable[[Param | None], Param
     # which are refused below.
     use(mech.get("Average seek time"))
     if kind == "extracted":
-        return extracted(type_p)
+        imp = extracted(type_p)
+        imp.lines[4:4] = _ignored(mech, use, ("HPL seek equation values", "First ten seek times", "Constant seek time"), kind)
+        return imp
     curve = mech.get("Full seek curve")
     if curve is not None:
         # Its loader marks the type extracted (result->seektime =
@@ -316,7 +330,9 @@ def import_seek(mech: Block, cylinders: int, use: Callable[[Param | None], Param
     if kind == "constant":
         for k in ("Single cylinder seek time", "Full strobe seek time"):
             use(mech.get(k))
-        return _constant_seek(mech, type_p, use, unexpressed)
+        imp = _constant_seek(mech, type_p, use, unexpressed)
+        imp.lines[3:3] = _ignored(mech, use, ("HPL seek equation values", "First ten seek times"), kind)
+        return imp
     if kind == "linear":
         raise ConfigError(
             f"{type_p.where}: 'Seek type = linear' is not imported: DiskSim 4.0's dm_mech_g1_seek_3pt_line divides by the distance itself "
