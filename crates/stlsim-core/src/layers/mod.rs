@@ -251,6 +251,13 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
         })
 }
 
+/// Whether a `zoned` drive has any sequential-write-required zone: one
+/// whose zones are all conventional accepts in-place writes anywhere.
+fn has_sequential_zones(drive: &DriveConfig) -> SimResult<bool> {
+    let zones = Geometry::from_config(drive)?.tracks() / drive.layout.zone_tracks.max(1);
+    Ok(drive.layout.conventional_zones < zones)
+}
+
 impl LayerEntry {
     /// The refusal of a layer that writes in place on a host-managed drive:
     /// a real ZBC/ZAC drive fails such writes (UNALIGNED WRITE COMMAND), so
@@ -277,7 +284,7 @@ impl LayerEntry {
     pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
             LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => {
-                if drive.layout.kind == "zoned" {
+                if drive.layout.kind == "zoned" && has_sequential_zones(drive)? {
                     return Err(self.not_zone_aware(drive));
                 }
                 // Same tracks, mechanics and cache; no overlap, guards, zones,
