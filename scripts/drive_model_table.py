@@ -13,7 +13,6 @@ streaming for free (the analytic model without overheads did).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import stlsim
 
@@ -41,11 +40,6 @@ RUNS: list[tuple[str, str]] = [
 ]
 
 
-def presets() -> list[str]:
-    """Every preset file bundled with the package."""
-    return sorted(p.stem for p in (Path(stlsim.__file__).parent / "drives").glob("*.toml"))
-
-
 def measure(drive: str, layer: str) -> tuple[float, float, str]:
     """(mean latency ms, rotation ms, rotation model) of the run."""
     r = stlsim.run(trace=TRACE, drive=drive, layer=layer, mode="flat-out", queue_depth=1, write_cache=False)
@@ -63,7 +57,7 @@ def rows() -> list[tuple[str, str, str, float, float, float]]:
 
 
 def main() -> int:
-    missing = sorted(set(presets()) - {d for d, _ in RUNS})
+    missing = sorted({d["name"] for d in stlsim.drives()} - {d for d, _ in RUNS})
     if missing:
         print(f"drive_model_table.py: presets not in the table: {', '.join(missing)}", file=sys.stderr)
         return 1

@@ -60,7 +60,7 @@ def test_sequential_qd1_writes_cost_at_least_half_a_revolution_on_every_preset()
 
 
 def _zoned_presets() -> list[str]:
-    names = sorted(p.stem for p in (Path(stlsim.__file__).parent / "drives").glob("*.toml"))
+    names = [d["name"] for d in stlsim.drives()]
     return [n for n in names if stlsim.load_drive(n).get("layout", {}).get("kind") == "zoned"]
 
 

@@ -252,9 +252,14 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
 }
 
 /// Whether a `zoned` drive has any sequential-write-required zone: one
-/// whose zones are all conventional accepts in-place writes anywhere.
+/// whose zones are all conventional accepts in-place writes anywhere. Zones
+/// are counted as the medium's zone table counts them (host capacity over
+/// zone size, a partial last zone included).
 fn has_sequential_zones(drive: &DriveConfig) -> SimResult<bool> {
-    let zones = Geometry::from_config(drive)?.tracks() / drive.layout.zone_tracks.max(1);
+    let geom = Geometry::from_config(drive)?;
+    let zones = geom
+        .zone_sectors()
+        .map_or(0, |zs| geom.capacity().0.div_ceil(zs.max(1)));
     Ok(drive.layout.conventional_zones < zones)
 }
 
