@@ -264,6 +264,17 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&c).expect("drive check serialises"))
 }
 
+/// Micro-benchmarks of the IMR layers' operations on an IMR drive (JSON),
+/// `samples` trials each; rows as JSON (see `stlsim_core::layers::imr::micro`).
+#[pyfunction]
+fn imr_micro_json(py: Python<'_>, drive_json: &str, samples: u32) -> PyResult<String> {
+    let d: DriveConfig = from_json(py, "invalid drive description", drive_json)?;
+    let rows = py
+        .allow_threads(|| stlsim_core::layers::imr::micro::imr_micro(&d, samples))
+        .map_err(|e| raise(py, e))?;
+    Ok(serde_json::to_string(&rows).expect("micro rows serialise"))
+}
+
 /// The drive description every key of which is stlsim's built-in default
 /// (what a drive file without a preset gets for the keys it leaves out), as JSON.
 #[pyfunction]
@@ -413,6 +424,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
+    m.add_function(wrap_pyfunction!(imr_micro_json, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info_json, m)?)?;

@@ -14,6 +14,14 @@
 //!   write would make its contents stale. A new record replaces the old one.
 //! * Recovery reads every backup track, restores the newest complete,
 //!   uncleared record to its home extents, then clears it.
+//! * **Slots** (`backup_location = spread`): the region may be several
+//!   copies of those tracks spread over the disk; a record goes to the slot
+//!   nearest the tracks it saves, so the trip there and back fits the
+//!   rotations the paper's analysis counts. Sequence numbers are global and
+//!   a cleared header keeps its record's number, so recovery reads each
+//!   slot's first track and only the slot with the highest number counts:
+//!   an older record left uncleared in another slot is never restored over
+//!   newer data.
 
 use crate::device::{Cause, Device};
 use crate::error::SimResult;
@@ -44,7 +52,11 @@ impl Saved {
 /// The backup region: where records go, and the live record's extents.
 #[derive(Debug)]
 pub struct BackupRegion {
-    tracks: Vec<Track>,
+    /// The slots: each a run of top tracks a record is written to from its
+    /// first. Sorted by first track.
+    slots: Vec<Vec<Track>>,
+    /// The slot the live record is in.
+    live_slot: usize,
     seq: u64,
     live: Vec<Saved>,
     /// The parts of the record being written (reused buffer).
@@ -55,19 +67,52 @@ pub struct BackupRegion {
     pub clears: u64,
     /// Records restored by recovery.
     pub restored: u64,
+    /// Records written to a different slot than the record before.
+    pub slot_changes: u64,
 }
 
 impl BackupRegion {
     /// A backup region on top tracks of a reserved region (usable ones only).
     pub fn new(tracks: Vec<Track>) -> BackupRegion {
+        BackupRegion::spread(vec![tracks])
+    }
+
+    /// A backup region of several slots (each a list of usable top tracks,
+    /// all of the same length); records go to the slot nearest their data.
+    pub fn spread(mut slots: Vec<Vec<Track>>) -> BackupRegion {
+        slots.sort_by_key(|s| s[0]);
         BackupRegion {
-            tracks,
+            slots,
+            live_slot: 0,
             seq: 0,
             live: vec![],
             parts: vec![],
             records: 0,
             clears: 0,
             restored: 0,
+            slot_changes: 0,
+        }
+    }
+
+    /// Slots records can go to.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The first track of the slot a record saving track `t` goes to.
+    pub fn slot_near(&self, t: Track) -> Track {
+        self.slots[self.nearest(t)][0]
+    }
+
+    /// The slot nearest track `t`.
+    fn nearest(&self, t: Track) -> usize {
+        let i = self.slots.partition_point(|s| s[0] <= t);
+        let dist = |j: usize| self.slots[j][0].0.abs_diff(t.0);
+        match i {
+            0 => 0,
+            i if i == self.slots.len() => i - 1,
+            i if dist(i) < dist(i - 1) => i,
+            i => i - 1,
         }
     }
 
@@ -122,12 +167,19 @@ impl BackupRegion {
         tx: u64,
     ) -> SimResult<()> {
         let total: u64 = saved.iter().map(|s| s.count as u64).sum();
+        // A record still live elsewhere is superseded by this one's higher
+        // number; nothing needs clearing first.
+        let slot = saved.first().map_or(0, |s| self.nearest(s.track));
+        if slot != self.live_slot && self.records > 0 {
+            self.slot_changes += 1;
+        }
+        self.live_slot = slot;
         self.seq += 1;
         // The parts go in a buffer kept between records (no allocation per record).
         let mut parts = std::mem::take(&mut self.parts);
         parts.clear();
         let mut left = total;
-        for &t in &self.tracks {
+        for &t in &self.slots[self.live_slot] {
             let room = dev.geometry().sectors_in(t) as u64 - 1;
             let take = left.min(room);
             parts.push((t, take));
@@ -180,10 +232,16 @@ impl BackupRegion {
 
     /// Largest number of sectors one record can hold.
     pub fn room(&self, dev: &Device) -> u64 {
-        self.tracks
+        self.room_in(dev.geometry())
+    }
+
+    /// Largest number of sectors one record can hold, in every slot.
+    pub fn room_in(&self, g: &crate::geometry::Geometry) -> u64 {
+        self.slots
             .iter()
-            .map(|&t| dev.geometry().sectors_in(t) as u64 - 1)
-            .sum()
+            .map(|s| s.iter().map(|&t| g.sectors_in(t) as u64 - 1).sum())
+            .min()
+            .unwrap_or(0)
     }
 
     /// Make the live record harmless before its data goes stale.
@@ -191,8 +249,8 @@ impl BackupRegion {
         if self.live.is_empty() {
             return Ok(());
         }
-        let mut words = dev.meta_words(2);
-        words.extend([MAGIC, CLEARED]);
+        let mut words = dev.meta_words(3);
+        words.extend([MAGIC, CLEARED, self.seq]);
         let payload = if dev.carries_data() {
             vec![Token::EMPTY]
         } else {
@@ -201,7 +259,7 @@ impl BackupRegion {
         dev.write_meta(
             cause,
             PhysAddr {
-                track: self.tracks[0],
+                track: self.slots[self.live_slot][0],
                 sector: 0,
             },
             1,
@@ -227,54 +285,80 @@ impl BackupRegion {
         self.live.clear();
     }
 
+    /// Read backup track `t` (timed) and return its header's words.
+    fn read_header(dev: &mut Device, t: Track) -> SimResult<Option<Vec<u64>>> {
+        let spt = dev.geometry().sectors_in(t);
+        let mut sink = vec![];
+        dev.read(
+            Cause::Recovery,
+            PhysAddr {
+                track: t,
+                sector: 0,
+            },
+            spt,
+            &mut sink,
+        )?;
+        Ok(Self::header_at(dev, t).map(|h| h.0))
+    }
+
+    /// The header record at sector 0 of backup track `t` (words, sectors), untimed.
+    fn header_at(dev: &Device, t: Track) -> Option<(Vec<u64>, u32)> {
+        dev.meta_records(t)
+            .into_iter()
+            .find(|r| r.sector == 0 && r.words.first() == Some(&MAGIC))
+            .map(|r| (r.words, r.count))
+    }
+
     /// After a power loss: restore the newest complete, uncleared record,
     /// unless it belongs to a relocation committed as map change `<= committed`.
     pub fn recover(&mut self, dev: &mut Device, committed: u64) -> SimResult<()> {
-        // Read every backup track to find the headers.
-        let mut found: Vec<(Track, Vec<u64>, u32)> = vec![];
-        for &t in &self.tracks {
-            let spt = dev.geometry().sectors_in(t);
-            let mut sink = vec![];
-            dev.read(
-                Cause::Recovery,
-                PhysAddr {
-                    track: t,
-                    sector: 0,
-                },
-                spt,
-                &mut sink,
-            )?;
-            if let Some(r) = dev
-                .meta_records(t)
-                .into_iter()
-                .find(|r| r.sector == 0 && r.words.first() == Some(&MAGIC))
-            {
-                found.push((t, r.words, r.count));
+        // Each slot's first track says which record it holds; the slot with
+        // the highest number is the only one that may need restoring.
+        let mut best: Option<(u64, usize, bool)> = None;
+        for i in 0..self.slots.len() {
+            let t = self.slots[i][0];
+            let Some(words) = Self::read_header(dev, t)? else {
+                continue;
+            };
+            let (seq, cleared) = match words.get(1) {
+                Some(&CLEARED) => (words.get(2).copied().unwrap_or(0), true),
+                Some(&s) if words.len() >= 6 => (s, false),
+                _ => continue,
+            };
+            if best.is_none_or(|b| seq > b.0) {
+                best = Some((seq, i, cleared));
             }
         }
-        let Some(first) = found.first() else {
+        let Some((seq, slot, cleared)) = best else {
             return Ok(());
         };
-        if first.1.get(1) == Some(&CLEARED) || first.1.len() < 6 {
-            self.seq = found
-                .iter()
-                .filter_map(|f| f.1.get(1))
-                .filter(|&&s| s != CLEARED)
-                .max()
-                .copied()
-                .unwrap_or(0);
+        self.seq = seq;
+        if cleared {
             return Ok(());
         }
-        let seq = first.1[1];
-        let parts = first.1[3] as usize;
+        self.live_slot = slot;
+        // Read the slot's other tracks the record says it spans.
+        let tracks = self.slots[slot].clone();
+        let mut found: Vec<(Track, Vec<u64>, u32)> = vec![];
+        if let Some((w, c)) = Self::header_at(dev, tracks[0]) {
+            found.push((tracks[0], w, c));
+        }
+        let parts = found[0].1[3] as usize;
+        for &t in tracks.iter().take(parts).skip(1) {
+            Self::read_header(dev, t)?;
+            match Self::header_at(dev, t) {
+                Some((w, c)) => found.push((t, w, c)),
+                None => break,
+            }
+        }
+        let first = &found[0];
         // Complete: parts 0..parts on consecutive backup tracks with the same sequence number.
         let complete = found.len() >= parts
             && (0..parts).all(|i| {
-                found[i].0 == self.tracks[i]
+                found[i].0 == tracks[i]
                     && found[i].1.get(1) == Some(&seq)
                     && found[i].1.get(2) == Some(&(i as u64))
             });
-        self.seq = seq;
         if !complete {
             return Ok(());
         }
@@ -338,5 +422,80 @@ impl BackupRegion {
         self.restored += 1;
         self.live = saved;
         self.clear(dev, Cause::Recovery)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
+    use crate::mechanics::Mechanics;
+    use crate::units::Lba;
+
+    fn device() -> Device {
+        let d = DriveConfig {
+            track_bytes: 16 * 4096,
+            tracks: Some(400),
+            capacity_gib: None,
+            layout: LayoutConfig {
+                kind: "imr".into(),
+                group_tracks: 2,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let g = Geometry::from_config(&d).unwrap();
+        let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+        Device::new(g, m, true)
+    }
+
+    fn ext(track: u64) -> Saved {
+        Saved {
+            track: Track(track),
+            sector: 0,
+            count: 2,
+        }
+    }
+
+    #[test]
+    fn records_go_to_the_nearest_slot_and_the_newest_slot_decides_recovery() {
+        let mut dev = device();
+        let slots = vec![
+            vec![Track(301), Track(303), Track(305)],
+            vec![Track(1), Track(3), Track(5)],
+        ];
+        let mut b = BackupRegion::spread(slots);
+        assert_eq!(b.slots(), 2);
+        let old = [Token::data(Lba(7), 1), Token::data(Lba(8), 1)];
+        // A record for track 41 goes to the slot at track 1, one for 251 to the slot at 301.
+        b.save(&mut dev, &[ext(41)], &old).unwrap();
+        assert_eq!(b.slots[b.live_slot][0], Track(1));
+        let new = [Token::data(Lba(9), 2), Token::data(Lba(10), 2)];
+        b.save(&mut dev, &[ext(251)], &new).unwrap();
+        assert_eq!(b.slots[b.live_slot][0], Track(301));
+        assert_eq!(b.slot_changes, 1);
+        // The newer record is cleared; the older one, in the other slot, was
+        // never cleared but is superseded: recovery restores nothing.
+        b.clear(&mut dev, Cause::Backup).unwrap();
+        let mut fresh = BackupRegion::spread(b.slots.clone());
+        fresh.recover(&mut dev, 0).unwrap();
+        assert_eq!(fresh.restored, 0);
+        assert_eq!(fresh.seq, 2, "numbering continues after the newest record");
+        // Uncleared, the newest record is the one restored, to its own home.
+        let mut b = fresh;
+        b.save(&mut dev, &[ext(41)], &new).unwrap();
+        let mut again = BackupRegion::spread(b.slots.clone());
+        again.recover(&mut dev, 0).unwrap();
+        assert_eq!(again.restored, 1);
+        let mut home = vec![];
+        dev.peek_sectors(
+            PhysAddr {
+                track: Track(41),
+                sector: 0,
+            },
+            2,
+            &mut home,
+        );
+        assert_eq!(home, new.to_vec());
     }
 }

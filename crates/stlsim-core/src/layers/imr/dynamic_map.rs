@@ -90,11 +90,10 @@
 //!   record was not written is rolled back), then every track counts as
 //!   written. Interval counts and pending swaps are volatile and lost.
 
-use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
-use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
+use super::rmw::{backup_from, Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{for_home_pieces, top_neighbours, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
@@ -164,8 +163,9 @@ pub static ENTRY: LayerEntry = LayerEntry {
             kind: ParamKind::Int,
             unit: "tracks",
             default: "8",
-            doc: "top tracks of the backup region holding records (must hold one swap)",
+            doc: "top tracks of the backup region (of each slot when spread) holding records (must hold one swap)",
         },
+        BACKUP_PARAMS[2],
     ],
     build: |p, g| Ok(Box::new(ImrDtm::new(p, g)?)),
 };
@@ -196,7 +196,8 @@ impl Space {
         let mut t = parity;
         while t < geom.tracks() {
             if res.contains(Track(t)) {
-                t = res.end.0 + (parity + res.end.0) % 2;
+                let end = res.part_end(Track(t)).0;
+                t = end + (parity + end) % 2;
                 continue;
             }
             let spt = geom.sectors_in(Track(t));
@@ -329,13 +330,8 @@ impl ImrDtm {
         if interval == 0 {
             return config_err("interval_writes must be at least 1");
         }
-        let res = Reserved::new(g, p.choice("backup_location"), bt.saturating_add(3))?;
-        let backup_tops = res.tops[..bt as usize].to_vec();
-        let store_tracks = [
-            res.tops[bt as usize],
-            res.tops[bt as usize + 1],
-            res.tops[bt as usize + 2],
-        ];
+        let (res, backup, store) = backup_from(p, g, 3)?;
+        let store_tracks = [store[0], store[1], store[2]];
         let spaces = [Space::build(g, &res, 0), Space::build(g, &res, 1)];
         if spaces[BOTTOM].total == 0 || spaces[TOP].total == 0 {
             return config_err(
@@ -363,17 +359,13 @@ impl ImrDtm {
         // neighbours of the bottom tracks the bottom pseudo-track touches.
         let touched = ps.div_ceil(spaces[BOTTOM].min_spt().max(1) as u64) + 1;
         let need = 2 * ps + (touched + 1) * spaces[TOP].max_spt() as u64;
-        let room: u64 = backup_tops
-            .iter()
-            .map(|&t| g.sectors_in(t) as u64 - 1)
-            .sum();
+        let room = backup.room_in(g);
         if room < need {
             return config_err(format!(
                 "backup_tracks = {bt} holds {room} sectors; a swap of {ps}-sector pseudo-tracks may save {need}: \
                  raise backup_tracks"
             ));
         }
-        let backup = BackupRegion::new(backup_tops);
         Ok(ImrDtm {
             rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
             res,
@@ -709,9 +701,45 @@ impl ImrDtm {
         }
     }
 
+    /// Whether host bottom track `t` starts a bottom pseudo-track and
+    /// neither it nor a neighbour is reserved.
+    pub(crate) fn host_track(&self, t: Track) -> bool {
+        t.0 >= 1
+            && !(t.0 - 1..=t.0 + 1).any(|x| self.res.contains(Track(x)))
+            && self.spaces[BOTTOM].offset(t, 0) % self.p == 0
+    }
+
+    /// Swap the bottom pseudo-track starting on host bottom track `t` with
+    /// the top pseudo-track in the middle of its zone, at once: the
+    /// micro-benchmark of section 2.4's timing. Returns the top
+    /// pseudo-track's first track and the backup slot the record went to,
+    /// or None when `t` starts no pseudo-track or the swap did not run.
+    pub(crate) fn swap_at(
+        &mut self,
+        dev: &mut Device,
+        t: Track,
+    ) -> SimResult<Option<(Track, Track)>> {
+        if self.res.contains(t) {
+            return Ok(None);
+        }
+        let off = self.spaces[BOTTOM].offset(t, 0);
+        if off % self.p != 0 {
+            return Ok(None);
+        }
+        let hot = off / self.p;
+        let tops = self.zone_range(TOP, self.zone_of(BOTTOM, hot));
+        if tops.is_empty() {
+            return Ok(None);
+        }
+        let q = (tops.start + tops.end) / 2;
+        let (at, _) = self.spaces[TOP].locate(q * self.p);
+        let slot = self.rmw.backup.slot_near(t);
+        let cold = self.id(TOP, q);
+        Ok(self.swap(dev, hot, cold)?.then_some((at.track, slot)))
+    }
+
     /// Swap `hot` and `cold` at once, every step, if they are still where
     /// the plan saw them. Returns whether it swapped.
-    #[cfg(test)]
     fn swap(&mut self, dev: &mut Device, hot: u64, cold: u64) -> SimResult<bool> {
         self.store(dev);
         self.rmw.finish(dev, self.store.as_mut())?;
@@ -899,10 +927,7 @@ impl Layer for ImrDtm {
             (self.p * self.sector_bytes) as f64,
         );
         r.insert("map_bytes".into(), self.map_bytes as f64);
-        r.insert(
-            "reserved_tracks".into(),
-            (self.res.end.0 - self.res.first.0) as f64,
-        );
+        r.insert("reserved_tracks".into(), self.res.tracks_reserved() as f64);
         r
     }
 }

@@ -97,11 +97,10 @@
 //!   a never-written top track is neither saved nor restored, by RMW or by
 //!   a flip.
 
-use super::backup::BackupRegion;
 use super::map_store::MapStore;
 use super::region::Reserved;
 use super::relocation::{relocation_steps, Relocation};
-use super::rmw::{Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
+use super::rmw::{backup_from, Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{for_home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
@@ -147,6 +146,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
         SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
+        BACKUP_PARAMS[2],
     ],
     build: |p, g| Ok(Box::new(ImrFlip::new(p, g)?)),
 };
@@ -360,13 +360,8 @@ impl ImrFlip {
         if interval_writes == 0 {
             return config_err("interval_writes must be at least 1");
         }
-        let res = Reserved::new(g, p.choice("backup_location"), n.saturating_add(3))?;
-        let n = n as usize;
-        let backup_tracks = res.tops[..n].to_vec();
-        let room: u64 = backup_tracks
-            .iter()
-            .map(|&t| g.sectors_in(t).saturating_sub(1) as u64)
-            .sum();
+        let (res, backup, store) = backup_from(p, g, 3)?;
+        let room = backup.room_in(g);
         let need = Self::largest_flip(g, &res);
         if need > room {
             return config_err(format!(
@@ -374,13 +369,9 @@ impl ImrFlip {
                  (a bottom track's part, its partner top track and the other top neighbour): raise backup_tracks"
             ));
         }
-        let store_tracks = [res.tops[n], res.tops[n + 1], res.tops[n + 2]];
+        let store_tracks = [store[0], store[1], store[2]];
         Ok(ImrFlip {
-            rmw: RmwEngine::new(
-                BackupRegion::new(backup_tracks),
-                p.bool("skip_empty"),
-                g.tracks(),
-            ),
+            rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
             res,
             store: None,
             store_tracks,
@@ -764,6 +755,31 @@ impl ImrFlip {
         Ok(true)
     }
 
+    /// Flip bottom track `b` with its higher neighbour at once (low LBAs),
+    /// every step: the micro-benchmark of section 2.2's timing. Returns
+    /// whether it flipped and the backup slot the record went to.
+    pub(crate) fn flip_now(&mut self, dev: &mut Device, b: Track) -> SimResult<(bool, Track)> {
+        let slot = self.rmw.backup.slot_near(b);
+        let done = self.execute(
+            dev,
+            Planned {
+                bottom: b,
+                state: Flipped {
+                    side: Side::Next,
+                    part: Part::Low,
+                },
+                back: false,
+            },
+        )?;
+        Ok((done, slot))
+    }
+
+    /// Whether the layer may use bottom track `b` and both its neighbours
+    /// (none is reserved).
+    pub(crate) fn host_track(&self, b: Track) -> bool {
+        b.0 >= 1 && !(b.0 - 1..=b.0 + 1).any(|t| self.res.contains(Track(t)))
+    }
+
     /// Bottom tracks currently flipped.
     pub fn flipped(&self) -> u64 {
         self.flipped_now
@@ -897,10 +913,7 @@ impl Layer for ImrFlip {
         r.insert("flipped_tracks".into(), self.flipped_now as f64);
         MapStore::report(self.store.as_ref(), &mut r);
         r.insert("map_bytes".into(), self.map_bytes as f64);
-        r.insert(
-            "reserved_tracks".into(),
-            (self.res.end.0 - self.res.first.0) as f64,
-        );
+        r.insert("reserved_tracks".into(), self.res.tracks_reserved() as f64);
         r
     }
 }

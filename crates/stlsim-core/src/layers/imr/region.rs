@@ -159,6 +159,11 @@ impl Reserved {
             .collect()
     }
 
+    /// Physical tracks reserved, over all parts.
+    pub fn tracks_reserved(&self) -> u64 {
+        self.parts.iter().map(|&(a, b)| b.0 - a.0).sum()
+    }
+
     /// Host-visible sectors.
     pub fn host_capacity(&self) -> Sectors {
         Sectors(self.host_capacity)
@@ -167,6 +172,40 @@ impl Reserved {
     /// Whether a physical track is reserved.
     pub fn contains(&self, t: Track) -> bool {
         self.parts.iter().any(|&(a, b)| t >= a && t < b)
+    }
+
+    /// One past the last track of the reserved part holding `t` (`t` itself
+    /// when `t` is not reserved): where a scan over host tracks resumes.
+    pub fn part_end(&self, t: Track) -> Track {
+        self.parts
+            .iter()
+            .find(|&&(a, b)| t >= a && t < b)
+            .map_or(t, |&(_, b)| b)
+    }
+
+    /// Small regions of `len` groups each, one every `every` groups across
+    /// the drive (centred in each stretch), skipping stretches whose region
+    /// would overlap or touch the group ranges `[start, start + len)` in
+    /// `taken`: the spread backup slots of `backup_location = spread`.
+    pub fn spread_parts(
+        geom: &Geometry,
+        len: u64,
+        every: u64,
+        taken: &[(u64, u64)],
+    ) -> SimResult<Vec<Reserved>> {
+        let (_, groups) = Reserved::groups_on(geom)?;
+        let every = every.max(len + 2);
+        let mut out = vec![];
+        for k in 0..groups / every {
+            let g0 = k * every + (every - len) / 2;
+            let clear = taken
+                .iter()
+                .all(|&(s, l)| g0 + len + 1 <= s || s + l + 1 <= g0);
+            if clear {
+                out.push(Reserved::at_groups(geom, g0, len)?);
+            }
+        }
+        Ok(out)
     }
 
     /// The home LBA of a host LBA.

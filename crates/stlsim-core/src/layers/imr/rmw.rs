@@ -56,20 +56,28 @@ pub const SKIP_EMPTY: ParamSpec = ParamSpec {
 };
 
 /// Parameters shared by the IMR layers that use a backup region.
-pub const BACKUP_PARAMS: [ParamSpec; 2] = [
+pub const BACKUP_PARAMS: [ParamSpec; 3] = [
     ParamSpec {
         name: "backup_location",
-        kind: ParamKind::Choice(&["outer", "middle", "inner"]),
+        kind: ParamKind::Choice(&["spread", "outer", "middle", "inner"]),
         unit: "-",
-        default: "middle",
-        doc: "where the reserved backup region lies",
+        default: "spread",
+        doc: "where the reserved backup region lies: spread (a slot every backup_spacing_tracks, \
+              the nearest used; the paper's analysis) or one region at the outer edge, middle or inner edge",
     },
     ParamSpec {
         name: "backup_tracks",
         kind: ParamKind::Int,
         unit: "tracks",
         default: "4",
-        doc: "top tracks of the backup region holding records (at least 3)",
+        doc: "top tracks of the backup region (of each slot when spread) holding records (at least 3)",
+    },
+    ParamSpec {
+        name: "backup_spacing_tracks",
+        kind: ParamKind::Int,
+        unit: "tracks",
+        default: "4096",
+        doc: "with backup_location = spread: one backup slot every this many tracks",
     },
 ];
 
@@ -80,19 +88,67 @@ pub static ENTRY: LayerEntry = LayerEntry {
         "IMR naive read-modify-write: save, write, restore the top neighbours of every bottom write",
     paper: "000 section 2.1",
     layout: LayoutNeed::Kind("imr"),
-    params: &[SKIP_EMPTY, BACKUP_PARAMS[0], BACKUP_PARAMS[1]],
+    params: &[
+        SKIP_EMPTY,
+        BACKUP_PARAMS[0],
+        BACKUP_PARAMS[1],
+        BACKUP_PARAMS[2],
+    ],
     build: |p, g| Ok(Box::new(ImrRmw::new(p, g)?)),
 };
 
-/// Build the reserved region and backup region the parameters ask for.
-pub fn backup_from(p: &Params, g: &Geometry) -> SimResult<(Reserved, BackupRegion)> {
+/// Build the reserved region and backup region the parameters ask for,
+/// with `extra` more usable top tracks in the main region (the map store's
+/// checkpoint location), returned third. With `backup_location = spread`
+/// the main region sits in the middle and the backup slots are its first
+/// `backup_tracks` tops plus small regions every `backup_spacing_tracks`.
+pub fn backup_from(
+    p: &Params,
+    g: &Geometry,
+    extra: u64,
+) -> SimResult<(Reserved, BackupRegion, Vec<Track>)> {
     let tracks = p.u64("backup_tracks");
     if tracks < 3 {
         return config_err(format!("backup_tracks = {tracks}: at least 3 are needed"));
     }
-    let res = Reserved::new(g, p.choice("backup_location"), tracks)?;
-    let backup = BackupRegion::new(res.tops[..tracks as usize].to_vec());
-    Ok((res, backup))
+    let n = tracks as usize;
+    let location = p.choice("backup_location");
+    let spread = location == "spread";
+    let main = Reserved::new(
+        g,
+        if spread { "middle" } else { location },
+        tracks.saturating_add(extra),
+    )?;
+    let extra_tops = main.tops[n..n + extra as usize].to_vec();
+    if !spread {
+        let backup = BackupRegion::new(main.tops[..n].to_vec());
+        return Ok((main, backup, extra_tops));
+    }
+    let spacing = p.u64("backup_spacing_tracks");
+    let (group, _) = Reserved::groups_on(g)?;
+    if spacing < 2 * group {
+        return config_err(format!(
+            "backup_spacing_tracks = {spacing}: at least one LBA group ({} tracks) apart",
+            2 * group
+        ));
+    }
+    let len = tracks.saturating_add(1).div_ceil(group).max(1);
+    let main_g0 = main.first.0 / (2 * group);
+    let main_len = (main.end.0 - main.first.0) / (2 * group);
+    let others = Reserved::spread_parts(g, len, spacing / (2 * group), &[(main_g0, main_len)])?;
+    let mut slots = vec![main.tops[..n].to_vec()];
+    for r in &others {
+        if r.tops.len() < n {
+            return config_err(format!(
+                "could not reserve {n} usable top tracks per backup slot"
+            ));
+        }
+        slots.push(r.tops[..n].to_vec());
+    }
+    let mut parts = vec![main];
+    parts.extend(others);
+    let res = Reserved::union(g, &parts)?;
+    Ok((res, BackupRegion::spread(slots), extra_tops))
 }
 
 pub use crate::track_bits::TrackBits;
@@ -453,6 +509,11 @@ impl RmwEngine {
         r.insert("backup_records".into(), self.backup.records as f64);
         r.insert("backup_clears".into(), self.backup.clears as f64);
         r.insert("backup_restores".into(), self.backup.restored as f64);
+        r.insert("backup_slots".into(), self.backup.slots() as f64);
+        r.insert(
+            "backup_slot_changes".into(),
+            self.backup.slot_changes as f64,
+        );
         r.insert(
             "reads_from_move_buffer".into(),
             self.reads_from_move_buffer as f64,
@@ -506,7 +567,7 @@ pub struct ImrRmw {
 impl ImrRmw {
     /// Build for a geometry.
     pub fn new(p: &Params, g: &Geometry) -> SimResult<ImrRmw> {
-        let (res, backup) = backup_from(p, g)?;
+        let (res, backup, _) = backup_from(p, g, 0)?;
         Ok(ImrRmw {
             res,
             rmw: RmwEngine::new(backup, p.bool("skip_empty"), g.tracks()),
@@ -561,10 +622,7 @@ impl Layer for ImrRmw {
         let mut r = LayerReport::new();
         self.rmw.report(&mut r);
         r.insert("map_bytes".into(), 0.0);
-        r.insert(
-            "reserved_tracks".into(),
-            (self.res.end.0 - self.res.first.0) as f64,
-        );
+        r.insert("reserved_tracks".into(), self.res.tracks_reserved() as f64);
         r
     }
 }

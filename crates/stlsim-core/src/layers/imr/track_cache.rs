@@ -188,6 +188,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
         SKIP_EMPTY,
         BACKUP_PARAMS[0],
         BACKUP_PARAMS[1],
+        BACKUP_PARAMS[2],
     ],
     build: |p, g| Ok(Box::new(TrackCache::new(p, g)?)),
 };
@@ -403,14 +404,37 @@ impl TrackCache {
                 "backup_tracks = {backup_tracks} hold {room} sectors; an eviction saves up to {need} (two full top tracks)"
             ));
         }
-        let backup = BackupRegion::new(meta.tops[..backup_tracks as usize].to_vec());
+        let bt = backup_tracks as usize;
+        let mut slots = vec![meta.tops[..bt].to_vec()];
         let store_tracks = if scan {
             None
         } else {
-            let b = backup_tracks as usize;
-            Some([meta.tops[b], meta.tops[b + 1], meta.tops[b + 2]])
+            Some([meta.tops[bt], meta.tops[bt + 1], meta.tops[bt + 2]])
         };
         parts.push(meta);
+        if p.choice("backup_location") == "spread" {
+            // Backup slots between the cache runs and the main region, so an
+            // eviction's trip to its record stays short (see rmw::backup_from).
+            let spacing = p.u64("backup_spacing_tracks");
+            if spacing < 2 * group {
+                return config_err(format!(
+                    "backup_spacing_tracks = {spacing}: at least one LBA group ({} tracks) apart",
+                    2 * group
+                ));
+            }
+            let len = (backup_tracks + 1).div_ceil(group).max(1);
+            let taken: Vec<(u64, u64)> = starts.iter().zip(&want).map(|(&s, w)| (s, w.1)).collect();
+            for r in Reserved::spread_parts(g, len, spacing / (2 * group), &taken)? {
+                if r.tops.len() < bt {
+                    return config_err(format!(
+                        "could not reserve {bt} usable top tracks per backup slot"
+                    ));
+                }
+                slots.push(r.tops[..bt].to_vec());
+                parts.push(r);
+            }
+        }
+        let backup = BackupRegion::spread(slots);
         let res = Reserved::union(g, &parts)?;
         let slot_len = g.max_sectors_per_track() as u64 + 1;
         let mut slots = vec![];
@@ -425,7 +449,7 @@ impl TrackCache {
             return config_err("the track cache holds no track: give it more cache_tracks");
         }
         let nslots = slots.len();
-        let reserved_tracks = want.iter().map(|w| w.1).sum::<u64>() * 2 * group;
+        let reserved_tracks = res.tracks_reserved();
         Ok(TrackCache {
             res,
             reserved_tracks,
@@ -503,6 +527,24 @@ impl TrackCache {
             );
             cur += take;
         }
+    }
+
+    /// The first cache track holding home track `t`, if it is cached.
+    pub(crate) fn cache_track_of(&self, t: u64) -> Option<Track> {
+        let &s = self.cached.get(&t)?;
+        let mut at = None;
+        self.for_extents(s, 0, 1, |a, _| at = at.or(Some(a.track)));
+        at
+    }
+
+    /// The first track of the backup slot a record saving track `t` goes to.
+    pub(crate) fn backup_near(&self, t: Track) -> Track {
+        self.rmw.backup.slot_near(t)
+    }
+
+    /// Whether bottom track `t` and both its neighbours are host tracks.
+    pub(crate) fn host_track(&self, t: Track) -> bool {
+        t.0 >= 1 && !(t.0 - 1..=t.0 + 1).any(|x| self.res.contains(Track(x)))
     }
 
     /// Where slot `s`'s header lies.
@@ -713,7 +755,6 @@ impl TrackCache {
     }
 
     /// Run move `m` at once, every step; returns whether it was done.
-    #[cfg(test)]
     fn run_now(&mut self, dev: &mut Device, m: Move) -> SimResult<bool> {
         self.finish_current(dev)?;
         if !self.start(dev, m) {
@@ -723,7 +764,6 @@ impl TrackCache {
         Ok(true)
     }
 
-    #[cfg(test)]
     fn finish_current(&mut self, dev: &mut Device) -> SimResult<()> {
         if self.rmw.busy() {
             self.store(dev);
@@ -734,14 +774,12 @@ impl TrackCache {
     }
 
     /// Promote home bottom track `t` into a free slot, at once.
-    #[cfg(test)]
-    fn promote(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
+    pub(crate) fn promote(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
         self.run_now(dev, Move::Promote(t))
     }
 
     /// Evict home track `t` from the cache, at once: a full-track read-modify-write home.
-    #[cfg(test)]
-    fn evict(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
+    pub(crate) fn evict(&mut self, dev: &mut Device, t: u64) -> SimResult<bool> {
         self.run_now(dev, Move::Evict(t))
     }
 

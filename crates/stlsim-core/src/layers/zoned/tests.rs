@@ -433,13 +433,26 @@ fn host_managed_drive_refuses_every_layer_that_is_not_zone_aware() {
     }
     // The conventional layers name what to run instead.
     let params = Params::resolve("cmr", &[], &Default::default()).unwrap();
-    let msg = crate::layers::find("cmr").unwrap().drive_for(&d, &params).unwrap_err().to_string();
-    assert!(msg.contains("not zone-aware") && msg.contains("hm-fluid"), "{msg}");
+    let msg = crate::layers::find("cmr")
+        .unwrap()
+        .drive_for(&d, &params)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("not zone-aware") && msg.contains("hm-fluid"),
+        "{msg}"
+    );
     // A zoned drive with no sequential zone takes in-place writes anywhere.
     let mut all_conventional = drive();
     all_conventional.layout.conventional_zones = 48;
-    let d = crate::layers::find("cmr").unwrap().drive_for(&all_conventional, &params).unwrap();
+    let d = crate::layers::find("cmr")
+        .unwrap()
+        .drive_for(&all_conventional, &params)
+        .unwrap();
     assert_eq!(d.layout.kind, "cmr");
     all_conventional.layout.conventional_zones = 47;
-    assert!(crate::layers::find("cmr").unwrap().drive_for(&all_conventional, &params).is_err());
+    assert!(crate::layers::find("cmr")
+        .unwrap()
+        .drive_for(&all_conventional, &params)
+        .is_err());
 }
