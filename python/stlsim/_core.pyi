@@ -43,6 +43,10 @@ def layers_json() -> str:
 def check_drive(drive_json: str) -> str:
     """Validate a drive description (JSON); returns derived figures as JSON."""
 
+def imr_micro_json(drive_json: str, samples: int) -> str:
+    """Micro-benchmarks of the IMR layers' operations on an IMR drive (JSON),
+    ``samples`` trials each: drive figures and one row per operation, as JSON."""
+
 def default_drive_json() -> str:
     """stlsim's built-in drive defaults (every key of a drive description) as JSON."""
 

@@ -4,7 +4,9 @@
 //! memory where it holds *some* tracks, not for the drive's capacity: a
 //! 100-million-track drive costs 2.4 KB of leaf slots a million tracks
 //! (16 bytes a leaf), plus 512 bytes for each partly set leaf; a full
-//! prefill costs no leaves at all. Used for the prefilled tracks of the
+//! prefill costs no leaves at all, and a leaf with all but a few tracks set
+//! (a full drive with a layer's reserved tracks spread through it) keeps
+//! just the list of those few. Used for the prefilled tracks of the
 //! medium, the tracks a verified run touched, and the layers' "written"
 //! knowledge.
 
@@ -13,6 +15,8 @@ use crate::units::Track;
 /// Tracks a leaf.
 pub const LEAF: u64 = 4096;
 const WORDS: usize = (LEAF / 64) as usize;
+/// At most this many clear tracks are kept as a list in an otherwise full leaf.
+const EXCEPT: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Leaf {
@@ -22,6 +26,9 @@ enum Leaf {
     Full,
     /// Some tracks set.
     Bits(Box<[u64; WORDS]>),
+    /// Every track set but these few (offsets in the leaf, ascending).
+    // A thin box, so that a leaf slot stays 16 bytes.
+    FullExcept(Box<Vec<u16>>),
 }
 
 /// A set of physical tracks. An empty set (`TrackBits::default()`)
@@ -57,7 +64,23 @@ impl TrackBits {
                 let b = t.0 % LEAF;
                 w[(b / 64) as usize] >> (b % 64) & 1 == 1
             }
+            Some(Leaf::FullExcept(x)) => x.binary_search(&((t.0 % LEAF) as u16)).is_err(),
         }
+    }
+
+    /// The clear tracks of a leaf of `len` tracks whose bits are `w`, if few
+    /// enough to keep as a list.
+    fn exceptions(w: &[u64; WORDS], len: u64) -> Option<Box<Vec<u16>>> {
+        let set: u64 = w.iter().map(|x| x.count_ones() as u64).sum();
+        if len - set > EXCEPT as u64 {
+            return None;
+        }
+        Some(Box::new(
+            (0..len)
+                .filter(|&k| w[(k / 64) as usize] >> (k % 64) & 1 == 0)
+                .map(|k| k as u16)
+                .collect(),
+        ))
     }
 
     /// Set track `t` (which must lie within the set's range).
@@ -73,6 +96,18 @@ impl TrackBits {
         let b = t.0 % LEAF;
         let full = match &mut self.leaves[i] {
             Leaf::Full => return,
+            leaf @ Leaf::FullExcept(_) => {
+                let Leaf::FullExcept(x) = leaf else {
+                    unreachable!()
+                };
+                if let Ok(k) = x.binary_search(&(b as u16)) {
+                    x.remove(k);
+                    if x.is_empty() {
+                        *leaf = Leaf::Full;
+                    }
+                }
+                return;
+            }
             leaf @ Leaf::Clear => {
                 let mut w = Box::new([0u64; WORDS]);
                 w[(b / 64) as usize] |= 1 << (b % 64);
@@ -86,8 +121,15 @@ impl TrackBits {
                 *word == u64::MAX
             }
         };
-        if full && self.leaf_count(i) == self.leaf_len(i) {
-            self.leaves[i] = Leaf::Full;
+        if full {
+            let len = self.leaf_len(i);
+            if self.leaf_count(i) == len {
+                self.leaves[i] = Leaf::Full;
+            } else if let Leaf::Bits(w) = &self.leaves[i] {
+                if let Some(x) = TrackBits::exceptions(w, len) {
+                    self.leaves[i] = Leaf::FullExcept(x);
+                }
+            }
         }
     }
 
@@ -98,6 +140,32 @@ impl TrackBits {
             return;
         }
         let b = t.0 % LEAF;
+        match &mut self.leaves[i] {
+            leaf @ Leaf::Full => {
+                *leaf = Leaf::FullExcept(Box::new(vec![b as u16]));
+                return;
+            }
+            Leaf::FullExcept(x) => {
+                let Err(k) = x.binary_search(&(b as u16)) else {
+                    return;
+                };
+                if x.len() < EXCEPT {
+                    x.insert(k, b as u16);
+                    return;
+                }
+            }
+            _ => {}
+        }
+        if let Leaf::FullExcept(x) = &self.leaves[i] {
+            let mut w = Box::new([0u64; WORDS]);
+            for k in 0..self.leaf_len(i) {
+                w[(k / 64) as usize] |= 1 << (k % 64);
+            }
+            for &k in x.iter() {
+                w[(k / 64) as usize] &= !(1 << (k % 64));
+            }
+            self.leaves[i] = Leaf::Bits(w);
+        }
         if self.leaves[i] == Leaf::Full {
             let mut w = Box::new([0u64; WORDS]);
             for k in 0..self.leaf_len(i) {
@@ -128,6 +196,7 @@ impl TrackBits {
             Leaf::Clear => 0,
             Leaf::Full => self.leaf_len(i),
             Leaf::Bits(w) => w.iter().map(|x| x.count_ones() as u64).sum(),
+            Leaf::FullExcept(x) => self.leaf_len(i) - x.len() as u64,
         }
     }
 
@@ -140,12 +209,15 @@ impl TrackBits {
     pub fn iter(&self) -> impl Iterator<Item = Track> + '_ {
         self.leaves.iter().enumerate().flat_map(move |(i, leaf)| {
             let base = i as u64 * LEAF;
-            let (words, full): (Option<&[u64; WORDS]>, u64) = match leaf {
-                Leaf::Clear => (None, 0),
-                Leaf::Full => (None, self.leaf_len(i)),
-                Leaf::Bits(w) => (Some(w), 0),
+            let (words, full, except): (Option<&[u64; WORDS]>, u64, &[u16]) = match leaf {
+                Leaf::Clear => (None, 0, &[]),
+                Leaf::Full => (None, self.leaf_len(i), &[]),
+                Leaf::Bits(w) => (Some(w), 0, &[]),
+                Leaf::FullExcept(x) => (None, self.leaf_len(i), x),
             };
-            let full_run = (0..full).map(move |k| Track(base + k));
+            let full_run = (0..full)
+                .filter(move |&k| except.binary_search(&(k as u16)).is_err())
+                .map(move |k| Track(base + k));
             let bits = words.into_iter().flat_map(move |w| {
                 w.iter().enumerate().flat_map(move |(j, &word)| {
                     let mut word = word;
@@ -165,13 +237,15 @@ impl TrackBits {
 
     /// Heap bytes used.
     pub fn heap_bytes(&self) -> u64 {
-        let bits = self
+        let bits: usize = self
             .leaves
             .iter()
-            .filter(|l| matches!(l, Leaf::Bits(_)))
-            .count()
-            * WORDS
-            * 8;
+            .map(|l| match l {
+                Leaf::Bits(_) => WORDS * 8,
+                Leaf::FullExcept(x) => 24 + x.capacity() * 2,
+                _ => 0,
+            })
+            .sum();
         (self.leaves.capacity() * std::mem::size_of::<Leaf>() + bits) as u64
     }
 }
@@ -237,6 +311,31 @@ mod tests {
         b.clear(Track(n - 1));
         assert!(!b.get(Track(n - 1)) && b.get(Track(n - 2)));
         assert_eq!(b.count(), n - 1);
+        // Full leaves losing tracks: a list of a few, then a bitmap past 64,
+        // and back as tracks are set again.
+        let mut v = vec![true; n as usize];
+        v[n as usize - 1] = false;
+        for step in 0..3000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = if step < 1500 { x % (2 * LEAF) } else { x % n };
+            if step % 3 == 2 {
+                b.set(Track(t));
+                v[t as usize] = true;
+            } else {
+                b.clear(Track(t));
+                v[t as usize] = false;
+            }
+            if step % 500 == 0 {
+                for t in 0..n {
+                    assert_eq!(b.get(Track(t)), v[t as usize], "step {step}, track {t}");
+                }
+            }
+        }
+        let want: Vec<Track> = (0..n).filter(|&t| v[t as usize]).map(Track).collect();
+        assert_eq!(b.iter().collect::<Vec<_>>(), want);
+        assert_eq!(b.count(), want.len() as u64);
     }
 
     /// Memory follows the tracks set: a huge set with a few tracks, or with
@@ -257,5 +356,22 @@ mod tests {
         assert_eq!(full.heap_bytes(), TrackBits::new(n).heap_bytes());
         full.set_all();
         assert_eq!(full.count(), n);
+        // A full set with a few tracks clear in every leaf (a layer's
+        // reserved tracks spread over a full drive) keeps lists, not bitmaps.
+        let mut holes = TrackBits::new(n);
+        let mut set = 0;
+        for t in 0..n {
+            if t % LEAF >= 16 {
+                holes.set(Track(t));
+                set += 1;
+            }
+        }
+        let leaves = n.div_ceil(LEAF);
+        assert!(holes.heap_bytes() < 96 * leaves, "{}", holes.heap_bytes());
+        assert_eq!(holes.count(), set);
+        assert!(!holes.get(Track(LEAF + 3)) && holes.get(Track(LEAF + 16)));
+        holes.clear(Track(LEAF + 20));
+        holes.set(Track(LEAF + 3));
+        assert!(!holes.get(Track(LEAF + 20)) && holes.get(Track(LEAF + 3)));
     }
 }

@@ -3,6 +3,11 @@
 //! costs on a 1 GiB one, for every kind of layout, empty or full, verified
 //! or not (it took 2 GB: the home map held 20 bytes a track). Measured with
 //! a counting global allocator (this test is its own process).
+//!
+//! The IMR layers' default backup region is a slot every 4,096 tracks, so
+//! what it costs does grow with capacity (24,000 slots on the huge drive):
+//! the main cases run them with one region (`backup_location = middle`),
+//! and a case of its own bounds the spread slots' cost per slot.
 
 mod common;
 
@@ -16,6 +21,10 @@ use stlsim_core::Simulation;
 /// Peak bytes allocated setting up and running 3,000 requests (spread over
 /// the first GiB) on a drive of `gib` GiB of 2 MiB tracks.
 fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize {
+    peak_with(kind, layer, "middle", gib, prefill, verify)
+}
+
+fn peak_with(kind: &str, layer: &str, backup: &str, gib: f64, prefill: f64, verify: bool) -> usize {
     let layout = LayoutConfig {
         kind: kind.into(),
         group_tracks: 8,
@@ -34,7 +43,15 @@ fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize 
         drive,
         layer: LayerConfig {
             name: layer.into(),
-            ..Default::default()
+            params: if layer.starts_with("imr-") {
+                [(
+                    "backup_location".to_string(),
+                    serde_json::Value::from(backup),
+                )]
+                .into()
+            } else {
+                Default::default()
+            },
         },
         replay: ReplayConfig {
             prefill: Some(PrefillSpec::Fraction(prefill)),
@@ -87,4 +104,15 @@ fn a_200000_gib_drive_costs_what_a_1_gib_drive_costs() {
             );
         }
     }
+}
+
+#[test]
+fn spread_backup_slots_cost_a_few_hundred_bytes_each() {
+    // 100 million tracks / 4,096 = 24,414 slots; a full drive, verified.
+    let small = peak_with("imr", "imr-rmw", "spread", 1.0, 1.0, true);
+    let huge = peak_with("imr", "imr-rmw", "spread", 200_000.0, 1.0, true);
+    let slots = 100_000_000 / 4096;
+    let per_slot = (huge - small) / slots;
+    println!("spread backup: {per_slot} bytes a slot ({small} -> {huge} bytes)");
+    assert!(per_slot < 1024, "{per_slot} bytes a slot");
 }

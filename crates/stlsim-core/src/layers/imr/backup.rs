@@ -52,9 +52,11 @@ impl Saved {
 /// The backup region: where records go, and the live record's extents.
 #[derive(Debug)]
 pub struct BackupRegion {
-    /// The slots: each a run of top tracks a record is written to from its
-    /// first. Sorted by first track.
-    slots: Vec<Vec<Track>>,
+    /// The slots, `per` tracks each, one after another: each a run of top
+    /// tracks a record is written to from its first. Sorted by first track.
+    tracks: Vec<Track>,
+    /// Tracks per slot.
+    per: usize,
     /// The slot the live record is in.
     live_slot: usize,
     seq: u64,
@@ -81,8 +83,21 @@ impl BackupRegion {
     /// all of the same length); records go to the slot nearest their data.
     pub fn spread(mut slots: Vec<Vec<Track>>) -> BackupRegion {
         slots.sort_by_key(|s| s[0]);
+        let per = slots.iter().map(Vec::len).min().unwrap_or(0);
+        let tracks = slots
+            .iter()
+            .flat_map(|s| s[..per].iter().copied())
+            .collect();
+        BackupRegion::flat(tracks, per)
+    }
+
+    /// A backup region of slots of `per` tracks each, laid one after another
+    /// in `tracks` in ascending order of their first tracks.
+    pub fn flat(tracks: Vec<Track>, per: usize) -> BackupRegion {
+        assert!(per > 0 && tracks.len() % per == 0, "whole slots");
         BackupRegion {
-            slots,
+            tracks,
+            per,
             live_slot: 0,
             seq: 0,
             live: vec![],
@@ -96,21 +111,37 @@ impl BackupRegion {
 
     /// Slots records can go to.
     pub fn slots(&self) -> usize {
-        self.slots.len()
+        self.tracks.len() / self.per
+    }
+
+    /// The tracks of slot `i`.
+    fn slot(&self, i: usize) -> &[Track] {
+        &self.tracks[i * self.per..(i + 1) * self.per]
     }
 
     /// The first track of the slot a record saving track `t` goes to.
     pub fn slot_near(&self, t: Track) -> Track {
-        self.slots[self.nearest(t)][0]
+        self.slot(self.nearest(t))[0]
     }
 
     /// The slot nearest track `t`.
     fn nearest(&self, t: Track) -> usize {
-        let i = self.slots.partition_point(|s| s[0] <= t);
-        let dist = |j: usize| self.slots[j][0].0.abs_diff(t.0);
+        let n = self.slots();
+        // The first slot starting past `t` (binary search over the slots).
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.slot(mid)[0] <= t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let i = lo;
+        let dist = |j: usize| self.slot(j)[0].0.abs_diff(t.0);
         match i {
             0 => 0,
-            i if i == self.slots.len() => i - 1,
+            i if i == n => i - 1,
             i if dist(i) < dist(i - 1) => i,
             i => i - 1,
         }
@@ -179,7 +210,7 @@ impl BackupRegion {
         let mut parts = std::mem::take(&mut self.parts);
         parts.clear();
         let mut left = total;
-        for &t in &self.slots[self.live_slot] {
+        for &t in self.slot(self.live_slot) {
             let room = dev.geometry().sectors_in(t) as u64 - 1;
             let take = left.min(room);
             parts.push((t, take));
@@ -237,9 +268,13 @@ impl BackupRegion {
 
     /// Largest number of sectors one record can hold, in every slot.
     pub fn room_in(&self, g: &crate::geometry::Geometry) -> u64 {
-        self.slots
-            .iter()
-            .map(|s| s.iter().map(|&t| g.sectors_in(t) as u64 - 1).sum())
+        (0..self.slots())
+            .map(|i| {
+                self.slot(i)
+                    .iter()
+                    .map(|&t| g.sectors_in(t) as u64 - 1)
+                    .sum()
+            })
             .min()
             .unwrap_or(0)
     }
@@ -259,7 +294,7 @@ impl BackupRegion {
         dev.write_meta(
             cause,
             PhysAddr {
-                track: self.slots[self.live_slot][0],
+                track: self.slot(self.live_slot)[0],
                 sector: 0,
             },
             1,
@@ -315,8 +350,8 @@ impl BackupRegion {
         // Each slot's first track says which record it holds; the slot with
         // the highest number is the only one that may need restoring.
         let mut best: Option<(u64, usize, bool)> = None;
-        for i in 0..self.slots.len() {
-            let t = self.slots[i][0];
+        for i in 0..self.slots() {
+            let t = self.slot(i)[0];
             let Some(words) = Self::read_header(dev, t)? else {
                 continue;
             };
@@ -338,7 +373,7 @@ impl BackupRegion {
         }
         self.live_slot = slot;
         // Read the slot's other tracks the record says it spans.
-        let tracks = self.slots[slot].clone();
+        let tracks = self.slot(slot).to_vec();
         let mut found: Vec<(Track, Vec<u64>, u32)> = vec![];
         if let Some((w, c)) = Self::header_at(dev, tracks[0]) {
             found.push((tracks[0], w, c));
@@ -469,22 +504,22 @@ mod tests {
         let old = [Token::data(Lba(7), 1), Token::data(Lba(8), 1)];
         // A record for track 41 goes to the slot at track 1, one for 251 to the slot at 301.
         b.save(&mut dev, &[ext(41)], &old).unwrap();
-        assert_eq!(b.slots[b.live_slot][0], Track(1));
+        assert_eq!(b.slot(b.live_slot)[0], Track(1));
         let new = [Token::data(Lba(9), 2), Token::data(Lba(10), 2)];
         b.save(&mut dev, &[ext(251)], &new).unwrap();
-        assert_eq!(b.slots[b.live_slot][0], Track(301));
+        assert_eq!(b.slot(b.live_slot)[0], Track(301));
         assert_eq!(b.slot_changes, 1);
         // The newer record is cleared; the older one, in the other slot, was
         // never cleared but is superseded: recovery restores nothing.
         b.clear(&mut dev, Cause::Backup).unwrap();
-        let mut fresh = BackupRegion::spread(b.slots.clone());
+        let mut fresh = BackupRegion::flat(b.tracks.clone(), b.per);
         fresh.recover(&mut dev, 0).unwrap();
         assert_eq!(fresh.restored, 0);
         assert_eq!(fresh.seq, 2, "numbering continues after the newest record");
         // Uncleared, the newest record is the one restored, to its own home.
         let mut b = fresh;
         b.save(&mut dev, &[ext(41)], &new).unwrap();
-        let mut again = BackupRegion::spread(b.slots.clone());
+        let mut again = BackupRegion::flat(b.tracks.clone(), b.per);
         again.recover(&mut dev, 0).unwrap();
         assert_eq!(again.restored, 1);
         let mut home = vec![];

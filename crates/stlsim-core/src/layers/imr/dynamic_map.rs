@@ -80,11 +80,13 @@
 //!   partial ones (backup tail, log record) = 13 t_rot in the average model,
 //!   as the paper's 5 t_seek + 13 t_rot, with 6 long seeks (the sixth is to
 //!   the log); a pseudo-track straddling two top tracks costs ~16.5 t_rot.
-//! * **Backup region** [`backup_location`, `backup_tracks` default 8]: one
-//!   swap saves 2P sectors plus up to (k+1) top tracks (k = bottom tracks a
-//!   pseudo-track can touch); the build fails with a configuration error if
-//!   the region cannot hold that. Three more reserved top tracks hold the
-//!   map store (two checkpoint slots and the log).
+//! * **Backup region** [`backup_location`, `backup_tracks` default 8,
+//!   `backup_spacing_tracks`]: one swap saves 2P sectors plus up to (k+1)
+//!   top tracks (k = bottom tracks a pseudo-track can touch); the build
+//!   fails with a configuration error if a slot cannot hold that. Three more
+//!   reserved top tracks hold the map store (two checkpoint slots and the
+//!   log). With `spread` (the default, as `imr-rmw`) the slots lie across
+//!   the disk and a swap's record goes to the one nearest its bottom track.
 //! * `skip_empty` (default on) as in `imr-rmw`.
 //! * Recovery: the map store first, then the backup region (a swap whose log
 //!   record was not written is rolled back), then every track counts as

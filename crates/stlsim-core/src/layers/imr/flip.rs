@@ -87,8 +87,10 @@
 //!   the pending flips are gone (volatile); the map is rebuilt from the
 //!   medium.
 //! * **Reserved region and backup** (`backup_location`, `backup_tracks`,
-//!   default 4, at least 3): whole LBA groups holding `backup_tracks` backup
-//!   tracks plus three map-store tracks (two checkpoint slots and the log).
+//!   default 4, at least 3, `backup_spacing_tracks`): whole LBA groups
+//!   holding `backup_tracks` backup tracks plus three map-store tracks (two
+//!   checkpoint slots and the log); with `spread` (the default, as
+//!   `imr-rmw`) more backup slots across the disk, the nearest one used.
 //!   The build checks that the backup region holds the largest flip record
 //!   (a bottom part, its partner top track and the other top neighbour's
 //!   span: three tracks' worth plus a header sector per backup track) and

@@ -62,8 +62,25 @@ fn parts(items: &[(&str, f64)]) -> BTreeMap<String, f64> {
     items.iter().map(|&(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The micro-benchmarks and the drive figures that explain their gaps.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MicroReport {
+    /// One rotation (ms).
+    pub rot_ms: f64,
+    /// One sector passing under the head, first zone (ms).
+    pub sector_ms: f64,
+    /// Sectors per track, first zone.
+    pub sectors_per_track: u32,
+    /// Cylinder skew of the first zone, as time (ms).
+    pub skew_ms: f64,
+    /// Seek over one and two tracks, and over half the stroke (ms).
+    pub seek_ms: [f64; 3],
+    /// The rows.
+    pub rows: Vec<MicroRow>,
+}
+
 /// Run every micro-benchmark on `drive` with `samples` trials each.
-pub fn imr_micro(drive: &DriveConfig, samples: u32) -> SimResult<Vec<MicroRow>> {
+pub fn imr_micro(drive: &DriveConfig, samples: u32) -> SimResult<MicroReport> {
     if samples == 0 {
         return config_err("micro-benchmarks need at least one sample");
     }
@@ -108,7 +125,21 @@ pub fn imr_micro(drive: &DriveConfig, samples: u32) -> SimResult<Vec<MicroRow>> 
     rows.push(background(&d, &g, samples, Bg::Promote)?);
     rows.push(background(&d, &g, samples, Bg::Evict)?);
     rows.push(background(&d, &g, samples, Bg::Swap)?);
-    Ok(rows)
+    let m = Mechanics::for_drive(&d, g.tracks())?;
+    let spt = g.sectors_in(Track(0));
+    let skew = d.zones.first().map_or(0, |z| z.cylinder_skew_sectors);
+    Ok(MicroReport {
+        rot_ms: rot,
+        sector_ms: m.transfer_time(1, spt).as_ms(),
+        sectors_per_track: spt,
+        skew_ms: rot * skew as f64 / spt as f64,
+        seek_ms: [
+            m.seek_time(1).as_ms(),
+            m.seek_time(2).as_ms(),
+            m.seek_time(g.tracks() / 2).as_ms(),
+        ],
+        rows,
+    })
 }
 
 /// Bottom tracks spread across the disk for `samples` trials, each passing `ok`.

@@ -68,71 +68,95 @@ impl Reserved {
     /// position; [`Reserved::new`] picks one from a location name). Its
     /// `tops` are the top tracks fenced by the region's own bottoms.
     pub fn at_groups(geom: &Geometry, g0: u64, g: u64) -> SimResult<Reserved> {
-        let (group, groups) = Reserved::groups_on(geom)?;
+        let (_, groups) = Reserved::groups_on(geom)?;
         if g == 0 || g0 + g > groups {
             return config_err(format!(
                 "cannot reserve LBA groups {g0}..{} of a drive with {groups}",
                 g0 + g
             ));
         }
-        let unit = 2 * group;
+        Reserved::from_runs(geom, &[(g0, g)])
+    }
+
+    /// The top tracks of the run of groups `(g0, g)` fenced by the run's own
+    /// bottoms (both neighbours reserved, or the drive's edge), ascending.
+    pub fn run_tops(geom: &Geometry, (g0, g): (u64, u64)) -> Vec<Track> {
+        let unit = Reserved::groups_on(geom).map_or(2, |(group, _)| 2 * group);
         let (first, end) = (g0 * unit, (g0 + g) * unit);
         let reserved = |t: u64| t >= first && t < end;
-        let tops: Vec<Track> = (first..end)
+        (first..end)
             .filter(|&t| {
                 t % 2 == 1 && reserved(t - 1) && (t + 1 >= geom.tracks() || reserved(t + 1))
             })
             .map(Track)
-            .collect();
-        let ranges: Vec<(u64, u64)> = (first..end)
-            .filter_map(|t| geom.phys_logical_track(Track(t)))
-            .map(|lt| {
-                let s = geom.logical_track_start(lt).0;
-                (s, geom.logical_track_start(lt + 1).0 - s)
-            })
-            .collect();
-        let merged = merge_ranges(ranges);
-        let taken: u64 = merged.iter().map(|r| r.1).sum();
-        Ok(Reserved {
-            first: Track(first),
-            end: Track(end),
-            tops,
-            map: home_map(&merged),
-            parts: vec![(Track(first), Track(end))],
-            host_capacity: geom.capacity().0 - taken,
-        })
+            .collect()
     }
 
-    /// Several disjoint reserved regions as one host-to-home address map
-    /// (host LBAs skip all of them). `first`/`end` are the hull of the parts,
-    /// `tops` the union of each part's own fenced tops; `contains` checks
-    /// the parts themselves.
-    pub fn union(geom: &Geometry, parts: &[Reserved]) -> SimResult<Reserved> {
-        let mut runs: Vec<(Track, Track)> =
-            parts.iter().flat_map(|p| p.parts.iter().copied()).collect();
+    /// Disjoint runs of whole LBA groups `(first group, groups)` as one
+    /// reserved region and host-to-home address map (host LBAs skip all of
+    /// them). `first`/`end` are the hull of the runs, `tops` the union of
+    /// each run's own fenced tops; `contains` checks the runs themselves.
+    pub fn from_runs(geom: &Geometry, runs: &[(u64, u64)]) -> SimResult<Reserved> {
+        let (group, groups) = Reserved::groups_on(geom)?;
+        let unit = 2 * group;
+        let mut runs = runs.to_vec();
         runs.sort_unstable();
         if runs.is_empty() {
             return config_err("a union of reserved regions needs at least one region");
         }
-        if runs.windows(2).any(|w| w[1].0 < w[0].1) {
+        if runs.iter().any(|&(g0, g)| g == 0 || g0 + g > groups) {
+            return config_err(format!(
+                "a reserved region lies outside the drive's {groups} LBA groups"
+            ));
+        }
+        if runs.windows(2).any(|w| w[1].0 < w[0].0 + w[0].1) {
             return config_err("reserved regions overlap");
         }
-        let ranges: Vec<(u64, u64)> = parts
-            .iter()
-            .flat_map(|p| p.map.reserved().iter().copied())
-            .collect();
+        let mut ranges: Vec<(u64, u64)> = vec![];
+        let mut tops = vec![];
+        for &(g0, g) in &runs {
+            // A run of whole groups is usually one range of home LBAs:
+            // merged run by run, a drive with thousands of runs keeps one
+            // entry each rather than one per track.
+            let one: Vec<(u64, u64)> = (g0 * unit..(g0 + g) * unit)
+                .filter_map(|t| geom.phys_logical_track(Track(t)))
+                .map(|lt| {
+                    let s = geom.logical_track_start(lt).0;
+                    (s, geom.logical_track_start(lt + 1).0 - s)
+                })
+                .collect();
+            ranges.extend(merge_ranges(one));
+            tops.extend(Reserved::run_tops(geom, (g0, g)));
+        }
         let merged = merge_ranges(ranges);
         let taken: u64 = merged.iter().map(|r| r.1).sum();
-        let mut tops: Vec<Track> = parts.iter().flat_map(|p| p.tops.iter().copied()).collect();
-        tops.sort_unstable();
+        let parts: Vec<(Track, Track)> = runs
+            .iter()
+            .map(|&(g0, g)| (Track(g0 * unit), Track((g0 + g) * unit)))
+            .collect();
         Ok(Reserved {
-            first: runs[0].0,
-            end: runs[runs.len() - 1].1,
+            first: parts[0].0,
+            end: parts[parts.len() - 1].1,
             tops,
             map: home_map(&merged),
-            parts: runs,
+            parts,
             host_capacity: geom.capacity().0 - taken,
         })
+    }
+
+    /// The runs of groups `(first group, groups)` this region reserves.
+    pub fn runs(&self, geom: &Geometry) -> Vec<(u64, u64)> {
+        let unit = Reserved::groups_on(geom).map_or(2, |(group, _)| 2 * group);
+        self.parts
+            .iter()
+            .map(|&(a, b)| (a.0 / unit, (b.0 - a.0) / unit))
+            .collect()
+    }
+
+    /// Several disjoint reserved regions as one (see [`Reserved::from_runs`]).
+    pub fn union(geom: &Geometry, parts: &[Reserved]) -> SimResult<Reserved> {
+        let runs: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.runs(geom)).collect();
+        Reserved::from_runs(geom, &runs)
     }
 
     /// The region's bottom tracks whose top neighbours all lie inside the
@@ -183,29 +207,23 @@ impl Reserved {
             .map_or(t, |&(_, b)| b)
     }
 
-    /// Small regions of `len` groups each, one every `every` groups across
-    /// the drive (centred in each stretch), skipping stretches whose region
-    /// would overlap or touch the group ranges `[start, start + len)` in
-    /// `taken`: the spread backup slots of `backup_location = spread`.
-    pub fn spread_parts(
+    /// Runs of `len` groups `(first group, groups)`, one every `every`
+    /// groups across the drive (centred in each stretch), skipping stretches
+    /// whose run would overlap or touch the runs in `taken`: the spread
+    /// backup slots of `backup_location = spread`.
+    pub fn spread_runs(
         geom: &Geometry,
         len: u64,
         every: u64,
         taken: &[(u64, u64)],
-    ) -> SimResult<Vec<Reserved>> {
+    ) -> SimResult<Vec<(u64, u64)>> {
         let (_, groups) = Reserved::groups_on(geom)?;
         let every = every.max(len + 2);
-        let mut out = vec![];
-        for k in 0..groups / every {
-            let g0 = k * every + (every - len) / 2;
-            let clear = taken
-                .iter()
-                .all(|&(s, l)| g0 + len + 1 <= s || s + l + 1 <= g0);
-            if clear {
-                out.push(Reserved::at_groups(geom, g0, len)?);
-            }
-        }
-        Ok(out)
+        Ok((0..groups / every)
+            .map(|k| k * every + (every - len) / 2)
+            .filter(|&g0| taken.iter().all(|&(s, l)| g0 + len < s || s + l < g0))
+            .map(|g0| (g0, len))
+            .collect())
     }
 
     /// The home LBA of a host LBA.

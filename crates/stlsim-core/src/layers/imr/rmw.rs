@@ -22,12 +22,16 @@
 //!   track holds data from its own bitmap (one bit per track) and from the
 //!   drive's starting state (`Device::prefilled`); after a power loss the
 //!   bitmap is gone and every track counts as written.
-//! * **Backup region** (`backup_location`, `backup_tracks`): whole LBA groups
-//!   reserved at the outer edge, the middle (default: shortest mean seek) or
-//!   the inner edge, of which `backup_tracks` top tracks (default 4, at least
-//!   3: a record of two full top tracks plus headers must fit) hold records.
-//!   Host capacity shrinks by the reserved groups. See `backup.rs` for the
-//!   record format, lazy clearing and recovery.
+//! * **Backup region** (`backup_location`, `backup_tracks`,
+//!   `backup_spacing_tracks`): whole LBA groups of which `backup_tracks` top
+//!   tracks (default 4, at least 3: a record of two full top tracks plus
+//!   headers must fit) hold records. By default (`spread`) a slot of them
+//!   every 4,096 tracks, the nearest one used: the paper's analysis has the
+//!   drive reach the safe track and come back within one or two rotations
+//!   (steps 3 and 4), which a single far region cannot give. `outer`,
+//!   `middle` or `inner` put one region there instead. Host capacity shrinks
+//!   by the reserved groups. See `backup.rs` for the record format, lazy
+//!   clearing and recovery.
 //! * The data of the bottom write is not logged: a crash before it completes
 //!   leaves the old or new contents, which is what an unacknowledged write
 //!   may do.
@@ -133,22 +137,27 @@ pub fn backup_from(
         ));
     }
     let len = tracks.saturating_add(1).div_ceil(group).max(1);
-    let main_g0 = main.first.0 / (2 * group);
-    let main_len = (main.end.0 - main.first.0) / (2 * group);
-    let others = Reserved::spread_parts(g, len, spacing / (2 * group), &[(main_g0, main_len)])?;
-    let mut slots = vec![main.tops[..n].to_vec()];
-    for r in &others {
-        if r.tops.len() < n {
+    let main_run = main.runs(g)[0];
+    let mut runs = Reserved::spread_runs(g, len, spacing / (2 * group), &[main_run])?;
+    runs.push(main_run);
+    runs.sort_unstable();
+    // Slots in ascending order, laid flat (a 200,000 GiB drive has 24,000).
+    let mut flat = Vec::with_capacity(runs.len() * n);
+    for &r in &runs {
+        let tops = if r == main_run {
+            main.tops.clone()
+        } else {
+            Reserved::run_tops(g, r)
+        };
+        if tops.len() < n {
             return config_err(format!(
                 "could not reserve {n} usable top tracks per backup slot"
             ));
         }
-        slots.push(r.tops[..n].to_vec());
+        flat.extend_from_slice(&tops[..n]);
     }
-    let mut parts = vec![main];
-    parts.extend(others);
-    let res = Reserved::union(g, &parts)?;
-    Ok((res, BackupRegion::spread(slots), extra_tops))
+    let res = Reserved::from_runs(g, &runs)?;
+    Ok((res, BackupRegion::flat(flat, n), extra_tops))
 }
 
 pub use crate::track_bits::TrackBits;

@@ -98,7 +98,9 @@
 //!   log is reported as `monitor_bytes` = 4 bytes (a u32 track number) per
 //!   write of the interval: 80 KB for 20,000, the paper's "less than 0.25 MB".
 //! * Backup region and map store: top tracks of their own reserved groups at
-//!   `backup_location` (moved next to the cache if the cache is there),
+//!   `backup_location` (moved next to the cache if the cache is there; with
+//!   `spread`, the default, in the middle, and more backup slots one every
+//!   `backup_spacing_tracks` between the cache runs, the nearest one used),
 //!   `backup_tracks` for records (they must hold two full top tracks) and 3
 //!   for the map store in `log` mode. `skip_empty` as in `imr-rmw`.
 
@@ -412,6 +414,7 @@ impl TrackCache {
             Some([meta.tops[bt], meta.tops[bt + 1], meta.tops[bt + 2]])
         };
         parts.push(meta);
+        let mut runs_extra = vec![];
         if p.choice("backup_location") == "spread" {
             // Backup slots between the cache runs and the main region, so an
             // eviction's trip to its record stays short (see rmw::backup_from).
@@ -424,18 +427,21 @@ impl TrackCache {
             }
             let len = (backup_tracks + 1).div_ceil(group).max(1);
             let taken: Vec<(u64, u64)> = starts.iter().zip(&want).map(|(&s, w)| (s, w.1)).collect();
-            for r in Reserved::spread_parts(g, len, spacing / (2 * group), &taken)? {
-                if r.tops.len() < bt {
+            for r in Reserved::spread_runs(g, len, spacing / (2 * group), &taken)? {
+                let tops = Reserved::run_tops(g, r);
+                if tops.len() < bt {
                     return config_err(format!(
                         "could not reserve {bt} usable top tracks per backup slot"
                     ));
                 }
-                slots.push(r.tops[..bt].to_vec());
-                parts.push(r);
+                slots.push(tops[..bt].to_vec());
+                runs_extra.push(r);
             }
         }
         let backup = BackupRegion::spread(slots);
-        let res = Reserved::union(g, &parts)?;
+        let mut all: Vec<(u64, u64)> = parts.iter().flat_map(|p| p.runs(g)).collect();
+        all.extend(runs_extra);
+        let res = Reserved::from_runs(g, &all)?;
         let slot_len = g.max_sectors_per_track() as u64 + 1;
         let mut slots = vec![];
         for (i, run) in runs.iter().enumerate() {
