@@ -5,6 +5,7 @@
 //! fall between any two physical operations of a layer.
 
 use crate::error::{SimError, SimResult};
+use crate::front_end::{CachedMeta, FrontEnd, Pending};
 use crate::geometry::{Geometry, HomeExtents};
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::{Medium, Token};
@@ -275,6 +276,13 @@ pub struct Device {
     read_pieces: Vec<ReadPiece>,
     /// While set, host-cause writes wait, block by block, for the link.
     write_gate: Option<WriteGate>,
+    /// The drive's own cache and queue beneath a host-side layer, if attached.
+    front: Option<FrontEnd>,
+    /// Writes bypass that cache (FORCE UNIT ACCESS) while set.
+    fua: bool,
+    /// Host data a layer said is durable while the front end still held
+    /// writes: durable once the cache is drained.
+    durable_after_drain: Vec<Token>,
 }
 
 impl Device {
@@ -303,6 +311,9 @@ impl Device {
             noting_reads: false,
             read_pieces: vec![],
             write_gate: None,
+            front: None,
+            fua: false,
+            durable_after_drain: vec![],
         }
     }
 
@@ -471,7 +482,12 @@ impl Device {
     /// storage; the engine tells the verifier.
     pub fn note_durable(&mut self, data: &[Token]) {
         if self.medium.tracked() && self.volatile_memory() {
-            self.made_durable.extend_from_slice(data);
+            if self.has_cached_writes() {
+                // In the drive's volatile cache it is not durable yet.
+                self.durable_after_drain.extend_from_slice(data);
+            } else {
+                self.made_durable.extend_from_slice(data);
+            }
         }
     }
 
@@ -714,10 +730,56 @@ impl Device {
         } else {
             cause
         };
+        if self.front.as_ref().is_some_and(|f| f.touches(at.track)) {
+            return self.front_read(cause, at, count, out);
+        }
         let (_, spt) = self.begin(OpKind::Read, cause, at, count)?;
         self.medium.admit_read(&self.geom, at, count)?;
         self.medium
             .read(&self.geom, at, count, out, self.accounting);
+        Ok(self.time(false, cause, at, count, spt))
+    }
+
+    /// A read meeting cached writes: from the cache when it holds every
+    /// sector, else from the media with the cached sectors laid over.
+    fn front_read(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        out: &mut Vec<Token>,
+    ) -> SimResult<Nanos> {
+        let tracked = self.medium.tracked();
+        let mut buf = vec![Token::EMPTY; if tracked { count as usize } else { 0 }];
+        let fe = self.front.as_ref().expect("a front end");
+        let held = fe.overlay(at, count, &mut buf);
+        if held == count {
+            self.begin(OpKind::Read, cause, at, count)?;
+            self.medium.admit_read(&self.geom, at, count)?;
+            let fe = self.front.as_mut().expect("a front end");
+            let link = fe.link_time(count);
+            if self.accounting {
+                fe.counts.read_hits += 1;
+                fe.counts.read_hit_sectors += count as u64;
+                self.clock += link;
+            }
+            out.extend_from_slice(&buf);
+            return Ok(self.clock);
+        }
+        let (_, spt) = self.begin(OpKind::Read, cause, at, count)?;
+        self.medium.admit_read(&self.geom, at, count)?;
+        let start = out.len();
+        self.medium
+            .read(&self.geom, at, count, out, self.accounting);
+        if tracked && out.len() == start + count as usize {
+            let fe = self.front.as_ref().expect("a front end");
+            fe.overlay(at, count, &mut out[start..]);
+        }
+        if self.accounting {
+            if let Some(fe) = self.front.as_mut() {
+                fe.counts.read_hit_sectors += held as u64;
+            }
+        }
         Ok(self.time(false, cause, at, count, spt))
     }
 
@@ -731,10 +793,186 @@ impl Device {
         count: u32,
         data: &[Token],
     ) -> SimResult<Nanos> {
+        self.write_with(cause, at, count, data, CachedMeta::None)
+    }
+
+    /// A write and the metadata record(s) it carries: to the drive's cache
+    /// when a front end is attached (and FUA is off), else to the media.
+    fn write_with(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+        meta: CachedMeta,
+    ) -> SimResult<Nanos> {
+        if self.front.is_some() && self.accounting {
+            return self.front_write(cause, at, count, data, meta);
+        }
+        self.media_write(cause, at, count, data, meta)
+    }
+
+    /// A write to the media now, with its zone check.
+    fn media_write(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+        meta: CachedMeta,
+    ) -> SimResult<Nanos> {
         let (serial, spt) = self.begin(OpKind::Write, cause, at, count)?;
         self.medium.admit_write(&self.geom, at, count)?;
         self.medium.write(&self.geom, at, count, data, serial);
+        self.put_cached_meta(at, meta);
         Ok(self.time(true, cause, at, count, spt))
+    }
+
+    fn put_cached_meta(&mut self, at: PhysAddr, meta: CachedMeta) {
+        match meta {
+            CachedMeta::None => {}
+            CachedMeta::Head(n, words) => self.medium.put_meta(at, n, words),
+            CachedMeta::PerSector(v) => {
+                for (k, words) in v.into_iter().enumerate() {
+                    let a = PhysAddr {
+                        track: at.track,
+                        sector: at.sector + k as u32,
+                    };
+                    self.medium.put_meta(a, 1, words);
+                }
+            }
+        }
+    }
+
+    /// The sequential zone a write at `at` falls in, on a zoned drive.
+    fn seq_zone(&self, at: PhysAddr) -> Option<u64> {
+        let z = self.medium.zones();
+        if !z.is_zoned() {
+            return None;
+        }
+        let lba = self.geom.home_lba(at)?.0;
+        let zone = z.zone_of(lba);
+        (zone >= z.conventional()).then_some(zone)
+    }
+
+    /// A write through the front end: cached, or (FUA, or larger than the
+    /// cache) to the media after the cached writes it must follow.
+    fn front_write(
+        &mut self,
+        cause: Cause,
+        at: PhysAddr,
+        count: u32,
+        data: &[Token],
+        meta: CachedMeta,
+    ) -> SimResult<Nanos> {
+        let zone = self.seq_zone(at);
+        let fe = self.front.as_ref().expect("a front end");
+        if self.fua || !fe.cacheable(count) {
+            if let Some(i) = fe.last_conflict(&self.geom, at, count, zone) {
+                for _ in 0..=i {
+                    self.destage_at(0)?;
+                }
+            }
+            if let Some(fe) = self.front.as_mut() {
+                fe.counts.write_through_ops += 1;
+            }
+            return self.media_write(cause, at, count, data, meta);
+        }
+        self.begin(OpKind::Write, cause, at, count)?;
+        self.medium.admit_write(&self.geom, at, count)?;
+        while !self.front.as_ref().is_some_and(|f| f.fits(count)) {
+            self.destage_next()?;
+            if let Some(fe) = self.front.as_mut() {
+                fe.counts.destaged_for_room += 1;
+            }
+        }
+        let lba = self.geom.home_lba(at).map(|l| l.0);
+        let fe = self.front.as_mut().expect("a front end");
+        let link = fe.link_time(count);
+        fe.absorb(Pending {
+            cause,
+            at,
+            count,
+            data: data.to_vec(),
+            meta,
+            zone,
+            lba,
+        });
+        self.clock += link;
+        Ok(self.clock)
+    }
+
+    /// Destage cached write `i` of the queue to the media.
+    fn destage_at(&mut self, i: usize) -> SimResult<()> {
+        let (cause, at, count) = {
+            let p = &self.front.as_ref().expect("a front end").pending_at(i);
+            (p.cause, p.at, p.count)
+        };
+        // The crash point comes before the write leaves the queue: a power
+        // loss here loses it with the rest of the cache.
+        let (serial, spt) = self.begin(OpKind::Write, cause, at, count)?;
+        let p = self.front.as_mut().expect("a front end").take(i);
+        self.medium.write(&self.geom, at, count, &p.data, serial);
+        self.put_cached_meta(at, p.meta);
+        self.time(true, cause, at, count, spt);
+        if self.front.as_ref().is_some_and(|f| f.is_empty()) && !self.durable_after_drain.is_empty() {
+            let d = std::mem::take(&mut self.durable_after_drain);
+            self.made_durable.extend(d);
+        }
+        Ok(())
+    }
+
+    /// Destage the cached write the queue's policy picks next; false when
+    /// nothing is cached.
+    pub fn destage_next(&mut self) -> SimResult<bool> {
+        let Some(fe) = self.front.as_ref() else {
+            return Ok(false);
+        };
+        let Some(i) = fe.pick(&self.geom, &self.mech, &self.head, self.clock) else {
+            return Ok(false);
+        };
+        self.destage_at(i)?;
+        Ok(true)
+    }
+
+    /// FLUSH CACHE: every cached write to the media, in the queue's order.
+    /// Returns the completion time.
+    pub fn flush(&mut self) -> SimResult<Nanos> {
+        if self.front.is_none() {
+            return Ok(self.clock);
+        }
+        while self.destage_next()? {}
+        if let Some(fe) = self.front.as_mut() {
+            fe.counts.flushes += 1;
+        }
+        Ok(self.clock)
+    }
+
+    /// Destage cached writes while the drive is idle until `until` (the
+    /// write under way finishes).
+    pub fn destage_idle(&mut self, until: Nanos) -> SimResult<()> {
+        while self.clock < until && self.destage_next()? {}
+        Ok(())
+    }
+
+    /// Writes issued while `on` bypass the drive's cache (FORCE UNIT ACCESS).
+    pub fn set_fua(&mut self, on: bool) {
+        self.fua = on;
+    }
+
+    /// Put the drive's own cache and queue beneath the layer (host-side layers).
+    pub fn attach_front_end(&mut self, fe: FrontEnd) {
+        self.front = Some(fe);
+    }
+
+    /// The drive's front end, if attached.
+    pub fn front_end(&self) -> Option<&FrontEnd> {
+        self.front.as_ref()
+    }
+
+    /// Whether the drive's cache holds writes not yet on the media.
+    pub fn has_cached_writes(&self) -> bool {
+        self.front.as_ref().is_some_and(|f| !f.is_empty())
     }
 
     /// An empty buffer for the words of a metadata record of about `n`
@@ -757,9 +995,7 @@ impl Device {
         data: &[Token],
         words: Vec<u64>,
     ) -> SimResult<Nanos> {
-        let done = self.write(cause, at, count, data)?;
-        self.medium.put_meta(at, count, words);
-        Ok(done)
+        self.write_with(cause, at, count, data, CachedMeta::Head(count, words))
     }
 
     /// One timed write of `count` sectors from `at` whose first `meta_sectors`
@@ -774,16 +1010,26 @@ impl Device {
         meta_sectors: u32,
         words: Vec<u64>,
     ) -> SimResult<Nanos> {
-        let done = self.write(cause, at, count, data)?;
-        self.medium.put_meta(at, meta_sectors.min(count), words);
-        Ok(done)
+        self.write_with(
+            cause,
+            at,
+            count,
+            data,
+            CachedMeta::Head(meta_sectors.min(count), words),
+        )
     }
 
     /// The tokens of sectors already read in a timed operation (no timing,
     /// no counting): for layers that read a whole track once and then pick
     /// pieces of it.
     pub fn peek_sectors(&self, at: PhysAddr, count: u32, out: &mut Vec<Token>) {
+        let start = out.len();
         self.medium.peek_into(&self.geom, at, count, out);
+        if let Some(fe) = &self.front {
+            if out.len() == start + count as usize {
+                fe.overlay(at, count, &mut out[start..]);
+            }
+        }
     }
 
     /// What one sector holds (tests and diagnostics; no timing).
@@ -822,6 +1068,9 @@ impl Device {
             },
             0,
         )?;
+        if let Some(fe) = self.front.as_mut() {
+            fe.drop_zone(zone);
+        }
         self.medium.zones_mut().reset(zone)?;
         let geom = Arc::clone(&self.geom);
         self.medium.empty_zone(&geom, zone);
@@ -870,6 +1119,13 @@ impl Device {
 
     /// A power loss as the drive sees it: open zones are closed.
     pub fn power_cycle(&mut self) {
+        if let Some(fe) = self.front.as_mut() {
+            for (z, first) in fe.power_loss() {
+                self.medium.zones_mut().roll_back(z, first);
+            }
+        }
+        self.fua = false;
+        self.durable_after_drain.clear();
         self.medium.zones_mut().power_cycle();
         self.made_durable.clear();
         for d in self.side.iter_mut().flatten() {
@@ -895,6 +1151,12 @@ impl Device {
     /// (just written by the caller).
     pub fn tag_range(&mut self, lba: Lba, n: Sectors, words: Vec<u64>) {
         let at = self.geom.home(lba);
+        // Still in the drive's cache: the record travels with the write.
+        if let Some(fe) = self.front.as_mut() {
+            if fe.attach_meta(at, n.0 as u32, &words) {
+                return;
+            }
+        }
         self.medium.put_meta(at, n.0 as u32, words);
     }
 
@@ -949,21 +1211,19 @@ impl Device {
             } else {
                 &data[(l.0 - lba.0) as usize..][..count as usize]
             };
-            res = self.write(cause, at, count, d)?;
-            if let Some((n, tag)) = tag.as_mut() {
-                for k in 0..count {
-                    let mut words = self.medium.meta_words(*n);
-                    tag(Lba(l.0 + k as u64), &mut words);
-                    self.medium.put_meta(
-                        PhysAddr {
-                            track: at.track,
-                            sector: at.sector + k,
-                        },
-                        1,
-                        words,
-                    );
-                }
-            }
+            let meta = match tag.as_mut() {
+                Some((n, tag)) => CachedMeta::PerSector(
+                    (0..count)
+                        .map(|k| {
+                            let mut words = self.medium.meta_words(*n);
+                            tag(Lba(l.0 + k as u64), &mut words);
+                            words
+                        })
+                        .collect(),
+                ),
+                None => CachedMeta::None,
+            };
+            res = self.write_with(cause, at, count, d, meta)?;
         }
         Ok(res)
     }

@@ -14,6 +14,7 @@ pub mod controller;
 pub mod device;
 pub mod engine;
 pub mod error;
+pub mod front_end;
 pub mod geometry;
 pub mod layers;
 pub mod mechanics;

@@ -473,6 +473,14 @@ impl ZoneTable {
         self.explicit_open = 0;
     }
 
+    /// A power loss lost the drive's cached writes into zone `z` from LBA
+    /// `first` on: its write pointer goes back there (if it was past it).
+    pub fn roll_back(&mut self, z: u64, first: u64) {
+        if (z as usize) < self.wp.len() && self.wp[z as usize] > first {
+            self.set_prefilled(z, first);
+        }
+    }
+
     /// Set a zone's write pointer from a prefilled starting state (no command):
     /// the zone holds data up to `wp` and is closed, or full, or empty.
     pub fn set_prefilled(&mut self, z: u64, wp: u64) {
