@@ -915,7 +915,8 @@ impl Device {
         self.medium.write(&self.geom, at, count, &p.data, serial);
         self.put_cached_meta(at, p.meta);
         self.time(true, cause, at, count, spt);
-        if self.front.as_ref().is_some_and(|f| f.is_empty()) && !self.durable_after_drain.is_empty() {
+        if self.front.as_ref().is_some_and(|f| f.is_empty()) && !self.durable_after_drain.is_empty()
+        {
             let d = std::mem::take(&mut self.durable_after_drain);
             self.made_durable.extend(d);
         }

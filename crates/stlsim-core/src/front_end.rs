@@ -248,7 +248,13 @@ impl FrontEnd {
 
     /// The cached write to destage next, by the queue's policy among the
     /// oldest `depth` that no older cached write must precede.
-    pub fn pick(&self, geom: &Geometry, mech: &Mechanics, head: &HeadState, now: Nanos) -> Option<usize> {
+    pub fn pick(
+        &self,
+        geom: &Geometry,
+        mech: &Mechanics,
+        head: &HeadState,
+        now: Nanos,
+    ) -> Option<usize> {
         if self.pending.is_empty() {
             return None;
         }
@@ -303,7 +309,13 @@ impl FrontEnd {
     /// The index of the newest cached write that must reach the media before
     /// a write of `count` sectors at `at` (in zone `zone`) goes through
     /// uncached, if any.
-    pub fn last_conflict(&self, geom: &Geometry, at: PhysAddr, count: u32, zone: Option<u64>) -> Option<usize> {
+    pub fn last_conflict(
+        &self,
+        geom: &Geometry,
+        at: PhysAddr,
+        count: u32,
+        zone: Option<u64>,
+    ) -> Option<usize> {
         let probe = Pending {
             cause: Cause::Host,
             at,

@@ -27,10 +27,11 @@ use crate::controller::{
 };
 use crate::device::{Cause, Device, ReadPiece};
 use crate::error::{SimError, SimResult};
+use crate::front_end::FrontEnd;
 use crate::geometry::Geometry;
 use crate::layers::{
-    self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, StageOutcome,
-    WriteReq,
+    self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, RunsIn,
+    StageOutcome, WriteReq,
 };
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
@@ -395,6 +396,20 @@ impl Simulation {
                 entry.name
             )));
         }
+        // A host-side layer's physical operations are commands to a drive
+        // with its own cache and queue: the cache goes beneath the layer.
+        let cache_sectors = if entry.runs_in == RunsIn::Host {
+            if cache_sectors > 0 {
+                dev.attach_front_end(FrontEnd::new(
+                    cache_sectors,
+                    drive.queue.clone().unwrap_or_default(),
+                    ns_per_sector,
+                ));
+            }
+            0
+        } else {
+            cache_sectors
+        };
         let cache = WriteCache::new(cache_sectors, dev.geometry_arc());
         let overheads = Overheads::new(cfg.drive.controller.as_ref());
         let read_cache = cfg
@@ -960,7 +975,9 @@ impl Simulation {
             self.read_ahead(issue)?;
         }
         // Most requests find nothing to do first: tested here, not in a call.
-        if self.needs.background || (self.dev.now() < issue && !self.cache.is_empty()) {
+        if self.needs.background
+            || (self.dev.now() < issue && (!self.cache.is_empty() || self.dev.has_cached_writes()))
+        {
             self.background(
                 QueuedRequest {
                     write,
@@ -1571,10 +1588,11 @@ impl Simulation {
     /// would otherwise sit idle — destaging, then the layer's idle stages.
     fn background(&mut self, next: QueuedRequest, until: Nanos) -> SimResult<()> {
         if !self.needs.background {
-            // Only the write cache works in the background.
+            // Only the write caches work in the background.
             while self.dev.now() < until && !self.cache.is_empty() {
                 self.destage_batch()?;
             }
+            self.dev.destage_idle(until)?;
             return Ok(());
         }
         let mut ran = false;
@@ -1606,6 +1624,10 @@ impl Simulation {
             }
             if !self.cache.is_empty() {
                 self.destage_batch()?;
+                continue;
+            }
+            // The drive destages its own cache whenever it is idle.
+            if self.dev.destage_next()? {
                 continue;
             }
             if bg == Background::Idle {
@@ -1794,7 +1816,13 @@ impl Simulation {
                 self.layer.set_trace_range(Lba(lo), Lba(hi))?;
             }
             self.needs = self.layer_needs();
-            match self.layer.recover(&mut self.dev) {
+            // A host-side layer's recovery ends with a flush, as a host's
+            // would: what it restored is on the media before new writes.
+            match self
+                .layer
+                .recover(&mut self.dev)
+                .and_then(|_| self.dev.flush().map(|_| ()))
+            {
                 Ok(()) => break,
                 Err(SimError::Crash) => {
                     self.crashes += 1;
@@ -1904,6 +1932,9 @@ impl Simulation {
                 while !self.cache.is_empty() {
                     self.destage_batch()?;
                 }
+                // The drive's own cache, too: the run ends with the media
+                // holding everything (its writes counted).
+                self.dev.flush()?;
                 Ok(())
             })();
             match r {
@@ -1965,6 +1996,8 @@ impl Simulation {
 mod controller_tests;
 #[cfg(test)]
 mod extremes_tests;
+#[cfg(test)]
+mod front_end_tests;
 #[cfg(test)]
 mod prefill_tests;
 #[cfg(test)]

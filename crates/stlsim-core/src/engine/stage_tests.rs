@@ -23,6 +23,7 @@ const CHUNK: usize = 8;
 /// queued write touches the home range it is cleaning.
 static LOG_GC: LayerEntry = LayerEntry {
     name: "log-gc",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "test only: a log with staged, abortable garbage collection",
     paper: "-",
     layout: LayoutNeed::AsConventional,

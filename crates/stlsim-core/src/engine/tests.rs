@@ -326,6 +326,7 @@ fn unknown_layer_and_parameter_are_config_errors() {
 /// top-track neighbours it destroys.
 pub(super) static NAIVE_IMR: LayerEntry = LayerEntry {
     name: "naive-imr",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "test only: IMR without read-modify-write",
     paper: "-",
     layout: LayoutNeed::Kind("imr"),
@@ -394,6 +395,7 @@ fn final_scan_catches_loss_that_no_host_read_saw() {
 /// only writes out when idle, and never persists it.
 static VOLATILE: LayerEntry = LayerEntry {
     name: "volatile-buffer",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "test only: loses buffered writes on power loss",
     paper: "-",
     layout: LayoutNeed::AsConventional,

@@ -363,6 +363,9 @@ pub struct DriveConfig {
     pub controller: Option<crate::controller::ControllerConfig>,
     /// The on-drive read cache: buffer segments and read-ahead (absent: none).
     pub read_cache: Option<crate::controller::ReadCacheConfig>,
+    /// The drive's command queue beneath a host-side layer: depth and how it
+    /// orders the cached writes it destages (absent: 32 deep, `sptf`).
+    pub queue: Option<crate::front_end::QueueConfig>,
 }
 
 impl Default for DriveConfig {
@@ -392,6 +395,7 @@ impl Default for DriveConfig {
             ssd: None,
             controller: None,
             read_cache: None,
+            queue: None,
         }
     }
 }

@@ -24,6 +24,7 @@ pub struct Cmr;
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "cmr",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "conventional baseline: identity map, writes in place",
     paper: "000 section 3 (CMR baseline)",
     layout: LayoutNeed::AsConventional,

@@ -731,6 +731,9 @@ impl HybridLayer {
                 });
             }
             self.backend.flush(dev, seg, images)?;
+            // Under a drive's volatile cache the blocks are on the media
+            // only after a flush: before then the buffer must keep them.
+            dev.flush()?;
             // Written: durable, and no longer what the SSD holds.
             for im in images.iter() {
                 if !im.dirty {

@@ -201,6 +201,8 @@ impl LayoutNeed {
 pub struct LayerEntry {
     /// Name used on the command line and in configs.
     pub name: &'static str,
+    /// Whether it runs in the drive or in the host.
+    pub runs_in: RunsIn,
     /// One-line description.
     pub summary: &'static str,
     /// The paper section it implements.
@@ -211,6 +213,21 @@ pub struct LayerEntry {
     pub params: &'static [ParamSpec],
     /// Build it for a geometry.
     pub build: fn(&Params, &Geometry) -> SimResult<Box<dyn Layer>>,
+}
+
+/// Where a translation layer runs. A drive-side layer is the drive's own
+/// firmware: the engine's write cache sits above it, and its physical
+/// operations are the drive's. A host-side layer's physical operations are
+/// commands to a drive that has its own volatile write cache and command
+/// queue ([`crate::front_end`]): it must flush, or write with FORCE UNIT
+/// ACCESS, whatever it needs durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunsIn {
+    /// Firmware in the drive.
+    Drive,
+    /// Software in the host.
+    Host,
 }
 
 /// Every layer stlsim knows, in listing order. The only place layers are registered.

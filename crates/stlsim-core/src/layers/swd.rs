@@ -125,6 +125,7 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
 /// The generic layer: any mapping (default: the drive's own).
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "swd",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update shingled disk: a static band mapping (any order) and the write amplifier",
     paper: "002 sections 4 and 5.1",
     layout: LayoutNeed::Shaped("smr", shape),
@@ -138,6 +139,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
 /// `1234`: the conventional mapping.
 pub static ENTRY_1234: LayerEntry = LayerEntry {
     name: "swd-1234",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update SWD, conventional mapping 1234 (tracks of each band in order)",
     paper: "002 section 3.2",
     layout: LayoutNeed::Shaped("smr", shape),
@@ -148,6 +150,7 @@ pub static ENTRY_1234: LayerEntry = LayerEntry {
 /// `R(4123)`: every band's 4th track, then 1st, 2nd, 3rd, round-robin.
 pub static ENTRY_R4123: LayerEntry = LayerEntry {
     name: "swd-r4123",
+    runs_in: crate::layers::RunsIn::Drive,
     summary:
         "in-place-update SWD, mapping R(4123): 4th tracks of all bands first, then 1st, 2nd, 3rd",
     paper: "002 section 4.2",
@@ -159,6 +162,7 @@ pub static ENTRY_R4123: LayerEntry = LayerEntry {
 /// `124R(3)`: tracks 1, 2, 4 of each band in order, then the 3rd tracks.
 pub static ENTRY_124R3: LayerEntry = LayerEntry {
     name: "swd-124r3",
+    runs_in: crate::layers::RunsIn::Drive,
     summary:
         "in-place-update SWD, mapping 124R(3): tracks 1, 2, 4 band by band, then every 3rd track",
     paper: "002 section 4.3",
@@ -170,6 +174,7 @@ pub static ENTRY_124R3: LayerEntry = LayerEntry {
 /// `14R(23)`: tracks 1, 4 of each band in order, then the 2nd, then the 3rd tracks.
 pub static ENTRY_14R23: LayerEntry = LayerEntry {
     name: "swd-14r23",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update SWD, mapping 14R(23): tracks 1, 4 band by band, then every 2nd, then every 3rd track",
     paper: "002 section 4.4",
     layout: LayoutNeed::Shaped("smr", shape),

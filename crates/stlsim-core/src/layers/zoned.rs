@@ -543,6 +543,17 @@ impl Buffer {
     /// Append one log record (freed slots since the last record, and a zone
     /// remapping if any), checkpointing first when the ring is full.
     pub fn log_commit(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
+        // Under a drive's volatile cache the record must not reach the
+        // media before what it commits, nor after writes that rely on it:
+        // flush, then write it with FORCE UNIT ACCESS.
+        dev.flush()?;
+        dev.set_fua(true);
+        let r = self.log_commit_now(dev, remap);
+        dev.set_fua(false);
+        r
+    }
+
+    fn log_commit_now(&mut self, dev: &mut Device, remap: Option<(u64, u64)>) -> SimResult<()> {
         // The runs in a list kept between records; one record per `per`
         // runs (one, empty, when there are none), found by index.
         let mut runs = std::mem::take(&mut self.runs);
@@ -553,7 +564,7 @@ impl Buffer {
         let chunk = |k: usize| &runs[(k * per).min(runs.len())..((k + 1) * per).min(runs.len())];
         if self.log_pos + nchunks as u64 > LOG_SECTORS {
             self.runs = runs;
-            return self.checkpoint(dev);
+            return self.checkpoint_now(dev);
         }
         let at = Lba(self.log_pos);
         let blank = blank(dev, nchunks);
@@ -585,6 +596,14 @@ impl Buffer {
     /// Write a checkpoint (zone map and bitmap of valid slots) to the older
     /// of the two checkpoint areas, and restart the log.
     pub fn checkpoint(&mut self, dev: &mut Device) -> SimResult<()> {
+        dev.flush()?;
+        dev.set_fua(true);
+        let r = self.checkpoint_now(dev);
+        dev.set_fua(false);
+        r
+    }
+
+    fn checkpoint_now(&mut self, dev: &mut Device) -> SimResult<()> {
         // In a lost record's buffer, the slot bitmap set in place (no
         // allocation per checkpoint in steady state).
         let mut w = dev
@@ -1073,6 +1092,8 @@ impl WriteBack {
             .ok_or_else(|| SimError::Medium("no spare zone for a write-back".into()))?;
         if dev.medium().write_pointer(spare).map(|w| w.0) != Some(spare * buf.zones.zone_sectors) {
             // A spare left holding an old image by a crash after its commit.
+            // (Nothing cached may still be on its way to it.)
+            dev.flush()?;
             dev.reset_zone(Cause::Gc, spare)?;
         }
         self.target = spare;
@@ -1396,6 +1417,9 @@ impl crate::layers::Layer for BufferLayer {
         self.scratch = items;
         self.tags = tags;
         self.waiting.borrow_mut().clear();
+        // The write is acknowledged once durable: under a drive's volatile
+        // cache, flush (its blocks carry their own records).
+        dev.flush()?;
         Ok(())
     }
     fn background(&self) -> crate::layers::Background {

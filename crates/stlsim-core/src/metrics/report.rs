@@ -81,6 +81,10 @@ pub struct DeviceSummary {
     /// Zone-management commands (host-managed drives only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone_ops: Option<crate::medium::zones::ZoneOpCounts>,
+    /// The drive's own cache and queue beneath a host-side layer, when on:
+    /// writes absorbed, reads it served, flushes, destages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drive_cache: Option<crate::front_end::FrontEndCounts>,
 }
 
 /// One device's work.
@@ -450,6 +454,7 @@ pub fn build(i: Inputs) -> Report {
             seeks: rt.seeks + wt.seeks,
             by_device: device_rows(dev),
             zone_ops: dev.medium().zones().is_zoned().then(|| dev.zone_counts()),
+            drive_cache: dev.front_end().map(|f| f.counts.clone()),
         },
         prefill: PrefillSummary {
             spec: prefill_spec,

@@ -63,6 +63,7 @@ pub const ENTRY_BYTES: u64 = 16;
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "smr-eregion",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "drive-managed SMR baseline: writes appended to a persistent cache (extent map), bands cleaned from the log tail",
     paper: "003 sections 1 and 4 (the DM-SMR / E-region baseline)",
     layout: LayoutNeed::Kind("smr"),

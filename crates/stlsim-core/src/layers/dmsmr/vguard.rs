@@ -79,6 +79,7 @@ const NONE: u64 = u64::MAX;
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "smr-vguard",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "Virtual Guard: copy track T+1 to the persistent cache, write T in place; clean on demand",
     paper: "003 section 3",
     layout: LayoutNeed::Kind("smr"),

@@ -34,6 +34,7 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "buffered-cmr",
+    runs_in: crate::layers::RunsIn::Host,
     summary:
         "conventional disk behind HWSR's memory write buffer, no SSD (paper 001's traditional disk)",
     paper: "001 section IV.A (traditional disk)",

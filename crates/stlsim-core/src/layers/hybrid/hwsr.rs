@@ -76,6 +76,7 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hwsr",
+    runs_in: crate::layers::RunsIn::Host,
     summary: "hybrid wave-like shingled disk: memory write buffer (least-write-amplification LRU), SSD read cache, segment layout",
     paper: "001 sections II-III (HWSR)",
     layout: LayoutNeed::Shaped("wave", shape),
@@ -266,6 +267,9 @@ impl Backend for Segments {
                 words.extend([PAD_TAG, seg, lo, self.seq, k as u64, len]);
                 dev.write_meta(Cause::Backup, at, b, &im.data, words)?;
             }
+            // The saved image must be on the media before the rewrite
+            // endangers the segment (a drive's cache may reorder them).
+            dev.flush()?;
         }
         // Whether the blocks lie in more than one segment (no set of them per flush).
         let (mut first, mut over_one) = (None, false);
@@ -276,6 +280,8 @@ impl Backend for Segments {
             self.write_home(dev, cause, seg, im.idx, &im.data, !persistent)?;
         }
         if persistent {
+            // The rewrite must be on the media before its staged copy goes.
+            dev.flush()?;
             for k in 0..len {
                 dev.side_discard(SideKind::Memory, self.staging + k);
             }

@@ -109,6 +109,7 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "sblock",
+    runs_in: crate::layers::RunsIn::Host,
     summary: "S-block circular logs (Cassuto et al.) on a shingled disk, with HWSR's memory buffer and SSD cache",
     paper: "001 sections III-IV (S-block baseline)",
     layout: LayoutNeed::Shaped("wave", shape),
@@ -365,6 +366,10 @@ impl Logs {
             log.tail = (t + 1) % slots;
             log.free += 1;
         }
+        // The migrated copies must be on the media before the head's next
+        // appends overwrite the slots they came from (a drive's cache may
+        // reorder writes that do not overlap).
+        dev.flush()?;
         Ok(())
     }
 }

@@ -111,6 +111,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-dtm",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR dynamic track mapping: swap hot bottom pseudo-tracks with cold top ones within zones",
     paper: "000 section 2.4",
     layout: LayoutNeed::Kind("imr"),

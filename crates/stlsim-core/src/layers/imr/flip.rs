@@ -119,6 +119,7 @@ use std::collections::VecDeque;
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-flip",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR track flipping: swap hot bottom tracks with cold neighbouring top tracks",
     paper: "000 section 2.2, Algorithm 1",
     layout: LayoutNeed::Kind("imr"),

@@ -88,6 +88,7 @@ pub const BACKUP_PARAMS: [ParamSpec; 3] = [
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-rmw",
+    runs_in: crate::layers::RunsIn::Drive,
     summary:
         "IMR naive read-modify-write: save, write, restore the top neighbours of every bottom write",
     paper: "000 section 2.1",

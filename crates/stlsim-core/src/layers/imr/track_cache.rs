@@ -133,6 +133,7 @@ const HEADER: u64 = 0x494d_5243_4143_4831; // "IMRCACH1"
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-cache",
+    runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR selective track caching: hot bottom tracks cached in reserved bottom-only tracks",
     paper: "000 section 2.3, Algorithm 2",
     layout: LayoutNeed::Kind("imr"),

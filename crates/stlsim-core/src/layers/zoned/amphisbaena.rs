@@ -95,6 +95,7 @@ const PARAMS: [ParamSpec; 11] = [
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "amphisbaena",
+    runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: two-phase hot/cold classification, block-granular HFB + chunk-granular LFB, latency-sensitive GC",
     paper: "004 section 5 (Amphisbaena)",
     layout: LayoutNeed::Kind("zoned"),

@@ -47,6 +47,7 @@ const LOOP_PARAMS: [ParamSpec; 5] = [
 /// Registry entry of `hm-fluid`.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hm-fluid",
+    runs_in: crate::layers::RunsIn::Host,
     summary:
         "host-managed SMR: circular-log buffer in CMR zones, in-place updates, FIFO zone write-back",
     paper: "004 section 6.1 (Fluid, after FluidSMR)",
@@ -65,6 +66,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
 /// Registry entry of `hm-fluid-loop`.
 pub static ENTRY_LOOP: LayerEntry = LayerEntry {
     name: "hm-fluid-loop",
+    runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: Fluid, with blocks of hot zones re-queued at the log head instead of written back",
     paper: "004 section 6.1 (Fluid_loop, after FluidSMR's loop-back logging)",
     layout: LayoutNeed::Kind("zoned"),

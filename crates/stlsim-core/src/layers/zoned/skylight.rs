@@ -40,6 +40,7 @@ const PARAMS: [ParamSpec; 5] = [
 /// Registry entry.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hm-skylight",
+    runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: native zones hashed onto buffer zones, appended; a full buffer zone writes back every zone it holds",
     paper: "004 section 6.1 (Skylight-style set-associative buffer)",
     layout: LayoutNeed::Kind("zoned"),
