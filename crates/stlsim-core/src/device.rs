@@ -283,6 +283,8 @@ pub struct Device {
     /// Host data a layer said is durable while the front end still held
     /// writes: durable once the cache is drained.
     durable_after_drain: Vec<Token>,
+    /// Emptied per-sector record lists of tagged writes, reused.
+    spare_meta_lists: Vec<Vec<Vec<u64>>>,
 }
 
 impl Device {
@@ -314,6 +316,7 @@ impl Device {
             front: None,
             fua: false,
             durable_after_drain: vec![],
+            spare_meta_lists: vec![],
         }
     }
 
@@ -750,9 +753,8 @@ impl Device {
         out: &mut Vec<Token>,
     ) -> SimResult<Nanos> {
         let tracked = self.medium.tracked();
-        let mut buf = vec![Token::EMPTY; if tracked { count as usize } else { 0 }];
         let fe = self.front.as_ref().expect("a front end");
-        let held = fe.overlay(at, count, &mut buf);
+        let held = fe.overlay(at, count, &mut []);
         if held == count {
             self.begin(OpKind::Read, cause, at, count)?;
             self.medium.admit_read(&self.geom, at, count)?;
@@ -763,7 +765,11 @@ impl Device {
                 fe.counts.read_hit_sectors += count as u64;
                 self.clock += link;
             }
-            out.extend_from_slice(&buf);
+            if tracked {
+                let start = out.len();
+                out.resize(start + count as usize, Token::EMPTY);
+                fe.overlay(at, count, &mut out[start..]);
+            }
             return Ok(self.clock);
         }
         let (_, spt) = self.begin(OpKind::Read, cause, at, count)?;
@@ -824,22 +830,30 @@ impl Device {
         let (serial, spt) = self.begin(OpKind::Write, cause, at, count)?;
         self.medium.admit_write(&self.geom, at, count)?;
         self.medium.write(&self.geom, at, count, data, serial);
-        self.put_cached_meta(at, meta);
+        if let Some(list) = self.put_cached_meta(at, meta) {
+            self.spare_meta_lists.push(list);
+        }
         Ok(self.time(true, cause, at, count, spt))
     }
 
-    fn put_cached_meta(&mut self, at: PhysAddr, meta: CachedMeta) {
+    /// Put a write's records on the medium; returns an emptied per-sector
+    /// list for reuse.
+    fn put_cached_meta(&mut self, at: PhysAddr, meta: CachedMeta) -> Option<Vec<Vec<u64>>> {
         match meta {
-            CachedMeta::None => {}
-            CachedMeta::Head(n, words) => self.medium.put_meta(at, n, words),
-            CachedMeta::PerSector(v) => {
-                for (k, words) in v.into_iter().enumerate() {
+            CachedMeta::None => None,
+            CachedMeta::Head(n, words) => {
+                self.medium.put_meta(at, n, words);
+                None
+            }
+            CachedMeta::PerSector(mut v) => {
+                for (k, words) in v.drain(..).enumerate() {
                     let a = PhysAddr {
                         track: at.track,
                         sector: at.sector + k as u32,
                     };
                     self.medium.put_meta(a, 1, words);
                 }
+                Some(v)
             }
         }
     }
@@ -889,11 +903,13 @@ impl Device {
         let lba = self.geom.home_lba(at).map(|l| l.0);
         let fe = self.front.as_mut().expect("a front end");
         let link = fe.link_time(count);
+        let mut d = fe.data_buf();
+        d.extend_from_slice(data);
         fe.absorb(Pending {
             cause,
             at,
             count,
-            data: data.to_vec(),
+            data: d,
             meta,
             zone,
             lba,
@@ -913,7 +929,12 @@ impl Device {
         let (serial, spt) = self.begin(OpKind::Write, cause, at, count)?;
         let p = self.front.as_mut().expect("a front end").take(i);
         self.medium.write(&self.geom, at, count, &p.data, serial);
-        self.put_cached_meta(at, p.meta);
+        if let Some(list) = self.put_cached_meta(at, p.meta) {
+            self.spare_meta_lists.push(list);
+        }
+        if let Some(fe) = self.front.as_mut() {
+            fe.recycle(p.data);
+        }
         self.time(true, cause, at, count, spt);
         if self.front.as_ref().is_some_and(|f| f.is_empty()) && !self.durable_after_drain.is_empty()
         {
@@ -1213,15 +1234,16 @@ impl Device {
                 &data[(l.0 - lba.0) as usize..][..count as usize]
             };
             let meta = match tag.as_mut() {
-                Some((n, tag)) => CachedMeta::PerSector(
-                    (0..count)
-                        .map(|k| {
-                            let mut words = self.medium.meta_words(*n);
-                            tag(Lba(l.0 + k as u64), &mut words);
-                            words
-                        })
-                        .collect(),
-                ),
+                Some((n, tag)) => {
+                    // A list kept between commands (no allocation per command).
+                    let mut v = self.spare_meta_lists.pop().unwrap_or_default();
+                    for k in 0..count {
+                        let mut words = self.medium.meta_words(*n);
+                        tag(Lba(l.0 + k as u64), &mut words);
+                        v.push(words);
+                    }
+                    CachedMeta::PerSector(v)
+                }
                 None => CachedMeta::None,
             };
             res = self.write_with(cause, at, count, d, meta)?;

@@ -143,6 +143,9 @@ pub struct FrontEnd {
     pending: VecDeque<Pending>,
     /// Cached writes per track (to skip reads that meet none).
     on_track: FxHashMap<u64, u32>,
+    /// Data buffers of destaged writes, reused (no allocation per write).
+    spare_data: Vec<Vec<Token>>,
+
     /// Counters.
     pub counts: FrontEndCounts,
 }
@@ -158,6 +161,7 @@ impl FrontEnd {
             link_ns_per_sector,
             pending: VecDeque::new(),
             on_track: FxHashMap::default(),
+            spare_data: vec![],
             counts: FrontEndCounts::default(),
         }
     }
@@ -192,6 +196,17 @@ impl FrontEnd {
         Nanos((self.link_ns_per_sector * count as f64).round() as u64)
     }
 
+    /// An empty data buffer (one a destaged write left, when there is one).
+    pub fn data_buf(&mut self) -> Vec<Token> {
+        self.spare_data.pop().unwrap_or_default()
+    }
+
+    /// Keep a destaged write's buffers for later writes.
+    pub fn recycle(&mut self, mut data: Vec<Token>) {
+        data.clear();
+        self.spare_data.push(data);
+    }
+
     /// Cache a write (room checked by the caller).
     pub fn absorb(&mut self, p: Pending) {
         self.used += p.count as u64;
@@ -215,23 +230,40 @@ impl FrontEnd {
             return 0;
         }
         let (lo, hi) = (at.sector, at.sector + count);
-        let mut held = vec![false; count as usize];
-        for p in self.pending.iter().rev() {
-            if p.at.track != at.track {
-                continue;
-            }
+        // Oldest first, so the newest write of each sector is laid last.
+        for p in self.pending.iter().filter(|p| p.at.track == at.track) {
             let (a, b) = (p.at.sector.max(lo), (p.at.sector + p.count).min(hi));
-            for s in a..b {
-                let k = (s - lo) as usize;
-                if !held[k] {
-                    held[k] = true;
-                    if !out.is_empty() && !p.data.is_empty() {
-                        out[k] = p.data[(s - p.at.sector) as usize];
-                    }
+            if a < b && !out.is_empty() && !p.data.is_empty() {
+                out[(a - lo) as usize..(b - lo) as usize].copy_from_slice(
+                    &p.data[(a - p.at.sector) as usize..(b - p.at.sector) as usize],
+                );
+            }
+        }
+        // Sectors held: the union of the cached extents within the range,
+        // walked span by span (no list of them built).
+        let on = || self.pending.iter().filter(|p| p.at.track == at.track);
+        let (mut s, mut held) = (lo, 0);
+        while s < hi {
+            let covered_to = on()
+                .filter(|p| p.at.sector <= s && s < p.at.sector + p.count)
+                .map(|p| (p.at.sector + p.count).min(hi))
+                .max();
+            match covered_to {
+                Some(e) => {
+                    held += e - s;
+                    s = e;
+                }
+                None => {
+                    s = on()
+                        .map(|p| p.at.sector)
+                        .filter(|&a| a > s)
+                        .min()
+                        .unwrap_or(hi)
+                        .min(hi);
                 }
             }
         }
-        held.iter().filter(|&&h| h).count() as u32
+        held
     }
 
     /// Whether writes `a` and `b` must reach the media in the order they came.

@@ -224,6 +224,10 @@ pub struct Buffer {
     spare_offsets: Vec<Vec<u32>>,
     /// Slots freed in memory since the last log record.
     pending_free: SlotSet,
+    /// Slots freed since the drive's cache was last seen empty: the newer
+    /// copy of what they held may still be in that volatile cache, so a
+    /// write into one waits for a flush.
+    freed_unflushed: Vec<u32>,
     /// Their runs, for a log record (reused list).
     runs: Vec<(u32, u32)>,
     seq: u64,
@@ -264,6 +268,7 @@ impl Buffer {
             by_zone: FxHashMap::default(),
             spare_offsets: vec![],
             pending_free: SlotSet::new(buffer_sectors),
+            freed_unflushed: vec![],
             runs: vec![],
             seq: 1,
             log_gen: 1,
@@ -366,6 +371,7 @@ impl Buffer {
             if prev != s {
                 self.owner[prev as usize] = FREE;
                 self.pending_free.insert(prev);
+                self.freed_unflushed.push(prev);
             }
         }
         self.owner[s as usize] = h;
@@ -394,6 +400,7 @@ impl Buffer {
     pub fn unbind(&mut self, s: u32) {
         let Some(h) = self.owner(s) else { return };
         self.owner[s as usize] = FREE;
+        self.freed_unflushed.push(s);
         if self.index.get(&h) == Some(&s) {
             self.index.remove(&h);
             let (nz, _) = self.zones.split(h);
@@ -433,6 +440,18 @@ impl Buffer {
         data: &[Token],
         tags: &[u8],
     ) -> SimResult<()> {
+        // Under a drive's volatile cache: a slot whose block was rewritten
+        // or moved elsewhere is reused only once the new copy is on the media.
+        if !dev.has_cached_writes() {
+            self.freed_unflushed.clear();
+        } else if !self.freed_unflushed.is_empty()
+            && items
+                .iter()
+                .any(|&(s, _)| self.freed_unflushed.contains(&s))
+        {
+            dev.flush()?;
+            self.freed_unflushed.clear();
+        }
         let mut i = 0;
         while i < items.len() {
             let mut j = i + 1;

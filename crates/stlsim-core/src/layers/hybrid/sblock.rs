@@ -159,6 +159,11 @@ pub struct Logs {
     causes: Vec<Cause>,
     /// Causes of a flushed S-block's blocks (reused list).
     flush_causes: Vec<Cause>,
+    /// Tail slots freed by collection since the drive's cache was last
+    /// flushed, by region: their data's migrated copies may still be in
+    /// the drive's volatile cache, so the head must not write over them
+    /// (or within the guard before them) until a flush.
+    freed_unflushed: Vec<(u64, u32)>,
 }
 
 impl Logs {
@@ -206,6 +211,7 @@ impl Logs {
             merges: 0,
             causes: vec![],
             flush_causes: vec![],
+            freed_unflushed: vec![],
         })
     }
 
@@ -293,6 +299,18 @@ impl Logs {
         let log = self.log(r);
         let h = log.head;
         debug_assert!(log.free > self.guard);
+        let (slots, reach) = (self.slots, self.guard + 1);
+        if !dev.has_cached_writes() {
+            self.freed_unflushed.clear();
+        }
+        if self
+            .freed_unflushed
+            .iter()
+            .any(|&(rr, t)| rr == r && (t + slots - h) % slots < reach)
+        {
+            dev.flush()?;
+            self.freed_unflushed.clear();
+        }
         let global = r * self.host as u64 + j as u64;
         let b = self.b as u64;
         let mut i = 0usize;
@@ -360,16 +378,15 @@ impl Logs {
             } else {
                 self.skipped += 1;
             }
+            if j != NIL && dev.has_cached_writes() {
+                self.freed_unflushed.push((r, t));
+            }
             let slots = self.slots;
             let log = self.log(r);
             log.holds[t as usize] = NIL;
             log.tail = (t + 1) % slots;
             log.free += 1;
         }
-        // The migrated copies must be on the media before the head's next
-        // appends overwrite the slots they came from (a drive's cache may
-        // reorder writes that do not overlap).
-        dev.flush()?;
         Ok(())
     }
 }
