@@ -3,6 +3,7 @@
     python scripts/hwsr_evaluation.py compare      [--trace T ...] [--out DIR]
     python scripts/hwsr_evaluation.py block-size   [--trace T ...] [--out DIR]
     python scripts/hwsr_evaluation.py region-size  [--trace T ...] [--out DIR]
+    python scripts/hwsr_evaluation.py drive-cache  [--trace T ...]
 
 Every run: drive hwsr-paper (WD RE4-like disk, 100 MB battery-backed memory
 buffer, 200 MB X25-M SSD), trace LBAs unmodified, each layer's defaults
@@ -17,6 +18,10 @@ seconds" reads as a sum: a mean of 5 s per request is impossible on a disk),
 the mean, and segments rewritten (HWSR) or immigrated (S-block). Saves
 per_10k.png (the sums per 10,000 requests, their CDF, and segments per
 10,000 requests) and per_10k.csv into --out (default: the current folder).
+
+drive-cache: the three layers with the drive's own write cache off, on
+(the layers flushing before they drop a buffered copy), and on with no
+flush at all (drive_flush=never, as a prototype trusting the drive would).
 
 block-size: block_sectors 16, 32, 64 for sblock and hwsr (Figure 11);
 region-size: region_tracks 10, 20, 40 (Figure 12). Each prints a table of
@@ -48,7 +53,7 @@ EVERY = 10_000
 REPEAT = 1
 
 
-def run(trace: str, layer: str, params: dict | None = None) -> stlsim.Result:
+def run(trace: str, layer: str, params: dict | None = None, write_cache: bool | None = None) -> stlsim.Result:
     path = trace if "/" in trace else str(DATA / trace)
     return stlsim.run(
         trace=path,
@@ -58,7 +63,37 @@ def run(trace: str, layer: str, params: dict | None = None) -> stlsim.Result:
         queue_depth=1,
         series_every=EVERY,
         repeat=REPEAT,
+        write_cache=write_cache,
     )
+
+
+def drive_cache(traces: list[str]) -> None:
+    """The drive's own write cache beneath the layers: off, on with the
+    layers flushing before they drop a buffered copy (the default, crash
+    safe), and on with no flush at all (`drive_flush=never`: a prototype
+    that trusts the drive's acknowledgement; loses data at power loss)."""
+    rows = []
+    for t in traces:
+        for layer in LAYERS:
+            for label, wc, params in (
+                ("off", False, {}),
+                ("on, safe", True, {}),
+                ("on, never flushed", True, {"drive_flush": "never"}),
+            ):
+                r = run(t, layer, params, write_cache=wc)
+                dc = r.report["device"].get("drive_cache") or {}
+                rows.append(
+                    {
+                        "trace": Path(t).name,
+                        "layer": layer,
+                        "drive cache": label,
+                        **averages(r),
+                        "flushes": dc.get("flushes", 0),
+                        "reordered": dc.get("reordered", 0),
+                        "disk busy s": r.report["device"]["busy_s"],
+                    }
+                )
+    print(markdown(pd.DataFrame(rows)))
 
 
 def per_10k(r: stlsim.Result) -> pd.DataFrame:
@@ -188,7 +223,7 @@ def sweep(traces: list[str], out: Path, param: str, values: list[int], fname: st
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("compare", "block-size", "region-size"))
+    ap.add_argument("what", choices=("compare", "block-size", "region-size", "drive-cache"))
     ap.add_argument("--trace", action="append", help="trace file (repeatable; default: the bundled two)")
     ap.add_argument("--out", default=".", help="folder for the plots and tables (default: .)")
     ap.add_argument("--repeat", type=int, default=1, help="replay each trace N times back to back (steady state)")
@@ -199,6 +234,8 @@ def main() -> None:
     out = Path(a.out)
     if a.what == "compare":
         compare(traces, out)
+    elif a.what == "drive-cache":
+        drive_cache(traces)
     elif a.what == "block-size":
         sweep(traces, out, "block_sectors", [16, 32, 64], "block_size_sweep.png")
     else:

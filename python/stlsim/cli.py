@@ -1131,11 +1131,12 @@ def _cmd_layers(ns: argparse.Namespace) -> int:
     con = _console()
     t = Table(title="Translation layers", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     t.add_column("layer", no_wrap=True, style="bold")
+    t.add_column("runs in")
     t.add_column("layout")
     t.add_column("summary")
     t.add_column("paper")
     for e in listed:
-        t.add_row(e["name"], e["layout"], e["summary"], e["paper"])
+        t.add_row(e["name"], e.get("runs_in", "drive"), e["layout"], e["summary"], e["paper"])
     con.print(t)
     for e in listed:
         params = e.get("params") or []

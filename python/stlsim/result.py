@@ -229,6 +229,10 @@ class Result:
         }
         for group, v in (r.get("waf_by_group") or {}).items():
             out[f"waf_{group}"] = v
+        # The drive's own cache beneath a host-side layer (absent: NaN).
+        dc = r["device"].get("drive_cache") or {}
+        for k in ("absorbed_sectors", "read_hit_sectors", "read_hits", "flushes", "destaged_sectors", "reordered"):
+            out[f"drive_cache_{k}"] = dc.get(k, math.nan)
         bg = r.get("background") or {}
         out["stages"] = bg.get("stages", 0)
         out["stages_aborted"] = bg.get("aborted", 0)

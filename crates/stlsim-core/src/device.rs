@@ -285,6 +285,9 @@ pub struct Device {
     durable_after_drain: Vec<Token>,
     /// Emptied per-sector record lists of tagged writes, reused.
     spare_meta_lists: Vec<Vec<Vec<u64>>>,
+    /// Whether the layer's FLUSH CACHE commands are sent (a layer may
+    /// choose not to: see `drive_flush` of the hybrid layers).
+    flush_commands: bool,
 }
 
 impl Device {
@@ -317,6 +320,7 @@ impl Device {
             fua: false,
             durable_after_drain: vec![],
             spare_meta_lists: vec![],
+            flush_commands: true,
         }
     }
 
@@ -960,14 +964,27 @@ impl Device {
     /// FLUSH CACHE: every cached write to the media, in the queue's order.
     /// Returns the completion time.
     pub fn flush(&mut self) -> SimResult<Nanos> {
-        if self.front.is_none() {
+        if self.front.is_none() || !self.flush_commands {
             return Ok(self.clock);
         }
-        while self.destage_next()? {}
+        self.drain()?;
         if let Some(fe) = self.front.as_mut() {
             fe.counts.flushes += 1;
         }
         Ok(self.clock)
+    }
+
+    /// Destage everything cached (the engine at the end of a run: no
+    /// command of the layer's, so `flush_commands` does not apply).
+    pub fn drain(&mut self) -> SimResult<Nanos> {
+        while self.destage_next()? {}
+        Ok(self.clock)
+    }
+
+    /// Whether the layer's FLUSH CACHE commands reach the drive (on unless
+    /// a layer chooses otherwise; a power loss turns them back on).
+    pub fn set_flush_commands(&mut self, on: bool) {
+        self.flush_commands = on;
     }
 
     /// Destage cached writes while the drive is idle until `until` (the
@@ -1147,6 +1164,7 @@ impl Device {
             }
         }
         self.fua = false;
+        self.flush_commands = true;
         self.durable_after_drain.clear();
         self.medium.zones_mut().power_cycle();
         self.made_durable.clear();

@@ -189,6 +189,8 @@ impl Simulation {
 #[derive(Serialize)]
 struct LayerListing {
     name: &'static str,
+    /// `drive` (the drive's firmware) or `host`.
+    runs_in: stlsim_core::layers::RunsIn,
     summary: &'static str,
     paper: &'static str,
     layout: String,
@@ -202,6 +204,7 @@ fn layers_json() -> String {
         .iter()
         .map(|e| LayerListing {
             name: e.name,
+            runs_in: e.runs_in,
             summary: e.summary,
             paper: e.paper,
             layout: match e.layout {

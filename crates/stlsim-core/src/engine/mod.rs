@@ -1934,7 +1934,7 @@ impl Simulation {
                 }
                 // The drive's own cache, too: the run ends with the media
                 // holding everything (its writes counted).
-                self.dev.flush()?;
+                self.dev.drain()?;
                 Ok(())
             })();
             match r {

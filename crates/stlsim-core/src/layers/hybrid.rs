@@ -48,6 +48,12 @@
 //!   volatile metadata: after a crash the SSD starts empty (it held only
 //!   clean copies, so nothing is lost).
 //! * The memory, SSD and disk serve one operation at a time, on one clock.
+//! * **The drive's own cache beneath** (host software): an eviction's disk
+//!   writes are flushed before its buffered copies are dropped (and, in the
+//!   backends, before a rewrite endangers what its saved image protects, and
+//!   before S-block's head overwrites a slot whose migrated copy may still
+//!   be cached); `drive_flush = never` models a prototype that trusts the
+//!   drive's acknowledgement instead (faster; loses data at power loss).
 
 pub mod buffered_cmr;
 pub mod hwsr;
@@ -265,6 +271,18 @@ pub trait Backend: Send {
     fn series_gauges(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
+/// Whether a hybrid layer sends the drive FLUSH CACHE before it lets go
+/// of a buffered copy (shared parameter).
+pub const DRIVE_FLUSH: ParamSpec = ParamSpec {
+    name: "drive_flush",
+    kind: ParamKind::Choice(&["safe", "never"]),
+    unit: "-",
+    default: "safe",
+    doc:
+        "with the drive's write cache on: flush it before dropping a buffered copy (safe) or never \
+          (a prototype that trusts the drive's acknowledgement: faster, loses data at power loss)",
+};
+
 /// The parameters every hybrid layer has.
 pub const BUFFER_PARAMS: [ParamSpec; 6] = [
     ParamSpec {
@@ -462,6 +480,8 @@ impl Hybrid {
 pub struct HybridLayer {
     name: &'static str,
     policy: Policy,
+    /// Whether it flushes the drive's cache before dropping a buffered copy.
+    flush_drive: bool,
     window: u64,
     block_sectors: u32,
     wants_ssd: bool,
@@ -505,6 +525,7 @@ impl HybridLayer {
         Ok(HybridLayer {
             name,
             policy,
+            flush_drive: p.choice("drive_flush") != "never",
             window: p.u64("window_blocks"),
             block_sectors,
             wants_ssd,
@@ -669,6 +690,8 @@ impl HybridLayer {
     /// Evict one group of blocks (one segment at most is written). Its
     /// lists live in [`EvictScratch`], reused from one eviction to the next.
     fn evict(&mut self, dev: &mut Device) -> SimResult<()> {
+        // `drive_flush = never`: the layer sends no FLUSH CACHE at all.
+        dev.set_flush_commands(self.flush_drive);
         let mut sc = std::mem::take(&mut self.scratch);
         let r = self.evict_with(dev, &mut sc);
         self.scratch = sc;

@@ -41,6 +41,11 @@
 //!   write is waiting for room), and a host write to the victim's native
 //!   zone waits for it. Amphisbaena's GC may stop collecting at a stage
 //!   boundary when a queued write targets the victim zone (section 5.3).
+//! * **The drive's own cache beneath** (host software; paper 004 turns the
+//!   cache off, so this applies only when a run turns it on): a write is
+//!   flushed before it is acknowledged; log records and checkpoints are
+//!   written after a flush with FORCE UNIT ACCESS; a zone reset and a write
+//!   into a slot freed while the drive still caches writes wait for a flush.
 
 pub mod amphisbaena;
 pub mod fluid;

@@ -65,12 +65,13 @@ pub static ENTRY: LayerEntry = LayerEntry {
     },
 };
 
-const PARAMS: [ParamSpec; 6] = [
+const PARAMS: [ParamSpec; 7] = [
     BUFFER_PARAMS[0],
     BUFFER_PARAMS[1],
     BUFFER_PARAMS[2],
     BUFFER_PARAMS[3],
     BUFFER_PARAMS[4],
+    super::DRIVE_FLUSH,
     ParamSpec {
         name: "segment_blocks",
         kind: ParamKind::Int,

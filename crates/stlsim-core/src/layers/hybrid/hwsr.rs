@@ -43,13 +43,14 @@ const STAGE_TAG: u64 = 0x4857_5352_5354_4731; // "HWSRSTG1"
 const PAD_TAG: u64 = 0x4857_5352_5041_4431; // "HWSRPAD1"
 const HOME_TAG: u64 = 0x4857_5352_484f_4d31; // "HWSRHOM1"
 
-const PARAMS: [ParamSpec; 7] = [
+const PARAMS: [ParamSpec; 8] = [
     BUFFER_PARAMS[0],
     BUFFER_PARAMS[1],
     BUFFER_PARAMS[2],
     BUFFER_PARAMS[3],
     BUFFER_PARAMS[4],
     BUFFER_PARAMS[5],
+    super::DRIVE_FLUSH,
     ParamSpec {
         name: "region_tracks",
         kind: ParamKind::Int,

@@ -49,13 +49,14 @@ use crate::units::{Lba, PhysAddr, Sectors, Track};
 const SBLK_TAG: u64 = 0x5342_4c4b_4c4f_4731; // "SBLKLOG1"
 const NIL: u32 = u32::MAX;
 
-const PARAMS: [ParamSpec; 8] = [
+const PARAMS: [ParamSpec; 9] = [
     BUFFER_PARAMS[0],
     BUFFER_PARAMS[1],
     BUFFER_PARAMS[2],
     BUFFER_PARAMS[3],
     BUFFER_PARAMS[4],
     BUFFER_PARAMS[5],
+    super::DRIVE_FLUSH,
     ParamSpec {
         name: "region_tracks",
         kind: ParamKind::Int,

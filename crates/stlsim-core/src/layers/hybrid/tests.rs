@@ -556,3 +556,34 @@ fn sblock_starts_from_a_prefilled_drive() {
     let r = run(c, random_requests(3, 600, 3000, 3));
     assert!(counter(&r, "segments_immigrated") > 0.0);
 }
+
+#[test]
+fn a_hybrid_layer_that_never_flushes_the_drive_cache_loses_data_at_power_loss() {
+    // `drive_flush = never` drops buffered copies once the drive has
+    // acknowledged their write from its volatile cache, as a prototype
+    // trusting the drive would: a power loss then loses acknowledged
+    // data, and the verifier says so. The safe default survives the same
+    // crash points (see the sweeps above).
+    let mut lost = 0;
+    for k in 0..6u64 {
+        for (flush, expect_ok) in [("never", false), ("safe", true)] {
+            let mut d = drive(128, 8);
+            d.write_cache_mib = 0.25;
+            let mut c = cfg("buffered-cmr", d, &[("drive_flush", flush)]);
+            c.replay.write_cache = Some(true);
+            c.crash_at_ops = (0..40).map(|j| 200 + k * 7 + j * 97).collect();
+            let r = Simulation::with_reader(
+                c,
+                Box::new(VecTrace::new(random_requests(70 + k, 2500, 6000, 5))),
+            )
+            .and_then(|mut s| s.run());
+            match (r, expect_ok) {
+                (Ok(()), true) => {}
+                (Err(crate::error::SimError::DataLoss(_)), false) => lost += 1,
+                (Ok(()), false) => {}
+                (r, _) => panic!("{flush}, run {k}: {r:?}"),
+            }
+        }
+    }
+    assert!(lost >= 3, "only {lost} of 6 runs without flushes lost data");
+}
