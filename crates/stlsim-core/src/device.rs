@@ -1251,6 +1251,23 @@ impl Device {
             } else {
                 &data[(l.0 - lba.0) as usize..][..count as usize]
             };
+            if self.front.is_none() || !self.accounting {
+                // Straight to the media, each sector's record put as it is
+                // made (the common case: no list built).
+                res = self.media_write(cause, at, count, d, CachedMeta::None)?;
+                if let Some((n, tag)) = tag.as_mut() {
+                    for k in 0..count {
+                        let mut words = self.medium.meta_words(*n);
+                        tag(Lba(l.0 + k as u64), &mut words);
+                        let a = PhysAddr {
+                            track: at.track,
+                            sector: at.sector + k,
+                        };
+                        self.medium.put_meta(a, 1, words);
+                    }
+                }
+                continue;
+            }
             let meta = match tag.as_mut() {
                 Some((n, tag)) => {
                     // A list kept between commands (no allocation per command).
