@@ -140,12 +140,43 @@ def test_the_assumptions_that_decide_the_comparison(data: Path) -> None:
     ten = _run(str(data / "rsrch_1.csv"), "smr-vguard", repeat=10)
     assert ten.report["layer_counters"]["guard_copies"] == once.report["layer_counters"]["guard_copies"]
     assert ten.summary["p99_ms"] < 0.5 * once.summary["p99_ms"]
-    # 2. Cache capacity in writes: with a baseline map that holds fewer
-    # writes, Vguard's p99 and max on 100,000 random writes over 500 GB are
-    # lower than the baseline's (the paper's Figure 6 ranking).
+    # 2. Cache capacity in writes: a baseline map that holds fewer writes
+    # cleans far more bands on 100,000 random writes over 500 GB, and its
+    # tail rises from below Vguard's to Vguard's (the mechanism, not a
+    # ranking: docs/dmsmr.md reports both map sizes).
     synth = "synth:uniform,count=100000,span_bytes=500GB,seed=1"
     vg = _run(synth, "smr-vguard").summary
-    er = _run(synth, "smr-eregion", params={"map_entries": 8192}).summary
-    assert vg["p99_ms"] < er["p99_ms"] and vg["max_ms"] < er["max_ms"]
+    small = _run(synth, "smr-eregion", params={"map_entries": 8192}).summary
     default = _run(synth, "smr-eregion").summary
-    assert default["p99_ms"] < vg["p99_ms"]  # with the default ~1 MB map it is the other way round
+    assert small["clean_bands"] > 5 * default["clean_bands"]
+    assert small["p99_ms"] > 2 * default["p99_ms"]
+    assert default["p99_ms"] < vg["p99_ms"]
+    assert abs(small["p999_ms"] - vg["p999_ms"]) < 0.05 * vg["p999_ms"]
+
+
+def test_copy_next_copies_do_not_grow_with_the_repeat_count_and_relocate_does() -> None:
+    """Issue 31: section 3's observation (the log never past 38 % of beta)
+    holds only under the text's reading. With copy-next (the default) a
+    trace replayed fifty times copies hardly more tracks than once; with
+    Figure 1(d)'s relocate the copies keep growing with the repeats."""
+    data = Path(__file__).parent / "data"
+    copied = {}
+    for reading in ("copy-next", "relocate"):
+        for rep in (1, 50):
+            r = stlsim.run(
+                str(data / "wdev_3.csv"),
+                drive="dmsmr-5tb",
+                layer="smr-vguard",
+                mode="flat-out",
+                write_cache=False,
+                limit=1000,
+                repeat=rep,
+                params={"cache_write": reading},
+            )
+            copied[(reading, rep)] = r.summary["tracks_copied"]
+            assert r.summary["clean_bands"] == 0
+    assert copied[("copy-next", 50)] <= copied[("copy-next", 1)] + 2, copied
+    assert copied[("relocate", 50)] > 5 * copied[("relocate", 1)], copied
+    # The default is the text's reading.
+    entry = next(e for e in stlsim.layers() if e["name"] == "smr-vguard")
+    assert next(p for p in entry["params"] if p["name"] == "cache_write")["default"] == "copy-next"
