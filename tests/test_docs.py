@@ -149,3 +149,13 @@ def test_validation_table_is_what_the_script_prints() -> None:
     assert len(rows) == 12  # two tables: header and five drives each
     missing = _missing_from("validation.md", rows)
     assert not missing, "docs/validation.md differs from scripts/disksim_validation.py:\n" + "\n".join(missing)
+
+
+def test_dmsmr_claims_table_is_what_the_script_prints() -> None:
+    """docs/dmsmr.md's claims table (paper 003, section 4) comes from
+    scripts/vguard_evaluation.py --claims, verdicts computed from the runs."""
+    rows = [r for r in _script_rows("vguard_evaluation.py", "--claims") if not r.startswith("| claim")]
+    assert len(rows) >= 16
+    assert all(r.split(" | ")[3] in ("match", "same direction", "contradicts") for r in rows), rows
+    missing = _missing_from("dmsmr.md", rows)
+    assert not missing, "docs/dmsmr.md differs from scripts/vguard_evaluation.py --claims:\n" + "\n".join(missing)
