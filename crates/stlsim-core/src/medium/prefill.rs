@@ -153,11 +153,18 @@ impl HomeMap {
     /// The home LBA of a host LBA.
     #[inline]
     pub fn home_of_host(&self, host: u64) -> u64 {
+        self.locate(host).0
+    }
+
+    /// The home LBA of a host LBA, and how many reserved ranges lie before
+    /// it (so `reserved[k]`, if any, is the next one after it).
+    #[inline]
+    fn locate(&self, host: u64) -> (u64, usize) {
         // Ranges [0, k) lie before it: it moves past each.
         let k = self.host_start.partition_point(|&s| s <= host);
         match k {
-            0 => host,
-            _ => host + self.before[k - 1] + self.reserved[k - 1].1,
+            0 => (host, 0),
+            _ => (host + self.before[k - 1] + self.reserved[k - 1].1, k),
         }
     }
 
@@ -176,11 +183,10 @@ impl HomeMap {
     /// LBA and length (up to where the next reserved range starts).
     #[inline]
     pub fn home_piece(&self, host: u64, n: u64) -> (u64, u64) {
-        let home = self.home_of_host(host);
-        let next = self
-            .reserved
-            .get(self.reserved.partition_point(|r| r.0 <= home))
-            .map_or(u64::MAX, |r| r.0);
+        // A host LBA never lies in a reserved range, so the next range
+        // after its home is the first of those not before it (one search).
+        let (home, k) = self.locate(host);
+        let next = self.reserved.get(k).map_or(u64::MAX, |r| r.0);
         (home, n.min(next - home))
     }
 

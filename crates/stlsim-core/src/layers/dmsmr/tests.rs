@@ -177,7 +177,10 @@ fn writes_to_cached_tracks_follow_figure_1() {
         rec(4, false, lba(0, 2), SPT),
         rec(5, false, lba(1, 2), SPT),
     ];
-    let r = run(cfg("smr-vguard", 6, &[("cache_write", "relocate")]), recs.clone());
+    let r = run(
+        cfg("smr-vguard", 6, &[("cache_write", "relocate")]),
+        recs.clone(),
+    );
     assert_eq!(counter(&r, "in_place_cache"), 1.0);
     assert_eq!(
         counter(&r, "relocations"),

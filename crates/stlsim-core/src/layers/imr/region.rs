@@ -194,17 +194,24 @@ impl Reserved {
     }
 
     /// Whether a physical track is reserved.
+    #[inline]
     pub fn contains(&self, t: Track) -> bool {
-        self.parts.iter().any(|&(a, b)| t >= a && t < b)
+        // Parts are sorted and disjoint: the one that may hold `t` is the
+        // last starting at or before it (a search, not a scan: a spread
+        // backup region has thousands of parts on a large drive).
+        let i = self.parts.partition_point(|&(a, _)| a <= t);
+        i > 0 && t < self.parts[i - 1].1
     }
 
     /// One past the last track of the reserved part holding `t` (`t` itself
     /// when `t` is not reserved): where a scan over host tracks resumes.
     pub fn part_end(&self, t: Track) -> Track {
-        self.parts
-            .iter()
-            .find(|&&(a, b)| t >= a && t < b)
-            .map_or(t, |&(_, b)| b)
+        let i = self.parts.partition_point(|&(a, _)| a <= t);
+        match i {
+            0 => t,
+            i if t < self.parts[i - 1].1 => self.parts[i - 1].1,
+            _ => t,
+        }
     }
 
     /// Runs of `len` groups `(first group, groups)`, one every `every`
