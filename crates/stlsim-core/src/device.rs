@@ -851,15 +851,20 @@ impl Device {
             }
             CachedMeta::PerSector(mut v) => {
                 for (k, words) in v.drain(..).enumerate() {
-                    let a = PhysAddr {
-                        track: at.track,
-                        sector: at.sector + k as u32,
-                    };
-                    self.medium.put_meta(a, 1, words);
+                    self.put_sector_meta(at, k as u32, words);
                 }
                 Some(v)
             }
         }
+    }
+
+    /// Sector `k` after `at` carries its own record `words`.
+    fn put_sector_meta(&mut self, at: PhysAddr, k: u32, words: Vec<u64>) {
+        let a = PhysAddr {
+            track: at.track,
+            sector: at.sector + k,
+        };
+        self.medium.put_meta(a, 1, words);
     }
 
     /// The sequential zone a write at `at` falls in, on a zoned drive.
@@ -1259,11 +1264,7 @@ impl Device {
                     for k in 0..count {
                         let mut words = self.medium.meta_words(*n);
                         tag(Lba(l.0 + k as u64), &mut words);
-                        let a = PhysAddr {
-                            track: at.track,
-                            sector: at.sector + k,
-                        };
-                        self.medium.put_meta(a, 1, words);
+                        self.put_sector_meta(at, k, words);
                     }
                 }
                 continue;

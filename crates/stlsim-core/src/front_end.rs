@@ -323,13 +323,7 @@ impl FrontEnd {
     /// Take cached write `i` off the queue (to destage it).
     pub fn take(&mut self, i: usize) -> Pending {
         let p = self.pending.remove(i).expect("a pending write");
-        self.used -= p.count as u64;
-        if let Some(n) = self.on_track.get_mut(&p.at.track.0) {
-            *n -= 1;
-            if *n == 0 {
-                self.on_track.remove(&p.at.track.0);
-            }
-        }
+        self.forget(&p);
         self.counts.destaged_ops += 1;
         self.counts.destaged_sectors += p.count as u64;
         if i > 0 {
@@ -388,20 +382,25 @@ impl FrontEnd {
     /// Drop the cached writes into zone `z` (RESET WRITE POINTER discards them).
     pub fn drop_zone(&mut self, z: u64) {
         let mut kept = VecDeque::with_capacity(self.pending.len());
-        for p in self.pending.drain(..) {
+        for p in std::mem::take(&mut self.pending) {
             if p.zone == Some(z) {
-                self.used -= p.count as u64;
-                if let Some(n) = self.on_track.get_mut(&p.at.track.0) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.on_track.remove(&p.at.track.0);
-                    }
-                }
+                self.forget(&p);
             } else {
                 kept.push_back(p);
             }
         }
         self.pending = kept;
+    }
+
+    /// Take a write that left the queue out of the room and track counts.
+    fn forget(&mut self, p: &Pending) {
+        self.used -= p.count as u64;
+        if let Some(n) = self.on_track.get_mut(&p.at.track.0) {
+            *n -= 1;
+            if *n == 0 {
+                self.on_track.remove(&p.at.track.0);
+            }
+        }
     }
 
     /// A power loss: every cached write is lost. Returns, per sequential

@@ -241,7 +241,7 @@ fn host_write(
         }
         measured.push(recs.len() - 1);
     }
-    let cfg = RunConfig {
+    let mut cfg = RunConfig {
         trace: TraceSpec {
             path: "memory".into(),
             ..Default::default()
@@ -253,7 +253,6 @@ fn host_write(
         },
         ..Default::default()
     };
-    let mut cfg = cfg;
     cfg.replay.mode = Mode::FlatOut;
     cfg.replay.write_cache = Some(false);
     cfg.replay.series_every = 1;

@@ -129,6 +129,30 @@ pub fn backup_from(
         let backup = BackupRegion::new(main.tops[..n].to_vec());
         return Ok((main, backup, extra_tops));
     }
+    let main_run = main.runs(g)[0];
+    let mut slots = spread_slots(p, g, tracks, &[main_run])?;
+    slots.push((main_run, main.tops[..n].to_vec()));
+    slots.sort_unstable_by_key(|s| s.0);
+    // Slots in ascending order, laid flat (a 200,000 GiB drive has 24,000).
+    let mut flat = Vec::with_capacity(slots.len() * n);
+    let mut runs = Vec::with_capacity(slots.len());
+    for (r, tops) in slots {
+        flat.extend_from_slice(&tops);
+        runs.push(r);
+    }
+    let res = Reserved::from_runs(g, &runs)?;
+    Ok((res, BackupRegion::flat(flat, n), extra_tops))
+}
+
+/// The spread backup slots of `backup_location = spread`: runs of whole
+/// groups `(first group, groups)` one every `backup_spacing_tracks`, away
+/// from the runs in `taken`, each with its first `per_slot` usable tops.
+pub fn spread_slots(
+    p: &Params,
+    g: &Geometry,
+    per_slot: u64,
+    taken: &[(u64, u64)],
+) -> SimResult<Vec<((u64, u64), Vec<Track>)>> {
     let spacing = p.u64("backup_spacing_tracks");
     let (group, _) = Reserved::groups_on(g)?;
     if spacing < 2 * group {
@@ -137,28 +161,21 @@ pub fn backup_from(
             2 * group
         ));
     }
-    let len = tracks.saturating_add(1).div_ceil(group).max(1);
-    let main_run = main.runs(g)[0];
-    let mut runs = Reserved::spread_runs(g, len, spacing / (2 * group), &[main_run])?;
-    runs.push(main_run);
-    runs.sort_unstable();
-    // Slots in ascending order, laid flat (a 200,000 GiB drive has 24,000).
-    let mut flat = Vec::with_capacity(runs.len() * n);
-    for &r in &runs {
-        let tops = if r == main_run {
-            main.tops.clone()
-        } else {
-            Reserved::run_tops(g, r)
-        };
-        if tops.len() < n {
-            return config_err(format!(
-                "could not reserve {n} usable top tracks per backup slot"
-            ));
-        }
-        flat.extend_from_slice(&tops[..n]);
-    }
-    let res = Reserved::from_runs(g, &runs)?;
-    Ok((res, BackupRegion::flat(flat, n), extra_tops))
+    let len = per_slot.saturating_add(1).div_ceil(group).max(1);
+    let n = per_slot as usize;
+    Reserved::spread_runs(g, len, spacing / (2 * group), taken)?
+        .into_iter()
+        .map(|r| {
+            let mut tops = Reserved::run_tops(g, r);
+            if tops.len() < n {
+                return config_err(format!(
+                    "could not reserve {n} usable top tracks per backup slot"
+                ));
+            }
+            tops.truncate(n);
+            Ok((r, tops))
+        })
+        .collect()
 }
 
 pub use crate::track_bits::TrackBits;

@@ -419,23 +419,9 @@ impl TrackCache {
         if p.choice("backup_location") == "spread" {
             // Backup slots between the cache runs and the main region, so an
             // eviction's trip to its record stays short (see rmw::backup_from).
-            let spacing = p.u64("backup_spacing_tracks");
-            if spacing < 2 * group {
-                return config_err(format!(
-                    "backup_spacing_tracks = {spacing}: at least one LBA group ({} tracks) apart",
-                    2 * group
-                ));
-            }
-            let len = (backup_tracks + 1).div_ceil(group).max(1);
             let taken: Vec<(u64, u64)> = starts.iter().zip(&want).map(|(&s, w)| (s, w.1)).collect();
-            for r in Reserved::spread_runs(g, len, spacing / (2 * group), &taken)? {
-                let tops = Reserved::run_tops(g, r);
-                if tops.len() < bt {
-                    return config_err(format!(
-                        "could not reserve {bt} usable top tracks per backup slot"
-                    ));
-                }
-                slots.push(tops[..bt].to_vec());
+            for (r, tops) in super::rmw::spread_slots(p, g, backup_tracks, &taken)? {
+                slots.push(tops);
                 runs_extra.push(r);
             }
         }
