@@ -180,3 +180,56 @@ def test_copy_next_copies_do_not_grow_with_the_repeat_count_and_relocate_does() 
     # The default is the text's reading.
     entry = next(e for e in stlsim.layers() if e["name"] == "smr-vguard")
     assert next(p for p in entry["params"] if p["name"] == "cache_write")["default"] == "copy-next"
+
+
+# A drive with a history (issue 31 item 2; docs/history.md).
+
+#: The filled start state of docs/dmsmr.md's evaluation.
+FILLED = 0.9
+
+
+def test_the_baseline_from_a_filled_state_cleans_on_a_write_heavy_real_trace_once(data: Path) -> None:
+    """From empty, the baseline never cleans on the repository's traces
+    (above); from a drive whose cache and map a history left 90 % full it
+    cleans on the write-heaviest one at x1, and its tail goes up with it."""
+    trace = str(data / "cloudPhysicsIO.vscsi")
+    empty = _run(trace, "smr-eregion", write_cache=False)
+    filled = _run(trace, "smr-eregion", write_cache=False, history=FILLED)
+    assert empty.summary["clean_bands"] == 0
+    h = filled.report["history"]
+    assert h["fill"] == FILLED and FILLED <= h["fill_reached"] < FILLED + 0.01
+    assert h["writes"] >= FILLED * 65_536  # one map entry a random 4 KiB write
+    assert filled.summary["clean_bands"] > 0 and filled.summary["clean_episodes"] > 0
+    assert filled.summary["p999_ms"] > empty.summary["p999_ms"]
+    # The run's counts are the trace's alone.
+    assert filled.report["host"]["requests"] == empty.report["host"]["requests"]
+    # (Host appends split where log tracks end, which the history moved.)
+    host_writes = [r.report["device"]["by_cause"][0]["write_ops"] for r in (filled, empty)]
+    assert host_writes[0] == pytest.approx(host_writes[1], rel=0.01)
+
+
+def test_the_filled_state_reads_back_verified_through_both_layers(data: Path) -> None:
+    for layer in ["smr-eregion", "smr-vguard"]:
+        r = _run(str(data / "rsrch_1.csv"), layer, write_cache=False, verify=True, history=FILLED, crash_after=[5000])
+        v = r.report["verification"]
+        # The scan after the history, the one after the crash and the final
+        # one each read every block the history wrote.
+        assert v["mismatches"] == 0 and v["scan_blocks_checked"] >= 3 * r.report["history"]["write_sectors"]
+        assert r.report["crashes"] == 1
+
+
+def test_history_from_the_cli_and_its_errors(cli, data: Path) -> None:
+    p = cli("run", "--trace", str(data / "wdev_3.csv"), "--drive", "dmsmr-5tb", "--layer", "smr-vguard",
+            "--mode", "flat-out", "--history", "50%", "--history-seed", "3", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    import json
+
+    h = json.loads(p.stdout)["history"]
+    assert h["seed"] == 3 and h["fill"] == 0.5 and h["writes"] > 0
+    p = cli("run", "--trace", str(data / "wdev_3.csv"), "--drive", "dmsmr-5tb", "--layer", "cmr", "--history", "0.5")
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert "layer 'cmr' keeps no persistent cache or log for a history to fill" in p.stderr
+    p = cli("run", "--trace", str(data / "wdev_3.csv"), "--drive", "dmsmr-5tb", "--layer", "smr-vguard", "--history", "1.5")
+    assert p.returncode != 0 and "Traceback" not in p.stderr and "--history" in p.stderr
+    with pytest.raises(stlsim.ConfigError, match="history must be a fraction above 0 and below 1"):
+        _run(str(data / "wdev_3.csv"), "smr-eregion", history=0)

@@ -162,6 +162,8 @@ def core_config(s: Mapping[str, Any]) -> dict[str, Any]:
             "prefill": s["prefill"],
             "fold_to_prefill": s["fold_to_prefill"],
             "waf_every": s["waf_every"],
+            "history": s["history"],
+            "history_seed": s["history_seed"],
         },
         "verify": s["verify"],
         "crash_after": list(s["crash_after"] or []),
@@ -289,6 +291,8 @@ def run(
     prefill: float | str | None = None,
     fold_to_prefill: bool = False,
     waf_every: int = 10_000,
+    history: float | None = None,
+    history_seed: int = 1,
     repeat: int = 1,
     crash_after: Sequence[int] | None = None,
     crash_at_ops: Sequence[int] | None = None,
@@ -360,6 +364,13 @@ def run(
         fold_to_prefill: fold trace LBAs into the prefilled range (LBA mod
             prefill x capacity), as He & Du do for their usage levels.
         waf_every: host writes per point of :meth:`Result.waf_series`.
+        history: start from a drive with a history: before the trace, random
+            4 KiB writes (seeded, uniform over the host space, no idle time)
+            until the layer's persistent cache or map is this full (a fraction
+            above 0 and below 1; layers with such a buffer: smr-eregion,
+            smr-vguard). The run's counts and clock start after it
+            (docs/drive-model.md, "A drive with a history"). None: no history.
+        history_seed: the history's seed.
         repeat: replay the trace selection this many times back to back,
             each copy shifted in time (LBAs unchanged).
         crash_after: inject a power loss after each of these many completed requests.

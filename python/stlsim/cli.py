@@ -85,6 +85,15 @@ def _usage_list(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(str(e).removeprefix("configuration error: ")) from None
 
 
+def _history(text: str) -> float:
+    from .config import parse_history
+
+    try:
+        return parse_history(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("configuration error: ")) from None
+
+
 def _prefill(text: str) -> float | str:
     from .config import parse_prefill
 
@@ -272,6 +281,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="fold LBAs into the prefilled range: LBA mod (F x capacity)",
     )
+    r.add_argument(
+        "--history",
+        type=_history,
+        metavar="F",
+        help="start from a drive with a history: random 4 KiB writes until the layer's persistent cache "
+        "or map is F full (0 < F < 1; smr-eregion, smr-vguard; docs/drive-model.md, "A drive with a history")",
+    )
+    r.add_argument("--history-seed", type=_nonneg, metavar="N", help="the history's seed (default: 1)")
     r.add_argument("--waf-every", type=_positive, metavar="N", help="host writes per point of the WAF series (default: 10000)")
     r.add_argument(
         "--verify",
@@ -674,6 +691,11 @@ def _print_summary(result: Any) -> None:
         ("WAF steady state", "-" if steady is None else f"{steady:.3f}"),
         ("intervals completed", "-" if intervals is None else _num(intervals)),
         ("prefill", prefill if isinstance(prefill, str) else f"{100 * prefill:.0f}%"),
+        *(
+            [("history", f"{_num(hist['writes'])} writes to {100 * hist['fill_reached']:.1f}% full")]
+            if (hist := r.get("history"))
+            else []
+        ),
         ("I/O amplification", f"{r['io_amplification']:.3f}"),
         ("simulated time (s)", _num(r["simulated_s"], 1)),
         ("IOPS", _num(r["iops"], 1)),

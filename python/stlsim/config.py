@@ -45,6 +45,7 @@ __all__ = [
     "load_run_config",
     "parse_param",
     "parse_params",
+    "parse_history",
     "parse_prefill",
 ]
 
@@ -103,6 +104,8 @@ DEFAULTS: dict[str, Any] = {
     "prefill": None,
     "fold_to_prefill": False,
     "waf_every": 10_000,
+    "history": None,
+    "history_seed": 1,
     "repeat": 1,
     "verify": False,
     "crash_after": None,
@@ -143,6 +146,8 @@ _TOML_NAME = {
     "prefill": "replay.prefill",
     "fold_to_prefill": "replay.fold_to_prefill",
     "waf_every": "replay.waf_every",
+    "history": "replay.history",
+    "history_seed": "replay.history_seed",
     "repeat": "trace.repeat",
     "verify": "verify",
     "crash_after": "crash_after",
@@ -178,6 +183,8 @@ _SECTION_KEYS = {
         "prefill": "prefill",
         "fold_to_prefill": "fold_to_prefill",
         "waf_every": "waf_every",
+        "history": "history",
+        "history_seed": "history_seed",
     },
 }
 
@@ -490,6 +497,22 @@ def parse_prefill(v: Any, where: str = "", key: str = "prefill") -> float | str:
     return float(v)
 
 
+def parse_history(v: Any, where: str = "", key: str = "history") -> float:
+    """A history setting: how full the layer's persistent buffer is when the
+    trace starts, a fraction above 0 and below 1 (a number or its text,
+    ``"90%"`` too)."""
+    want = "a fraction above 0 and below 1 (how full the layer's persistent buffer starts)"
+    if isinstance(v, str):
+        text = v.strip()
+        try:
+            v = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise _bad(where, key, want, v) from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0.0 < float(v) < 1.0):
+        raise _bad(where, key, want, v)
+    return float(v)
+
+
 #: Units a ``--csv`` layout may name for offsets and sizes, in bytes.
 _CSV_BYTE_UNITS = {"byte": 1, "bytes": 1, "b": 1, "sector": 512, "sectors": 512, "block": 512, "blocks": 512, "4k": 4096}
 _CSV_COLUMNS = {"time": "time_col", "op": "op_col", "offset": "offset_col", "size": "size_col", "device": "device_col"}
@@ -596,7 +619,7 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
         if v is None:
             if key in (
                 "drive", "layer", "mode", "start", "scale", "queue_depth", "series_every", "fold", "verify",
-                "fold_to_prefill", "waf_every", "repeat", "skip_unknown", "pair_completions",
+                "fold_to_prefill", "waf_every", "repeat", "skip_unknown", "pair_completions", "history_seed",
             ):  # fmt: skip
                 raise _bad(where, name, "given (not None)", v)
             continue
@@ -610,6 +633,11 @@ def check_settings(s: Mapping[str, Any], where: str = "", names: Mapping[str, st
                 raise _bad(where, name, "a positive integer", v)
         elif key == "prefill":
             out[key] = parse_prefill(v, where, name)
+        elif key == "history":
+            out[key] = parse_history(v, where, name)
+        elif key == "history_seed":
+            if not _is_int(v) or v < 0:
+                raise _bad(where, name, "a non-negative integer", v)
         elif key == "scale":
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0:
                 raise _bad(where, name, "a positive number", v)
@@ -949,6 +977,13 @@ def init_config_text() -> str:
             commented=True,
         ),
         _line("fold_to_prefill", False, "fold LBAs into the prefilled range: LBA mod (prefill x capacity)"),
+        _line(
+            "history",
+            0.9,
+            "start from a drive with a history: random 4 KiB writes until the layer's cache is this full (docs/drive-model.md, "A drive with a history")",
+            commented=True,
+        ),
+        _line("history_seed", 1, "the history's seed"),
         _line("write_cache", False, "force the drive's write cache on/off (absent: on if write_cache_mib > 0)", commented=True),
         "",
     ]

@@ -254,6 +254,11 @@ pub struct Device {
     reads: [OpCounts; Cause::ALL.len()],
     writes: [OpCounts; Cause::ALL.len()],
     serial: u64,
+    /// The serial and the clock when the run's measurements started
+    /// ([`Device::start_measuring`]): operation numbers and elapsed time
+    /// count from them.
+    serial_base: u64,
+    time_base: Nanos,
     crash_points: Vec<u64>,
     op_log: VecDeque<OpRecord>,
     accounting: bool,
@@ -303,6 +308,8 @@ impl Device {
             reads: Default::default(),
             writes: Default::default(),
             serial: 0,
+            serial_base: 0,
+            time_base: Nanos::ZERO,
             crash_points: vec![],
             op_log: VecDeque::new(),
             accounting: true,
@@ -543,9 +550,37 @@ impl Device {
     pub fn head(&self) -> HeadState {
         self.head
     }
-    /// Physical operations issued so far.
+    /// Physical operations issued since the measurements started.
     pub fn ops_issued(&self) -> u64 {
-        self.serial
+        self.serial - self.serial_base
+    }
+    /// The clock when the measurements started (zero unless the run began
+    /// with a history: [`Device::start_measuring`]).
+    pub fn time_base(&self) -> Nanos {
+        self.time_base
+    }
+    /// Simulated time since the measurements started.
+    pub fn elapsed(&self) -> Nanos {
+        self.clock.saturating_sub(self.time_base)
+    }
+    /// Forget everything counted so far: the run's measurements start here.
+    /// The engine calls it after a history has brought the drive to its
+    /// start state, so that operation numbers (crash points, messages),
+    /// elapsed time and every counter (by cause, side devices, the drive's
+    /// cache, zone commands) describe the run alone.
+    pub fn start_measuring(&mut self) {
+        self.reads = Default::default();
+        self.writes = Default::default();
+        self.stage_write_sectors = 0;
+        self.serial_base = self.serial;
+        self.time_base = self.clock;
+        for s in self.side.iter_mut().flatten() {
+            s.reset_counts();
+        }
+        if let Some(f) = &mut self.front {
+            f.counts = Default::default();
+        }
+        self.medium.zones_mut().reset_counts();
     }
     /// Counters of reads by cause, in [`Cause::ALL`] order.
     pub fn read_counts(&self) -> &[OpCounts] {
@@ -564,8 +599,10 @@ impl Device {
         (r, w)
     }
 
-    /// Crash (power loss) just before the physical operations with these serials.
-    pub fn set_crash_points(&mut self, mut serials: Vec<u64>) {
+    /// Crash (power loss) just before the physical operations with these
+    /// serials (counted from the start of the measurements).
+    pub fn set_crash_points(&mut self, serials: Vec<u64>) {
+        let mut serials: Vec<u64> = serials.into_iter().map(|s| s + self.serial_base).collect();
         serials.sort_unstable_by(|a, b| b.cmp(a));
         serials.dedup();
         self.crash_points = serials;
@@ -623,13 +660,13 @@ impl Device {
         match self.op_log.iter().rev().find(|r| r.serial as u32 == op) {
             Some(r) => format!(
                 "physical op #{} ({:?} {} of {} sectors at {} sector {}, t={:.6} s)",
-                r.serial,
+                r.serial.wrapping_sub(self.serial_base) as i64,
                 r.kind,
                 r.cause.name(),
                 r.count,
                 r.at.track,
                 r.at.sector,
-                r.start.as_secs()
+                (r.start.0 as f64 - self.time_base.0 as f64) / 1e9
             ),
             None => format!("physical op #{op} (mod 2^32)"),
         }

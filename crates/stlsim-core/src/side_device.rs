@@ -272,6 +272,11 @@ impl SideDevice {
     pub fn write_counts(&self) -> &[OpCounts] {
         &self.writes
     }
+    /// Forget the counts so far (the run's measurements start here).
+    pub fn reset_counts(&mut self) {
+        self.reads = Default::default();
+        self.writes = Default::default();
+    }
     /// Totals over all causes: (reads, writes).
     pub fn totals(&self) -> (OpCounts, OpCounts) {
         let sum = |v: &[OpCounts]| {

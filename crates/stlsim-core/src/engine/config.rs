@@ -73,6 +73,12 @@ pub struct ReplayConfig {
     pub fold_to_prefill: bool,
     /// Host writes per point of the WAF series.
     pub waf_every: u64,
+    /// Start from a drive with a history: before the trace, seeded uniform
+    /// random 4 KiB writes until the layer's persistent buffer is this full
+    /// ([`crate::engine::history`]). `None`: the drive as `prefill` leaves it.
+    pub history: Option<f64>,
+    /// The history's seed.
+    pub history_seed: u64,
     /// Parse the trace on a second thread while the engine simulates
     /// ([`crate::trace::parse_thread`]): the same results, faster on a
     /// machine with a core to spare.
@@ -95,6 +101,8 @@ impl Default for ReplayConfig {
             prefill: None,
             fold_to_prefill: false,
             waf_every: 10_000,
+            history: None,
+            history_seed: 1,
             parse_thread: true,
             verify_thread: true,
         }

@@ -18,6 +18,7 @@
 
 mod completions;
 pub mod config;
+pub mod history;
 pub mod oracle;
 pub mod verifier;
 pub mod write_cache;
@@ -253,6 +254,8 @@ pub struct Simulation {
     rec: TraceRecord,
     /// The next trace record, read but not yet issued.
     peeked: Option<TraceRecord>,
+    /// What the history before the trace did, if the run had one.
+    history: Option<history::HistorySummary>,
 }
 
 /// A host request as issued: where, how much, when.
@@ -489,6 +492,7 @@ impl Simulation {
                 line: 0,
             },
             peeked: None,
+            history: None,
         };
         if let Some(c) = &sim.cfg.drive.controller {
             // Reordering needs a queue: one request at a time leaves no choice.
@@ -575,6 +579,9 @@ impl Simulation {
             sim.verifier = Some(Box::new(v));
         }
         sim.dev.set_prefill(start);
+        if let Some(fill) = sim.cfg.replay.history {
+            sim.history = Some(sim.run_history(fill, sim.cfg.replay.history_seed)?);
+        }
         sim.dev.set_crash_points(sim.cfg.crash_at_ops.clone());
         sim.waf.push(0, 0, 0, 0);
         Ok(sim)
@@ -813,6 +820,8 @@ impl Simulation {
         let rel = rec.time.0.max(self.prev_trace).saturating_sub(base);
         let gap = rec.time.0.saturating_sub(self.prev_trace.max(base));
         self.prev_trace = self.prev_trace.max(rec.time.0);
+        // The run's clock: zero unless a history came first.
+        let t0 = self.dev.time_base().0;
         let (issue, trace_t) = match self.cfg.replay.mode {
             Mode::Queue | Mode::FlatOut => {
                 let (q, gap) = if self.cfg.replay.mode == Mode::Queue {
@@ -825,10 +834,10 @@ impl Simulation {
                     self.pending.len(),
                     q as usize,
                 );
-                (Nanos(cand), Nanos(rel))
+                (Nanos(cand), Nanos(t0 + rel))
             }
             Mode::Scaled => {
-                let t = Nanos((rel as f64 * self.cfg.replay.scale) as u64);
+                let t = Nanos(t0 + (rel as f64 * self.cfg.replay.scale) as u64);
                 (t.max(self.prev_issue), t)
             }
             Mode::Closed => {
@@ -838,7 +847,7 @@ impl Simulation {
                 // (disksim_iotrace.c, iotrace_validate_get_ioreq_event).
                 let think = gap.saturating_sub(self.prev_measured.map_or(0, |m| m.0));
                 let done = self.outstanding.drain(self.prev_issue.0);
-                (Nanos(done + think), Nanos(rel))
+                (Nanos(done + think), Nanos(t0 + rel))
             }
         };
         self.prev_issue = issue;
@@ -1834,7 +1843,7 @@ impl Simulation {
             }
         }
         if self.verifier.is_some() {
-            self.scan(true)?;
+            self.scan(Some(format!("the scan after crash #{}", self.crashes)))?;
         }
         Ok(())
     }
@@ -1861,10 +1870,11 @@ impl Simulation {
     }
 
     /// Read every block the host ever wrote (and every prefilled block the
-    /// run may have disturbed) through the layer and check it: after a
-    /// crash (`after_crash`) settling each uncertain block at the version
-    /// found, else at the end of the run.
-    fn scan(&mut self, after_crash: bool) -> SimResult<()> {
+    /// run may have disturbed) through the layer and check it: `inline`
+    /// (named so in messages: after a crash, after a history), each block
+    /// at once, settling each uncertain block at the version found; else
+    /// the final scan, at the end of the run.
+    fn scan(&mut self, inline: Option<String>) -> SimResult<()> {
         let Some(mut v) = self.verifier.take() else {
             return Ok(());
         };
@@ -1875,7 +1885,8 @@ impl Simulation {
                 return Err(m.into_error(|op| self.dev.describe_op(op)));
             }
         };
-        let crash_scan = format!("the scan after crash #{}", self.crashes);
+        let after_crash = inline.is_some();
+        let label = inline.unwrap_or_default();
         // The final scan's checks go to the thread, as the run's did; the
         // scan after a crash settles what the crash left uncertain, so it
         // checks each block at once.
@@ -1905,7 +1916,7 @@ impl Simulation {
                     break 'ranges;
                 }
                 let checked = match v.oracle_here_mut() {
-                    Some(o) if after_crash => o.check(cur, &self.scratch, &crash_scan, true),
+                    Some(o) if after_crash => o.check(cur, &self.scratch, &label, true),
                     _ => v.check(cur, &self.scratch, "the final scan"),
                 };
                 if let Err(m) = checked {
@@ -1948,7 +1959,7 @@ impl Simulation {
         }
         self.push_waf_point();
         if self.verifier.is_some() {
-            self.scan(false)?;
+            self.scan(None)?;
         }
         self.finished = true;
         Ok(())
@@ -1983,6 +1994,7 @@ impl Simulation {
             irregular: &self.irregular,
             prefill_tracks: self.prefill_tracks,
             prefill_limit: self.prefill_limit,
+            history: self.history.as_ref(),
         })
     }
 

@@ -546,6 +546,16 @@ impl Cleaner {
         })
     }
 
+    /// Forget the statistics so far (the run starts at `now`, after a
+    /// history); an episode in progress counts as the run's, from `now`.
+    pub fn restart_counts(&mut self, now: Nanos) {
+        self.stats = CleanStats::default();
+        if self.episode_start.is_some() {
+            self.episode_start = Some(now);
+            self.stats.episodes = 1;
+        }
+    }
+
     /// Whether an episode or a band is in progress.
     pub fn busy(&self) -> bool {
         self.job.is_some() || self.episode_left > 0

@@ -164,6 +164,19 @@ pub trait Layer: Send {
     fn supports_prefill(&self) -> bool {
         true
     }
+    /// How full the layer's persistent buffer is, in `[0, 1]`: the fuller
+    /// of its space and its map, as the layer's cleaning policy sees them.
+    /// A layer that has one can start from a drive with a history
+    /// ([`crate::engine::history`]), which writes until this reaches the
+    /// fraction asked for. Default: `None` (no such buffer). A layer that
+    /// returns `Some` must implement [`restart_counts`](Self::restart_counts).
+    fn fill(&self) -> Option<f64> {
+        None
+    }
+    /// Forget the counts of work done so far: the run starts here (after a
+    /// history, at device time `now`). Counters go to zero; peaks restart
+    /// from the current level; work in progress counts from `now`.
+    fn restart_counts(&mut self, _now: crate::units::Nanos) {}
     /// Layer-specific counters and gauges.
     fn report(&self) -> LayerReport {
         LayerReport::new()

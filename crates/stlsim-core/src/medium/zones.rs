@@ -201,6 +201,10 @@ impl ZoneTable {
     pub fn counts(&self) -> ZoneOpCounts {
         self.counts
     }
+    /// Forget the command counts so far (the run's measurements start here).
+    pub fn reset_counts(&mut self) {
+        self.counts = ZoneOpCounts::default();
+    }
     /// Heap bytes.
     pub fn heap_bytes(&self) -> u64 {
         (self.wp.capacity() * 8 + self.cond.capacity() + self.opened_at.capacity() * 8) as u64

@@ -266,6 +266,8 @@ pub struct HostMetrics {
     /// Latest disparity.
     pub last_disparity: Nanos,
     last_issue: Nanos,
+    /// Device time at which the run's clock reads zero (the end of a history).
+    origin: Nanos,
 }
 
 impl HostMetrics {
@@ -281,6 +283,16 @@ impl HostMetrics {
             max_disparity: Nanos::ZERO,
             last_disparity: Nanos::ZERO,
             last_issue: Nanos::ZERO,
+            origin: Nanos::ZERO,
+        }
+    }
+
+    /// Metrics of a run whose clock reads zero at device time `origin`
+    /// (a run that starts after a history): the series' issue times count from it.
+    pub fn starting_at(every: u64, origin: Nanos) -> HostMetrics {
+        HostMetrics {
+            origin,
+            ..HostMetrics::new(every)
         }
     }
 
@@ -333,7 +345,8 @@ impl HostMetrics {
         };
         let s = &mut self.series;
         s.requests.push(self.done);
-        s.issue_s.push(self.last_issue.as_secs());
+        s.issue_s
+            .push(self.last_issue.saturating_sub(self.origin).as_secs());
         s.mean_latency_ms.push(mean(b.sum, b.n));
         s.mean_read_latency_ms.push(mean(b.sum_r, b.nr));
         s.mean_write_latency_ms.push(mean(b.sum_w, b.nw));

@@ -212,6 +212,8 @@ pub struct Report {
     pub device: DeviceSummary,
     /// How full the drive was when the run started.
     pub prefill: PrefillSummary,
+    /// The history that brought the drive to its start state, if the run had one.
+    pub history: Option<crate::engine::history::HistorySummary>,
     /// Media sectors written / sectors the layer was asked to store.
     pub waf: f64,
     /// Write amplification ratio (paper 002): requests per host write, 1 +
@@ -281,6 +283,7 @@ pub struct Inputs<'a> {
     pub(crate) irregular: &'a Irregular,
     pub(crate) prefill_tracks: u64,
     pub(crate) prefill_limit: u64,
+    pub(crate) history: Option<&'a crate::engine::history::HistorySummary>,
 }
 
 /// Layers that complete fewer intervals than this get the not-steady-state warning.
@@ -389,7 +392,7 @@ pub fn build(i: Inputs) -> Report {
     let (rt, wt) = dev.totals();
     let busy = (rt.busy + wt.busy).as_secs();
     let simulated = dev
-        .now()
+        .elapsed()
         .as_secs()
         .max(i.metrics.series.issue_s.last().copied().unwrap_or(0.0));
     let layout = match g.layout() {
@@ -462,6 +465,7 @@ pub fn build(i: Inputs) -> Report {
             tracks: i.prefill_tracks,
             fold_to_prefill: i.cfg.replay.fold_to_prefill,
         },
+        history: i.history.cloned(),
         waf: ratio(wt.sectors as f64, stored),
         war: {
             let k = Cause::ALL

@@ -52,7 +52,7 @@ use crate::layers::{
     QueueView, StageOutcome, WriteReq,
 };
 use crate::medium::Token;
-use crate::units::{Lba, PhysAddr, Sectors, Track};
+use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -625,6 +625,19 @@ impl Layer for ERegion {
             finish_resumed(&mut self.cl, &mut self.st, dev)?;
         }
         Ok(())
+    }
+    fn fill(&self) -> Option<f64> {
+        // What `low` compares with the reserve: cache space and map entries.
+        let s = &self.st;
+        let space = 1.0 - s.free_sectors() as f64 / s.log_sectors as f64;
+        Some(space.max(s.map.len() as f64 / s.map_entries as f64))
+    }
+    fn restart_counts(&mut self, now: Nanos) {
+        let s = &mut self.st;
+        s.appended_sectors = 0;
+        s.peak_span = s.ring.span();
+        s.peak_entries = s.map.len() as u64;
+        self.cl.restart_counts(now);
     }
     fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
         let s = &self.st;

@@ -433,3 +433,177 @@ fn the_cmr_baseline_runs_on_a_drive_with_a_persistent_cache() {
     let r = run(c, vec![rec(0, true, 5, 3), rec(1, false, 5, 3)]);
     assert_eq!(r.drive.layout, "cmr");
 }
+
+// A drive with a history (engine::history): both layers from a filled
+// persistent cache, verified, with the run's counts starting after it.
+
+/// `cfg` with a history filling the layer's buffer to `fill`.
+fn with_history(layer: &str, bands: u64, params: &[(&str, &str)], fill: f64) -> RunConfig {
+    let mut c = cfg(layer, bands, params);
+    c.replay.history = Some(fill);
+    c
+}
+
+#[test]
+fn a_history_fills_the_buffer_and_the_run_counts_from_its_end() {
+    for layer in ["smr-eregion", "smr-vguard"] {
+        let r = run(with_history(layer, 24, &[], 0.8), vec![]);
+        let h = r
+            .history
+            .as_ref()
+            .expect("the report says what the history did");
+        assert!(
+            h.fill_reached >= 0.8 && h.fill_reached < 0.9,
+            "{layer}: {h:?}"
+        );
+        assert!(h.writes > 0 && h.simulated_s > 0.0, "{layer}: {h:?}");
+        // Nothing of the history is the run's: no requests, no device work, no time.
+        assert_eq!(r.host.requests, 0, "{layer}");
+        assert_eq!(r.device.read_ops + r.device.write_ops, 0, "{layer}");
+        assert_eq!(r.simulated_s, 0.0, "{layer}");
+        assert_eq!(counter(&r, "clean_episodes"), 0.0, "{layer}");
+        // Peaks restart from the level the history left.
+        if layer == "smr-eregion" {
+            assert_eq!(counter(&r, "appended_sectors"), 0.0);
+            let log = counter(&r, "cache_log_tracks");
+            assert!(counter(&r, "cache_span_peak_tracks") >= (0.8 * log).floor() - 1.0);
+        } else {
+            assert_eq!(counter(&r, "guard_copies"), 0.0);
+            assert_eq!(counter(&r, "tracks_copied"), 0.0);
+            assert!(counter(&r, "cache_active_peak_tracks") > 0.0);
+        }
+    }
+}
+
+#[test]
+fn every_block_of_the_history_reads_back_through_both_layers() {
+    let bands = 24;
+    let cap = bands * N * SPT;
+    // Read the whole host space, a track at a time: history blocks and
+    // prefilled ones, each checked against the version the oracle expects.
+    let reads: Vec<_> = (0..cap / SPT)
+        .map(|i| rec(i, false, i * SPT, SPT))
+        .collect();
+    for layer in ["smr-eregion", "smr-vguard"] {
+        // With the drive's write cache too: the history ends with it drained.
+        for cache_mib in [0.0, 1.0] {
+            let mut c = with_history(layer, bands, &[], 0.9);
+            c.drive.write_cache_mib = cache_mib;
+            c.replay.write_cache = Some(cache_mib > 0.0);
+            let r = run(c, reads.clone());
+            assert_eq!(r.verification.read_blocks_checked, cap, "{layer}");
+            let h = r.history.as_ref().unwrap();
+            assert!(h.fill_reached >= 0.9, "{layer}: {h:?}");
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_history_and_another_seed_another() {
+    let recs = random_requests(3, 200, 24, 4);
+    let go = |seed: u64| {
+        let mut c = with_history("smr-vguard", 24, &[], 0.7);
+        c.replay.history_seed = seed;
+        let r = run(c, recs.clone());
+        (r.history.clone().unwrap(), r.latency["all"].mean_ms)
+    };
+    let (a, b, other) = (go(7), go(7), go(8));
+    assert_eq!(a, b);
+    assert_ne!(a.0.writes, 0);
+    assert!(a != other, "seeds 7 and 8 gave the same history and run");
+}
+
+#[test]
+fn after_a_history_trace_times_and_crash_points_count_from_its_end() {
+    // Ten reads a second apart, replayed on the trace's own clock: the run
+    // lasts about nine seconds and keeps up with the trace, however long
+    // the history took.
+    let recs: Vec<_> = (0..10)
+        .map(|i| TraceRecord {
+            time: Nanos(i * 1_000_000_000),
+            ..rec(i, false, lba(i, 1), 4)
+        })
+        .collect();
+    let mut c = with_history("smr-eregion", 24, &[], 0.8);
+    c.replay.mode = Mode::Scaled;
+    let r = run(c, recs.clone());
+    assert!(r.history.as_ref().unwrap().simulated_s > 0.0);
+    assert!((9.0..9.5).contains(&r.simulated_s), "{}", r.simulated_s);
+    assert!(r.max_disparity_s < 0.1, "{}", r.max_disparity_s);
+    // A power loss after the third request and before the run's 5th
+    // physical operation: counted from the end of the history.
+    let mut c = with_history("smr-eregion", 24, &[], 0.8);
+    c.crash_after = vec![3];
+    c.crash_at_ops = vec![5];
+    let r = run(c, recs);
+    assert_eq!(r.crashes, 2);
+    assert_eq!(r.host.requests + r.host.lost_in_crash, 10);
+}
+
+/// Crash points spread over a write-heavy run from a filled start state:
+/// returns (crashes, crashes inside cleaning). Recovery reads the whole
+/// log (some 45 operations here), and operation numbers count them, so
+/// points 64 apart move the run on by about 20 operations a crash.
+fn crash_sweep_from_history(layer: &str, params: &[(&str, &str)]) -> (u64, u64) {
+    let bands = 24;
+    let recs = random_requests(11, 400, bands, 5);
+    let r = run(with_history(layer, bands, params, 0.9), recs.clone());
+    assert!(
+        counter(&r, "clean_bands") > 0.0,
+        "{layer} cleans from the filled state"
+    );
+    let (mut crashes, mut clean) = (0, 0);
+    for k in 0..8 {
+        let mut c = with_history(layer, bands, params, 0.9);
+        c.crash_at_ops = (0..300).map(|i| 1 + k * 8 + i * 64).collect();
+        let r = run(c, recs.clone());
+        crashes += r.crashes;
+        clean += r.crashes_during.get("clean").copied().unwrap_or(0);
+    }
+    (crashes, clean)
+}
+
+#[test]
+fn eregion_loses_nothing_in_crashes_from_a_filled_state() {
+    let (crashes, clean) = crash_sweep_from_history("smr-eregion", &[]);
+    assert!(crashes >= 500, "{crashes} crashes");
+    assert!(clean >= 200, "{clean} crashes fell inside cleaning");
+}
+
+#[test]
+fn vguard_loses_nothing_in_crashes_from_a_filled_state() {
+    let (crashes, clean) = crash_sweep_from_history("smr-vguard", &[]);
+    assert!(crashes >= 500, "{crashes} crashes");
+    assert!(clean >= 200, "{clean} crashes fell inside cleaning");
+}
+
+#[test]
+fn histories_the_drive_cannot_have_get_one_line_errors() {
+    let err = |c: RunConfig| match Simulation::with_reader(c, Box::new(VecTrace::new(vec![]))) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.to_string(),
+    };
+    let mut c = with_history("cmr", 6, &[], 0.5);
+    c.layer.params.clear();
+    let e = err(c);
+    assert!(e.contains("layer 'cmr' keeps no persistent cache"), "{e}");
+    for f in [0.0, 1.0, -0.5, f64::NAN] {
+        let e = err(with_history("smr-eregion", 6, &[], f));
+        assert!(
+            e.contains("must be a fraction above 0 and below 1"),
+            "{f}: {e}"
+        );
+    }
+    // Cleaning starts when 30 % of the cache is free: 90 % is out of reach.
+    let e = err(with_history(
+        "smr-eregion",
+        6,
+        &[("clean_reserve", "0.3")],
+        0.9,
+    ));
+    assert!(
+        e.contains("stayed at most") && e.contains("ask for a lower fill"),
+        "{e}"
+    );
+    assert!(!e.contains('\n'), "{e}");
+}

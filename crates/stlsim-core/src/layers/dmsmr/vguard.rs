@@ -75,7 +75,7 @@ use crate::layers::{
 };
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
-use crate::units::{Lba, PhysAddr, Sectors, Track};
+use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
 use rustc_hash::FxHashMap;
 
 const SLOT: u64 = 0x5647_5344_534c_4f54; // "VGSDSLOT"
@@ -915,6 +915,21 @@ impl Layer for VGuard {
             finish_resumed(&mut self.cl, &mut self.st, dev)?;
         }
         Ok(())
+    }
+    fn fill(&self) -> Option<f64> {
+        // What `triggered` compares with alpha and beta: map entries and the log's span.
+        let s = &self.st;
+        let entries = s.map.len() as f64 / s.map_entries as f64;
+        Some(entries.max(s.ring.span() as f64 / s.ring.len() as f64))
+    }
+    fn restart_counts(&mut self, now: Nanos) {
+        let s = &mut self.st;
+        s.c = Counts {
+            peak_active: s.active,
+            peak_span: s.ring.span(),
+            ..Counts::default()
+        };
+        self.cl.restart_counts(now);
     }
     fn series_gauges(&self, out: &mut Vec<(&'static str, f64)>) {
         let s = &self.st;
