@@ -369,7 +369,7 @@ def run(
             until the layer's persistent cache or map is this full (a fraction
             above 0 and below 1; layers with such a buffer: smr-eregion,
             smr-vguard). The run's counts and clock start after it
-            (docs/drive-model.md, "A drive with a history"). None: no history.
+            (docs/drive-model.md). None: no history.
         history_seed: the history's seed.
         repeat: replay the trace selection this many times back to back,
             each copy shifted in time (LBAs unchanged).

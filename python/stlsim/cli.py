@@ -286,7 +286,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         type=_history,
         metavar="F",
         help="start from a drive with a history: random 4 KiB writes until the layer's persistent cache "
-        "or map is F full (0 < F < 1; smr-eregion, smr-vguard; docs/drive-model.md, "A drive with a history")",
+        "or map is F full (0 < F < 1; smr-eregion, smr-vguard; docs/drive-model.md)",
     )
     r.add_argument("--history-seed", type=_nonneg, metavar="N", help="the history's seed (default: 1)")
     r.add_argument("--waf-every", type=_positive, metavar="N", help="host writes per point of the WAF series (default: 10000)")

@@ -980,7 +980,7 @@ def init_config_text() -> str:
         _line(
             "history",
             0.9,
-            "start from a drive with a history: random 4 KiB writes until the layer's cache is this full (docs/drive-model.md, "A drive with a history")",
+            "start from a drive with a history: random 4 KiB writes until the layer's cache is this full (docs/drive-model.md)",
             commented=True,
         ),
         _line("history_seed", 1, "the history's seed"),
