@@ -112,11 +112,12 @@ def test_vguard_evaluation_tables_are_what_the_script_prints() -> None:
     """docs/dmsmr.md's real-trace tables (Figures 2 and 3: each trace once
     and repeated to a million requests, both readings of Vguard, both map
     sizes of the baseline) come from scripts/vguard_evaluation.py: rerunning
-    it reproduces them row for row. (The synthetic table takes half a
-    minute; the script runs it the same way.)"""
+    it reproduces them row for row, from both start states. (The synthetic
+    table takes half a minute; the script runs it the same way.)"""
     rows = _script_rows("vguard_evaluation.py", "--real-only")
-    # 4 traces x 3 variants, once and repeated; 4 x 2 readings x 2 lengths of cache use.
-    assert len(rows) == 12 + 12 + 16
+    # 4 traces x 3 variants, once and repeated, from the empty and the
+    # filled drive; 4 x 2 readings x 2 lengths of cache use.
+    assert len(rows) == 2 * (12 + 12) + 16
     missing = _missing_from("dmsmr.md", rows)
     assert not missing, "docs/dmsmr.md differs from scripts/vguard_evaluation.py --real-only:\n" + "\n".join(missing)
 
