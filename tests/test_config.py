@@ -327,7 +327,7 @@ def test_init_config_parses_and_holds_every_setting() -> None:
     assert tree["drive"]["preset"] == "imr-paper"
     assert tree["layer"]["name"] == "cmr"
     settings = load_run_config(tree)
-    commented = {"disk", "event", "limit", "write_cache", "prefill", "only", "time_from_s", "time_to_s", "file_extent_mib", "rate_iops"}  # None defaults: present as commented lines
+    commented = {"disk", "event", "limit", "write_cache", "prefill", "history", "only", "time_from_s", "time_to_s", "file_extent_mib", "rate_iops"}  # None defaults: present as commented lines
     for key, default in DEFAULTS.items():
         if key in ("label", "trace", "drive", "params", "csv") or key in commented:
             continue
