@@ -1812,11 +1812,7 @@ impl Simulation {
                 .map_err(|m| m.into_error(|op| self.dev.describe_op(op)))?;
             o.crash(&in_flight);
         }
-        for (k, v) in self.layer.report() {
-            if !layers::is_gauge(&k) {
-                *self.past_counters.entry(k).or_insert(0.0) += v;
-            }
-        }
+        layers::fold_past(&mut self.past_counters, self.layer.report());
         self.past_intervals += self.layer.intervals_completed().unwrap_or(0);
         let geom = self.dev.geometry_arc();
         loop {

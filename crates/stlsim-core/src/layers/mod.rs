@@ -49,15 +49,77 @@ pub(crate) fn recycle_writes<'b>(mut v: Vec<WriteReq<'_>>) -> Vec<WriteReq<'b>> 
     v.into_iter().map(|_| unreachable!("cleared")).collect()
 }
 
-/// Layer-specific figures for the report: counters (flips, RMWs ...) and
-/// gauges (map bytes ...), by name. Names ending in `_bytes` or `_tracks`
-/// are gauges; every other figure is a counter, summed over the layer's
-/// incarnations when crashes rebuild it.
+/// Layer-specific figures for the report: counters (flips, RMWs ...),
+/// gauges (map bytes ...) and peaks, by name; [`combine`] says which, from
+/// the name, and so how the figures of the layer's incarnations combine
+/// when crashes rebuild it.
 pub type LayerReport = BTreeMap<String, f64>;
 
-/// Whether a report figure is a gauge (not summed across crashes).
-pub fn is_gauge(name: &str) -> bool {
-    name.ends_with("_bytes") || name.ends_with("_tracks")
+/// How a report figure of several incarnations of a layer (one per crash)
+/// combines into the run's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// A counter: summed.
+    Sum,
+    /// A gauge or a setting: the latest incarnation's.
+    Latest,
+    /// A peak or a maximum: the largest.
+    Max,
+}
+
+/// How figure `name` combines across crashes: names holding `peak` or
+/// ending in `_max_s` are peaks; names ending in `_bytes`, `_tracks` or
+/// `_limit`, and a few settings the layers report, are gauges; every other
+/// figure is a counter.
+pub fn combine(name: &str) -> Combine {
+    const SETTINGS: &[&str] = &[
+        "alpha_entries",
+        "backup_slots",
+        "block_sectors",
+        "buffer_mib",
+        "buffer_parts",
+        "clean_buffer_mib",
+        "map_entry_bits",
+    ];
+    if name.contains("peak") || name.ends_with("_max_s") {
+        Combine::Max
+    } else if name.ends_with("_bytes")
+        || name.ends_with("_tracks")
+        || name.ends_with("_limit")
+        || SETTINGS.contains(&name)
+    {
+        Combine::Latest
+    } else {
+        Combine::Sum
+    }
+}
+
+/// Fold the figures `r` of an incarnation a crash ended into `past` (the
+/// earlier incarnations'), as [`combine`] says.
+pub fn fold_past(past: &mut LayerReport, r: LayerReport) {
+    for (k, v) in r {
+        match combine(&k) {
+            Combine::Sum => *past.entry(k).or_insert(0.0) += v,
+            Combine::Max => {
+                let e = past.entry(k).or_insert(v);
+                *e = e.max(v);
+            }
+            Combine::Latest => {}
+        }
+    }
+}
+
+/// The run's figures: the current incarnation's `r` with the earlier ones' `past`.
+pub fn with_past(mut r: LayerReport, past: &LayerReport) -> LayerReport {
+    for (k, &v) in past {
+        let e = r.entry(k.clone()).or_insert(0.0);
+        match combine(k) {
+            Combine::Sum => *e += v,
+            Combine::Max => *e = e.max(v),
+            Combine::Latest => {}
+        }
+    }
+    r
 }
 
 /// Which of the engine's optional calls a layer uses, so the engine can

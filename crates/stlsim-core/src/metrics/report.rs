@@ -499,13 +499,7 @@ pub fn build(i: Inputs) -> Report {
         crashes_during: i.crashes_during.clone(),
         crashes_in_stages: i.crashes_in_stages,
         warnings: warnings(&i, dev.ops_issued()),
-        layer_counters: {
-            let mut r = i.layer.report();
-            for (k, v) in i.past_counters {
-                *r.entry(k.clone()).or_insert(0.0) += v;
-            }
-            r
-        },
+        layer_counters: crate::layers::with_past(i.layer.report(), i.past_counters),
         verification: VerifySummary {
             enabled: i.verifier.is_some(),
             read_blocks_checked: i.verifier.map(|v| v.read_blocks_checked).unwrap_or(0),

@@ -607,3 +607,39 @@ fn histories_the_drive_cannot_have_get_one_line_errors() {
     );
     assert!(!e.contains('\n'), "{e}");
 }
+
+#[test]
+fn crashes_keep_settings_and_peaks_and_sum_counters() {
+    // Limits and settings are the latest incarnation's, peaks the largest,
+    // counters summed: a run with crashes reports what one without would.
+    let recs = random_requests(5, 300, 12, 5);
+    for (layer, p) in [
+        ("smr-eregion", ("map_entries", "40")),
+        ("smr-vguard", ("beta", "10")),
+    ] {
+        let plain = run(cfg(layer, 12, &[p]), recs.clone());
+        let mut c = cfg(layer, 12, &[p]);
+        c.crash_after = vec![50, 150, 250];
+        let crashed = run(c, recs.clone());
+        assert_eq!(crashed.crashes, 3);
+        let same = |k: &str| assert_eq!(counter(&crashed, k), counter(&plain, k), "{layer} {k}");
+        same("map_entries_limit");
+        if layer == "smr-vguard" {
+            same("alpha_entries");
+            same("map_entry_bits");
+            assert!(counter(&crashed, "cache_active_peak_fraction") <= 1.0);
+            assert!(
+                counter(&crashed, "cache_active_peak_tracks")
+                    <= counter(&crashed, "cache_log_tracks")
+            );
+        } else {
+            // (Not bounded by the limit after a crash: recovery brings back
+            // the extents of bands cleaned since the tail last moved, which
+            // writes then wait for cleaning to remove; module doc.)
+            assert!(counter(&plain, "map_entries_peak") <= 40.0);
+        }
+        // Counters add up over the incarnations: the crashed run did at
+        // least the plain run's host writes' work.
+        assert!(counter(&crashed, "clean_bands") >= 1.0);
+    }
+}
