@@ -98,3 +98,70 @@ fn hits_are_split_between_hfb_and_lfb() {
     assert_eq!(counter(&r, "shadow_hits"), 8.0);
     assert_eq!(counter(&r, "write_hits"), 9.0);
 }
+
+/// `passes` passes over `blocks` distinct single-block writes at random
+/// native offsets (seeded), each pass in a new random order (`shuffle`) or
+/// in the first pass's order (an exact replay).
+fn passes(blocks: u64, passes: u64, shuffle: bool) -> Vec<crate::trace::TraceRecord> {
+    let mut rng = crate::test_rng::Rng(7);
+    let mut set = std::collections::BTreeSet::new();
+    while (set.len() as u64) < blocks {
+        set.insert(rng.below(36 * 128));
+    }
+    let mut order: Vec<u64> = set.into_iter().collect();
+    let mut out = vec![];
+    for _ in 0..passes {
+        if shuffle || out.is_empty() {
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+        }
+        for &b in &order {
+            out.push(rec(out.len() as u64, true, b, 1));
+        }
+    }
+    out
+}
+
+/// A 2 MiB buffer (32 chunks of 16 blocks: an HFB of 8 to 24 chunks) and
+/// sampling periods of 1,000 writes, so that a few periods fit a short run.
+fn resizing_cfg() -> crate::engine::RunConfig {
+    let mut c = cfg("amphisbaena", &[("buffer_mib", "2"), ("sampling_writes", "1000")]);
+    c.replay.waf_every = 1000;
+    c
+}
+
+#[test]
+fn a_footprint_that_fits_75_percent_of_the_buffer_grows_the_hfb_to_hold_it() {
+    // 300 blocks (75 % of the buffer is 384) rewritten 30 times, each pass
+    // in its own order: re-referenced blocks come back as ghosts (section
+    // 5.2.3), the HFB grows by their hits within a few periods, and then
+    // every block is a write hit in the HFB: no write-back, WAF 1.
+    let r = run(resizing_cfg(), passes(300, 30, true));
+    let grown = counter(&r, "chunks_to_hfb") - counter(&r, "chunks_to_lfb");
+    assert!(counter(&r, "ghost_hits") > 100.0, "{:?}", r.layer_counters);
+    assert!(8.0 + grown >= 300.0 / 16.0, "the HFB grew by {grown} chunks: {:?}", r.layer_counters);
+    let steady = r.waf_steady.expect("a WAF series");
+    assert!(steady < 1.05, "WAF over the second half {steady}: {:?}", r.layer_counters);
+    // (The first pass cannot hit, and the first periods evict while the HFB grows.)
+    assert!(counter(&r, "write_hit_rate") > 0.85, "{:?}", r.layer_counters);
+}
+
+#[test]
+fn an_exact_replay_prunes_every_ghost_before_its_block_returns() {
+    // The same 300 blocks in the same order every pass (a trace replayed
+    // over and over): the classifier keeps a fixed set of SUP blocks, and
+    // every ghost or shadow entry sinks below the bottom SUP block, and is
+    // pruned (section 5.2.2), before its block is written again. Ghost hits
+    // stop after the second pass, so the HFB never grows (section 5.2.3's
+    // only signal) and the blocks beyond it churn through the LFB.
+    let two = run(resizing_cfg(), passes(300, 2, false));
+    let thirty = run(resizing_cfg(), passes(300, 30, false));
+    assert_eq!(counter(&thirty, "ghost_hits"), counter(&two, "ghost_hits"));
+    assert_eq!(counter(&thirty, "shadow_hits"), counter(&two, "shadow_hits"));
+    assert!(counter(&thirty, "chunks_to_hfb") <= counter(&two, "ghost_hits") / 16.0 + 1.0);
+    assert!(counter(&thirty, "writebacks_rmw") > 10.0 * counter(&two, "writebacks_rmw").max(1.0));
+    // Shuffled, the same blocks grow the HFB (the test above).
+    let shuffled = run(resizing_cfg(), passes(300, 30, true));
+    assert!(shuffled.waf < thirty.waf / 5.0, "{} vs {}", shuffled.waf, thirty.waf);
+}
