@@ -37,9 +37,13 @@
 //! * **Reallocation** (section 5.2.3): every `sampling_writes` (10,000) write
 //!   requests, if the period's ghost hits exceed a chunk's blocks, round(hits
 //!   / chunk blocks) chunks move from the LFB to the HFB (taken as LFB chunks
-//!   become free, when none is free now); a chunk moved to the HFB that saw
-//!   no write hit during a whole period goes back (its blocks moved to free
-//!   HFB slots first). The HFB stays within 25-75 % of the chunks.
+//!   become free, when none is free now). "If any block in a reallocated
+//!   chunk obtained from the LFB is not updated again within a sample
+//!   period, the reallocated chunk is returned to the LFB": at each period's
+//!   end a reallocated chunk goes back if a block it held at the period's
+//!   start was not updated in place during it, or it held none (its blocks
+//!   are moved to free HFB slots first; a chunk added during a period is
+//!   judged after the next one). The HFB stays within 25-75 % of the chunks.
 //!
 //! Choices where the paper is silent or ambiguous (parameters in brackets):
 //! * chunk size [`chunk_kib` = 64]: section 5.2.1's example uses 1 MB
@@ -206,9 +210,12 @@ pub struct Amphisbaena {
     hfb_free: Vec<u32>,
     hfb_chunks: u64,
     lfb_free: Vec<u32>,
-    /// Chunks moved to the HFB by reallocation: hit during the current
-    /// period? (`None`: added during it, judged after the next.)
-    reallocated: BTreeMap<u32, Option<bool>>,
+    /// Chunks moved to the HFB by reallocation, with the blocks each held
+    /// at the current period's start (`None`: added during it, judged
+    /// after the next).
+    reallocated: BTreeMap<u32, Option<Vec<u64>>>,
+    /// Blocks of reallocated chunks updated in place during this period.
+    updated: rustc_hash::FxHashSet<u64>,
     owed: u64,
     min_chunks: u64,
     max_chunks: u64,
@@ -262,6 +269,7 @@ impl Amphisbaena {
             hfb_chunks: 0,
             lfb_free: vec![],
             reallocated: BTreeMap::new(),
+            updated: Default::default(),
             owed: 0,
             min_chunks: frac(p.f64("hfb_min")),
             max_chunks: frac(p.f64("hfb_max")),
@@ -545,14 +553,19 @@ impl Amphisbaena {
     /// End of a sampling period: grow the HFB by the period's ghost hits, return unused reallocated chunks.
     fn reallocate(&mut self, buf: &Buffer) {
         self.counts.reallocation_periods += 1;
-        // Chunks that saw a whole period without a write hit go back to the LFB.
+        // A reallocated chunk goes back to the LFB if any block it held at
+        // the period's start was not updated during it, or it held none.
         // Lists reused from one period to the next.
         let (mut unused, mut used) = std::mem::take(&mut self.period_scratch);
         unused.clear();
+        let updated = &self.updated;
         unused.extend(
             self.reallocated
                 .iter()
-                .filter(|(_, &hit)| hit == Some(false))
+                .filter(|(_, held)| {
+                    held.as_ref()
+                        .is_some_and(|v| v.is_empty() || v.iter().any(|b| !updated.contains(b)))
+                })
                 .map(|(&k, _)| k),
         );
         for &k in &unused {
@@ -592,9 +605,15 @@ impl Amphisbaena {
             }
         }
         self.period_scratch = (unused, used);
-        for hit in self.reallocated.values_mut() {
-            *hit = Some(false);
+        // The blocks each chunk holds now are judged at the next period's end.
+        let c = self.c;
+        for (&k, held) in self.reallocated.iter_mut() {
+            let base = k as u64 * c;
+            let v = held.get_or_insert_with(Vec::new);
+            v.clear();
+            v.extend((base..base + c).filter_map(|s| buf.owner(s as u32)));
         }
+        self.updated.clear();
         // Ghost hits: the HFB is short of room for long-period hot blocks.
         let g = std::mem::take(&mut self.roles.period_ghost_hits);
         let k = chunks_for_ghost_hits(g, self.c);
@@ -672,8 +691,8 @@ impl Placement for Amphisbaena {
             let slot = match admit {
                 Admit::HfbResident => {
                     let s = prev.expect("resident block is buffered");
-                    if let Some(hit) = self.reallocated.get_mut(&self.chunk_of(s)) {
-                        *hit = Some(true);
+                    if self.reallocated.contains_key(&self.chunk_of(s)) {
+                        self.updated.insert(h);
                     }
                     s
                 }
@@ -757,6 +776,7 @@ impl Placement for Amphisbaena {
         self.lfb_free.clear();
         self.hfb_chunks = 0;
         self.reallocated.clear();
+        self.updated.clear();
         self.owed = 0;
         self.moves.clear();
         self.rest = None;

@@ -43,7 +43,7 @@ fn reallocation_follows_ghost_hits_and_keeps_the_hfb_within_25_to_75_percent() {
     a.roles.period_ghost_hits = 10_000;
     a.reallocate(&buf);
     assert_eq!(a.hfb_chunks, 12);
-    // A whole period in which reallocated chunks saw no write hit returns
+    // A whole period in which reallocated chunks held no block returns
     // them (chunks added during a period are judged after the next one), down to 25 %.
     a.reallocate(&buf);
     assert_eq!((a.hfb_chunks, a.counts.chunks_to_lfb), (8, 4));
@@ -126,7 +126,10 @@ fn passes(blocks: u64, passes: u64, shuffle: bool) -> Vec<crate::trace::TraceRec
 /// A 2 MiB buffer (32 chunks of 16 blocks: an HFB of 8 to 24 chunks) and
 /// sampling periods of 1,000 writes, so that a few periods fit a short run.
 fn resizing_cfg() -> crate::engine::RunConfig {
-    let mut c = cfg("amphisbaena", &[("buffer_mib", "2"), ("sampling_writes", "1000")]);
+    let mut c = cfg(
+        "amphisbaena",
+        &[("buffer_mib", "2"), ("sampling_writes", "1000")],
+    );
     c.replay.waf_every = 1000;
     c
 }
@@ -140,11 +143,23 @@ fn a_footprint_that_fits_75_percent_of_the_buffer_grows_the_hfb_to_hold_it() {
     let r = run(resizing_cfg(), passes(300, 30, true));
     let grown = counter(&r, "chunks_to_hfb") - counter(&r, "chunks_to_lfb");
     assert!(counter(&r, "ghost_hits") > 100.0, "{:?}", r.layer_counters);
-    assert!(8.0 + grown >= 300.0 / 16.0, "the HFB grew by {grown} chunks: {:?}", r.layer_counters);
+    assert!(
+        8.0 + grown >= 300.0 / 16.0,
+        "the HFB grew by {grown} chunks: {:?}",
+        r.layer_counters
+    );
     let steady = r.waf_steady.expect("a WAF series");
-    assert!(steady < 1.05, "WAF over the second half {steady}: {:?}", r.layer_counters);
+    assert!(
+        steady < 1.05,
+        "WAF over the second half {steady}: {:?}",
+        r.layer_counters
+    );
     // (The first pass cannot hit, and the first periods evict while the HFB grows.)
-    assert!(counter(&r, "write_hit_rate") > 0.85, "{:?}", r.layer_counters);
+    assert!(
+        counter(&r, "write_hit_rate") > 0.85,
+        "{:?}",
+        r.layer_counters
+    );
 }
 
 #[test]
@@ -158,10 +173,62 @@ fn an_exact_replay_prunes_every_ghost_before_its_block_returns() {
     let two = run(resizing_cfg(), passes(300, 2, false));
     let thirty = run(resizing_cfg(), passes(300, 30, false));
     assert_eq!(counter(&thirty, "ghost_hits"), counter(&two, "ghost_hits"));
-    assert_eq!(counter(&thirty, "shadow_hits"), counter(&two, "shadow_hits"));
+    assert_eq!(
+        counter(&thirty, "shadow_hits"),
+        counter(&two, "shadow_hits")
+    );
     assert!(counter(&thirty, "chunks_to_hfb") <= counter(&two, "ghost_hits") / 16.0 + 1.0);
     assert!(counter(&thirty, "writebacks_rmw") > 10.0 * counter(&two, "writebacks_rmw").max(1.0));
     // Shuffled, the same blocks grow the HFB (the test above).
     let shuffled = run(resizing_cfg(), passes(300, 30, true));
-    assert!(shuffled.waf < thirty.waf / 5.0, "{} vs {}", shuffled.waf, thirty.waf);
+    assert!(
+        shuffled.waf < thirty.waf / 5.0,
+        "{} vs {}",
+        shuffled.waf,
+        thirty.waf
+    );
+}
+
+#[test]
+fn a_reallocated_chunk_goes_back_if_any_block_it_held_was_not_updated() {
+    // Section 5.2.3: "if any block in a reallocated chunk obtained from the
+    // LFB is not updated again within a sample period, the reallocated
+    // chunk is returned to the LFB".
+    let (mut a, buf) = policy();
+    a.roles.period_ghost_hits = 32; // 2 chunks
+    a.reallocate(&buf);
+    assert_eq!(a.hfb_chunks, 6);
+    let ks: Vec<u32> = a.reallocated.keys().copied().collect();
+    // Both chunks held two blocks at the period's start; the first saw
+    // both updated, the second only one.
+    a.reallocated.insert(ks[0], Some(vec![1000, 1001]));
+    a.reallocated.insert(ks[1], Some(vec![2000, 2001]));
+    a.updated.extend([1000, 1001, 2000]);
+    a.reallocate(&buf);
+    assert_eq!((a.hfb_chunks, a.counts.chunks_to_lfb), (5, 1));
+    assert!(a.reallocated.contains_key(&ks[0]) && !a.reallocated.contains_key(&ks[1]));
+    // The period's updates are forgotten; what the chunk holds now is judged next.
+    assert!(a.updated.is_empty());
+}
+
+#[test]
+fn crashes_while_the_hfb_grows_and_shrinks_lose_nothing() {
+    // The shuffled passes above with reallocation every 1,000 writes, and
+    // power losses every 37 physical operations: chunks move between the
+    // LFB and the HFB (blocks moved out of returning chunks included)
+    // between and across crashes, and every block reads back.
+    let (mut crashes, mut to_hfb, mut to_lfb) = (0, 0.0, 0.0);
+    for k in 0..3 {
+        let mut c = resizing_cfg();
+        c.crash_at_ops = (0..250).map(|i| 30 + 11 * k + 37 * i).collect();
+        let r = run(c, passes(300, 20, true));
+        crashes += r.crashes;
+        to_hfb += counter(&r, "chunks_to_hfb");
+        to_lfb += counter(&r, "chunks_to_lfb");
+    }
+    assert!(crashes >= 500, "{crashes} crashes");
+    assert!(
+        to_hfb >= 10.0 && to_lfb >= 1.0,
+        "{to_hfb} chunks to the HFB, {to_lfb} back"
+    );
 }
