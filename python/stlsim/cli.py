@@ -1400,6 +1400,17 @@ def _cmd_trace_info(ns: argparse.Namespace) -> int:
     if info["first_byte"] is not None:
         span = info["end_byte"] - info["first_byte"]
         lines.append(("address span", f"bytes {info['first_byte']:,} to {info['end_byte']:,} ({_size_text(span)})"))
+    if info["write_blocks"]:
+        upd = info["updated_blocks"] / info["write_blocks"]
+        mean_len = info["write_bytes"] / info["writes"] / 512
+        lines.append(
+            (
+                "write statistics (4 KiB blocks)",
+                f"{info['write_blocks']:,} written, {100 * upd:.1f} % updates; footprint "
+                f"{info['write_footprint_blocks']:,} blocks ({_size_text(4096 * info['write_footprint_blocks'])}) in "
+                f"{info['write_zones']:,} 256 MiB zones; mean write {mean_len:.1f} sectors of 512 bytes",
+            )
+        )
     if info.get("write_tracks") is not None:
         beyond = f"; {info['writes_beyond']:,} writes beyond its capacity" if info["writes_beyond"] else ""
         lines.append((f"write footprint on {info['drive']}", f"{info['write_tracks']:,} tracks{beyond}"))
