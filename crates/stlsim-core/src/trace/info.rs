@@ -189,7 +189,12 @@ mod tests {
         // Paper 004 Table 3's statistics, in 4 KiB blocks (checked by hand
         // with a ten-line script over the CSV).
         assert_eq!(
-            (i.write_blocks, i.updated_blocks, i.write_footprint_blocks, i.write_zones),
+            (
+                i.write_blocks,
+                i.updated_blocks,
+                i.write_footprint_blocks,
+                i.write_zones
+            ),
             (1401, 1268, 133, 5)
         );
         // MSR's ResponseTime column: every request has one.
