@@ -686,9 +686,12 @@ def trace_info(
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
     ``sizes`` (requests by size, powers of two), the address span
-    (``first_byte``, ``end_byte``), ``duration_s``, requests per device, and,
-    with a ``drive``, ``write_tracks`` (distinct tracks the writes touch) and
-    ``writes_beyond`` its capacity. A binary trace adds its ``header``."""
+    (``first_byte``, ``end_byte``), ``duration_s``, requests per device,
+    paper 004 Table 3's write statistics in 4 KiB blocks (``write_blocks``,
+    ``updated_blocks`` among them, ``write_footprint_blocks``, ``write_zones``
+    of 256 MiB), and, with a ``drive``, ``write_tracks`` (distinct tracks the
+    writes touch) and ``writes_beyond`` its capacity. A binary trace adds its
+    ``header``."""
     given = _trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)
     if drive is not None:
         given["drive"] = drive
