@@ -587,3 +587,54 @@ fn a_hybrid_layer_that_never_flushes_the_drive_cache_loses_data_at_power_loss() 
     }
     assert!(lost >= 3, "only {lost} of 6 runs without flushes lost data");
 }
+
+#[test]
+fn the_papers_worked_addresses_are_where_a_run_puts_them() {
+    // Paper 001 section II.C's example: 8,192-sector tracks, 64-sector
+    // blocks, 20-track regions (here kappa = 8). Write LBAs 64, 1300 and
+    // 163,905 through the layer, push them out of the memory buffer, and
+    // find where the medium holds them.
+    let mut d = drive(8192, 1);
+    d.tracks = Some(2 * (2 * 20 + 8));
+    d.layout.region_tracks = 20;
+    d.layout.kappa_tracks = 8;
+    // Memory for 64 blocks of 64 sectors (the layer needs more than a segment's 21).
+    d.memory = Some(SideConfig {
+        battery_backed: true,
+        ..SideConfig::ddr3_1333(2.0)
+    });
+    let mut c = cfg("hwsr", d, &[("policy", "block")]);
+    c.layer
+        .params
+        .insert("block_sectors".into(), serde_json::Value::from(64));
+    let mut recs = vec![
+        rec(0, true, 64, 1),
+        rec(1, true, 1300, 1),
+        rec(2, true, 163_905, 1),
+    ];
+    // Then writes to other segments of region 0 evict them (the buffer holds a few blocks).
+    for i in 0..100 {
+        recs.push(rec(3 + i, true, (20 + i) * 1280 + 5 * 64, 1));
+    }
+    let mut sim = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
+    sim.run().unwrap();
+    let dev = sim.device();
+    let at = |track: u64, sector: u32| {
+        dev.peek(crate::units::PhysAddr {
+            track: Track(track),
+            sector,
+        })
+        .lba
+    };
+    // Formula (5): PBA 8192 (track 1, sector 0) and PBA 84 (track 0,
+    // sector 84); region 0 is laid out as the formula says.
+    assert_eq!(at(1, 0), 64);
+    assert_eq!(at(0, 84), 1300);
+    // Formula (5) gives PBA 172,033: track 21, sector 1, with no guard band
+    // and blocks counted from the region's first track. On the wave-like
+    // disk region 1 begins after the shared guard band (tracks 20-27) and
+    // is shingled the other way, so its block 1 is its track 18 from the
+    // start: physical track 28 + 18 = 46, sector 1 (docs/hwsr.md).
+    assert_eq!(at(46, 1), 163_905);
+    assert_ne!(at(21, 1), 163_905);
+}
