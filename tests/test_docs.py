@@ -152,7 +152,11 @@ def test_hwsr_evaluation_tables_are_what_the_script_prints() -> None:
     """docs/hwsr.md's comparison of paper 001's three systems on the bundled
     traces comes from scripts/hwsr_evaluation.py: rerunning it reproduces it
     row for row (and the block-size sweep likewise)."""
-    for args in (("compare", "--out", "/tmp/stlsim-hwsr-doc"), ("block-size", "--out", "/tmp/stlsim-hwsr-doc")):
+    for args in (
+        ("compare", "--out", "/tmp/stlsim-hwsr-doc"),
+        ("block-size", "--out", "/tmp/stlsim-hwsr-doc"),
+        ("claims", "--out", "/tmp/stlsim-hwsr-doc"),
+    ):
         rows = _script_rows("hwsr_evaluation.py", *args)
         assert len(rows) >= 6
         missing = _missing_from("hwsr.md", rows)
