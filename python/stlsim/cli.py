@@ -688,6 +688,7 @@ def _print_summary(result: Any) -> None:
     rows = [
         ("WAF", f"{r['waf']:.3f}"),
         ("WAF excluding moves", f"{r.get('waf_excluding_moves', r['waf']):.3f}"),
+        ("WAF per host sector", f"{r.get('waf_per_host_sector', r['waf']):.3f}"),
         ("WAF steady state", "-" if steady is None else f"{steady:.3f}"),
         ("intervals completed", "-" if intervals is None else _num(intervals)),
         ("prefill", prefill if isinstance(prefill, str) else f"{100 * prefill:.0f}%"),
@@ -997,6 +998,8 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
             folded += len(r.report.get("warnings") or []) - len(kept)
             r.report["warnings"] = kept
         _warn_empty(r, name=True)
+    for w in comparison.warnings():
+        _info(f"warning: {w}")
     if folded:
         _info(f"note: {folded} of {len(comparison.results)} runs folded trace LBAs into their usage level's filled range")
     _info(f"saved {_saved(out, Comparison.output_names())}, and one folder per run, in {out}")

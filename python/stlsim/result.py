@@ -223,6 +223,8 @@ class Result:
             "writebacks_rmw": _nan(r["layer_counters"].get("writebacks_rmw")),
             "writebacks_rmw_free": _nan(r["layer_counters"].get("writebacks_rmw_free")),
             "waf_excluding_moves": r.get("waf_excluding_moves", r["waf"]),
+            "waf_per_host_sector": r.get("waf_per_host_sector", r["waf"]),
+            "moves_per_host_sector": r.get("moves_per_host_sector", 0.0),
             "waf_steady": _nan(r.get("waf_steady")),
             "intervals_completed": r.get("intervals_completed"),
             "prefill": (r.get("prefill") or {}).get("spec", 0.0),
@@ -450,6 +452,10 @@ class Result:
         return f"<table><caption>stlsim run {html.escape(self.label)}</caption>{rows}</table>"
 
 
+#: IMR layers that move tracks to save read-modify-writes (paper 000 sections 2.2-2.4).
+MOVING_IMR_LAYERS = ("imr-flip", "imr-cache", "imr-dtm")
+
+
 class Comparison:
     """Several runs side by side (see :func:`stlsim.compare`)."""
 
@@ -510,6 +516,26 @@ class Comparison:
         if not rows:
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
         return pd.DataFrame(rows, columns=cols)
+
+    def warnings(self) -> list[str]:
+        """What the runs say only side by side: an IMR layer that moves
+        tracks (imr-flip, imr-cache, imr-dtm) whose WAF per host sector is
+        above naive read-modify-write's on the same trace and drive (its moves
+        cost more media writes than the read-modify-writes they were to save)."""
+        out = []
+        key = lambda r: (r.report.get("trace"), r.report["drive"]["name"])  # noqa: E731
+        rmw = {key(r): r for r in self.results if r.report.get("layer") == "imr-rmw"}
+        for r in self.results:
+            base = rmw.get(key(r))
+            if base is None or r.report.get("layer") not in MOVING_IMR_LAYERS:
+                continue
+            mine, theirs = r.report["waf_per_host_sector"], base.report["waf_per_host_sector"]
+            if mine > theirs:
+                out.append(
+                    f"{r.label} ({r.report['layer']}) writes {mine:.3f} media sectors per host sector, more than "
+                    f"{base.label} (imr-rmw, {theirs:.3f}): its moves cost more than the read-modify-writes they were to save"
+                )
+        return out
 
     def cmr(self) -> Result | None:
         """The first run of the ``cmr`` layer, the baseline others are compared with (None if absent)."""

@@ -214,8 +214,17 @@ pub struct Report {
     pub prefill: PrefillSummary,
     /// The history that brought the drive to its start state, if the run had one.
     pub history: Option<crate::engine::history::HistorySummary>,
-    /// Media sectors written / sectors the layer was asked to store.
+    /// Media sectors written / sectors the layer was asked to store (with
+    /// the drive's write cache on, what the cache destaged: the WAF of the
+    /// medium behind the cache).
     pub waf: f64,
+    /// Media sectors written / sectors the host wrote: the cost per byte the
+    /// host wrote, and the WAF papers report when their layers count host
+    /// writes on arrival (paper 000). Equal to `waf` unless the drive's write
+    /// cache absorbed (coalesced) some host writes.
+    pub waf_per_host_sector: f64,
+    /// Sectors written by background work (moves, cleaning) per sector the host wrote.
+    pub moves_per_host_sector: f64,
     /// Write amplification ratio (paper 002): requests per host write, 1 +
     /// (read and write operations with cause `rmw`) / host writes completed;
     /// 1 means no write was amplified.
@@ -300,6 +309,23 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
             ));
         }
     }
+    let (host_w, stored) = (i.host.write_sectors, i.host.layer_write_sectors);
+    if i.finished && host_w > 0 && stored * 2 < host_w {
+        let moves = if i.layer.needs().arrivals {
+            format!(
+                "; layer {} decided its moves on host writes as they arrived, most of which never reached the medium",
+                i.entry.name
+            )
+        } else {
+            String::new()
+        };
+        w.push(format!(
+            "the drive's write cache absorbed {:.1} % of the host's write sectors (only {stored} of {host_w} reached the layer): WAF is {:.2} per sector the cache destaged but {:.3} per host sector written{moves}",
+            100.0 * (1.0 - stored as f64 / host_w as f64),
+            ratio(dev_write_sectors(i) as f64, stored as f64),
+            ratio(dev_write_sectors(i) as f64, host_w as f64),
+        ));
+    }
     let x = i.irregular;
     if x.clamped > 0 {
         w.push(format!(
@@ -374,6 +400,11 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
         }
     }
     w
+}
+
+/// Media sectors written in the run.
+fn dev_write_sectors(i: &Inputs) -> u64 {
+    i.dev.totals().1.sectors
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -467,6 +498,11 @@ pub fn build(i: Inputs) -> Report {
         },
         history: i.history.cloned(),
         waf: ratio(wt.sectors as f64, stored),
+        waf_per_host_sector: ratio(wt.sectors as f64, i.host.write_sectors as f64),
+        moves_per_host_sector: ratio(
+            dev.stage_write_sectors() as f64,
+            i.host.write_sectors as f64,
+        ),
         war: {
             let k = Cause::ALL
                 .iter()
