@@ -102,7 +102,7 @@ def _missing_from(doc: str, rows: list[str]) -> list[str]:
 def test_imr_evaluation_tables_are_what_the_script_prints() -> None:
     """docs/imr.md's tables for one copy of the bundled trace come from
     scripts/imr_evaluation.py: rerunning it reproduces them row for row."""
-    rows = _script_rows("imr_evaluation.py", "--repeat", "1")
+    rows = _script_rows("imr_evaluation.py", "--repeat", "1") + _script_rows("imr_evaluation.py", "--traces")
     assert len(rows) >= 14
     missing = _missing_from("imr.md", rows)
     assert not missing, "docs/imr.md differs from scripts/imr_evaluation.py --repeat 1:\n" + "\n".join(missing)

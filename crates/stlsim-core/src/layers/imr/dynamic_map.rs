@@ -48,8 +48,13 @@
 //!   pseudo-tracks), not the location, and are reset after every interval.
 //! * **Pairing**: per zone, bottom-resident pseudo-tracks with a count above
 //!   `swap_threshold` in decreasing count order, each paired with the
-//!   remaining top-resident pseudo-track of the zone with the lowest count,
-//!   ties broken by the physically nearest (shortest seek), then by number;
+//!   remaining top-resident pseudo-track of the zone with the lowest count.
+//!   Section 2.4 says only "we periodically check for hot bottom pseudotracks
+//!   and swap the hottest bottom with the coldest top tracks"; among equally
+//!   cold tops (most are: zero writes in the interval) [`cold_tie`]
+//!   chooses: `nearest` (default: the physically nearest, the shortest
+//!   seek; often the adjacent top, so DTM then makes flipping's moves) or
+//!   `first` (the zone's first, outermost, top); then by number;
 //!   pairing stops in the zone at the first gap <= `swap_threshold`.
 //! * **Bound** [`max_swaps`, default 50]: Algorithm 3 has no bound; Table 2
 //!   lists "max flips 50" for the "dynamic track mapping and flipping
@@ -143,6 +148,13 @@ pub static ENTRY: LayerEntry = LayerEntry {
             unit: "writes",
             default: "50",
             doc: "swap when the hot bottom's interval write count exceeds the cold top's by more than this",
+        },
+        ParamSpec {
+            name: "cold_tie",
+            kind: ParamKind::Choice(&["nearest", "first"]),
+            unit: "-",
+            default: "nearest",
+            doc: "among equally cold top pseudo-tracks, swap with the physically nearest (shortest seek) or the zone's first",
         },
         ParamSpec {
             name: "max_swaps",
@@ -296,6 +308,8 @@ pub struct ImrDtm {
     interval: u64,
     threshold: u64,
     max_swaps: u64,
+    /// Among equally cold tops, the nearest (else the zone's first).
+    tie_nearest: bool,
     fg_every: u64,
     /// Planned swaps: (hot logical, cold logical).
     pending: VecDeque<(u64, u64)>,
@@ -387,6 +401,7 @@ impl ImrDtm {
             interval,
             threshold: p.u64("swap_threshold"),
             max_swaps: p.u64("max_swaps"),
+            tie_nearest: p.choice("cold_tie") == "nearest",
             fg_every: p.u64("foreground_every_writes"),
             pending: VecDeque::new(),
             since_progress: 0,
@@ -553,7 +568,14 @@ impl ImrDtm {
                     .iter()
                     .enumerate()
                     .filter(|(_, t)| !t.3)
-                    .min_by_key(|(_, t)| (t.0, t.2.abs_diff(ht), t.1))
+                    .min_by_key(|(_, t)| {
+                        let place = if self.tie_nearest {
+                            t.2.abs_diff(ht)
+                        } else {
+                            t.2
+                        };
+                        (t.0, place, t.1)
+                    })
                     .map(|(i, _)| i);
                 let Some(i) = best else { break };
                 let gap = hc as i64 - tops[i].0 as i64;
