@@ -103,6 +103,9 @@ def test_imr_evaluation_tables_are_what_the_script_prints() -> None:
     """docs/imr.md's tables for one copy of the bundled trace come from
     scripts/imr_evaluation.py: rerunning it reproduces them row for row."""
     rows = _script_rows("imr_evaluation.py", "--repeat", "1") + _script_rows("imr_evaluation.py", "--traces")
+    claims = [r for r in _script_rows("imr_evaluation.py", "--claims") if not r.startswith("| statement")]
+    assert len(claims) == 7 and all(r.split(" | ")[3] in ("match", "same direction", "contradicts") for r in claims), claims
+    rows += claims
     assert len(rows) >= 14
     missing = _missing_from("imr.md", rows)
     assert not missing, "docs/imr.md differs from scripts/imr_evaluation.py --repeat 1:\n" + "\n".join(missing)
