@@ -216,6 +216,9 @@ pub struct Amphisbaena {
     reallocated: BTreeMap<u32, Option<Vec<u64>>>,
     /// Blocks of reallocated chunks updated in place during this period.
     updated: rustc_hash::FxHashSet<u64>,
+    /// A sampling period ended with the last write placed: reallocate
+    /// before the next placement or work (once that write is stored).
+    realloc_due: bool,
     owed: u64,
     min_chunks: u64,
     max_chunks: u64,
@@ -270,6 +273,7 @@ impl Amphisbaena {
             lfb_free: vec![],
             reallocated: BTreeMap::new(),
             updated: Default::default(),
+            realloc_due: false,
             owed: 0,
             min_chunks: frac(p.f64("hfb_min")),
             max_chunks: frac(p.f64("hfb_max")),
@@ -389,6 +393,15 @@ impl Amphisbaena {
             self.kind[k as usize] = Kind::Free;
             self.chunk_freed(k);
         }
+    }
+
+    /// Whether the LFB has room for a write that maps `chunks` new chunks.
+    /// A write that needs more than the LFB has (a small buffer whose HFB
+    /// has grown) can never fit whole: it may start once the LFB is all
+    /// free, and is placed in rounds, the collector making room between them.
+    fn lfb_room(&self, chunks: u64) -> bool {
+        let (free, lfb) = (self.lfb_free.len() as u64, self.nchunks - self.hfb_chunks);
+        chunks <= free || (chunks > lfb && free == lfb)
     }
 
     /// A chunk became free: owed to the HFB, or back to the LFB's free list.
@@ -568,11 +581,40 @@ impl Amphisbaena {
                 })
                 .map(|(&k, _)| k),
         );
+        // Which chunks go: each only if the blocks of every chunk going fit
+        // the free slots outside them all (a move must never land in a
+        // chunk that is itself going back: the block would end up in the LFB).
+        let c = self.c;
+        let mut going: Vec<u32> = vec![];
+        let mut need = 0usize;
         for &k in &unused {
-            if self.hfb_chunks <= self.min_chunks {
+            if self.hfb_chunks - going.len() as u64 <= self.min_chunks {
                 break;
             }
-            let c = self.c;
+            let base = k as u64 * c;
+            let held = (base..base + c)
+                .filter(|&s| buf.owner(s as u32).is_some())
+                .count();
+            let free_outside = self
+                .hfb_free
+                .iter()
+                .filter(|&&s| {
+                    let ch = (s as u64 / c) as u32;
+                    ch != k && !going.contains(&ch)
+                })
+                .count();
+            if free_outside < need + held {
+                continue;
+            }
+            going.push(k);
+            need += held;
+        }
+        self.hfb_free
+            .retain(|&s| !going.contains(&((s as u64 / c) as u32)));
+        for &k in &going {
+            self.reallocated.remove(&k);
+            self.hfb_chunks -= 1;
+            self.counts.chunks_to_lfb += 1;
             let base = k as u64 * c;
             used.clear();
             used.extend(
@@ -580,19 +622,6 @@ impl Amphisbaena {
                     .map(|s| s as u32)
                     .filter(|&s| buf.owner(s).is_some()),
             );
-            let free_elsewhere = self
-                .hfb_free
-                .iter()
-                .filter(|&&s| s as u64 / c != k as u64)
-                .count();
-            if free_elsewhere < used.len() {
-                continue;
-            }
-            self.hfb_free.retain(|&s| s as u64 / c != k as u64);
-            self.reallocated.remove(&k);
-            self.hfb_chunks -= 1;
-            self.roles.set_capacity(self.hfb_chunks * c);
-            self.counts.chunks_to_lfb += 1;
             if used.is_empty() {
                 self.kind[k as usize] = Kind::Free;
                 self.lfb_free.push(k);
@@ -604,6 +633,7 @@ impl Amphisbaena {
                 }
             }
         }
+        self.roles.set_capacity(self.hfb_chunks * c);
         self.period_scratch = (unused, used);
         // The blocks each chunk holds now are judged at the next period's end.
         let c = self.c;
@@ -634,7 +664,7 @@ impl Placement for Amphisbaena {
             return false;
         }
         let (h, chunks) = self.needs(buf, ws);
-        h <= self.hfb_free.len() as u64 && chunks <= self.lfb_free.len() as u64
+        h <= self.hfb_free.len() as u64 && self.lfb_room(chunks)
     }
 
     fn place(
@@ -645,6 +675,10 @@ impl Placement for Amphisbaena {
         first: bool,
         out: &mut Vec<(u32, u64)>,
     ) -> SimResult<u64> {
+        if first && self.realloc_due && self.moves.is_empty() {
+            self.realloc_due = false;
+            self.reallocate(buf);
+        }
         if first {
             let mut chunks = std::mem::take(&mut *self.new_chunks.borrow_mut());
             chunks.clear();
@@ -716,20 +750,28 @@ impl Placement for Amphisbaena {
         }
         self.rest = None;
         if self.writes_in_period >= self.period {
+            // Reallocated when the buffer holds this write: its blocks are
+            // not stored until `place` returns, and a chunk judged empty
+            // now could go back to the LFB with them in it.
             self.writes_in_period = 0;
-            self.reallocate(buf);
+            self.realloc_due = true;
         }
         Ok(n)
     }
 
     fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work {
+        // (Not while moves are under way: their targets are not yet held.)
+        if self.realloc_due && self.moves.is_empty() {
+            self.realloc_due = false;
+            self.reallocate(buf);
+        }
         if let Some((from, to)) = self.moves.pop_front() {
             return Work::Move { from, to };
         }
         // Room for the waiting writes, or (no write waiting) for the next
         // one: a buffer with no free chunk or slot left is cleaned now.
         let (need_h, need_c) = self.needs(buf, waiting);
-        if need_c > self.lfb_free.len() as u64 || self.lfb_free.is_empty() {
+        if !self.lfb_room(need_c) || self.lfb_free.is_empty() {
             return self.gc(buf, dev);
         }
         if need_h > self.hfb_free.len() as u64 || self.hfb_free.is_empty() {
@@ -777,6 +819,7 @@ impl Placement for Amphisbaena {
         self.hfb_chunks = 0;
         self.reallocated.clear();
         self.updated.clear();
+        self.realloc_due = false;
         self.owed = 0;
         self.moves.clear();
         self.rest = None;

@@ -232,3 +232,178 @@ fn crashes_while_the_hfb_grows_and_shrinks_lose_nothing() {
         "{to_hfb} chunks to the HFB, {to_lfb} back"
     );
 }
+
+mod props {
+    use super::*;
+    use crate::engine::Simulation;
+
+    /// The policy's lists agree with the buffer: free HFB slots are free,
+    /// unique and in HFB chunks; every pending move takes a held block out
+    /// of a chunk going back to a free slot of a chunk staying in the HFB,
+    /// no two to the same slot; the HFB's chunk count is its chunks'.
+    fn lists_agree(a: &Amphisbaena, buf: &Buffer) -> Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        for &s in &a.hfb_free {
+            if !seen.insert(s)
+                || buf.owner(s).is_some()
+                || a.kind[a.chunk_of(s) as usize] != Kind::Hfb
+            {
+                return Err(format!(
+                    "free HFB slot {s} is taken, repeated or outside the HFB"
+                ));
+            }
+        }
+        for &(from, to) in &a.moves {
+            if a.kind[a.chunk_of(from) as usize] != Kind::Returning || buf.owner(from).is_none() {
+                return Err(format!(
+                    "move from {from}: not a held slot of a chunk going back"
+                ));
+            }
+            if a.kind[a.chunk_of(to) as usize] != Kind::Hfb
+                || buf.owner(to).is_some()
+                || !seen.insert(to)
+            {
+                return Err(format!(
+                    "move to {to}: not a free slot of its own in a chunk staying in the HFB"
+                ));
+            }
+        }
+        let hfb = a.kind.iter().filter(|&&k| k == Kind::Hfb).count() as u64;
+        if hfb != a.hfb_chunks {
+            return Err(format!("{hfb} HFB chunks counted as {}", a.hfb_chunks));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        /// Reallocation over any occupancy of the HFB's chunks and any
+        /// blocks updated in a period keeps the lists in agreement (the
+        /// property that would have caught chunks going back into each other).
+        #[test]
+        fn reallocation_keeps_the_lists_in_agreement(
+            hits in 17u64..200,
+            held in proptest::collection::vec(0u64..=16, 16),
+            updated in proptest::collection::vec(any::<bool>(), 256),
+            more_hits in 0u64..100,
+        ) {
+            let (mut a, mut buf) = policy();
+            a.roles.period_ghost_hits = hits;
+            a.reallocate(&buf);
+            prop_assert!(lists_agree(&a, &buf).is_ok(), "{:?}", lists_agree(&a, &buf));
+            let mut lba = 10_000;
+            for k in 0..a.nchunks as u32 {
+                if a.kind[k as usize] != Kind::Hfb {
+                    continue;
+                }
+                for i in 0..held[k as usize] {
+                    buf.bind((k as u64 * a.c + i) as u32, lba, TAG_HFB);
+                    lba += 1;
+                }
+            }
+            a.hfb_free.retain(|&s| buf.owner(s).is_none());
+            a.reallocate(&buf);
+            prop_assert!(lists_agree(&a, &buf).is_ok(), "{:?}", lists_agree(&a, &buf));
+            // Some of the blocks are updated during the next period.
+            for s in 0..256u32 {
+                if let Some(h) = buf.owner(s) {
+                    if updated[s as usize] {
+                        a.updated.insert(h);
+                    }
+                }
+            }
+            a.roles.period_ghost_hits = more_hits;
+            a.reallocate(&buf);
+            prop_assert!(lists_agree(&a, &buf).is_ok(), "{:?}", lists_agree(&a, &buf));
+        }
+    }
+    use crate::layers::zoned::tests::random_requests;
+    use crate::trace::VecTrace;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        /// With sampling periods short enough for the HFB to grow and shrink
+        /// many times in a run, every block stays where the classifier says
+        /// it is (a resident block always has its slot: the eviction that
+        /// finds one without panics) and reads back its newest version.
+        #[test]
+        fn reallocation_keeps_every_resident_block_in_its_slot(
+            seed in any::<u64>(),
+            zones in 1u64..6,
+            period in 5u64..120,
+            buffer_kib in prop_oneof![Just(256u64), Just(512u64)],
+            hfb in prop_oneof![Just((0.25, 0.75)), Just((0.5, 0.75)), Just((0.25, 0.5))],
+            gc_abort in any::<bool>(),
+        ) {
+            let mut c = cfg("amphisbaena", &[]);
+            let p = &mut c.layer.params;
+            p.insert("buffer_mib".into(), serde_json::Value::from(buffer_kib as f64 / 1024.0));
+            p.insert("sampling_writes".into(), serde_json::Value::from(period));
+            p.insert("hfb_initial".into(), serde_json::Value::from(hfb.0));
+            p.insert("hfb_max".into(), serde_json::Value::from(hfb.1));
+            p.insert("gc_abort".into(), serde_json::Value::from(gc_abort));
+            // Hot sets that move: the HFB grows for one and shrinks after it.
+            let mut recs = random_requests(seed, 600, zones, 7);
+            for (i, r) in random_requests(seed ^ 0x5bd1, 900, 6, 7).into_iter().enumerate() {
+                let off = r.offset.0 / 4096;
+                recs.push(rec(600 + i as u64, r.op == crate::trace::Op::Write, (off + 2 * 128) % (36 * 128), r.len.0 / 4096));
+            }
+            let mut s = Simulation::with_reader(c, Box::new(VecTrace::new(recs))).unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.run()));
+            prop_assert!(r.is_ok(), "panicked");
+            let r = r.unwrap();
+            prop_assert!(r.is_ok(), "{}", r.err().unwrap());
+        }
+    }
+}
+
+#[test]
+fn a_returning_chunk_never_moves_its_blocks_into_another_chunk_going_back() {
+    // Found by `benches/run_long.py --requests 1000000 --layer amphisbaena
+    // --drive exos-x18z`, which panicked with "resident block is buffered":
+    // two reallocated chunks went back to the LFB at the same period's end;
+    // the first one's blocks were moved to free slots of the second, which,
+    // holding no block yet, went back at once. The blocks then lay in an LFB
+    // chunk that the next LFB placement overwrote, while the classifier still
+    // had them resident.
+    let (mut a, mut buf) = policy();
+    a.roles.period_ghost_hits = 32; // 2 chunks to the HFB
+    a.reallocate(&buf);
+    let ks: Vec<u32> = a.reallocated.keys().copied().collect();
+    assert_eq!((a.hfb_chunks, ks.len()), (6, 2));
+    // Every original HFB slot holds a block, and the first new chunk four:
+    // the only free slots are the rest of the first and all of the second.
+    let hfb: Vec<u32> = (0..a.nchunks as u32)
+        .filter(|&k| a.kind[k as usize] == Kind::Hfb)
+        .collect();
+    let mut lba = 10_000;
+    for &k in &hfb {
+        let n = if k == ks[1] {
+            0
+        } else if k == ks[0] {
+            4
+        } else {
+            a.c
+        };
+        for i in 0..n {
+            buf.bind((k as u64 * a.c + i) as u32, lba, TAG_HFB);
+            lba += 1;
+        }
+    }
+    a.hfb_free.retain(|&s| buf.owner(s).is_none());
+    // The next period's end judges what each holds now; the one after,
+    // with none of those blocks updated, returns both if it can.
+    a.reallocate(&buf);
+    a.reallocate(&buf);
+    assert!(!a.moves.is_empty());
+    for &(from, to) in &a.moves {
+        assert_eq!(a.kind[a.chunk_of(from) as usize], Kind::Returning);
+        assert_eq!(
+            a.kind[a.chunk_of(to) as usize],
+            Kind::Hfb,
+            "a move into chunk {} going back",
+            a.chunk_of(to)
+        );
+    }
+}
