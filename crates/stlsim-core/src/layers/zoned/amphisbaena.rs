@@ -203,6 +203,8 @@ pub struct Amphisbaena {
     /// eviction (lists reused).
     spare_victims: Vec<(u32, u32)>,
     same: Vec<u64>,
+    /// Scratch of `evict`: (filter-list stamp, block) of a chunk's blocks.
+    mates: Vec<(i64, u64)>,
     /// Scratch of `needs`: the chunks a write would map.
     new_chunks: std::cell::RefCell<Vec<(u64, u64)>>,
     /// Scratch of `reallocate`: unused reallocated chunks, a chunk's used slots.
@@ -266,6 +268,7 @@ impl Amphisbaena {
             spare_valid: vec![],
             spare_victims: vec![],
             same: vec![],
+            mates: vec![],
             new_chunks: Default::default(),
             period_scratch: Default::default(),
             hfb_free: vec![],
@@ -534,12 +537,23 @@ impl Amphisbaena {
                 None => return self.gc(buf, dev),
             },
         };
+        // The chunk's blocks in the filter list, in its order (LRU first):
+        // a look-up per block of the chunk, not a walk of the whole list
+        // (that walk was most of a long run's time).
         let mut same = std::mem::take(&mut self.same);
         same.clear();
-        same.extend(self.roles.filter_lru().filter(|&b| {
+        let mut mates = std::mem::take(&mut self.mates);
+        mates.clear();
+        let base = z * buf.zones.zone_sectors + cn * self.c;
+        mates.extend((base..base + self.c).filter_map(|b| {
             let (bz, bcn, _) = self.locate(buf, b);
-            (bz, bcn) == (z, cn)
+            ((bz, bcn) == (z, cn))
+                .then(|| self.roles.filter_stamp(b).map(|st| (st, b)))
+                .flatten()
         }));
+        mates.sort_unstable();
+        same.extend(mates.iter().map(|&(_, b)| b));
+        self.mates = mates;
         if same.len() > 1 {
             self.counts.bulk_evictions += 1;
         }

@@ -227,6 +227,10 @@ impl Roles {
         // Its front is live: every change that kills entries tidies it.
         self.s.items.front().map(|&(_, b)| b)
     }
+    /// Block `b`'s place in the filter list (smaller: nearer its LRU end), if it is there.
+    pub fn filter_stamp(&self, b: u64) -> Option<i64> {
+        self.meta.get(&b).and_then(|e| e.q)
+    }
     /// The filter list from its LRU end.
     pub fn filter_lru(&self) -> impl Iterator<Item = u64> + '_ {
         self.q
