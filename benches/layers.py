@@ -6,8 +6,10 @@ engine-`), reads criterion's estimates from `target/criterion`, and prints
 one row per benchmark: group, layer, simulated requests per second (the
 median time's). Checks that every layer the registry holds has at least one
 benchmark, and compares each figure with `benches/layer_figures.json` (the
-figures the README's performance table quotes): a drop of more than 10 % is
-flagged and makes the exit status 1.
+figures the README's performance table quotes) as a ratio to the CMR
+benchmark measured in the same run (`engine-cmr-queue/cache-on`), so that a
+faster or slower machine than the reference's changes nothing: a ratio more
+than 10 % below the reference's is flagged and makes the exit status 1.
 
     python benches/layers.py                 # run the benchmarks, then the table
     python benches/layers.py --no-run        # the table from the last run's estimates
@@ -26,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRITERION = ROOT / "target" / "criterion"
 FIGURES = Path(__file__).resolve().parent / "layer_figures.json"
+# The benchmark every figure is compared as a ratio to.
+BASE = "engine-cmr-queue/cache-on"
 
 
 def estimates() -> dict[str, float]:
@@ -70,17 +74,21 @@ def main() -> int:
     got = estimates()
     reference = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     bad = 0
-    print(f"{'benchmark':<48} {'requests/s':>14} {'reference':>14}  change")
+    base, ref_base = got.get(BASE), reference.get(BASE)
+    print(f"{'benchmark':<48} {'requests/s':>14} {'reference':>14}  {'vs CMR':>7} {'ref':>7}  change")
     for name in sorted(got):
         ref = reference.get(name)
-        change = ""
-        if ref:
-            delta = got[name] / ref - 1
+        change, ratio, ref_ratio = "", "", ""
+        if base and ref_base and ref:
+            # Ratios to the CMR benchmark of the same run: the machine cancels out.
+            r, rr = got[name] / base, ref / ref_base
+            ratio, ref_ratio = f"{r:.3f}", f"{rr:.3f}"
+            delta = r / rr - 1
             change = f"{delta:+.1%}"
             if delta < -0.10:
-                change += "  REGRESSION (more than 10 % below the reference)"
+                change += "  REGRESSION (ratio to CMR more than 10 % below the reference's)"
                 bad += 1
-        print(f"{name:<48} {got[name]:>14,.0f} {ref or 0:>14,.0f}  {change}")
+        print(f"{name:<48} {got[name]:>14,.0f} {ref or 0:>14,.0f}  {ratio:>7} {ref_ratio:>7}  {change}")
     missing = [n for n in registered_layers() if not any(covers(k, n) for k in got)]
     if missing:
         print(f"layers without an engine benchmark: {', '.join(missing)}")
