@@ -600,31 +600,34 @@ impl Amphisbaena {
         // chunk that is itself going back: the block would end up in the LFB).
         let c = self.c;
         let mut going: Vec<u32> = vec![];
-        let mut need = 0usize;
-        for &k in &unused {
-            if self.hfb_chunks - going.len() as u64 <= self.min_chunks {
-                break;
+        if !unused.is_empty() {
+            // Free slots per chunk, counted once.
+            let mut free_in: rustc_hash::FxHashMap<u32, usize> = Default::default();
+            for &s in &self.hfb_free {
+                *free_in.entry((s as u64 / c) as u32).or_default() += 1;
             }
-            let base = k as u64 * c;
-            let held = (base..base + c)
-                .filter(|&s| buf.owner(s as u32).is_some())
-                .count();
-            let free_outside = self
-                .hfb_free
-                .iter()
-                .filter(|&&s| {
-                    let ch = (s as u64 / c) as u32;
-                    ch != k && !going.contains(&ch)
-                })
-                .count();
-            if free_outside < need + held {
-                continue;
+            let (mut need, mut free_outside) = (0usize, self.hfb_free.len());
+            for &k in &unused {
+                if self.hfb_chunks - going.len() as u64 <= self.min_chunks {
+                    break;
+                }
+                let base = k as u64 * c;
+                let held = (base..base + c)
+                    .filter(|&s| buf.owner(s as u32).is_some())
+                    .count();
+                let mine = free_in.get(&k).copied().unwrap_or(0);
+                if free_outside - mine < need + held {
+                    continue;
+                }
+                going.push(k);
+                need += held;
+                free_outside -= mine;
             }
-            going.push(k);
-            need += held;
+            if !going.is_empty() {
+                self.hfb_free
+                    .retain(|&s| !going.contains(&((s as u64 / c) as u32)));
+            }
         }
-        self.hfb_free
-            .retain(|&s| !going.contains(&((s as u64 / c) as u32)));
         for &k in &going {
             self.reallocated.remove(&k);
             self.hfb_chunks -= 1;
