@@ -35,6 +35,7 @@ import argparse
 from pathlib import Path
 
 import stlsim
+from claims_table import Claims
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRACES = ["cloudPhysicsIO.vscsi", "rsrch_1.csv"]
@@ -187,9 +188,6 @@ def claims() -> None:
     idle = [k for k in ms if k not in live]
     others = [x for x in LAYERS if x != "amphisbaena"]
 
-    def verdict(ok: bool, direction: bool) -> str:
-        return "match" if ok else ("same direction" if direction else "contradicts")
-
     def best(key: str, low: bool = True) -> list[str]:
         """Runs in which Amphisbaena is best at `key`."""
         # (At least as good as every other layer: ties count.)
@@ -211,7 +209,7 @@ def claims() -> None:
         "far fewer blocks than a log; and on its replay the HFB cannot grow, since an exact replay prunes every ghost "
         "before its block returns (see What does not, and why)"
     )
-    rows = []
+    table = Claims()
     for key, what, paper, low in (
         ("waf", "lowest WAF on every trace", "every trace; -98.5 % on average", True),
         ("rmw", "fewest RMW write-backs on every trace", "every trace; -37 % on average", True),
@@ -223,7 +221,7 @@ def claims() -> None:
         b = best(key, low)
         ours = f"{len(b)} of {n} runs" + (f"; {100 * mean_change(key):+.0f} % on average" if low else "")
         ok = len(b) == n
-        rows.append((what + " (section 6.2)", paper, ours, verdict(ok, len(b) > 0), "" if ok else reason_chunks))
+        table.add(what + " (section 6.2)", paper, ours, ok, len(b) > 0, reason_chunks)
     for key, what, up in (
         ("mean_ms", "latency grows with the chunk size", True),
         ("waf", "WAF grows with the chunk size", True),
@@ -234,15 +232,12 @@ def claims() -> None:
         traces = [t for t in chunk if any(m["writebacks"] for m in chunk[t])]
         trend = [t for t in traces if ((chunk[t][-1][key] > chunk[t][0][key]) == up)]
         ok = len(trend) == len(traces) and traces
-        rows.append((what + " (section 6.3)", "all traces but src2_2", f"{len(trend)} of {len(traces)} traces that write back",
-                     verdict(bool(ok), bool(trend)), "" if ok else "see Chunk size"))
+        table.add(what + " (section 6.3)", "all traces but src2_2", f"{len(trend)} of {len(traces)} traces that write back",
+                  bool(ok), bool(trend), "see Chunk size")
     hits = [t for t in chunk if max(m["hit"] for m in chunk[t]) - min(m["hit"] for m in chunk[t]) < 0.1]
-    rows.append(("write hit rate insensitive to the chunk size (section 6.3)", "insensitive", f"within 0.1 on {len(hits)} of {len(chunk)} traces",
-                 verdict(len(hits) == len(chunk), bool(hits)), ""))
-    print("| claim | paper | ours | verdict | reason |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    table.add("write hit rate insensitive to the chunk size (section 6.3)", "insensitive", f"within 0.1 on {len(hits)} of {len(chunk)} traces",
+              len(hits) == len(chunk), bool(hits), "")
+    table.print()
     if idle:
         print(f"\nNot compared (the buffer never fills, no layer writes back): {', '.join(idle)}.")
 

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 import stlsim
+from claims_table import Claims
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRACES = ["cloudPhysicsIO.vscsi", "rsrch_1.csv"]
@@ -256,11 +257,8 @@ def claims(traces: list[str], out: Path) -> None:
         blocks = sweep(traces, out, "block_sectors", [16, 32, 64], "block_size_sweep.png")
         regions = sweep(traces, out, "region_tracks", [10, 20, 40], "region_size_sweep.png")
     per = cmp.attrs["per_10k"]
-    rows = []
-
-    def claim(what: str, paper: str, ours: str, ok: bool, direction: bool, reason: str) -> None:
-        verdict = "match" if ok else ("same direction" if direction else "contradicts")
-        rows.append((what, paper, ours, verdict, "" if ok else reason))
+    table = Claims()
+    claim = table.add
 
     def mean(t: str, layer: str, col: str = "all_ms") -> float:
         return float(cmp[(cmp["trace"] == Path(t).name) & (cmp["layer"] == layer)][col].iloc[0])
@@ -340,10 +338,7 @@ def claims(traces: list[str], out: Path) -> None:
         "on rsrch_1 S-block does not collect, so region size hardly matters to it",
     )
     busy = cmp[cmp["busy / span"] > 1]
-    print("| claim | paper | ours | verdict | reason |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    table.print("claim")
     if len(busy):
         print("\nBusy longer than the trace's span: " + ", ".join(f"{r.trace} {r.layer}" for r in busy.itertuples()))
     else:

@@ -27,6 +27,7 @@ import argparse
 import math
 
 import stlsim
+from claims_table import Claims
 
 LAYERS = ["cmr", "imr-rmw", "imr-flip", "imr-cache", "imr-dtm"]
 DATA = __import__("pathlib").Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -147,11 +148,8 @@ def claims() -> None:
     def lat(c: str, layer: str, k: str = "mean_ms") -> float:
         return res[(c, layer)]["latency"]["all"][k]
 
-    rows = []
-
-    def claim(what: str, paper: str, ours: str, ok: bool, direction: bool, reason: str) -> None:
-        verdict = "match" if ok else ("same direction" if direction else "contradicts")
-        rows.append((what, paper, ours, verdict, "" if ok else reason))
+    table = Claims()
+    claim = table.add
 
     cmr_destaged = [res[(c, "cmr")]["waf"] for c in names]
     cmr_host = [waf(c, "cmr") for c in names]
@@ -219,10 +217,7 @@ def claims() -> None:
         len(thr) > 0,
         "on the MSR volumes no layer falls behind the trace (gaps of 0 s)",
     )
-    print("| statement (section 4) | paper | ours | verdict | reason |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    table.print("statement (section 4)")
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 
 import stlsim
+from claims_table import Claims
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 REAL = ["rsrch_1.csv", "wdev_1.csv", "wdev_3.csv", "cloudPhysicsIO.vscsi"]
@@ -137,12 +138,8 @@ def claims(requests: int, long: int) -> None:
         tr = f"synth:uniform,count={requests},span_bytes={span},seed=1"
         syn[span] = (run(tr, "smr-vguard")[0], run(tr, "smr-eregion")[0], run(tr, "smr-eregion", {"map_entries": SMALL_MAP})[0])
 
-    rows = []
-
-    def claim(what: str, paper: str, ours: str, ok: bool, direction: bool, reason: str) -> None:
-        """A row: match when `ok`, else same direction or contradicts, with the reason."""
-        verdict = "match" if ok else ("same direction" if direction else "contradicts")
-        rows.append((what, paper, ours, verdict, "" if ok else reason))
+    table = Claims()
+    claim = table.add
 
     for h in (None, FILLED):
         state = state_name(h)
@@ -255,10 +252,7 @@ def claims(requests: int, long: int) -> None:
             len(worse) > 0,
             synthetic_reason,
         )
-    print("| claim (section 4) | paper | ours | verdict | reason |")
-    print("|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    table.print("claim (section 4)")
 
 
 def main() -> None:
