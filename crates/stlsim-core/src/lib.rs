@@ -21,11 +21,10 @@ pub mod mechanics;
 pub mod medium;
 pub mod metrics;
 pub mod side_device;
-#[cfg(test)]
-pub(crate) mod test_rng;
 pub mod trace;
 pub mod track_bits;
 pub mod units;
+pub(crate) mod xorshift;
 
 pub use engine::{RunConfig, Simulation, VerifyMemory};
 pub use error::{SimError, SimResult};

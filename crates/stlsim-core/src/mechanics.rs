@@ -878,7 +878,7 @@ mod tests {
             };
             let old = Mechanics::new(&d.seek, rot, 6000.0, 100_001).unwrap();
             let new = Mechanics::for_drive(&d, 100_001).unwrap();
-            let mut rng = crate::test_rng::Rng(7);
+            let mut rng = crate::xorshift::Rng(7);
             let mut head = HeadState::default();
             let mut now = Nanos(0);
             for _ in 0..2000 {

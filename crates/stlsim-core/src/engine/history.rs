@@ -68,22 +68,6 @@ pub struct HistorySummary {
     pub simulated_s: f64,
 }
 
-/// xorshift64 (Marsaglia): reproducible from the seed, no RNG crate.
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn new(seed: u64) -> Xorshift {
-        // A zero state stays zero: mix the seed into a non-zero one.
-        Xorshift((seed ^ 0x9E37_79B9_7F4A_7C15).max(1))
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 impl Simulation {
     /// Bring the drive to its start state by a history filling the layer's
     /// persistent buffer to `fill`, then start the run's measurements.
@@ -108,7 +92,7 @@ impl Simulation {
             )));
         }
         let stall = STALL_WRITES.max(2 * self.cache.capacity() / block);
-        let mut rng = Xorshift::new(seed);
+        let mut rng = crate::xorshift::Rng::seeded(seed);
         let (mut writes, mut best, mut since) = (0u64, now, 0u64);
         while now < fill {
             let lba = rng.below(blocks) * block;

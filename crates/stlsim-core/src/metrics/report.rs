@@ -311,6 +311,7 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
     }
     let (host_w, stored) = (i.host.write_sectors, i.host.layer_write_sectors);
     if i.finished && host_w > 0 && stored * 2 < host_w {
+        let media = i.dev.totals().1.sectors;
         let moves = if i.layer.needs().arrivals {
             format!(
                 "; layer {} decided its moves on host writes as they arrived, most of which never reached the medium",
@@ -322,8 +323,8 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
         w.push(format!(
             "the drive's write cache absorbed {:.1} % of the host's write sectors (only {stored} of {host_w} reached the layer): WAF is {:.2} per sector the cache destaged but {:.3} per host sector written{moves}",
             100.0 * (1.0 - stored as f64 / host_w as f64),
-            ratio(dev_write_sectors(i) as f64, stored as f64),
-            ratio(dev_write_sectors(i) as f64, host_w as f64),
+            ratio(media as f64, stored as f64),
+            ratio(media as f64, host_w as f64),
         ));
     }
     let x = i.irregular;
@@ -400,11 +401,6 @@ fn warnings(i: &Inputs, ops: u64) -> Vec<String> {
         }
     }
     w
-}
-
-/// Media sectors written in the run.
-fn dev_write_sectors(i: &Inputs) -> u64 {
-    i.dev.totals().1.sectors
 }
 
 fn ratio(a: f64, b: f64) -> f64 {

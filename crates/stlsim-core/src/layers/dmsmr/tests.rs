@@ -113,7 +113,7 @@ fn counter(r: &Report, k: &str) -> f64 {
         .unwrap_or_else(|| panic!("no counter {k} in {:?}", r.layer_counters.keys()))
 }
 
-use crate::test_rng::Rng;
+use crate::xorshift::Rng;
 
 /// `n` requests of 1-8 sectors at random positions of `bands` bands (seeded);
 /// every `read_every`-th is a read, the rest writes.

@@ -7,9 +7,9 @@ use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
 use crate::layers::{find, Params};
 use crate::metrics::report::Report;
 use crate::side_device::SideConfig;
-use crate::test_rng::Rng;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos, Track};
+use crate::xorshift::Rng;
 
 /// A wave drive of 512-byte sectors, tracks of `spt` sectors, regions of 4
 /// tracks and kappa = 2 (units of 10 tracks), `units` units.

@@ -71,7 +71,7 @@ fn run(c: RunConfig, recs: Vec<TraceRecord>) -> Report {
     r
 }
 
-use crate::test_rng::Rng;
+use crate::xorshift::Rng;
 
 #[test]
 fn an_update_to_each_track_of_a_full_band_averages_war_n() {

@@ -577,6 +577,16 @@ impl Amphisbaena {
         self.moves.push_back((from, to));
     }
 
+    /// The reallocation of a period that has ended, once the write that
+    /// ended it is stored and no move is under way (their targets are not
+    /// yet held, and a chunk must not be judged without them).
+    fn reallocate_if_due(&mut self, buf: &Buffer) {
+        if self.realloc_due && self.moves.is_empty() {
+            self.realloc_due = false;
+            self.reallocate(buf);
+        }
+    }
+
     /// End of a sampling period: grow the HFB by the period's ghost hits, return unused reallocated chunks.
     fn reallocate(&mut self, buf: &Buffer) {
         self.counts.reallocation_periods += 1;
@@ -653,7 +663,6 @@ impl Amphisbaena {
         self.roles.set_capacity(self.hfb_chunks * c);
         self.period_scratch = (unused, used);
         // The blocks each chunk holds now are judged at the next period's end.
-        let c = self.c;
         for (&k, held) in self.reallocated.iter_mut() {
             let base = k as u64 * c;
             let v = held.get_or_insert_with(Vec::new);
@@ -692,9 +701,8 @@ impl Placement for Amphisbaena {
         first: bool,
         out: &mut Vec<(u32, u64)>,
     ) -> SimResult<u64> {
-        if first && self.realloc_due && self.moves.is_empty() {
-            self.realloc_due = false;
-            self.reallocate(buf);
+        if first {
+            self.reallocate_if_due(buf);
         }
         if first {
             let mut chunks = std::mem::take(&mut *self.new_chunks.borrow_mut());
@@ -777,11 +785,7 @@ impl Placement for Amphisbaena {
     }
 
     fn next_work(&mut self, buf: &Buffer, dev: &Device, waiting: &[(u64, u64)]) -> Work {
-        // (Not while moves are under way: their targets are not yet held.)
-        if self.realloc_due && self.moves.is_empty() {
-            self.realloc_due = false;
-            self.reallocate(buf);
-        }
+        self.reallocate_if_due(buf);
         if let Some((from, to)) = self.moves.pop_front() {
             return Work::Move { from, to };
         }

@@ -5,9 +5,9 @@ use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
 use crate::geometry::{DriveConfig, LayoutConfig};
 use crate::medium::prefill::PrefillSpec;
 use crate::metrics::report::Report;
-use crate::test_rng::Rng;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos};
+use crate::xorshift::Rng;
 
 /// Zones of 2 tracks of 64 sectors (128 blocks), 8 conventional, 40 sequential.
 const ZS: u64 = 128;

@@ -231,7 +231,9 @@ impl Roles {
     pub fn filter_stamp(&self, b: u64) -> Option<i64> {
         self.meta.get(&b).and_then(|e| e.q)
     }
-    /// The filter list from its LRU end.
+    /// The filter list from its LRU end (the tests' view; the layer asks
+    /// [`filter_stamp`](Self::filter_stamp) of the blocks it has in hand).
+    #[cfg(test)]
     pub fn filter_lru(&self) -> impl Iterator<Item = u64> + '_ {
         self.q
             .items
@@ -240,6 +242,7 @@ impl Roles {
             .map(|&(_, b)| b)
     }
 
+    #[cfg(test)]
     fn q_live(&self, st: i64, b: u64) -> bool {
         self.meta.get(&b).is_some_and(|e| e.q == Some(st))
     }

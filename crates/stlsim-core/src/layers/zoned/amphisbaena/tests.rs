@@ -103,7 +103,7 @@ fn hits_are_split_between_hfb_and_lfb() {
 /// native offsets (seeded), each pass in a new random order (`shuffle`) or
 /// in the first pass's order (an exact replay).
 fn passes(blocks: u64, passes: u64, shuffle: bool) -> Vec<crate::trace::TraceRecord> {
-    let mut rng = crate::test_rng::Rng(7);
+    let mut rng = crate::xorshift::Rng(7);
     let mut set = std::collections::BTreeSet::new();
     while (set.len() as u64) < blocks {
         set.insert(rng.below(36 * 128));
