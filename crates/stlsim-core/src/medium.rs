@@ -18,6 +18,7 @@
 //! row of tokens is made from it on the first write or damage.
 
 pub mod prefill;
+mod records;
 pub(crate) mod runs;
 pub mod zones;
 
@@ -26,6 +27,7 @@ use crate::geometry::{Geometry, Layout};
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Track};
 use prefill::Prefill;
+use records::TrackRecords;
 use runs::{Run, RunRow};
 use zones::ZoneTable;
 
@@ -118,7 +120,7 @@ fn keep_words(short: &mut Vec<Vec<u64>>, long: &mut Vec<Vec<u64>>, mut w: Vec<u6
 /// Per-sector contents, layer metadata records and zone write pointers.
 #[derive(Debug)]
 pub struct Medium {
-    meta: rustc_hash::FxHashMap<u64, Vec<MetaRecord>>,
+    meta: rustc_hash::FxHashMap<u64, TrackRecords>,
     /// Emptied word buffers of lost records, handed out again by
     /// [`meta_words`](Self::meta_words) (layers write a record per write
     /// or per move; reused, they cost no allocation in steady state): small
@@ -126,9 +128,6 @@ pub struct Medium {
     /// and each should get a long buffer back).
     spare_words: Vec<Vec<u64>>,
     spare_long: Vec<Vec<u64>>,
-    /// Emptied record lists of tracks that lost their last record, reused
-    /// for the next track that gets one.
-    spare_lists: Vec<Vec<MetaRecord>>,
     tracked: bool,
     /// Rows of tokens of the tracks written or damaged, by track: memory
     /// follows what the run wrote (and how sequentially), not the drive's capacity.
@@ -167,7 +166,6 @@ impl Medium {
             meta: Default::default(),
             spare_words: vec![],
             spare_long: vec![],
-            spare_lists: vec![],
             tracked,
             tracks: Default::default(),
             run_scratch: vec![],
@@ -341,27 +339,17 @@ impl Medium {
     fn drop_meta(&mut self, t: Track, lo: u32, hi: u32) {
         if let Some(v) = self.meta.get_mut(&t.0) {
             let (short, long) = (&mut self.spare_words, &mut self.spare_long);
-            v.retain_mut(|r| {
-                let keep = r.sector + r.count <= lo || r.sector >= hi;
-                if !keep {
-                    keep_words(short, long, std::mem::take(&mut r.words));
-                }
-                keep
-            });
+            v.drop_range(lo, hi, |w| keep_words(short, long, w));
             if v.is_empty() {
-                let v = self.meta.remove(&t.0).expect("present");
-                self.keep_spare(v);
+                self.meta.remove(&t.0);
             }
         }
     }
 
-    /// Keep a removed record list and its records' word buffers for reuse.
-    fn keep_spare(&mut self, mut v: Vec<MetaRecord>) {
-        for r in v.drain(..) {
-            keep_words(&mut self.spare_words, &mut self.spare_long, r.words);
-        }
-        if self.spare_lists.len() < MAX_SPARE {
-            self.spare_lists.push(v);
+    /// Keep a removed track's record buffers for reuse.
+    fn keep_spare(&mut self, v: TrackRecords) {
+        for w in v.into_words() {
+            keep_words(&mut self.spare_words, &mut self.spare_long, w);
         }
     }
 
@@ -381,10 +369,9 @@ impl Medium {
     /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after
     /// the sectors themselves were written by [`write`](Self::write)).
     pub fn put_meta(&mut self, at: PhysAddr, count: u32, words: Vec<u64>) {
-        let spare = &mut self.spare_lists;
         self.meta
             .entry(at.track.0)
-            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .or_default()
             .push(MetaRecord {
                 sector: at.sector,
                 count,
@@ -394,9 +381,10 @@ impl Medium {
 
     /// The intact metadata records of a track, in sector order.
     pub fn meta_records(&self, t: Track) -> Vec<MetaRecord> {
-        let mut v = self.meta.get(&t.0).cloned().unwrap_or_default();
-        v.sort_by_key(|r| r.sector);
-        v
+        self.meta
+            .get(&t.0)
+            .map(|v| v.records())
+            .unwrap_or_default()
     }
 
     /// Store `data` (one token per sector) from `at`, then apply overlap
