@@ -44,13 +44,15 @@ def sample_path() -> Path:
     return Path(stlsim.config.default_trace())
 
 
-def build_trace(out: Path, requests: int) -> None:
+def build_trace(out: Path, requests: int, wrap_gib: int = 896) -> None:
+    """`requests` requests: the sample repeated, each copy shifted in time
+    and by 7 GiB in LBA, modulo `wrap_gib` GiB."""
     raw = sample_path().read_bytes()
     recs = [REC.unpack_from(raw, i) for i in range(0, len(raw) - len(raw) % REC.size, REC.size)]
     t0, t1 = recs[0][6], max(r[6] for r in recs)
     span_us = t1 - t0 + 1_000_000
     shift_sectors = 7 * (1 << 30) // 512
-    wrap_sectors = 896 * (1 << 30) // 512
+    wrap_sectors = wrap_gib * (1 << 30) // 512
     written = 0
     copy = 0
     with out.open("wb") as f:
@@ -149,7 +151,7 @@ def main() -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--build-trace"]:
-        build_trace(Path(sys.argv[2]), int(sys.argv[3]))
+        build_trace(Path(sys.argv[2]), int(sys.argv[3]), *(int(a) for a in sys.argv[4:5]))
         raise SystemExit(0)
     if sys.argv[1:2] == ["--build-msr"]:
         build_msr(Path(sys.argv[2]), Path(sys.argv[3]))
