@@ -8,6 +8,11 @@ one table: CPU time per request, its ratio to `cmr`'s on `imr-paper`, and
 the child's peak resident memory. The per-layer table in
 docs/performance.md is this script's output.
 
+The last columns divide the cost by the commands the drive served (reads
+and writes, host and the layer's own: `device.read_ops + write_ops`), at
+the longest length: a layer whose paper moves each block several times
+costs more per request than cmr, but per command about what cmr costs.
+
 CPU time is user + system of the child process (Python start-up, parsing
 on the second thread and the simulation). Per request it is the marginal
 cost: the CPU time of the same command stopped after 1,000 requests
@@ -100,6 +105,7 @@ def measure(trace: Path, layer: str, drive: str, limit: int | None = None) -> di
         report = json.load(out)
     return {
         "requests": report["host"]["requests"],
+        "device_ops": report["device"]["read_ops"] + report["device"]["write_ops"],
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "wall_s": wall,
         "peak_rss_mib": usage.ru_maxrss / 1024,
@@ -123,6 +129,7 @@ def table(rows: list[dict], lengths: list[int], markdown: bool) -> str:
         head += [f"{m} ns/req", f"{m} x cmr", f"{m} MiB"]
     if len(lengths) > 1:
         head += ["ns/req spread", f"MiB {lengths[-1] / 1e6:g} M / {lengths[0] / 1e6:g} M"]
+    head += ["ops/req", "ns/op", "x cmr per op"]
     body = []
     seen = []
     for r in rows:
@@ -150,6 +157,15 @@ def table(rows: list[dict], lengths: list[int], markdown: bool) -> str:
                 cells += [f"{max(costs) / min(costs) - 1:.0%}", f"{per[-1]['peak_rss_mib'] / per[0]['peak_rss_mib']:.2f}"]
             else:
                 cells += ["", ""]
+        # Per drive command (read or write the drive serves), at the longest length.
+        last = per[-1] if per else None
+        ref = cmr.get((last["requests_asked"], REFERENCE_DRIVE)) if last else None
+        if last and ref:
+            ops = last["device_ops"] / last["requests"]
+            per_op = ns(last) / ops
+            cells += [f"{ops:.2f}", f"{per_op:,.0f}", f"{per_op / (ns(ref) * ref['requests'] / ref['device_ops']):.2f}"]
+        else:
+            cells += ["", "", ""]
         body.append(cells)
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < 2 else "--:" for i in range(len(head))) + "|"]

@@ -128,6 +128,9 @@ pub struct Medium {
     /// and each should get a long buffer back).
     spare_words: Vec<Vec<u64>>,
     spare_long: Vec<Vec<u64>>,
+    /// Emptied record stores of tracks that lost their last record, reused
+    /// (with their room) for the next track that gets one.
+    spare_tracks: Vec<TrackRecords>,
     tracked: bool,
     /// Rows of tokens of the tracks written or damaged, by track: memory
     /// follows what the run wrote (and how sequentially), not the drive's capacity.
@@ -166,6 +169,7 @@ impl Medium {
             meta: Default::default(),
             spare_words: vec![],
             spare_long: vec![],
+            spare_tracks: vec![],
             tracked,
             tracks: Default::default(),
             run_scratch: vec![],
@@ -341,15 +345,18 @@ impl Medium {
             let (short, long) = (&mut self.spare_words, &mut self.spare_long);
             v.drop_range(lo, hi, |w| keep_words(short, long, w));
             if v.is_empty() {
-                self.meta.remove(&t.0);
+                let v = self.meta.remove(&t.0).expect("present");
+                self.keep_spare(v);
             }
         }
     }
 
-    /// Keep a removed track's record buffers for reuse.
-    fn keep_spare(&mut self, v: TrackRecords) {
-        for w in v.into_words() {
-            keep_words(&mut self.spare_words, &mut self.spare_long, w);
+    /// Keep a removed track's record store and its records' buffers for reuse.
+    fn keep_spare(&mut self, mut v: TrackRecords) {
+        let (short, long) = (&mut self.spare_words, &mut self.spare_long);
+        v.clear(|w| keep_words(short, long, w));
+        if self.spare_tracks.len() < MAX_SPARE {
+            self.spare_tracks.push(v);
         }
     }
 
@@ -369,14 +376,22 @@ impl Medium {
     /// Store a metadata record on sectors `[at.sector, at.sector+count)` (after
     /// the sectors themselves were written by [`write`](Self::write)).
     pub fn put_meta(&mut self, at: PhysAddr, count: u32, words: Vec<u64>) {
+        let (short, long, spare) = (
+            &mut self.spare_words,
+            &mut self.spare_long,
+            &mut self.spare_tracks,
+        );
         self.meta
             .entry(at.track.0)
-            .or_default()
-            .push(MetaRecord {
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push(
+            MetaRecord {
                 sector: at.sector,
                 count,
                 words,
-            });
+            },
+            |w| keep_words(short, long, w),
+        );
     }
 
     /// The intact metadata records of a track, in sector order.

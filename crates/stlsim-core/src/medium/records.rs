@@ -1,80 +1,174 @@
-//! The layer metadata records of one track, ordered by first sector.
+//! The layer metadata records of one track.
 //!
 //! A buffer layer keeps a record on every sector it writes (Amphisbaena's
-//! and Fluid's slots: 512 records a track on exos-x18z), and every write
-//! drops the records it overwrites. A list scanned per write made that a
-//! third of such a layer's run; an ordered map, and a list per sector,
-//! cost as much in node operations and cache misses, and the second
-//! tripled the memory of layers whose tracks hold a few records each.
+//! and Fluid's slots: 512 records a track on exos-x18z), in whatever order
+//! its free slots come, and every write drops the records it overwrites.
+//! A list scanned per write made that a third of such a layer's run; an
+//! ordered map, a list per sector, and a list sorted by sector (searched
+//! by bisection, a cache miss a step) each cost a fifth or more.
 //!
-//! Here the records stay in one vector sorted by first sector. A write
-//! finds the records it meets by binary search and marks their places
-//! lost; the records written next (the common case: a buffer rewrites the
-//! slots it overwrote, sector after sector) take those places, found from
-//! where the last one went, so neither shifts the track's records. Lost
-//! places are swept out once they are the majority.
+//! So a track keeps its first few records in a list, and once it has more
+//! (and at least one for every [`SECTORS_PER_RECORD`] sectors), an index
+//! from each sector to the records starting there (4 bytes a sector,
+//! chained in order of writing): a record written or dropped then costs
+//! the sectors it spans, not the track's records. Records of up to
+//! [`INLINE`] words keep them in place, not in a buffer of their own: the
+//! typical record (a slot's four words) then costs no allocation and one
+//! cache line.
 
 use super::MetaRecord;
 
-/// A record, or the place of a lost one (`live` false, no words).
+/// Records a track keeps in its list before it may get an index.
+const SHORT: usize = 16;
+/// Sectors a record at most may cost in the index: a track whose records
+/// are sparser keeps them in its list (S-block's log puts some 60 records
+/// on tracks of 12,000 sectors, where an index cost 100 MB on a long run).
+const SECTORS_PER_RECORD: usize = 8;
+/// Words a record keeps in place.
+const INLINE: usize = 4;
+/// No record.
+const NONE: u32 = u32::MAX;
+
+/// A record's words: in place, or (longer) in a buffer of their own.
 #[derive(Debug)]
-struct Place {
-    record: MetaRecord,
-    live: bool,
+enum Words {
+    Inline(u8, [u64; INLINE]),
+    Heap(Vec<u64>),
 }
 
-/// One track's records, sorted by first sector; records starting on one
-/// sector keep the order they were written in.
-#[derive(Debug, Default)]
+impl Words {
+    /// Words from a record's buffer, which goes back to `spare` when its
+    /// words fit in place.
+    fn from_vec(w: Vec<u64>, spare: &mut impl FnMut(Vec<u64>)) -> Words {
+        if w.len() <= INLINE {
+            let mut a = [0; INLINE];
+            a[..w.len()].copy_from_slice(&w);
+            let n = w.len() as u8;
+            spare(w);
+            Words::Inline(n, a)
+        } else {
+            Words::Heap(w)
+        }
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        match self {
+            Words::Inline(n, a) => &a[..*n as usize],
+            Words::Heap(v) => v,
+        }
+    }
+}
+
+/// A record in a track's store.
+#[derive(Debug)]
+struct Place {
+    sector: u32,
+    count: u32,
+    /// The next record starting on the same sector (or the next free place).
+    next: u32,
+    words: Words,
+}
+
+impl Place {
+    fn record(&self) -> MetaRecord {
+        MetaRecord {
+            sector: self.sector,
+            count: self.count,
+            words: self.words.as_slice().to_vec(),
+        }
+    }
+}
+
+/// One track's records. Records starting on one sector keep the order they
+/// were written in.
+#[derive(Debug)]
 pub(super) struct TrackRecords {
+    /// Every record's place; lost ones are chained from `free`.
     places: Vec<Place>,
-    /// Live records.
+    free: u32,
     live: usize,
+    /// Empty while the track keeps its records in a list (its places in
+    /// order of writing, none lost); then, by sector, the first record
+    /// starting there.
+    first: Vec<u32>,
     /// Sectors of the longest record held since the track was last empty:
     /// no record meeting a range starts further before it than this.
     longest: u32,
-    /// Where the next record is likely to go: the first place the last drop
-    /// lost, or the one after the last place reused.
-    hint: usize,
+    /// One past the last sector a record held since then starts on.
+    end: u32,
+}
+
+impl Default for TrackRecords {
+    fn default() -> Self {
+        TrackRecords {
+            places: vec![],
+            free: NONE,
+            live: 0,
+            first: vec![],
+            longest: 0,
+            end: 0,
+        }
+    }
 }
 
 impl TrackRecords {
-    /// Add a record after those already held.
-    pub(super) fn push(&mut self, r: MetaRecord) {
+    /// Add a record after those already held; a buffer its words leave
+    /// goes to `spare`.
+    pub(super) fn push(&mut self, r: MetaRecord, mut spare: impl FnMut(Vec<u64>)) {
         self.longest = self.longest.max(r.count);
+        self.end = self.end.max(r.sector + 1);
         self.live += 1;
-        let s = r.sector;
-        let new = Place { record: r, live: true };
-        // After every record starting on or before its sector: the end, or
-        // a lost place with no later-starting place before it and none
-        // starting on or before its sector after it.
-        if self.places.last().is_none_or(|q| q.record.sector <= s) {
-            self.places.push(new);
-            return;
+        let place = Place {
+            sector: r.sector,
+            count: r.count,
+            next: NONE,
+            words: Words::from_vec(r.words, &mut spare),
+        };
+        if self.first.is_empty() {
+            if self.places.len() < SHORT
+                || self.end as usize > SECTORS_PER_RECORD * self.places.len()
+            {
+                self.places.push(place);
+                return;
+            }
+            self.index();
         }
-        let fits = |places: &[Place], at: usize| {
-            !places[at].live
-                && (at == 0 || places[at - 1].record.sector <= s)
-                && places.get(at + 1).is_none_or(|q| q.record.sector > s)
-        };
-        let at = if self.hint < self.places.len() && fits(&self.places, self.hint) {
-            Some(self.hint)
+        let at = if self.free != NONE {
+            let at = self.free;
+            self.free = self.places[at as usize].next;
+            self.places[at as usize] = place;
+            at
         } else {
-            let p = self.places.partition_point(|q| q.record.sector <= s);
-            [p.wrapping_sub(1), p]
-                .into_iter()
-                .find(|&at| at < self.places.len() && fits(&self.places, at))
+            self.places.push(place);
+            (self.places.len() - 1) as u32
         };
-        match at {
-            Some(at) => {
-                self.places[at] = new;
-                self.hint = at + 1;
+        self.link(at);
+    }
+
+    /// Put place `at` at the end of its sector's chain in the index.
+    fn link(&mut self, at: u32) {
+        let s = self.places[at as usize].sector as usize;
+        if self.first.len() <= s {
+            self.first.resize(s + 1, NONE);
+        }
+        // Chains are usually empty: one record a sector.
+        if self.first[s] == NONE {
+            self.first[s] = at;
+        } else {
+            let mut last = self.first[s];
+            while self.places[last as usize].next != NONE {
+                last = self.places[last as usize].next;
             }
-            None => {
-                let p = self.places.partition_point(|q| q.record.sector <= s);
-                self.places.insert(p, new);
-                self.hint = p + 1;
-            }
+            self.places[last as usize].next = at;
+        }
+    }
+
+    /// Index the list's records by sector (in their order of writing).
+    fn index(&mut self) {
+        self.first.clear();
+        self.first.resize(self.end as usize, NONE);
+        for at in 0..self.places.len() as u32 {
+            self.link(at);
         }
     }
 
@@ -84,51 +178,92 @@ impl TrackRecords {
     }
 
     /// Remove the records that meet sectors `[lo, hi)`, handing each one's
-    /// words to `lost`.
+    /// word buffer (if it had one) to `lost`.
     pub(super) fn drop_range(&mut self, lo: u32, hi: u32, mut lost: impl FnMut(Vec<u64>)) {
-        // A record meets the range when it starts before `hi` and ends after
-        // `lo`, so it starts at `lo + 1 - count` or later.
-        let from = lo.saturating_add(1).saturating_sub(self.longest);
-        let start = self.places.partition_point(|q| q.record.sector < from);
-        let mut first = None;
-        for (i, q) in self.places[start..].iter_mut().enumerate() {
-            if q.record.sector >= hi {
-                break;
+        let meets = |p: &Place| p.sector < hi && p.sector.saturating_add(p.count) > lo;
+        let mut take = |w: &mut Words| {
+            if let Words::Heap(v) = std::mem::replace(w, Words::Inline(0, [0; INLINE])) {
+                lost(v);
             }
-            if q.live && q.record.sector.saturating_add(q.record.count) > lo {
-                q.live = false;
-                self.live -= 1;
-                first.get_or_insert(start + i);
-                lost(std::mem::take(&mut q.record.words));
+        };
+        if self.first.is_empty() {
+            let before = self.places.len();
+            self.places.retain_mut(|p| {
+                let m = meets(p);
+                if m {
+                    take(&mut p.words);
+                }
+                !m
+            });
+            self.live -= before - self.places.len();
+        } else {
+            // A record meets the range when it starts before `hi` and ends
+            // after `lo`, so it starts at `lo + 1 - count` or later.
+            let from = lo.saturating_add(1).saturating_sub(self.longest) as usize;
+            let to = (hi as usize).min(self.first.len());
+            for s in from..to {
+                let mut link = self.first[s];
+                let mut prev = NONE;
+                while link != NONE {
+                    let p = &mut self.places[link as usize];
+                    let next = p.next;
+                    if meets(p) {
+                        take(&mut p.words);
+                        p.next = self.free;
+                        self.free = link;
+                        self.live -= 1;
+                        if prev == NONE {
+                            self.first[s] = next;
+                        } else {
+                            self.places[prev as usize].next = next;
+                        }
+                    } else {
+                        prev = link;
+                    }
+                    link = next;
+                }
             }
-        }
-        if let Some(i) = first {
-            self.hint = i;
         }
         if self.live == 0 {
-            self.places.clear();
-            self.longest = 0;
-        } else if self.places.len() > 64 && self.live * 2 < self.places.len() {
-            self.places.retain(|q| q.live);
+            self.clear(|_| ());
         }
+    }
+
+    /// Empty the track, keeping its room, handing each record's word
+    /// buffer (if it had one) to `lost`.
+    pub(super) fn clear(&mut self, mut lost: impl FnMut(Vec<u64>)) {
+        for p in self.places.drain(..) {
+            if let Words::Heap(v) = p.words {
+                lost(v);
+            }
+        }
+        self.first.clear();
+        self.free = NONE;
+        self.live = 0;
+        self.longest = 0;
+        self.end = 0;
     }
 
     /// The records, in sector order (and order of writing on one sector).
     pub(super) fn records(&self) -> Vec<MetaRecord> {
-        self.places
-            .iter()
-            .filter(|q| q.live)
-            .map(|q| q.record.clone())
-            .collect()
+        if self.first.is_empty() {
+            let mut v: Vec<MetaRecord> = self.places.iter().map(Place::record).collect();
+            v.sort_by_key(|r| r.sector); // stable: order of writing kept
+            return v;
+        }
+        let mut v = Vec::with_capacity(self.live);
+        for &head in &self.first {
+            let mut link = head;
+            while link != NONE {
+                let p = &self.places[link as usize];
+                v.push(p.record());
+                link = p.next;
+            }
+        }
+        v
     }
 
-    /// Every record's words, emptying the track.
-    pub(super) fn into_words(self) -> impl Iterator<Item = Vec<u64>> {
-        self.places
-            .into_iter()
-            .filter(|q| q.live)
-            .map(|q| q.record.words)
-    }
+
 }
 
 #[cfg(test)]
@@ -138,9 +273,10 @@ mod tests {
     proptest::proptest! {
         /// The records are those of a plain list in write order, read back
         /// in sector order, through long runs of drops and writes that
-        /// reuse lost places, insert between live ones, share sectors (a
-        /// record put without a write, as `Device::tag_range` may) and
-        /// sweep lost places out (more than 64 of them on a track).
+        /// reuse lost places, share sectors (a record put without a write,
+        /// as `Device::tag_range` may), pass from the list to the
+        /// index, and have words in place and in buffers of their own
+        /// (which are handed back when lost).
         #[test]
         fn records_match_a_plain_list(
             ops in proptest::collection::vec(
@@ -159,8 +295,10 @@ mod tests {
                         plain.retain(|r| !(r.sector < s + run + 1 && r.sector + r.count > s));
                     }
                     for i in 0..=run {
-                        let r = MetaRecord { sector: s + i, count: n, words: vec![k as u64, i as u64] };
-                        track.push(r.clone());
+                        let mut words = vec![k as u64, i as u64];
+                        words.resize(2 + (k + i as usize) % 5, 0);
+                        let r = MetaRecord { sector: s + i, count: n, words };
+                        track.push(r.clone(), |_| ());
                         plain.push(r);
                     }
                 } else {
@@ -169,7 +307,7 @@ mod tests {
                     let mut want = vec![];
                     plain.retain(|r| {
                         let meets = r.sector < s + n && r.sector + r.count > s;
-                        if meets {
+                        if meets && r.words.len() > INLINE {
                             want.push(r.words.clone());
                         }
                         !meets
@@ -183,8 +321,10 @@ mod tests {
             let mut want = plain.clone();
             want.sort_by_key(|r| r.sector);
             proptest::prop_assert_eq!(track.records(), want);
-            let mut words: Vec<_> = track.into_words().collect();
-            let mut all: Vec<_> = plain.into_iter().map(|r| r.words).collect();
+            let mut words = vec![];
+            track.clear(|w| words.push(w));
+            proptest::prop_assert!(track.is_empty() && track.records().is_empty());
+            let mut all: Vec<_> = plain.into_iter().map(|r| r.words).filter(|w| w.len() > INLINE).collect();
             words.sort();
             all.sort();
             proptest::prop_assert_eq!(words, all);
