@@ -13,12 +13,17 @@ first served. Prints simulated requests per second of wall time for each
 
     python benches/full_model.py [--repeat 5] [--drive hp-c3323a]
     python benches/full_model.py --requests 10000000 --repeat 3   # run_long.py's trace
+    git show f870e07:python/stlsim/drives/cmr.toml > /tmp/cmr-analytic.toml
+    python benches/full_model.py --requests 10000000 --repeat 3 --against /tmp/cmr-analytic.toml
 
 With `--requests N` the requests are `benches/run_long.py`'s trace of N
 (the CloudPhysics sample repeated, shifted in time and LBA, folded into
 the drive), each model's runs alternating with the other's so that a
 change in the machine's load falls on both (issue 34, item 4: the full
-model at no less than half the simple model's rate).
+model at no less than half the rate of an analytic preset on the same
+requests). `--against DRIVE` (a preset or a file, repeatable) runs more
+drives in the same alternation, such as the `cmr` preset as it was before
+issue 30 moved it onto the physical model (f870e07, above).
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--drive", default="hp-c3323a")
     ap.add_argument("--requests", type=int, help="run run_long.py's trace of this many requests, not the sample")
+    ap.add_argument("--against", action="append", default=[], help="another drive (preset or file) run alongside")
     a = ap.parse_args()
     full = stlsim.load_drive(a.drive)
     stlsim.run(drive=full, layer="cmr", fold=True, prefill=0, limit=1000)  # warm imports and caches
@@ -98,13 +104,16 @@ def main() -> int:
             # In a child, which keeps the built trace's memory out of this process.
             subprocess.run([sys.executable, str(Path(__file__).parent / "run_long.py"), "--build-trace", str(trace),
                             str(a.requests)], check=True)
-        (full_rate, simple_rate), n = rates([full, simple(full)], a.repeat, trace)
+        others = [stlsim.load_drive(d) for d in a.against]
+        (full_rate, simple_rate, *other_rates), n = rates([full, simple(full), *others], a.repeat, trace)
     print(json.dumps({
         "drive": a.drive,
         "requests": n,
         "full_model_requests_per_s": round(full_rate),
         "simple_model_requests_per_s": round(simple_rate),
         "simple_over_full": round(simple_rate / full_rate, 2),
+        **{f"{d}_requests_per_s": round(r) for d, r in zip(a.against, other_rates)},
+        **{f"full_over_{d}": round(full_rate / r, 2) for d, r in zip(a.against, other_rates)},
     }, indent=2))
     return 0
 
