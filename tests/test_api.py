@@ -421,3 +421,21 @@ def test_parsing_on_a_second_thread_gives_the_same_results(tmp_path: Path, monke
         reports.append(r.report)
     assert reports[0] == reports[1]
     assert reports[0]["host"]["requests"] == 12_000
+
+
+def test_a_long_runs_series_stays_bounded_and_keeps_its_means() -> None:
+    """Past 10,000 points the series merges its pairs (issue 34: its growth
+    was most of a 50 M-request run's); the merged means, weighted by the
+    requests each point covers, still give the run's mean latency."""
+    import stlsim
+
+    r = stlsim.run(trace="synth:uniform,count=25000,span_bytes=64MiB,write_fraction=0.5", drive="imr-paper",
+                   series_every=1)
+    s = r.series()
+    assert 5_000 < len(s) <= 10_000
+    assert s["requests"].iloc[-1] == 25_000
+    covered = s["requests"].diff().fillna(s["requests"].iloc[0])
+    mean = (s["mean_latency_ms"] * covered).sum() / covered.sum()
+    assert abs(mean - r.report["latency"]["all"]["mean_ms"]) < 1e-6 * r.report["latency"]["all"]["mean_ms"]
+    # The report's maximum is the histogram's (three significant digits).
+    assert abs(s["max_latency_ms"].max() - r.report["latency"]["all"]["max_ms"]) < 1e-3 * s["max_latency_ms"].max()

@@ -80,3 +80,43 @@ def test_a_verified_report_says_what_verification_held() -> None:
     assert v["bytes_per_written_sector"] < 16
     unverified = stlsim.run(trace="synth:sequential,total_bytes=64MiB,request_bytes=64KiB", drive="imr-paper")
     assert "state_bytes" not in unverified.report["verification"]
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benches" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_layer_cost_table_covers_every_layer_on_a_bundled_drive() -> None:
+    """benches/layer_costs.py (issue 34) picks a drive for every registered
+    layer, and each is a bundled preset."""
+    pairs = _script("layer_costs").layer_drives()
+    names = [layer["name"] for layer in stlsim.layers()]
+    assert [layer for layer, _ in pairs] == names
+    presets = {d["name"] for d in stlsim.drives()}
+    assert {drive for _, drive in pairs} <= presets
+
+
+def test_the_layer_cost_table_takes_start_up_off_and_counts_drive_commands(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "costs.json"
+    table = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "layer_costs.py"), "--requests", "20000", "--layer", "hm-fluid",
+         "--traces", str(tmp_path), "--json", str(out)],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    rows = json.loads(out.read_text())
+    # cmr on the reference drive (exos-x18z refuses it), then the layer.
+    assert [(r["layer"], r["drive"]) for r in rows] == [("cmr", "imr-paper"), ("hm-fluid", "exos-x18z")]
+    for r in rows:
+        assert r["requests"] == 20_000 and r["fixed_requests"] == 1000
+        assert 0 < r["fixed_cpu_s"] < r["cpu_s"]
+        assert r["device_ops"] > 0 and r["peak_rss_mib"] > 0
+    head, cmr, fluid = table.splitlines()
+    assert "ns/req" in head and "ops/req" in head
+    assert cmr.split()[:2] == ["cmr", "imr-paper"] and fluid.split()[:2] == ["hm-fluid", "exos-x18z"]

@@ -356,7 +356,8 @@ def run(
             ``[trace.csv]`` keys, or its one-line form
             ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
         start, limit: skip ``start`` requests, then replay at most ``limit``.
-        series_every: requests per point of :meth:`Result.series`.
+        series_every: requests per point of :meth:`Result.series` (doubled, with
+            pairs of points merged, whenever the series reaches 10,000 points).
         prefill: how full the drive is when the run starts: a fraction of the
             host capacity (0: empty, 1: full; host LBAs from 0), or
             ``"footprint"`` (every track the trace touches); None: the drive's

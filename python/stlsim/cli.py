@@ -296,7 +296,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="carry data and check every read and the final footprint",
     )
-    r.add_argument("--series-every", type=_positive, metavar="N", help="requests per time-series point (default: 1000)")
+    r.add_argument("--series-every", type=_positive, metavar="N", help="requests per time-series point (default: 1000; doubled whenever the series reaches 10,000 points)")
     r.add_argument(
         "--crash-after",
         type=_nonneg,

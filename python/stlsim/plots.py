@@ -628,6 +628,9 @@ def run_series_figure(result: Result) -> Figure:
     else:
         edges = _window_edges(s["requests"].tolist())
         last = edges[-1] - edges[-2]
+        # A long run's points cover more requests than asked (the series is
+        # capped: docs/cli.md): the full windows' length is what was given.
+        every = max([every] + [b - a for a, b in zip(edges[:-2], edges[1:-1])])
         partial = bool(every) and last < every
         positive = False
         for column, label, color in (

@@ -226,7 +226,37 @@ impl TrackRecords {
         }
         if self.live == 0 {
             self.clear(|_| ());
+        } else if !self.first.is_empty() && self.places.len() > 2 * self.live + SHORT {
+            self.compact();
         }
+    }
+
+    /// Keep only the live places (in sector order, each sector's in order
+    /// of writing) and index them anew: a track's places otherwise stay at
+    /// the most records it ever held (an E-region log track once full of
+    /// one-sector extents), which on a long run was most of the memory.
+    fn compact(&mut self) {
+        let mut live = Vec::with_capacity(self.live);
+        for s in 0..self.first.len() {
+            let mut link = self.first[s];
+            while link != NONE {
+                let p = &mut self.places[link as usize];
+                link = p.next;
+                p.next = NONE;
+                live.push(std::mem::replace(
+                    p,
+                    Place {
+                        sector: 0,
+                        count: 0,
+                        next: NONE,
+                        words: Words::Inline(0, [0; INLINE]),
+                    },
+                ));
+            }
+        }
+        self.places = live;
+        self.free = NONE;
+        self.index();
     }
 
     /// Empty the track, keeping its room, handing each record's word
@@ -269,6 +299,43 @@ impl TrackRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rec(sector: u32, tag: u64) -> MetaRecord {
+        MetaRecord {
+            sector,
+            count: 1,
+            words: vec![tag; 1 + (tag % 6) as usize],
+        }
+    }
+
+    /// Once most of an indexed track's records are lost, its places are
+    /// swept to the live ones, which keep their order (two on a sector in
+    /// order of writing) and their words, and the track goes on working.
+    #[test]
+    fn sweeping_lost_places_keeps_every_live_record_in_order() {
+        let mut track = TrackRecords::default();
+        let mut plain = vec![];
+        for s in 0..200 {
+            for tag in [u64::from(s) * 2, u64::from(s) * 2 + 1] {
+                track.push(rec(s, tag), |_| ());
+                plain.push(rec(s, tag));
+            }
+        }
+        assert!(!track.first.is_empty(), "indexed");
+        // Keep sectors 0, 7, 150 and 199.
+        for (lo, hi) in [(1, 7), (8, 150), (151, 199)] {
+            track.drop_range(lo, hi, |_| ());
+        }
+        plain.retain(|r| [0, 7, 150, 199].contains(&r.sector));
+        assert_eq!(track.records(), plain);
+        assert!(track.places.len() <= 2 * track.live + SHORT, "{} places", track.places.len());
+        for s in [3, 0, 150] {
+            track.push(rec(s, 1000 + u64::from(s)), |_| ());
+            plain.push(rec(s, 1000 + u64::from(s)));
+        }
+        plain.sort_by_key(|r| r.sector);
+        assert_eq!(track.records(), plain);
+    }
 
     proptest::proptest! {
         /// The records are those of a plain list in write order, read back

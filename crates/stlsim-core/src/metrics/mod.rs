@@ -167,9 +167,71 @@ pub struct Series {
     /// utilisation), one column per gauge, serialised beside the others.
     #[serde(flatten)]
     pub layer: std::collections::BTreeMap<String, Vec<f64>>,
+    /// Requests, reads and writes in each bucket (to merge buckets' means).
+    #[serde(skip)]
+    counts: Vec<[u64; 3]>,
 }
 
 impl Series {
+    /// Points in the series.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// Whether the series has no point.
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Merge each pair of points into one (a last unpaired point stays):
+    /// counts and ends from the later, means weighted by the pair's
+    /// requests, maxima the larger, the layer's gauges the later's (they
+    /// are readings at a bucket's end).
+    fn halve(&mut self) {
+        let n = self.len();
+        let mean = |a: f64, na: u64, b: f64, nb: u64| match (na, nb) {
+            (0, _) => b,
+            (_, 0) => a,
+            _ => (a * na as f64 + b * nb as f64) / (na + nb) as f64,
+        };
+        let mut k = 0;
+        for i in (0..n).step_by(2) {
+            let j = (i + 1).min(n - 1);
+            let (ci, cj) = (self.counts[i], self.counts[j]);
+            let pair = j != i;
+            let w = |c: [u64; 3], x: usize| if pair { c[x] } else { 0 };
+            self.mean_latency_ms[k] = mean(self.mean_latency_ms[i], ci[0], self.mean_latency_ms[j], w(cj, 0));
+            self.mean_read_latency_ms[k] =
+                mean(self.mean_read_latency_ms[i], ci[1], self.mean_read_latency_ms[j], w(cj, 1));
+            self.mean_write_latency_ms[k] =
+                mean(self.mean_write_latency_ms[i], ci[2], self.mean_write_latency_ms[j], w(cj, 2));
+            self.max_latency_ms[k] = self.max_latency_ms[i].max(self.max_latency_ms[j]);
+            self.requests[k] = self.requests[j];
+            self.issue_s[k] = self.issue_s[j];
+            self.disparity_s[k] = self.disparity_s[j];
+            self.counts[k] = if pair {
+                [ci[0] + cj[0], ci[1] + cj[1], ci[2] + cj[2]]
+            } else {
+                ci
+            };
+            for col in self.layer.values_mut() {
+                col[k] = col[j];
+            }
+            k += 1;
+        }
+        self.requests.truncate(k);
+        self.issue_s.truncate(k);
+        self.mean_latency_ms.truncate(k);
+        self.mean_read_latency_ms.truncate(k);
+        self.mean_write_latency_ms.truncate(k);
+        self.max_latency_ms.truncate(k);
+        self.disparity_s.truncate(k);
+        self.counts.truncate(k);
+        for col in self.layer.values_mut() {
+            col.truncate(k);
+        }
+    }
+
     /// Append the layer's gauges for the bucket just closed (columns that a
     /// sample lacks get NaN, so every column keeps the series' length).
     pub fn push_layer(&mut self, gauges: &[(&'static str, f64)]) {
@@ -249,6 +311,11 @@ impl WafSeries {
     }
 }
 
+/// Points a run's time series holds at most (before its pairs are merged):
+/// 10 M requests at the default point every 1,000, about 2 MB; without a
+/// cap a 50 M-request run's series was most of its memory's growth.
+pub const MAX_SERIES_POINTS: usize = 10_000;
+
 /// Live host-side metrics of a run.
 #[derive(Clone, Debug)]
 pub struct HostMetrics {
@@ -259,6 +326,8 @@ pub struct HostMetrics {
     /// Time series.
     pub series: Series,
     every: u64,
+    /// Points the series may hold before its pairs are merged.
+    max_points: usize,
     bucket: Bucket,
     done: u64,
     /// Largest disparity seen.
@@ -278,6 +347,7 @@ impl HostMetrics {
             writes: LatencyHistogram::default(),
             series: Series::default(),
             every: every.max(1),
+            max_points: MAX_SERIES_POINTS,
             bucket: Bucket::default(),
             done: 0,
             max_disparity: Nanos::ZERO,
@@ -336,6 +406,13 @@ impl HostMetrics {
         if b.n == 0 {
             return false;
         }
+        // A long run's series stays bounded: at the cap, each pair of points
+        // becomes one and buckets grow twice as long (done here, before the
+        // new point, when the layer's gauges of the last one are in).
+        if self.series.len() >= self.max_points {
+            self.series.halve();
+            self.every *= 2;
+        }
         let mean = |s: u128, n: u64| {
             if n == 0 {
                 f64::NAN
@@ -352,7 +429,14 @@ impl HostMetrics {
         s.mean_write_latency_ms.push(mean(b.sum_w, b.nw));
         s.max_latency_ms.push(b.max as f64 / 1e6);
         s.disparity_s.push(self.last_disparity.as_secs());
+        s.counts.push([b.n, b.nr, b.nw]);
         true
+    }
+
+    /// Requests per series point now (the asked-for figure, doubled each
+    /// time the series reached its cap).
+    pub fn series_every(&self) -> u64 {
+        self.every
     }
 }
 
@@ -457,6 +541,48 @@ mod tests {
         short.push(0, 0, 0, 0);
         short.push(5, 10, 20, 0);
         assert_eq!(short.waf_from(0.5), None);
+    }
+
+    proptest::proptest! {
+        /// A series capped at a few points is the series of longer buckets:
+        /// each point's request count, means (of all, reads and writes),
+        /// maximum and end are those of the requests it covers, recomputed
+        /// here from the latencies themselves.
+        #[test]
+        fn a_capped_series_is_the_series_of_longer_buckets(
+            lats in proptest::collection::vec((proptest::bool::ANY, 1u64..5_000_000), 1..3000),
+            every in 1u64..20,
+            cap in 2usize..12,
+        ) {
+            let mut m = HostMetrics::new(every);
+            m.max_points = cap;
+            let mut t = 0;
+            for &(write, lat) in &lats {
+                t += 1000;
+                m.record(write, Nanos(t), Nanos(t + lat), Nanos(0));
+            }
+            m.flush_bucket();
+            let s = &m.series;
+            proptest::prop_assert!(s.len() <= cap);
+            proptest::prop_assert_eq!(*s.requests.last().unwrap(), lats.len() as u64);
+            let mut from = 0usize;
+            for k in 0..s.len() {
+                let to = s.requests[k] as usize;
+                let part = &lats[from..to];
+                let mean = |f: &dyn Fn(bool) -> bool| {
+                    let v: Vec<f64> = part.iter().filter(|p| f(p.0)).map(|p| p.1 as f64 / 1e6).collect();
+                    if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 }
+                };
+                let close = |a: f64, b: f64| (a.is_nan() && b.is_nan()) || (a - b).abs() < 1e-9 * b.abs().max(1.0);
+                proptest::prop_assert!(close(s.mean_latency_ms[k], mean(&|_| true)), "point {}", k);
+                proptest::prop_assert!(close(s.mean_read_latency_ms[k], mean(&|w| !w)), "point {}", k);
+                proptest::prop_assert!(close(s.mean_write_latency_ms[k], mean(&|w| w)), "point {}", k);
+                let max = part.iter().map(|p| p.1).max().unwrap() as f64 / 1e6;
+                proptest::prop_assert_eq!(s.max_latency_ms[k], max);
+                proptest::prop_assert_eq!(s.issue_s[k], (to as u64 * 1000) as f64 / 1e9);
+                from = to;
+            }
+        }
     }
 
     #[test]
