@@ -12,12 +12,17 @@ import stlsim
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _layers_script():
-    spec = importlib.util.spec_from_file_location("bench_layers", ROOT / "benches" / "layers.py")
+def _script(name: str):
+    """The benchmark script `benches/NAME.py`, imported."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benches" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _layers_script():
+    return _script("layers")
 
 
 def test_every_registered_layer_has_an_engine_benchmark() -> None:
@@ -80,14 +85,6 @@ def test_a_verified_report_says_what_verification_held() -> None:
     assert v["bytes_per_written_sector"] < 16
     unverified = stlsim.run(trace="synth:sequential,total_bytes=64MiB,request_bytes=64KiB", drive="imr-paper")
     assert "state_bytes" not in unverified.report["verification"]
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benches" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_layer_cost_table_covers_every_layer_on_a_bundled_drive() -> None:
