@@ -28,6 +28,8 @@ const SECTORS_PER_RECORD: usize = 8;
 const INLINE: usize = 4;
 /// No record.
 const NONE: u32 = u32::MAX;
+/// The sector of a lost place (on the free chain, in an indexed track).
+const LOST: u32 = u32::MAX;
 
 /// A record's words: in place, or (longer) in a buffer of their own.
 #[derive(Debug)]
@@ -209,6 +211,7 @@ impl TrackRecords {
                     let next = p.next;
                     if meets(p) {
                         take(&mut p.words);
+                        p.sector = LOST;
                         p.next = self.free;
                         self.free = link;
                         self.live -= 1;
@@ -232,29 +235,26 @@ impl TrackRecords {
     }
 
     /// Keep only the live places (in sector order, each sector's in order
-    /// of writing) and index them anew: a track's places otherwise stay at
-    /// the most records it ever held (an E-region log track once full of
-    /// one-sector extents), which on a long run was most of the memory.
+    /// of writing) and index them anew, in place (no allocation): a track's
+    /// places otherwise stay at the most records it ever held (an E-region
+    /// log track once full of one-sector extents), which on a long run was
+    /// most of the memory.
     fn compact(&mut self) {
-        let mut live = Vec::with_capacity(self.live);
+        // Each live place's rank in its sector's chain, in `next`.
         for s in 0..self.first.len() {
-            let mut link = self.first[s];
+            let (mut link, mut rank) = (self.first[s], 0);
             while link != NONE {
                 let p = &mut self.places[link as usize];
                 link = p.next;
-                p.next = NONE;
-                live.push(std::mem::replace(
-                    p,
-                    Place {
-                        sector: 0,
-                        count: 0,
-                        next: NONE,
-                        words: Words::Inline(0, [0; INLINE]),
-                    },
-                ));
+                p.next = rank;
+                rank += 1;
             }
         }
-        self.places = live;
+        self.places.retain(|p| p.sector != LOST);
+        self.places.sort_unstable_by_key(|p| (p.sector, p.next));
+        for p in &mut self.places {
+            p.next = NONE;
+        }
         self.free = NONE;
         self.index();
     }
