@@ -123,6 +123,9 @@ def table(rows: list[dict], lengths: list[int], markdown: bool) -> str:
     def ns(r: dict) -> float:
         return (r["cpu_s"] - r["fixed_cpu_s"]) / (r["requests"] - r["fixed_requests"]) * 1e9
 
+    def ops(r: dict) -> float:
+        return r["device_ops"] / r["requests"]
+
     head = ["layer", "drive", "set-up ms"]
     for n in lengths:
         m = f"{n / 1e6:g} M"
@@ -161,9 +164,8 @@ def table(rows: list[dict], lengths: list[int], markdown: bool) -> str:
         last = per[-1] if per else None
         ref = cmr.get((last["requests_asked"], REFERENCE_DRIVE)) if last else None
         if last and ref:
-            ops = last["device_ops"] / last["requests"]
-            per_op = ns(last) / ops
-            cells += [f"{ops:.2f}", f"{per_op:,.0f}", f"{per_op / (ns(ref) * ref['requests'] / ref['device_ops']):.2f}"]
+            per_op = ns(last) / ops(last)
+            cells += [f"{ops(last):.2f}", f"{per_op:,.0f}", f"{per_op / (ns(ref) / ops(ref)):.2f}"]
         else:
             cells += ["", "", ""]
         body.append(cells)

@@ -385,21 +385,18 @@ impl Medium {
             .entry(at.track.0)
             .or_insert_with(|| spare.pop().unwrap_or_default())
             .push(
-            MetaRecord {
-                sector: at.sector,
-                count,
-                words,
-            },
-            |w| keep_words(short, long, w),
-        );
+                MetaRecord {
+                    sector: at.sector,
+                    count,
+                    words,
+                },
+                |w| keep_words(short, long, w),
+            );
     }
 
     /// The intact metadata records of a track, in sector order.
     pub fn meta_records(&self, t: Track) -> Vec<MetaRecord> {
-        self.meta
-            .get(&t.0)
-            .map(|v| v.records())
-            .unwrap_or_default()
+        self.meta.get(&t.0).map(|v| v.records()).unwrap_or_default()
     }
 
     /// Store `data` (one token per sector) from `at`, then apply overlap

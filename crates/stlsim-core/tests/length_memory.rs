@@ -18,28 +18,18 @@ mod drives;
 
 use stlsim_core::engine::{LayerConfig, Mode, ReplayConfig, RunConfig};
 use stlsim_core::geometry::DriveConfig;
-use stlsim_core::layers::{LayoutNeed, REGISTRY};
+use stlsim_core::layers::REGISTRY;
 use stlsim_core::trace::{SynthReader, SynthSpec};
 use stlsim_core::Simulation;
 
-/// The drive `layer` runs on in its paper (as `benches/layer_costs.py` picks).
-fn drive_for(layer: &str, need: &LayoutNeed) -> DriveConfig {
-    match (layer, need) {
-        ("smr-eregion" | "smr-vguard", _) => {
-            let mut d = drives::dmsmr();
-            d.layout.cache_mib = Some(128.0);
-            d
-        }
-        ("buffered-cmr", _) => drives::hwsr_paper(),
-        (_, LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _)) => match *k {
-            "imr" => drives::imr_paper(),
-            "smr" => drives::swd_paper(),
-            "zoned" => drives::exos_x18z(),
-            "wave" => drives::hwsr_paper(),
-            other => panic!("no drive for layout {other} (layer {layer})"),
-        },
-        _ => drives::imr_paper(),
+/// The drive `layer` runs on in its paper; the E-region's with a log both
+/// runs wrap (above).
+fn drive_for(layer: &str) -> DriveConfig {
+    let mut d = drives::for_layer(layer);
+    if layer.starts_with("smr-") {
+        d.layout.cache_mib = Some(128.0);
     }
+    d
 }
 
 /// Peak bytes allocated setting up and running `count` uniform random 4 KiB
@@ -75,7 +65,7 @@ fn peak(layer: &str, drive: &DriveConfig, count: u64) -> usize {
 fn no_layer_s_memory_grows_with_the_trace_s_length() {
     let mut over = vec![];
     for entry in REGISTRY {
-        let drive = drive_for(entry.name, &entry.layout);
+        let drive = drive_for(entry.name);
         let short = peak(entry.name, &drive, 100_000);
         let long = peak(entry.name, &drive, 400_000);
         println!(

@@ -55,7 +55,7 @@ use stlsim_core::Simulation;
 
 #[path = "common/drives.rs"]
 mod drives;
-use drives::{dmsmr, exos_x18z, hwsr_paper, imr_paper, swd_paper};
+use drives::for_layer;
 
 /// Allocations allowed in [`MEASURED`] steady-state requests (amortised
 /// growth of the run's series; see the module comment).
@@ -215,11 +215,9 @@ fn case(layer: &str) -> (RunConfig, Workload) {
         gap: ms(1),
         pause: ms(500),
     };
-    if layer == "cmr" || layer.starts_with("imr-") {
-        cfg.drive = imr_paper();
-    } else if layer == "swd" || layer.starts_with("swd-") {
+    cfg.drive = for_layer(layer);
+    if layer == "swd" || layer.starts_with("swd-") {
         // Paper 002's usage level: a 75 % prefilled drive, LBAs folded into it.
-        cfg.drive = swd_paper();
         cfg.replay.mode = Mode::Scaled;
         cfg.replay.prefill = Some(PrefillSpec::Fraction(0.75));
         cfg.replay.fold_to_prefill = true;
@@ -232,16 +230,12 @@ fn case(layer: &str) -> (RunConfig, Workload) {
         // A 1 GiB persistent cache instead of 24 GB: the warm-up wraps its
         // log (with 24 GB it would still be writing fresh log tracks, first
         // touches, after millions of requests), and the window cleans bands.
-        cfg.drive = dmsmr();
         cfg.drive.layout.cache_mib = Some(1024.0);
         cfg.replay.mode = Mode::FlatOut;
         cfg.replay.write_cache = Some(false);
-    } else if layer.starts_with("hm-") || layer == "amphisbaena" {
-        cfg.drive = exos_x18z();
-    } else {
-        // buffered-cmr, sblock, hwsr: a span their S-block logs wrap in
-        // within the warm-up (with 8 GiB, fresh log tracks for much longer).
-        cfg.drive = hwsr_paper();
+    } else if ["buffered-cmr", "sblock", "hwsr"].contains(&layer) {
+        // A span the hybrid layers' S-block logs wrap in within the
+        // warm-up (with 8 GiB, fresh log tracks for much longer).
         cfg.replay.queue_depth = 1;
         w.span = 512 << 20;
     }

@@ -292,8 +292,6 @@ impl TrackRecords {
         }
         v
     }
-
-
 }
 
 #[cfg(test)]
@@ -328,7 +326,11 @@ mod tests {
         }
         plain.retain(|r| [0, 7, 150, 199].contains(&r.sector));
         assert_eq!(track.records(), plain);
-        assert!(track.places.len() <= 2 * track.live + SHORT, "{} places", track.places.len());
+        assert!(
+            track.places.len() <= 2 * track.live + SHORT,
+            "{} places",
+            track.places.len()
+        );
         for s in [3, 0, 150] {
             track.push(rec(s, 1000 + u64::from(s)), |_| ());
             plain.push(rec(s, 1000 + u64::from(s)));

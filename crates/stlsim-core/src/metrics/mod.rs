@@ -200,11 +200,24 @@ impl Series {
             let (ci, cj) = (self.counts[i], self.counts[j]);
             let pair = j != i;
             let w = |c: [u64; 3], x: usize| if pair { c[x] } else { 0 };
-            self.mean_latency_ms[k] = mean(self.mean_latency_ms[i], ci[0], self.mean_latency_ms[j], w(cj, 0));
-            self.mean_read_latency_ms[k] =
-                mean(self.mean_read_latency_ms[i], ci[1], self.mean_read_latency_ms[j], w(cj, 1));
-            self.mean_write_latency_ms[k] =
-                mean(self.mean_write_latency_ms[i], ci[2], self.mean_write_latency_ms[j], w(cj, 2));
+            self.mean_latency_ms[k] = mean(
+                self.mean_latency_ms[i],
+                ci[0],
+                self.mean_latency_ms[j],
+                w(cj, 0),
+            );
+            self.mean_read_latency_ms[k] = mean(
+                self.mean_read_latency_ms[i],
+                ci[1],
+                self.mean_read_latency_ms[j],
+                w(cj, 1),
+            );
+            self.mean_write_latency_ms[k] = mean(
+                self.mean_write_latency_ms[i],
+                ci[2],
+                self.mean_write_latency_ms[j],
+                w(cj, 2),
+            );
             self.max_latency_ms[k] = self.max_latency_ms[i].max(self.max_latency_ms[j]);
             self.requests[k] = self.requests[j];
             self.issue_s[k] = self.issue_s[j];

@@ -117,3 +117,21 @@ pub fn hwsr_paper() -> DriveConfig {
     d.layout.kind = "wave".into();
     d
 }
+
+/// The drive a registered layer runs on in its paper (the drive-side
+/// baseline cmr on the IMR paper's): the per-layer tests' choice, as
+/// `benches/layer_costs.py` makes it.
+pub fn for_layer(layer: &str) -> DriveConfig {
+    if layer == "cmr" || layer.starts_with("imr-") {
+        imr_paper()
+    } else if layer == "swd" || layer.starts_with("swd-") {
+        swd_paper()
+    } else if layer.starts_with("smr-") {
+        dmsmr()
+    } else if layer.starts_with("hm-") || layer == "amphisbaena" {
+        exos_x18z()
+    } else {
+        // buffered-cmr, sblock, hwsr.
+        hwsr_paper()
+    }
+}
