@@ -33,9 +33,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import stlsim
 from claims_table import Claims
+from stlsim.plots import _save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRACES = ["cloudPhysicsIO.vscsi", "rsrch_1.csv"]
@@ -242,13 +247,65 @@ def claims() -> None:
         print(f"\nNot compared (the buffer never fills, no layer writes back): {', '.join(idle)}.")
 
 
+# The sweep plot's panels: run()'s key, what it is, and its unit where it has one.
+SWEEP_METRICS = [
+    ("mean_ms", "mean latency", "ms"),
+    ("waf", "write amplification (WAF)", ""),
+    ("hit", "write hit rate", ""),
+    ("rmw", "RMW write-backs", ""),
+    ("padding_mib", "padding written", "MiB"),
+    ("victim", "average victim zone", "blocks"),
+]
+
+
+def sweep_figure(kind: str, results: dict[str, list[dict]]) -> Figure:
+    """Each metric of the chunk-size or lambda sweep relative to its value
+    at the first setting, a line per trace, as the paper's figures are.
+    `results`: per trace label, run()'s metrics at each of CHUNKS or
+    LAMBDAS. A metric that is 0 (or missing) at the first setting has no
+    ratio: it is left out (not drawn as 0) and the legend says so."""
+    from stlsim import plots
+
+    values = CHUNKS if kind == "chunk" else LAMBDAS
+    first = f"{values[0]} KiB" if kind == "chunk" else f"{values[0]:g}"
+    fig = plots._figure(13.0, 8.0)
+    axes = fig.subplots(2, 3)
+    notes: list[str] = []
+    for ax, (key, title, unit) in zip(axes.flat, SWEEP_METRICS):
+        missing = []
+        for i, (label, ms) in enumerate(results.items()):
+            base = ms[0][key]
+            if not base or base != base:
+                missing.append(label)
+                continue
+            ax.plot(range(len(values)), [m[key] / base for m in ms], marker="o", color=f"C{i % 10}", label=label)
+        if ax.lines and missing:
+            notes.append(f"{title}: 0 at {first} on {', '.join(missing)}, no ratio (not drawn)")
+        elif not ax.lines:
+            ax.text(0.5, 0.5, f"0 at {first} on every trace:\nno ratio", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks(range(len(values)), [f"{v:g}" for v in values])
+        ax.set_title(f"{title} ({unit})" if unit else title, fontsize=10)
+        ax.set_xlabel("chunk size (KiB)" if kind == "chunk" else "lambda (share of the HFB filtered)")
+        ax.set_ylabel(f"ratio to its value at {first}")
+        ax.grid(alpha=0.3)
+    handles, labels = [], []
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    plots._fitted_legend(fig, handles + [plots._note_handle() for _ in notes], labels + notes)
+    what = "chunk size (section 6.3)" if kind == "chunk" else "lambda (section 6.4)"
+    plots._titled(
+        fig,
+        f"Amphisbaena by {what}, relative to {first}",
+        plots.context_line(list(results), ["exos-x18z"], ["amphisbaena"], "queue (depth 64)"),
+    )
+    return fig
+
+
 def sweep(kind: str, items: list[tuple[str, str, int]], out: Path) -> Path:
     """Amphisbaena over the chunk sizes or lambdas on each (label, trace, repeat); a table and a plot."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     values = CHUNKS if kind == "chunk" else LAMBDAS
     param = "chunk_kib" if kind == "chunk" else "lambda"
     print(HEAD.replace("| layer |", f"| {param} |"))
@@ -259,23 +316,9 @@ def sweep(kind: str, items: list[tuple[str, str, int]], out: Path) -> Path:
             m = run(t, "amphisbaena", {param: v}, rep)
             results[label].append(m)
             print(row(label, f"{v}", m), flush=True)
-    traces = list(results)
-    metrics = [("mean_ms", "mean latency"), ("waf", "WAF"), ("hit", "write hit rate"), ("rmw", "RMW count"),
-               ("padding_mib", "padding"), ("victim", "avg victim zone size")]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
-    for ax, (key, title) in zip(axes.flat, metrics):
-        for t in traces:
-            base = results[t][0][key] or 1.0
-            ax.plot([str(v) for v in values], [m[key] / base for m in results[t]], marker="o", label=t)
-        ax.set_title(title)
-        ax.set_xlabel(param)
-        ax.set_ylabel(f"relative to {param} = {values[0]}")
-        ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=8)
-    fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{kind}_sweep.png"
-    fig.savefig(path, dpi=110)
+    _save(sweep_figure(kind, results), path)
     print(f"\nsaved {path}")
     return path
 

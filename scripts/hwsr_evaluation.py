@@ -45,12 +45,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 import stlsim
 from claims_table import Claims
+from stlsim.plots import _save
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 TRACES = ["cloudPhysicsIO.vscsi", "rsrch_1.csv"]
@@ -110,7 +115,8 @@ def per_10k(r: stlsim.Result) -> pd.DataFrame:
     s = r.series()
     n = s["requests"].diff().fillna(s["requests"]).astype(int)
     out = pd.DataFrame({"requests": s["requests"], "in_bucket": n})
-    out["sum_s"] = s["mean_latency_ms"] * n / 1000.0
+    # A bucket without requests has no mean: its sum stays NaN (a gap), not 0.
+    out["sum_s"] = (s["mean_latency_ms"] * n / 1000.0).where(n > 0)
     out["mean_ms"] = s["mean_latency_ms"]
     for col in ("segments_rewritten", "segments_immigrated"):
         if col in s.columns:
@@ -146,12 +152,93 @@ def span_s(trace: str) -> float:
     return stlsim.trace_info(trace if "/" in trace else str(DATA / trace))["duration_s"] * REPEAT
 
 
+def _per_full_bucket(d: pd.DataFrame, col: str) -> np.ndarray:
+    """`col` per bucket, a shorter last bucket's count scaled to a full
+    EVERY requests (a sum over fewer requests would read as a faster
+    stretch); NaN where a bucket holds no requests."""
+    n = d["in_bucket"].to_numpy(dtype="float64")
+    v = d[col].to_numpy(dtype="float64")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 0, v * EVERY / n, np.nan)
+
+
+def per_10k_figure(data: pd.DataFrame, traces: list[str]) -> Figure:
+    """Per trace (a row): the sum of response times per 10,000 requests and
+    the segments moved per 10,000 requests as stairs over the requests
+    replayed (a shorter last bucket scaled to 10,000, dashed over a hatched
+    band), and the CDF of the full buckets' sums. `data`: per_10k()'s rows
+    with `trace` and `layer` columns; `traces`: the trace names, in order."""
+    from stlsim import plots
+
+    from matplotlib.lines import Line2D
+
+    fig = plots._figure(14.0, 3.4 * len(traces) + 1.4)
+    axes = fig.subplots(len(traces), 3, squeeze=False)
+    notes: dict[str, None] = {}
+    highest = {}
+    for row, name in zip(axes, traces):
+        sums, cdf, segs = row
+        full_counts = []
+        spans = set()
+        for layer in LAYERS:
+            d = data[(data["trace"] == name) & (data["layer"] == layer)].sort_values("requests")
+            if d.empty:
+                continue
+            edges = np.concatenate(([0.0], d["requests"].to_numpy(dtype="float64")))
+            partial = int(d["in_bucket"].iloc[-1]) < EVERY
+            style = {"color": COLOURS[layer], "lw": 1.6}
+            for ax, col in ((sums, "sum_s"), (segs, "segments")):
+                if ax is segs and layer == "buffered-cmr":
+                    continue
+                values = _per_full_bucket(d, col)
+                plots._stairs_with_partial(ax, values, edges, partial, **style)
+                highest[ax] = np.nanmax([highest.get(ax, 0.0), *values], initial=0.0)
+            if partial:
+                last = int(d["in_bucket"].iloc[-1])
+                spans.add((edges[-2], edges[-1]))
+                notes[f"{name}: last bucket {last:,} requests, scaled to {EVERY:,} (dashed)"] = None
+            if d["sum_s"].isna().any():
+                notes[f"{name}: buckets without requests left blank"] = None
+            full = np.sort(d.loc[d["in_bucket"] == EVERY, "sum_s"].dropna().to_numpy())
+            full_counts.append(len(full))
+            if len(full):
+                # From 0 at the least sum up to 1 at the largest: a single bucket is one full step.
+                xs = np.concatenate(([full[0]], full))
+                ys = np.concatenate(([0.0], np.arange(1, len(full) + 1) / len(full)))
+                cdf.step(xs, ys, where="post", color=COLOURS[layer])
+        for x0, x1 in spans:
+            for ax in (sums, segs):
+                plots._partial_span(ax, x0, x1, None)
+        if not any(full_counts):
+            cdf.text(0.5, 0.5, f"no full bucket of {EVERY:,} requests", ha="center", va="center", transform=cdf.transAxes)
+        else:
+            cdf.set_ylim(0.0, 1.0)
+            n = max(full_counts)
+            cdf.set_title(f"{plots._short(name, 24)}: CDF over {n} full bucket{'s' if n > 1 else ''}", fontsize=10)
+        sums.set_title(f"{plots._short(name, 24)}: response-time sum", fontsize=10)
+        segs.set_title(f"{plots._short(name, 24)}: segments moved", fontsize=10)
+        sums.set(xlabel="requests replayed", ylabel=f"sum of response times\nper {EVERY:,} requests (s)")
+        cdf.set(xlabel=f"sum of response times per {EVERY:,} requests (s)", ylabel="fraction of full buckets")
+        segs.set(xlabel="requests replayed", ylabel=f"segments rewritten (HWSR) or\nimmigrated (S-block) per {EVERY:,}")
+        for ax in row:
+            ax.grid(alpha=0.3)
+        for ax in (sums, segs):
+            ax.set_xlim(left=0)
+            # Room above the highest step: a line on the frame is hard to see.
+            ax.set_ylim(0, 1.08 * highest.get(ax, 0.0) or 1.0)
+            ax.xaxis.set_major_formatter("{x:,.0f}")
+    # Solid proxies: a trace with only a shorter bucket draws its layers dashed.
+    handles = [Line2D([], [], color=COLOURS[layer], lw=1.6) for layer in LAYERS]
+    plots._fitted_legend(fig, handles + [plots._note_handle() for _ in notes], LAYERS + list(notes))
+    plots._titled(
+        fig,
+        f"Response time per {EVERY:,} requests (paper 001 Figures 9 and 10)",
+        plots.context_line(traces, ["hwsr-paper"], LAYERS, "queue (depth 1)"),
+    )
+    return fig
+
+
 def compare(traces: list[str], out: Path) -> pd.DataFrame:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows, frames = [], []
     for t in traces:
         for layer in LAYERS:
@@ -190,38 +277,48 @@ def compare(traces: list[str], out: Path) -> pd.DataFrame:
     data = pd.concat(frames, ignore_index=True)
     out.mkdir(parents=True, exist_ok=True)
     data.to_csv(out / "per_10k.csv", index=False)
-    fig, axes = plt.subplots(len(traces), 3, figsize=(14, 3.6 * len(traces)), squeeze=False)
-    for i, t in enumerate(traces):
-        name = Path(t).name
-        for layer in LAYERS:
-            d = data[(data["trace"] == name) & (data["layer"] == layer)]
-            axes[i][0].plot(d["requests"] / EVERY, d["sum_s"], marker="o", label=layer, color=COLOURS[layer])
-            xs = np.sort(d["sum_s"].to_numpy())
-            axes[i][1].step(xs, np.arange(1, len(xs) + 1) / len(xs), where="post", label=layer, color=COLOURS[layer])
-            if layer != "buffered-cmr":
-                axes[i][2].plot(d["requests"] / EVERY, d["segments"], marker="o", label=layer, color=COLOURS[layer])
-        axes[i][0].set(title=f"{name}: response time per 10,000 requests", xlabel="x 10,000 requests", ylabel="sum (s)")
-        axes[i][1].set(title=f"{name}: CDF of the per-10,000 sums", xlabel="sum (s)", ylabel="fraction")
-        axes[i][2].set(
-            title=f"{name}: segments rewritten / immigrated", xlabel="x 10,000 requests", ylabel="per 10,000 requests"
-        )
-        for a in axes[i]:
-            a.legend(fontsize=8)
-            a.grid(alpha=0.3)
-    fig.suptitle("drive hwsr-paper, queue depth 1; last point: the trace's final partial 10,000 (sum over fewer requests)")
-    fig.tight_layout()
-    fig.savefig(out / "per_10k.png", dpi=120)
+    _save(per_10k_figure(data, [Path(t).name for t in traces]), out / "per_10k.png")
     print(f"saved {out / 'per_10k.png'} and {out / 'per_10k.csv'}")
     table.attrs["per_10k"] = data
     return table
 
 
+# What a sweep's parameter is, with its unit, on a plot's axis.
+SWEPT = {"block_sectors": ("block size", "sectors"), "region_tracks": ("region size", "tracks")}
+
+
+def sweep_figure(table: pd.DataFrame, traces: list[str], param: str) -> Figure:
+    """Average read, write and overall response time of sblock (dashed) and
+    hwsr (solid) against `param`, a panel per trace (log y). `table`:
+    sweep()'s rows; `traces`: the trace names, in order."""
+    from stlsim import plots
+
+    what, unit = SWEPT.get(param, (param, ""))
+    fig = plots._figure(max(7.0, 5.5 * len(traces)), 4.8)
+    axes = fig.subplots(1, len(traces), squeeze=False)[0]
+    for ax, name in zip(axes, traces):
+        d = table[table["trace"] == name]
+        for layer, style in (("sblock", "--"), ("hwsr", "-")):
+            e = d[d["layer"] == layer].sort_values(param)
+            for col, mk, which, colour in (("all_ms", "o", "all", "C0"), ("read_ms", "^", "reads", "C1"), ("write_ms", "s", "writes", "C2")):
+                ax.plot(e[param], e[col], style, marker=mk, color=colour, label=f"{layer}, {which}")
+        ax.set_yscale("log")
+        plots._plain_log(ax)
+        values = sorted(d[param].unique())
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.set(title=plots._short(name, 40), xlabel=f"{what} ({unit})" if unit else what, ylabel="average response time (ms, log scale)")
+        ax.grid(alpha=0.3, which="both")
+    plots._legend_below(fig, axes[0])
+    figure = "Figure 11" if param == "block_sectors" else "Figure 12"
+    plots._titled(
+        fig,
+        f"Response time by {what} (paper 001 {figure})",
+        plots.context_line(traces, ["hwsr-paper"], ["sblock", "hwsr"], "queue (depth 1)"),
+    )
+    return fig
+
+
 def sweep(traces: list[str], out: Path, param: str, values: list[int], fname: str) -> pd.DataFrame:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = []
     for t in traces:
         for layer in ("sblock", "hwsr"):
@@ -231,18 +328,7 @@ def sweep(traces: list[str], out: Path, param: str, values: list[int], fname: st
     table = pd.DataFrame(rows)
     print(markdown(table))
     out.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, len(traces), figsize=(6 * len(traces), 4), squeeze=False)
-    for i, t in enumerate(traces):
-        d = table[table["trace"] == Path(t).name]
-        for layer, style in (("sblock", "--"), ("hwsr", "-")):
-            e = d[d["layer"] == layer]
-            for col, mk in (("all_ms", "o"), ("read_ms", "^"), ("write_ms", "s")):
-                axes[0][i].plot(e[param], e[col], style, marker=mk, label=f"{layer} {col[:-3]}")
-        axes[0][i].set(title=Path(t).name, xlabel=param, ylabel="average response time (ms)", yscale="log")
-        axes[0][i].legend(fontsize=7)
-        axes[0][i].grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / fname, dpi=120)
+    _save(sweep_figure(table, [Path(t).name for t in traces], param), out / fname)
     print(f"saved {out / fname}")
     return table
 

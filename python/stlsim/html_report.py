@@ -328,39 +328,13 @@ def _varying(rows: pd.DataFrame) -> list[str]:
 
 
 def _sweep_bars(rows: pd.DataFrame, axes: list[str], metric: str, path: Path) -> Path | None:
-    """Grouped bars of one metric: a group per combination of the axes other
-    than the layer, a bar per layer, each bar labelled with its value."""
-    import math
+    """One metric's bars (:func:`stlsim.plots.sweep_bars_figure`: a panel
+    per trace, a group per combination of the other axes, a bar per layer
+    with its value) saved at ``path``; None when there is nothing to plot."""
+    from .plots import sweep_bars_figure
 
-    from .plots import _bar_values, _figure
-
-    if rows.empty or metric not in rows.columns:
+    fig = sweep_bars_figure(rows, axes, metric)
+    if fig is None:
         return None
-    keys = [a for a in axes if a != "layer"]
-    layers = list(dict.fromkeys(rows["layer"]))
-
-    def name(r: Any) -> str:
-        return ", ".join(
-            f"{k.removeprefix('param.')}={Path(str(r[k])).name if k == 'trace' else r[k]}" for k in keys
-        ) or "all"
-
-    groups = list(dict.fromkeys(name(r) for _, r in rows.iterrows()))
-    if len(groups) * len(layers) > 240:
-        return None  # too many bars to read; the table has them
-    fig = _figure(max(7.0, 0.5 * len(groups) * max(1, len(layers)) ** 0.7 + 2), 4.6)
-    ax = fig.subplots()
-    width = 0.8 / max(1, len(layers))
-    for i, layer in enumerate(layers):
-        sub = {name(r): float(r[metric]) for _, r in rows[rows["layer"] == layer].iterrows() if r[metric] is not None}
-        xs = [g + (i - (len(layers) - 1) / 2) * width for g in range(len(groups))]
-        vals = [sub.get(g, math.nan) for g in groups]
-        bars = ax.bar(xs, vals, width=width, label=layer, color=f"C{i % 10}")
-        if len(groups) * len(layers) <= 40:
-            _bar_values(ax, bars, vals, rotate=True, size=7)
-    ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(metric)
-    ax.set_title(f"{metric} by cell")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
     fig.savefig(path, dpi=100)
     return path

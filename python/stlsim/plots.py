@@ -16,6 +16,7 @@ full interval.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Sequence
@@ -52,6 +53,7 @@ __all__ = [
     "hottest_neighbours_figure",
     "latency_cdf",
     "latency_cdf_figure",
+    "context_line",
     "run_context",
     "run_latency_cdf",
     "run_latency_cdf_figure",
@@ -59,6 +61,7 @@ __all__ = [
     "run_series_figure",
     "run_tail_latency",
     "run_tail_latency_figure",
+    "sweep_bars_figure",
     "tail_latency",
     "tail_latency_figure",
     "track_frequency",
@@ -168,8 +171,9 @@ def _one_or_more(word: str, values: Sequence[str]) -> str:
 
 
 def run_context(results: Sequence[Result]) -> str:
-    """The line naming what the runs replayed: trace(s), drive(s), mode(s),
-    e.g. ``trace rsrch_1.csv · drive imr-paper · mode queue (depth 64)``."""
+    """The line naming what the runs replayed: trace(s), drive(s), mode(s)
+    and layer(s), e.g. ``trace rsrch_1.csv · drive imr-paper · mode queue
+    (depth 64) · layer cmr``."""
     if not results:
         return "no runs"
     return " · ".join(
@@ -177,12 +181,42 @@ def run_context(results: Sequence[Result]) -> str:
             _one_or_more("trace", [_trace_name(str(r.report["trace"])) for r in results]),
             _one_or_more("drive", [str(r.report["drive"]["name"]) for r in results]),
             _one_or_more("mode", [_mode_text(r) for r in results]),
+            _one_or_more("layer", [str(r.report["layer"]) for r in results]),
         )
     )
 
 
+def context_line(traces: Sequence[str], drives: Sequence[str], layers: Sequence[str], mode: str | None = None) -> str:
+    """:func:`run_context`'s line from names rather than results (the
+    evaluation scripts' and the sweep report's plots): ``trace(s) ... ·
+    drive(s) ... · [mode ... ·] layer(s) ...``."""
+    parts = [
+        _one_or_more("trace", [_trace_name(str(t)) for t in traces]),
+        _one_or_more("drive", [_short(Path(str(d)).name) for d in drives]),
+    ]
+    if mode:
+        parts.append(f"mode {mode}")
+    parts.append(_one_or_more("layer", [str(x) for x in layers]))
+    return " · ".join(parts)
+
+
+def _wrapped(text: str, most: int) -> str:
+    """``text`` broken at its `` · `` separators into lines of at most
+    ``most`` characters where it can be (a long context line would run off
+    a narrow figure)."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= most:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
 def _titled(fig: Figure, title: str, context: str) -> None:
-    fig.suptitle(f"{title}\n{context}", fontsize=11)
+    # About 11 characters of 11-point text per inch of figure, less a margin.
+    most = int(fig.get_figwidth() * 11)
+    fig.suptitle(f"{title}\n{_wrapped(context, most)}", fontsize=11)
 
 
 # --------------------------------------------------------------------------
@@ -251,17 +285,74 @@ def _grouped_bars(
     ax.set_xticks(range(len(groups)), list(groups))
     if log and any(v > 0 for v in everything if v == v):
         ax.set_yscale("log")
+        _plain_log(ax)
     _headroom(ax, everything, log=log and ax.get_yscale() == "log", rotated=rotate)
 
 
-def _legend_below(fig: Figure, ax: Axes, title: str | None = None) -> None:
-    """The axes' legend below the figure, where it hides no curve."""
+def _legend_below(fig: Figure, ax: Axes, title: str | None = None, extra: Sequence[str] = ()) -> None:
+    """The axes' legend below the figure, where it hides no curve, in as
+    many columns (up to 4) as fit the figure's width; ``extra`` are notes
+    shown as entries without a line."""
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        fig.legend(
-            handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=9, frameon=False,
+    _fitted_legend(fig, handles + [_note_handle() for _ in extra], labels + list(extra), title)
+
+
+def _note_handle() -> Any:
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], linestyle="none", marker="none")
+
+
+def _fitted_legend(fig: Figure, handles: list[Any], labels: list[str], title: str | None = None) -> None:
+    """A legend below the figure in the most columns (up to 4) whose width
+    fits inside it: long labels in four columns ran off both edges."""
+    if not handles:
+        return
+    renderer = fig.canvas.get_renderer()
+    for ncols in range(min(len(labels), 4), 0, -1):
+        leg = fig.legend(
+            handles, labels, loc="outside lower center", ncols=ncols, fontsize=9, frameon=False,
             title=title, title_fontsize=9,
         )  # fmt: skip
+        if ncols == 1 or leg.get_window_extent(renderer).width <= 0.97 * fig.bbox.width:
+            return
+        leg.remove()
+
+
+def _plain_log(ax: Axes, which: str = "y") -> None:
+    """Label a log axis with plain numbers (6, 20, 0.01) where matplotlib
+    would write 6x10^0 on an axis spanning less than a decade."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    plain = _plain_log_formatter_class()
+    axis.set_major_formatter(plain())
+    axis.set_minor_formatter(plain(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
+def _plain_number(x: float) -> str:
+    if x >= 1:
+        return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.6g}"
+    return f"{x:.10f}".rstrip("0").rstrip(".")
+
+
+def _fraction_axis(ax: Axes) -> None:
+    """A y axis of fractions stops at 0 and 1, not at the margins beyond them."""
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(max(lo, 0.0), min(hi, 1.0))
+
+
+@functools.cache
+def _plain_log_formatter_class() -> type:
+    # Made on first use: matplotlib is imported only when a plot is drawn.
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class PlainLogFormatter(LogFormatterSciNotation):
+        """Which ticks to label as matplotlib decides; the label a plain number."""
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            text = super().__call__(x, pos)
+            return _plain_number(x) if text and x > 0 else text
+
+    return PlainLogFormatter
 
 
 def _partial_span(ax: Axes, x0: float, x1: float, label: str | None) -> None:
@@ -317,7 +408,10 @@ def _latency_figure(curves: Sequence[tuple[str, pd.DataFrame]], title: str, cont
         cdf_ax.set_xscale("log")
         tail_ax.set_xscale("log")
         tail_ax.set_yscale("log")
-        tail_ax.set_ylim(lowest / 2, 1.5)
+        tail_ax.set_ylim(lowest / 2, 1.0)
+        _plain_log(cdf_ax, "x")
+        _plain_log(tail_ax, "x")
+        _plain_log(tail_ax, "y")
         for y, name in ((1e-2, "p99"), (1e-3, "p99.9")):
             if y >= lowest / 2:
                 tail_ax.axhline(y, color="0.5", lw=0.8, ls=":")
@@ -331,7 +425,7 @@ def _latency_figure(curves: Sequence[tuple[str, pd.DataFrame]], title: str, cont
             ax.text(0.5, 0.5, "no requests", ha="center", va="center", transform=ax.transAxes)
     cdf_ax.set_xlabel("latency (ms, log scale)")
     cdf_ax.set_ylabel("fraction of requests with latency ≤ x")
-    cdf_ax.set_ylim(0.0, 1.02)
+    cdf_ax.set_ylim(0.0, 1.0)
     cdf_ax.set_title("CDF", fontsize=10)
     tail_ax.set_xlabel("latency (ms, log scale)")
     tail_ax.set_ylabel("fraction of requests with latency ≥ x (log scale)")
@@ -358,8 +452,7 @@ def run_latency_cdf_figure(result: Result) -> Figure:
     """One run's latency CDF and tail (CCDF, log-log), all requests, reads and writes."""
     counts = {c: result.report["latency"][c]["count"] for c in ("all", "read", "write")}
     curves = [(f"{c} ({counts[c]:,})", result.latency_cdf(c)) for c in ("all", "read", "write") if counts[c]]
-    title = f"Latency of {result.label} (layer {result.report['layer']})"
-    return _latency_figure(curves, title, run_context([result]))
+    return _latency_figure(curves, f"Latency of {result.label}", run_context([result]))
 
 
 def run_latency_cdf(result: Result, path: str | os.PathLike[str]) -> Path:
@@ -400,6 +493,7 @@ def headline_figure(results: Sequence[Result]) -> Figure:
         ax.set_title(title, fontsize=10)
         ax.set_ylabel(unit)
         ax.grid(True, axis="y", alpha=0.3)
+    fig.supxlabel("run", fontsize=10)
     _titled(fig, "Write amplification and latency", run_context(results))
     return fig
 
@@ -416,6 +510,7 @@ def tail_latency_figure(results: Sequence[Result]) -> Figure:
     ax = fig.subplots()
     series = [(r.label, [_summary_value(r.summary, k) for k, _ in _LATENCY_KEYS]) for r in results]
     _grouped_bars(ax, [t for _, t in _LATENCY_KEYS], series, log=True)
+    ax.set_xlabel("statistic: percentile or maximum")
     ax.set_ylabel("latency (ms, log scale)")
     ax.grid(True, axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=9)
@@ -439,11 +534,12 @@ def run_tail_latency_figure(result: Result) -> Figure:
     fig = _figure(9.0, 4.6)
     ax = fig.subplots()
     _grouped_bars(ax, [t for _, t in keys], series, log=True)
+    ax.set_xlabel("statistic: mean, percentile or maximum")
     ax.set_ylabel("latency (ms, log scale)")
     ax.grid(True, axis="y", alpha=0.3, which="both")
     if series:
         ax.legend(fontsize=9)
-    _titled(fig, f"Latency of {result.label} (layer {result.report['layer']})", run_context([result]))
+    _titled(fig, f"Latency of {result.label}", run_context([result]))
     return fig
 
 
@@ -496,8 +592,12 @@ def cache_utilisation_figure(results: Sequence[Result]) -> Figure:
     layers without a persistent cache are left out."""
     fig = _figure(9.0, 4.4)
     ax = fig.subplots()
+    left_out = []
     for i, r in enumerate(results):
         s = r.series()
+        if not any(c in s.columns for c in ("cache_active_fraction", "cache_span_fraction", "map_entries_fraction")):
+            left_out.append(r.label)
+            continue
         color = f"C{i % 10}"
         if "cache_active_fraction" in s.columns:
             ax.plot(s["requests"], s["cache_active_fraction"], color=color, label=f"{r.label}: active tracks / cache")
@@ -507,10 +607,17 @@ def cache_utilisation_figure(results: Sequence[Result]) -> Figure:
             ax.plot(s["requests"], s["cache_span_fraction"], color=color, linestyle="--", label=f"{r.label}: log span / log")
         if "map_entries_fraction" in s.columns:
             ax.plot(s["requests"], s["map_entries_fraction"], color=color, linestyle=":", label=f"{r.label}: map entries / limit")
-    ax.set_xlabel("requests")
-    ax.set_ylabel("fraction")
+    ax.set_xlabel("requests completed")
+    ax.set_ylabel("fraction in use")
     ax.grid(True, alpha=0.3)
-    _legend_below(fig, ax)
+    if len(left_out) == len(results):
+        ax.text(0.5, 0.5, "no run's layer has a persistent cache", ha="center", va="center", transform=ax.transAxes)
+    else:
+        # Fractions: the axis stops at 1 (a full cache), not at a margin past it.
+        ax.set_ylim(bottom=0.0)
+        _fraction_axis(ax)
+    notes = [f"{', '.join(left_out)}: no persistent cache"] if left_out and len(left_out) < len(results) else []
+    _legend_below(fig, ax, extra=notes)
     _titled(fig, "Persistent cache utilisation", run_context(results))
     return fig
 
@@ -524,15 +631,21 @@ def disparity_figure(results: Sequence[Result]) -> Figure:
     """Issue-time disparity (issued time minus trace time) over the run, per run."""
     fig = _figure(7.5, 4.8)
     ax = fig.add_subplot()
-    drawn = False
-    for r in results:
+    notes = []
+    for i, r in enumerate(results):
         s = r.series()
-        if s.empty:
+        if r.report["mode"] == "flat-out":
+            # Flat out, each request is issued when the drive is free: there
+            # is no trace time to fall behind, so a line of zeros would mislead.
+            notes.append(f"{r.label}: flat-out, no issue-time disparity")
             continue
-        ax.plot(s["requests"], s["disparity_s"], label=r.label)
-        drawn = True
-    if drawn:
-        _legend_below(fig, ax)
+        if s.empty:
+            notes.append(f"{r.label}: no samples")
+            continue
+        ax.plot(s["requests"], s["disparity_s"], label=r.label, color=f"C{i % 10}")
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no run has an issue-time disparity", ha="center", va="center", transform=ax.transAxes)
+    _legend_below(fig, ax, extra=notes)
     ax.set_xlabel("requests completed")
     ax.set_ylabel("issue-time disparity (s)")
     ax.grid(True, alpha=0.3)
@@ -617,13 +730,27 @@ def run_series_figure(result: Result) -> Figure:
     interval of ``series_every`` requests (log scale; top) and the
     issue-time disparity (bottom). A shorter last interval is dashed over a
     hatched band: its values are means, so they are not rescaled, but they
-    rest on fewer requests."""
+    rest on fewer requests. A flat-out run has no disparity (it issues each
+    request when the drive is free) and a run whose disparity stays 0 has
+    nothing to show: the panel is left out and the legend says why."""
     s = result.series()
     every = int((result.config.get("replay") or {}).get("series_every") or 0)
-    fig = _figure(8.0, 6.4)
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    flat_out = result.report["mode"] == "flat-out"
+    disparity = not s.empty and not flat_out and bool((s["disparity_s"].fillna(0) != 0).any())
+    notes = []
+    if flat_out:
+        notes.append("issue-time disparity: none (flat-out replay ignores trace times)")
+    elif not s.empty and not disparity:
+        notes.append("issue-time disparity: 0 throughout (the drive kept up with the trace)")
+    fig = _figure(8.0, 6.4 if disparity else 4.6)
+    if disparity:
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        axes = [top, bottom]
+    else:
+        top = bottom = fig.subplots()
+        axes = [top]
     if s.empty:
-        for ax in (top, bottom):
+        for ax in axes:
             ax.text(0.5, 0.5, "no requests", ha="center", va="center", transform=ax.transAxes)
     else:
         edges = _window_edges(s["requests"].tolist())
@@ -646,19 +773,23 @@ def run_series_figure(result: Result) -> Figure:
             positive = positive or bool((s[column] > 0).any())
         if positive:
             top.set_yscale("log")
-        bottom.plot(s["requests"], s["disparity_s"], color="C3")
+            _plain_log(top)
+        if disparity:
+            bottom.plot(s["requests"], s["disparity_s"], color="C3")
         if partial:
             note = f"last interval: {last:,.0f} of {every:,} requests (dashed)"
             _partial_span(top, edges[-2], edges[-1], note)
-            _partial_span(bottom, edges[-2], edges[-1], None)
-        _legend_below(fig, top)
+            if disparity:
+                _partial_span(bottom, edges[-2], edges[-1], None)
+        _legend_below(fig, top, extra=notes)
         bottom.set_xlim(0, edges[-1])
     top.set_ylabel(f"latency per {every:,} requests\n(ms, log scale)" if every else "latency (ms, log scale)")
-    bottom.set_ylabel("issue-time disparity (s)")
+    if disparity:
+        bottom.set_ylabel("issue-time disparity (s)")
     bottom.set_xlabel("requests completed")
-    for ax in (top, bottom):
+    for ax in axes:
         ax.grid(True, which="both", alpha=0.3)
-    _titled(fig, f"{result.label} over the run (layer {result.report['layer']})", run_context([result]))
+    _titled(fig, f"{result.label} over the run", run_context([result]))
     return fig
 
 
@@ -699,7 +830,7 @@ def hottest_cdf_figure(analysis: Analysis) -> Figure:
                 )
     # Up to K, or up to the last track written when fewer were (the curve is flat at 1.0 beyond).
     ax.set_xlim(0, max(1, min(analysis.k, math.ceil(1.05 * len(df)))))
-    ax.set_ylim(0.0, 1.02)
+    ax.set_ylim(0.0, 1.0)
     ax.set_xlabel("number of hottest tracks (hottest first)")
     ax.set_ylabel("cumulative fraction of track writes")
     ax.grid(True, alpha=0.3)
@@ -808,3 +939,95 @@ def track_frequency_figure(analysis: Analysis) -> Figure:
 def track_frequency(analysis: Analysis, path: str | os.PathLike[str]) -> Path:
     """Save :func:`track_frequency_figure` to ``path``."""
     return _save(track_frequency_figure(analysis), path)
+
+
+# --------------------------------------------------------------------------
+# A sweep's cells (stlsim report on a sweep folder)
+# --------------------------------------------------------------------------
+
+#: What a sweep's metric is called on a plot's axis, with its unit.
+SWEEP_METRICS = {
+    "mean_ms": ("mean latency", "mean latency (ms)"),
+    "p50_ms": ("median latency", "p50 latency (ms)"),
+    "p99_ms": ("p99 latency", "p99 latency (ms)"),
+    "p999_ms": ("p99.9 latency", "p99.9 latency (ms)"),
+    "max_ms": ("maximum latency", "max latency (ms)"),
+    "waf": ("write amplification", "WAF (media / host sectors written)"),
+    "iops": ("throughput", "requests per second"),
+}
+
+# Bars on a linear axis hide a value this many times smaller than the largest.
+_LOG_SPREAD = 20.0
+
+
+def sweep_bars_figure(rows: pd.DataFrame, axes: Sequence[str], metric: str) -> Figure | None:
+    """One metric of a sweep's cells as bars with their values: a panel per
+    trace, each on its own scale (log where its values spread over more than
+    20x, so a 0.3 ms bar shows beside a 118 ms one), a group per combination
+    of the other varying settings (``axes``), a bar per layer. None when
+    there is nothing to draw, or more bars than can be read (the report's
+    table has them)."""
+    if rows.empty or metric not in rows.columns:
+        return None
+    traces = list(dict.fromkeys(rows["trace"].astype(str))) if "trace" in rows.columns else ["?"]
+    keys = [a for a in axes if a not in ("layer", "trace")]
+    layers = list(dict.fromkeys(rows["layer"].astype(str)))
+    # Past 8 traces the panels get too narrow: one panel, the trace a setting of each group.
+    panel_traces: list[str | None] = list(traces) if len(traces) <= 8 else [None]
+    if panel_traces == [None]:
+        keys.insert(0, "trace")
+
+    def setting(k: str) -> str:
+        return k.removeprefix("param.").replace("_", " ")
+
+    def group(r: Any) -> str:
+        if not keys:
+            return str(r["layer"])
+        values = [(k, _trace_name(str(r[k])) if k == "trace" else str(r[k])) for k in keys]
+        if len(values) == 1:
+            return values[0][1]  # the axis label names the setting
+        return ", ".join(f"{setting(k)} {v}" for k, v in values)
+
+    groups = list(dict.fromkeys(group(r) for _, r in rows.iterrows()))
+    bars_per_panel = len(groups) * (len(layers) if keys else 1)
+    if bars_per_panel * len(panel_traces) > 240:
+        return None
+    short, label = SWEEP_METRICS.get(metric, (metric, metric))
+    panel_width = max(3.2, 0.42 * bars_per_panel + 1.4)
+    fig = _figure(min(18.0, max(7.5, panel_width * len(panel_traces) + 0.6)), 5.0)
+    panels = fig.subplots(1, len(panel_traces), squeeze=False)[0]
+    width = 0.8 / max(1, len(layers)) if keys else 0.6
+    for ax, trace in zip(panels, panel_traces):
+        part = rows[rows["trace"].astype(str) == trace] if trace is not None and "trace" in rows.columns else rows
+        everything: list[float] = []
+        for i, layer in enumerate(layers):
+            cells = part[part["layer"].astype(str) == layer]
+            value = {group(r): float(r[metric]) for _, r in cells.iterrows() if r[metric] is not None}
+            if keys:
+                xs = [g + (i - (len(layers) - 1) / 2) * width for g in range(len(groups))]
+                vals = [value.get(g, math.nan) for g in groups]
+            else:
+                xs, vals = [i], [value.get(layer, math.nan)]
+            bars = ax.bar(xs, vals, width=width, label=layer, color=f"C{i % 10}")
+            if bars_per_panel <= 40:
+                _bar_values(ax, bars, vals, rotate=True, size=7)
+            everything += vals
+        positive = [v for v in everything if v == v and v > 0]
+        log = bool(positive) and max(positive) / min(positive) > _LOG_SPREAD
+        if log:
+            ax.set_yscale("log")
+            _plain_log(ax)
+        _headroom(ax, everything, log=log, rotated=True)
+        slanted = any(len(g) > 8 for g in groups)
+        ax.set_xticks(range(len(groups)), groups, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=8)
+        ax.set_xlabel(", ".join(setting(k) for k in keys) if keys else "layer", fontsize=9)
+        ax.set_ylabel(label[:-1] + ", log scale)" if log and label.endswith(")") else label)
+        ax.set_title(_trace_name(trace) if trace is not None else "every trace", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    if keys:
+        _legend_below(fig, panels[0])
+    drives = list(dict.fromkeys(rows["drive"].astype(str))) if "drive" in rows.columns else ["?"]
+    modes = list(dict.fromkeys(rows["mode"].astype(str))) if "mode" in rows.columns else []
+    context = context_line(traces, drives, layers, modes[0] if len(modes) == 1 else None)
+    _titled(fig, f"{short[0].upper()}{short[1:]} of each sweep cell", context)
+    return fig
