@@ -81,13 +81,43 @@ def test_the_page_is_self_contained_with_tables_plots_configuration_and_provenan
     assert {"Summary" if kind != "sweep" else "Cells", "Plots", "Warnings", "Configuration and provenance"} <= set(page.h2)
     text = out.read_text(encoding="utf-8")
     assert stlsim.__version__ in text  # provenance: the version that made the runs
+    # Titles a reader knows, with units; never the data's column names.
+    assert not {"mean_ms", "p99_ms", "waf", "wall_s", "queue_depth", "hash"} & set(page.headers)
     if kind == "sweep":
-        assert {"layer", "queue_depth", "mean_ms", "waf"} <= set(page.headers)
+        assert {"layer", "queue depth", "mean (ms)", "WAF", "wall (s)", "cell"} <= set(page.headers)
         assert "Failed cells" in page.h2 and "smr-vguard" in text  # the failing cell is listed with its error
         assert "the plan as last run" in text
+        assert "6 cells, 2 failed; varying: layer, queue depth." in text
     else:
-        assert {"label", "waf", "mean_ms", "p99_ms"} <= set(page.headers)
+        assert {"label", "WAF", "mean (ms)", "p99 (ms)", "read (bytes)"} <= set(page.headers)
         assert "resolved configuration" in text and "wdev_3.csv" in text
+        # Counts with separated digits (the work by cause runs to millions of bytes).
+        assert re.search(r"<td>\d{1,3}(,\d{3}){2,}</td>", text)
+        assert not re.search(r"<td>-?\d{4,}(\.\d+)?</td>", text)
+
+
+def test_tables_show_human_titles_and_separated_digits() -> None:
+    import pandas as pd
+
+    from stlsim.html_report import _table
+
+    frame = {"requests": [1234567, 89], "mean_ms": [0.987654321, 12.5], "wall_s": [12.3456, None], "param.chunk_kib": [64, 1024], "waf": [1.0, 1.0]}
+    table = _table(pd.DataFrame(frame))
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    assert headers == ["requests", "mean (ms)", "wall (s)", "chunk_kib", "WAF"]
+    cells = re.findall(r"<td>(.*?)</td>", table)
+    # Decimals fitted to the column; a ratio keeps them even when whole.
+    assert cells == ["1,234,567", "0.99", "12.35", "64", "1.000", "89", "12.50", "", "1,024", "1.000"]
+
+
+def test_report_on_a_sweep_with_a_truncated_row_names_the_file(cli, one_line_error, folders: dict[str, Path], tmp_path: Path) -> None:
+    d = tmp_path / "sweep"
+    shutil.copytree(folders["sweep"], d)
+    row = sorted((d / "rows").glob("*.parquet"))[0]
+    row.write_bytes(row.read_bytes()[:100])
+    line = one_line_error(cli("report", str(d)))
+    assert line.startswith(f"stlsim: error: {row}: unreadable sweep row (")
+    assert line.endswith("); run the sweep again to redo its cell")
 
 
 def test_report_on_a_folder_that_holds_no_results_is_one_line(tmp_path: Path) -> None:

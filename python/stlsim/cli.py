@@ -1,7 +1,7 @@
 """The ``stlsim`` command.
 
     stlsim run          replay a trace through one layer, print a summary
-    stlsim compare      run several configurations, save a table and plots
+    stlsim compare      run several configurations, print a table (--out: save it, plots)
     stlsim analyze      which tracks a trace writes, and when (no simulation)
     stlsim layers       list the translation layers and their parameters
     stlsim drives       list the drive presets with derived figures
@@ -9,7 +9,8 @@
     stlsim synth        write a synthetic trace (sequential or uniform) as MSR CSV
 
 Every error a user can cause is printed as one line ``stlsim: error: ...`` on
-stderr with exit status 2; Ctrl-C exits with 130; a closed stdout
+stderr with exit status 2; Ctrl-C exits with 130 after one line saying
+what was saved; a closed stdout
 (``stlsim run | head -1``) stops quietly with 141.
 """
 
@@ -316,6 +317,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    o.add_argument("--explain", action="store_true", help="say under each headline figure what it means (no effect with --json)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,9 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "compare",
-        help="run several configurations; save a table and plots",
-        description="Run several configurations over the same trace and save summary.csv, per-run files "
-        "and plots (latency_cdf, headline, tail_latency, disparity, waf_series ...; PNG unless --plot-format). "
+        help="run several configurations and print a table (with --out, save it and plots)",
+        description="Run several configurations over the same trace and print a table of their figures. "
+        "With --out DIR, also save summary.csv, per-run files and plots there (latency_cdf, headline, "
+        "tail_latency, disparity, waf_series ...; PNG unless --plot-format); without it nothing is written. "
         "Give configurations as --config files "
         "and/or --layer names; the other options apply to every configuration and override it. "
         "--usage runs every configuration at several usage levels (paper 002 Figure 3).",
@@ -367,11 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="U,U,...",
         help="run every configuration at each usage level (fractions or percentages, e.g. 25,50,75,100): "
         "the drive starts that full and LBAs fold into the filled range (--prefill U --fold-to-prefill); "
-        "prints response time and WAR per level and saves by_usage.png",
+        "prints response time and WAR per level (and, with --out, saves by_usage.png)",
     )
-    p.add_argument("--out", metavar="DIR", help="output folder (default: results/compare-<date>-<time>)")
+    p.add_argument("--out", metavar="DIR", help="save summary.csv, one folder per run and the plots into DIR (default: print the table only, write nothing)")
     p.add_argument("--force", action="store_true", help="overwrite an earlier comparison's files in --out DIR")
-    _add_plot_format(p, "format of the plots (default: png)")
+    _add_plot_format(p, "with --out, the format of the plots (default: png)")
     _add_common(p)
     p.set_defaults(func=_cmd_compare)
 
@@ -407,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     o = p.add_argument_group("output")
     o.add_argument("--out", metavar="DIR", help="save the three figures and track_counts.parquet into DIR (default: none)")
+    o.add_argument("--force", action="store_true", help="overwrite an earlier analysis's files in --out DIR")
     _add_plot_format(o, "with --out, the format of the figures (default: png)")
     o.add_argument("--json", action="store_true", help="print the figures' numbers as JSON instead of tables")
     p.set_defaults(func=_cmd_analyze)
@@ -435,12 +439,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay TRACE (DiskSim's validate format: each request with the response time measured "
         "on the real drive) on DRIVE as DiskSim's validation runs do (closed loop: each request issued its "
         "think time after the previous one completes) and print DiskSim's demerit figure (RMS horizontal "
-        "distance between the simulated and measured response-time CDFs), the mean simulated and measured "
-        "response and the mean error. See docs/validation.md.",
+        "distance between the simulated and measured response-time CDFs), beside DiskSim's own where it "
+        "published one for the drive, the mean simulated and measured response and the mean error. "
+        "See docs/validation.md.",
     )
     p.add_argument("--drive", required=True, metavar="NAME|FILE", help="drive preset or drive TOML (e.g. one made by import-disksim)")
     p.add_argument("--trace", required=True, metavar="TRACE", help="a DiskSim validate trace (.gz/.zst read too)")
     p.add_argument("--out", metavar="DIR", help="save validation.json, the CDFs (CSV), per-request times and the CDF plot there")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier validation's files in --out DIR")
     p.add_argument("--plot-format", metavar="FMT", help="with --out: the plot's format, png (default), pdf or svg")
     p.add_argument("--fold", action="store_true", help="fold requests beyond the drive's capacity back into it")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -632,18 +638,106 @@ def _counter(v: Any) -> str:
     return _num(v)
 
 
+def _fig(v: Any, decimals: int = 1, sig: int = 2) -> str:
+    """A figure with thousands separators and ``decimals`` decimals, or more
+    where a non-zero value would otherwise show fewer than ``sig``
+    significant digits (0.0042, not 0.0)."""
+    if v is None or v != v:
+        return "-"
+    v = float(v)
+    if v and math.isfinite(v):
+        decimals = max(decimals, sig - 1 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}"
+
+
 def _ms(v: float) -> str:
-    """A latency in ms with about five significant digits."""
+    """A latency in ms with about five significant digits (two at least)."""
     if v != v:
         return "-"
-    return f"{v:,.3f}" if v < 10 else f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+    return _fig(v, 3) if v < 10 else f"{v:,.2f}" if v < 1000 else f"{v:,.1f}"
+
+
+#: The footer of a table whose figures --explain would explain.
+EXPLAIN_HINT = "--explain says what each figure means"
+
+
+def _host_op_ms(r: dict[str, Any]) -> float | None:
+    """Device time per physical operation done for the host (the cause
+    ``host``): what a request costs the drive once it is served, ms."""
+    row = next((c for c in r["device"]["by_cause"] if c["cause"] == "host"), None)
+    ops = (row["read_ops"] + row["write_ops"]) if row else 0
+    return 1000 * row["busy_s"] / ops if row and ops else None
+
+
+def _latency_meaning(r: dict[str, Any]) -> str:
+    """One line on what the host latencies measure, and why reads may take
+    long on a lightly used drive (the queue, not the media)."""
+    base = "host latency: issue to completion, ms, waiting in the drive's queue included"
+    service = _host_op_ms(r)
+    read = r["latency"]["read"]
+    if service is None or not read["count"]:
+        return base
+    mean = read["mean_ms"]
+    if r["mode"] == "queue" and mean > 3 * service:
+        return (
+            f"{base}. Reads average {_ms(mean)} ms against {_ms(service)} ms of device time per host operation: "
+            f"the rest is waiting. In the trace's bursts the queue (depth {r['queue_depth']}, first come first served) "
+            "fills and a read waits behind every read and destage ahead of it (writes complete once cached); "
+            "utilisation averages over the whole, mostly idle, trace"
+        )
+    return f"{base}; device time per host operation {_ms(service)} ms"
+
+
+def _run_figures(r: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The run's headline figures: (name, value with its unit, one-line meaning)."""
+    host = r["host"]
+    steady = r.get("waf_steady")
+    intervals = r.get("intervals_completed")
+    prefill = (r.get("prefill") or {}).get("spec", 0.0)
+    sb = r["drive"]["sector_bytes"]
+
+    def count(v: Any, unit: str) -> str:
+        return "-" if v is None else f"{_num(v)} {unit}"
+
+    rows = [
+        ("WAF", f"{_fig(r['waf'], 3)} x", "media sectors written, every cause / sectors the layer was asked to store (host writes and destages); 1 = nothing written twice"),
+        ("WAF excluding moves", f"{_fig(r.get('waf_excluding_moves', r['waf']), 3)} x", "WAF without the sectors background work (moves, cleaning) wrote: the foreground path's cost"),
+        ("WAF per host sector", f"{_fig(r.get('waf_per_host_sector', r['waf']), 3)} x", "media sectors written / sectors the host wrote (below WAF when the write cache merged rewrites)"),
+        ("WAF steady state", "-" if steady is None else f"{_fig(steady, 3)} x", "WAF over the second half of the run's host writes, the warm-up left out (- : run too short)"),
+        ("intervals completed", count(intervals, "intervals"), "move intervals an interval-driven layer completed (fewer than 10: not steady state; - : not such a layer)"),
+        ("prefill", prefill if isinstance(prefill, str) else f"{_fig(100 * prefill, 0)} %", "share of the capacity holding data at the start"),
+        *(
+            [("history", f"{_num(hist['writes'])} writes to {_fig(100 * hist['fill_reached'], 1)} % full", "random 4 KiB writes run before the trace to age the layer's cache or map")]
+            if (hist := r.get("history"))
+            else []
+        ),
+        ("I/O amplification", f"{_fig(r['io_amplification'], 3)} ops/request", "physical operations (media reads and writes, every cause) / host requests; below 1 when caches absorb requests"),
+        ("simulated time", f"{_fig(r['simulated_s'], 1)} s", "from the first request's issue to the device's last activity"),
+        ("IOPS", f"{_fig(r['iops'], 1)} requests/s", "host requests / simulated time"),
+        ("throughput", f"{_fig(r['throughput_mb_s'], 2)} MB/s", "host bytes (10^6) / simulated time"),
+        ("device utilisation", f"{_fig(100 * r['utilisation'], 1)} %", "share of the simulated time the device was busy (busy s below / simulated time)"),
+        ("disparity final", f"{_fig(r['final_disparity_s'], 2)} s", "how much later than the trace's own time the last request was issued (the queue was full: the drive fell behind); 0 = kept up"),
+        ("disparity max", f"{_fig(r['max_disparity_s'], 2)} s", "the largest such lag during the run"),
+        ("writes cached", count(host.get("cached_writes"), "writes"), "host writes the DRAM write cache took (each completed once cached)"),
+        ("reads hit in cache", count(host.get("cache_read_hits"), "reads"), "host reads served whole from the write cache"),
+        ("crashes", count(r["crashes"], "power losses"), "power losses injected (--crash-after, --crash-at-op)"),
+        ("requests lost in crashes", count(host.get("lost_in_crash"), "requests"), "host requests a power loss cut short"),
+    ]
+    if "read_cache_hits" in host or "read_ahead_sectors" in host:  # the drive has a read cache
+        rows += [
+            ("reads hit in read cache", count(host.get("read_cache_hits", 0), "reads"), "host reads served whole from the read cache"),
+            ("reads partly hit", count(host.get("read_cache_partial_hits", 0), "reads"), "host reads with some of their sectors in the read cache"),
+            ("read ahead", f"{_num(host.get('read_ahead_sectors', 0))} sectors ({_mib(host.get('read_ahead_sectors', 0), sb)} MiB)", "sectors the read cache read beyond what the host asked"),
+        ]
+    return rows
 
 
 def _mib(sectors: int, sector_bytes: int) -> str:
     return f"{sectors * sector_bytes / 2**20:,.1f}"
 
 
-def _print_summary(result: Any) -> None:
+def _print_summary(result: Any, explain: bool = False) -> None:
+    """The tables of `stlsim run`; with ``explain``, what each headline figure means."""
     from rich import box
     from rich.table import Table
 
@@ -676,48 +770,26 @@ def _print_summary(result: Any) -> None:
             *(_ms(s[k]) if s["count"] else "-" for k in ("mean_ms", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms")),
         )
     con.print(lat)
+    if explain:
+        con.print(_latency_meaning(r))
 
     run = Table(title="Run", box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True, show_header=False)
-    run.add_column("figure", no_wrap=True)
-    run.add_column("value", justify="right", no_wrap=True)
-    run.add_column("figure", no_wrap=True)
-    run.add_column("value", justify="right", no_wrap=True)
-    steady = r.get("waf_steady")
-    intervals = r.get("intervals_completed")
-    prefill = (r.get("prefill") or {}).get("spec", 0.0)
-    rows = [
-        ("WAF", f"{r['waf']:.3f}"),
-        ("WAF excluding moves", f"{r.get('waf_excluding_moves', r['waf']):.3f}"),
-        ("WAF per host sector", f"{r.get('waf_per_host_sector', r['waf']):.3f}"),
-        ("WAF steady state", "-" if steady is None else f"{steady:.3f}"),
-        ("intervals completed", "-" if intervals is None else _num(intervals)),
-        ("prefill", prefill if isinstance(prefill, str) else f"{100 * prefill:.0f}%"),
-        *(
-            [("history", f"{_num(hist['writes'])} writes to {100 * hist['fill_reached']:.1f}% full")]
-            if (hist := r.get("history"))
-            else []
-        ),
-        ("I/O amplification", f"{r['io_amplification']:.3f}"),
-        ("simulated time (s)", _num(r["simulated_s"], 1)),
-        ("IOPS", _num(r["iops"], 1)),
-        ("throughput (MB/s)", _num(r["throughput_mb_s"], 2)),
-        ("device utilisation", f"{100 * r['utilisation']:.1f}%"),
-        ("disparity final (s)", _num(r["final_disparity_s"], 2)),
-        ("disparity max (s)", _num(r["max_disparity_s"], 2)),
-        ("writes cached", _num(host.get("cached_writes"))),
-        ("reads hit in cache", _num(host.get("cache_read_hits"))),
-        ("crashes", _num(r["crashes"])),
-        ("requests lost in crashes", _num(host.get("lost_in_crash"))),
-    ]
-    if "read_cache_hits" in host or "read_ahead_sectors" in host:  # the drive has a read cache
-        rows += [
-            ("reads hit in read cache", _num(host.get("read_cache_hits", 0))),
-            ("reads partly hit", _num(host.get("read_cache_partial_hits", 0))),
-            ("sectors read ahead", _num(host.get("read_ahead_sectors", 0))),
-        ]
-    for i in range(0, len(rows), 2):
-        a, b = rows[i], rows[i + 1] if i + 1 < len(rows) else ("", "")
-        run.add_row(a[0], a[1], b[0], b[1])
+    rows = _run_figures(r)
+    if explain:
+        # One figure a line, its meaning beside it.
+        run.add_column("figure", no_wrap=True)
+        run.add_column("value", justify="right", no_wrap=True)
+        run.add_column("meaning")
+        for row in rows:
+            run.add_row(*row)
+    else:
+        run.add_column("figure", no_wrap=True)
+        run.add_column("value", justify="right", no_wrap=True)
+        run.add_column("figure", no_wrap=True)
+        run.add_column("value", justify="right", no_wrap=True)
+        for i in range(0, len(rows), 2):
+            a, b = rows[i], rows[i + 1] if i + 1 < len(rows) else ("", "", "")
+            run.add_row(a[0], a[1], b[0], b[1])
     con.print(run)
     groups = r.get("waf_by_group") or {}
     if groups:
@@ -829,14 +901,21 @@ def _check_out(out: str | os.PathLike[str], names: Sequence[str], force: bool) -
     return earlier
 
 
+#: The folder a command is saving into, while it does: what Ctrl-C then
+#: says was left there (see main()).
+_saving: list[str] = []
+
+
 def _save(obj: Any, out: str | os.PathLike[str], earlier: Sequence[Path] = (), **how: Any) -> None:
-    """Save a Result, Comparison or Analysis (``obj.save(out, **how)``), first
-    removing an earlier run's files ``earlier`` (with --force); a
-    file-system failure names the folder."""
+    """Save a Result, Comparison, Analysis or Validation (``obj.save(out,
+    **how)``), first removing an earlier run's files ``earlier`` (with
+    --force); a file-system failure names the folder."""
+    _saving.append(os.fspath(out))
     try:
         for f in earlier:
             f.unlink(missing_ok=True)
         obj.save(out, **how)
+        _saving.pop()
     except OSError as e:
         reason = e.strerror or str(e)
         where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
@@ -874,26 +953,38 @@ def _cmd_run(ns: argparse.Namespace) -> int:
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
-        _print_summary(result)
+        _print_summary(result, explain=ns.explain)
+        if not ns.explain:
+            _console().print(EXPLAIN_HINT)
     _warn_empty(result)
     if ns.out:
         _info(f"saved {_saved(ns.out, Result.output_names())} in {ns.out}")
     return 0
 
 
-def _default_compare_dir() -> Path:
-    import datetime as _dt
+#: What each column of the compare table means (--explain).
+COMPARE_MEANINGS = {
+    "requests": "host requests replayed",
+    "waf": "media sectors written, every cause / sectors the layer was asked to store; 1 = nothing written twice",
+    "waf_excluding_moves": "WAF without the sectors background work (moves, cleaning) wrote",
+    "waf_steady": "WAF over the second half of the run's host writes, the warm-up left out",
+    "intervals_completed": "move intervals an interval-driven layer completed (fewer than 10: not steady state)",
+    "mean_ms": "mean host latency, ms, issue to completion, queue wait included (in queue mode mostly waiting in the trace's bursts: see 'stlsim run --explain')",
+    "p90_ms": "latency 90 % of the requests stay within, ms",
+    "p99_ms": "latency 99 % of the requests stay within, ms",
+    "p999_ms": "latency 99.9 % of the requests stay within, ms",
+    "max_ms": "the longest latency, ms",
+    "final_disparity_s": "how much later than the trace's own time the last request was issued, s (the drive fell behind); 0 = kept up",
+    "clean_bands": "bands the layer cleaned",
+    "write_hit_rate": "share of host writes the buffer absorbed",
+    "writebacks_rmw": "buffer write-backs that read-modify-wrote a zone",
+    "writebacks_rmw_free": "buffer write-backs without a read-modify-write",
+    "disparity_vs_cmr_s": "final disparity minus the cmr run's, s: how much further behind the trace than CMR",
+}
 
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path("results") / f"compare-{stamp}"
-    p, n = base, 1
-    while p.exists():
-        n += 1
-        p = base.with_name(f"{base.name}-{n}")
-    return p
 
-
-def _print_table(comparison: Any) -> None:
+def _print_table(comparison: Any, explain: bool = False) -> None:
+    """The table of `stlsim compare`; with ``explain``, what each column means."""
     from rich import box
     from rich.table import Table
 
@@ -935,12 +1026,19 @@ def _print_table(comparison: Any) -> None:
             elif digits == 0 and isinstance(v, float) and v == v:
                 cells.append(_num(int(v)))
             else:
-                cells.append(_num(v, digits) if v is not None else "-")
+                cells.append(_fig(v, digits) if v is not None else "-")
         t.add_row(*cells)
-    _console().print(t)
+    con = _console()
+    con.print(t)
+    if explain:
+        for title, key, _ in cols:
+            if key in COMPARE_MEANINGS:
+                con.print(f"{title}: {COMPARE_MEANINGS[key]}")
+    else:
+        con.print(EXPLAIN_HINT)
 
 
-def _print_usage_table(comparison: Any) -> None:
+def _print_usage_table(comparison: Any, explain: bool = False) -> None:
     """Paper 002's Figure 3 as a table: mean response time and WAR per configuration and usage."""
     from rich import box
     from rich.table import Table
@@ -962,9 +1060,15 @@ def _print_usage_table(comparison: Any) -> None:
         sub = df[df["config"] == cfg].set_index("usage")
         cells = [cfg]
         for u in levels:
-            cells += [_num(sub["mean_ms"].get(u), 1), _num(sub["war"].get(u), 2)]
+            cells += [_fig(sub["mean_ms"].get(u), 1), _fig(sub["war"].get(u), 2)]
         t.add_row(*cells)
-    _console().print(t)
+    con = _console()
+    con.print(t)
+    if explain:
+        con.print("U% ms: mean host latency, ms, issue to completion, with the drive U % full at the start and the trace's LBAs folded into that range")
+        con.print("U% WAR: write amplification ratio, 1 + read-modify-write operations / host writes (paper 002)")
+    else:
+        con.print(EXPLAIN_HINT)
 
 
 def _cmd_compare(ns: argparse.Namespace) -> int:
@@ -978,18 +1082,20 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
         raise ConfigError("configuration error: compare needs configurations: --config FILE ... and/or --layer NAME ...")
     if ns.usage is not None and ns.prefill is not None:
         raise ConfigError("configuration error: give either --usage or --prefill, not both")
-    out = Path(ns.out) if ns.out else _default_compare_dir()
+    # Like run: without --out nothing is written (no folder appears in whatever directory it ran in).
+    out = Path(ns.out) if ns.out else None
     fmt = _plot_format(ns, out)
-    earlier = _check_out(out, Comparison.output_names(), ns.force)
+    earlier = _check_out(out, Comparison.output_names(), ns.force) if out else []
     comparison = compare(configs, progress=_show_progress(), usages=ns.usage, **_given(ns))
-    _save(comparison, out, earlier, plot_format=fmt)
+    if out:
+        _save(comparison, out, earlier, plot_format=fmt)
     if ns.json:
         rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.summary.items()} for r in comparison]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif ns.usage is not None:
-        _print_usage_table(comparison)
+        _print_usage_table(comparison, explain=ns.explain)
     else:
-        _print_table(comparison)
+        _print_table(comparison, explain=ns.explain)
     folded = 0
     for r in comparison.results:
         if ns.usage is not None:
@@ -1002,7 +1108,8 @@ def _cmd_compare(ns: argparse.Namespace) -> int:
         _info(f"warning: {w}")
     if folded:
         _info(f"note: {folded} of {len(comparison.results)} runs folded trace LBAs into their usage level's filled range")
-    _info(f"saved {_saved(out, Comparison.output_names())}, and one folder per run, in {out}")
+    if out:
+        _info(f"saved {_saved(out, Comparison.output_names())}, and one folder per run, in {out}")
     return 0
 
 
@@ -1104,9 +1211,9 @@ def _print_analysis(analysis: Any) -> None:
 
 
 def _cmd_analyze(ns: argparse.Namespace) -> int:
+    from .analysis import Analysis
     from .api import analyze
     from .plots import ANALYSIS_PLOTS
-    from .result import check_output_folder
 
     kwargs: dict[str, Any] = {
         k: getattr(ns, k)
@@ -1118,11 +1225,10 @@ def _cmd_analyze(ns: argparse.Namespace) -> int:
     if ns.fold is not None:
         kwargs["fold"] = ns.fold
     fmt = _plot_format(ns, ns.out)
-    if ns.out:
-        check_output_folder(ns.out)
+    earlier = _check_out(ns.out, Analysis.output_names(), ns.force) if ns.out else []
     analysis = analyze(hottest=ns.hottest, interval=ns.interval, **kwargs)
     if ns.out:
-        _save(analysis, ns.out, plot_format=fmt)
+        _save(analysis, ns.out, earlier, plot_format=fmt)
     if ns.json:
         sys.stdout.write(analysis.to_json() + "\n")
     else:
@@ -1233,16 +1339,25 @@ def _cmd_drives(ns: argparse.Namespace) -> int:
 
 
 def _cmd_validate(ns: argparse.Namespace) -> int:
-    from .validation import validate
+    from .validation import Validation, validate
 
-    v = validate(ns.drive, ns.trace, fold=ns.fold, out=ns.out, plot_format=ns.plot_format)
+    earlier = _check_out(ns.out, Validation.output_names(), ns.force) if ns.out else []
+    v = validate(ns.drive, ns.trace, fold=ns.fold, plot_format=ns.plot_format)
+    if ns.out:
+        _save(v, ns.out, earlier, plot_format=ns.plot_format or "png")
     for w in v.report.get("warnings") or []:
         _info(f"warning: {w}")
     if ns.json:
         print(json.dumps(v.summary, indent=2))
+        if ns.out:
+            _info(f"saved {_saved(ns.out, Validation.output_names())} in {ns.out}")
         return 0
     print(f"{Path(v.trace).name} on {v.drive}: {v.requests:,} requests, replayed closed loop as DiskSim's validation")
     print(f"  demerit (RMS distance of the CDFs)  {v.demerit_ms:9.3f} ms")
+    theirs = v.disksim
+    if theirs is not None:
+        other = "" if theirs["same_trace"] else ", not this trace"
+        print(f"  DiskSim's demerit                   {theirs['demerit_ms']:9.3f} ms  ({theirs['source']}, on {theirs['trace']}{other})")
     print(f"  mean response, simulated            {v.mean_simulated_ms:9.3f} ms")
     print(f"  mean response, measured             {v.mean_measured_ms:9.3f} ms")
     print(f"  mean error (simulated - measured)   {v.mean_error_ms:+9.3f} ms")
@@ -1250,7 +1365,7 @@ def _cmd_validate(ns: argparse.Namespace) -> int:
         shown = "        -" if math.isnan(err) else f"{err:+9.3f}"
         print(f"    {f'of the {count:,} {what}':<34}{shown} ms")
     if ns.out:
-        _info(f"saved to {ns.out}")
+        _info(f"saved {_saved(ns.out, Validation.output_names())} in {ns.out}")
     return 0
 
 
@@ -1317,12 +1432,17 @@ def _cmd_synth(ns: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(ns: argparse.Namespace) -> int:
-    from .sweep import sweep
+    from .sweep import SweepInterrupted, sweep
 
     out = Path(ns.out) if ns.out else Path("results") / f"sweep-{Path(ns.plan).stem}"
     bar: dict[str, Any] = {}
 
     def on_cell(done: int, total: int) -> None:
+        if "started" not in bar:
+            bar["started"] = True
+            if done:
+                # The first call: the cells found done before any ran.
+                _info(f"resumed: {done:,} of {total:,} cells already done, running {total - done:,}")
         if not _show_progress():
             return
         if "p" not in bar:
@@ -1334,26 +1454,62 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
         bar["p"].update(bar["t"], completed=done)
 
     try:
-        rows = sweep(ns.plan, out, jobs=ns.jobs, on_cell=on_cell, engine=ns.engine, ray_address=ns.ray_address, retry_failed=ns.retry_failed)
+        rows = sweep(
+            ns.plan,
+            out,
+            jobs=ns.jobs,
+            on_cell=on_cell,
+            engine=ns.engine,
+            ray_address=ns.ray_address,
+            retry_failed=ns.retry_failed,
+            on_warning=lambda m: _info(f"warning: {m}"),
+        )
+    except SweepInterrupted as e:
+        if "p" in bar:
+            bar.pop("p").stop()
+        _info(f"interrupted: {e.saved:,} of {e.total:,} cells saved in {e.out}; run the same command to resume")
+        return EXIT_INTERRUPTED
     finally:
         if "p" in bar:
             bar["p"].stop()
     if ns.json:
         print(rows.to_json(orient="records"))
         return 0
-    cols = [c for c in ("trace", "drive", "layer", "mean_ms", "p99_ms", "waf", "error") if c in rows.columns]
+    failed = _print_sweep_rows(rows)
+    _info(f"{len(rows):,} cells in {out}/rows" + (f", {failed:,} failed (listed above)" if failed else ", none failed"))
+    return 0
+
+
+def _print_sweep_rows(rows: Any) -> int:
+    """The sweep's table (one row per cell, human titles) and, below it, the
+    failed cells with their errors; returns how many failed."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .sweep import REPLAY_KEYS, readable
+
+    cols = [c for c in ("trace", "drive", "layer") if c in rows.columns]
     cols += [c for c in rows.columns if c.startswith("param.")]
     # Swept replay options (a usage level, a queue depth ...) name their rows too.
-    from .sweep import REPLAY_KEYS
-
     cols += [c for c in rows.columns if c in REPLAY_KEYS and rows[c].astype(str).nunique() > 1]
-    view = rows[cols].copy()
-    if "trace" in view.columns:
-        view["trace"] = view["trace"].map(lambda t: Path(str(t)).name)
-    print(view.to_string(index=False))
-    failed = int(rows["error"].notna().sum()) if "error" in rows.columns else 0
-    _info(f"{len(rows)} cells in {out}/rows ({failed} failed)")
-    return 0
+    key_cols = list(cols)
+    cols += [c for c in ("mean_ms", "p99_ms", "waf", "wall_s") if c in rows.columns]
+    view = readable(rows[cols])
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for i, title in enumerate(view.columns):
+        t.add_column(title, justify="left" if cols[i] in key_cols else "right", no_wrap=True)
+    for r in view.itertuples(index=False):
+        t.add_row(*(Text(v) for v in r))  # values as text, never as rich markup
+    con = _console()
+    con.print(t)
+    bad = rows[rows["error"].notna()] if "error" in rows.columns else rows.iloc[0:0]
+    if len(bad):
+        con.print(f"{len(bad):,} failed cell{'s' if len(bad) > 1 else ''}:")
+        names = readable(rows.loc[bad.index, key_cols])
+        for (_, r), (_, name) in zip(bad.iterrows(), names.iterrows()):
+            con.print("  " + ", ".join(f"{k}={v}" for k, v in name.items() if v != "-") + f": {r['error']}", markup=False)
+    return len(bad)
 
 
 def _trace_kwargs(ns: argparse.Namespace) -> dict[str, Any]:
@@ -1488,14 +1644,30 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return ns
 
 
+#: Commands that write nothing but through _save: interrupted before it, they saved nothing.
+_SAVE_ONLY_VIA_SAVE = frozenset({"run", "compare", "analyze", "validate", "layers", "drives", "trace-info"})
+
+
+def _interrupted(ns: argparse.Namespace | None) -> str:
+    """What Ctrl-C left behind, for its one line."""
+    if _saving:
+        return f"interrupted while saving in '{_saving[-1]}'; the files there are incomplete"
+    if ns is None or getattr(ns, "command", None) in _SAVE_ONLY_VIA_SAVE:
+        return "interrupted; nothing saved"
+    return "interrupted"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``stlsim`` command; returns the exit status."""
+    ns: argparse.Namespace | None = None
+    _saving.clear()
     try:
         ns = _parse(argv)
         status = int(ns.func(ns))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status
     except KeyboardInterrupt:
+        sys.stderr.write(f"stlsim: {_interrupted(ns)}\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `stlsim run | head -1`): stop quietly. Point

@@ -123,8 +123,12 @@ def write_report(directory: str | os.PathLike[str]) -> Path:
 
 
 def _table(df: pd.DataFrame, caption: str = "") -> str:
+    """``df`` as an HTML table for a reader: human column titles with units
+    and numbers with separated digits (:func:`stlsim.sweep.readable`)."""
+    from .sweep import readable
+
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    body = df.to_html(index=False, escape=True, border=0, na_rep="", float_format=lambda v: f"{v:,.4g}")
+    body = readable(df, missing="").to_html(index=False, escape=True, border=0)
     # Wide tables scroll inside their box instead of widening the page.
     return "<div class='scroll'>" + body.replace('<table class="dataframe">', f"<table class='dataframe'>{cap}", 1) + "</div>"
 
@@ -138,8 +142,10 @@ def _kv_table(pairs: Iterable[tuple[str, Any]], caption: str = "") -> str:
 
 
 def _text(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
     if isinstance(v, float):
-        return f"{v:,.6g}"
+        return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
     if isinstance(v, (dict, list)):
         return json.dumps(v)
     return "" if v is None else str(v)
@@ -263,13 +269,14 @@ def _sweep_page(d: Path) -> str:
         return "".join(parts) + "<p>The sweep has no rows yet.</p>"
     failed = rows[rows["error"].notna()] if "error" in rows.columns else rows.iloc[0:0]
     axes = _varying(rows)
-    parts.append(f"<p>{len(rows)} cells, {len(failed)} failed; varying: {html.escape(', '.join(axes) or 'nothing')}.</p>")
+    from .sweep import column_title
+
+    varying = ", ".join(column_title(a) for a in axes) or "nothing"
+    parts.append(f"<p>{len(rows):,} cells, {len(failed):,} failed; varying: {html.escape(varying)}.</p>")
 
     show = ["trace", "drive", "layer"] + [c for c in axes if c not in ("trace", "drive", "layer")]
     show += [c for c in ("mean_ms", "p99_ms", "p999_ms", "waf", "requests", "wall_s") if c in rows.columns]
-    view = rows[[c for c in dict.fromkeys(show) if c in rows.columns]].copy()
-    if "trace" in view.columns:
-        view["trace"] = view["trace"].map(lambda t: Path(str(t)).name if not str(t).startswith("synth:") else t)
+    view = rows[[c for c in dict.fromkeys(show) if c in rows.columns]]
     parts.append("<h2>Cells</h2>" + _table(view))
 
     parts.append("<h2>Plots</h2>")

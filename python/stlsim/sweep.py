@@ -49,23 +49,39 @@ if TYPE_CHECKING:
 
     from .result import Result
 
-__all__ = ["Plan", "SweepResult", "load_plan", "read_rows", "sweep"]
+__all__ = ["Plan", "SweepInterrupted", "SweepResult", "SweepWarning", "load_plan", "read_rows", "sweep"]
 
 #: Replay options a plan may sweep or fix (keyword arguments of :func:`stlsim.run`).
 REPLAY_KEYS = REPLAY_SETTINGS
 _SWEEP_KEYS = {"traces", "drives", "layers", "zip", "params", "replay", "fixed"}
 
 
+def _did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 class Plan:
-    """A validated sweep plan: its axes and the cells they make."""
+    """A validated sweep plan: its axes and the cells they make.
+
+    Every name is checked before any cell runs, as ``stlsim run`` checks its
+    options: a misspelled layer, layer parameter, replay option or table is
+    an error, never an axis dropped in silence."""
 
     def __init__(self, spec: Mapping[str, Any], base: Path) -> None:
         if "sweep" not in spec or not isinstance(spec["sweep"], Mapping):
             raise ConfigError("a sweep plan needs a [sweep] table with traces, drives and layers lists")
+        for k in spec:
+            if k != "sweep":
+                what = f"table [{k}]" if isinstance(spec[k], Mapping) else f"key '{k}'"
+                raise ConfigError(f"unknown {what} outside [sweep] (a plan holds only the [sweep] table and its sub-tables)")
         s = spec["sweep"]
-        unknown = set(s) - _SWEEP_KEYS
-        if unknown:
-            raise ConfigError(f"[sweep] has unknown keys {sorted(unknown)} (known: {sorted(_SWEEP_KEYS)})")
+        for k in s:
+            if k not in _SWEEP_KEYS:
+                raise ConfigError(f"[sweep] has unknown key '{k}'{_did_you_mean(k, _SWEEP_KEYS)} (known: {', '.join(sorted(_SWEEP_KEYS))})")
         self.base = base
         self.axes: dict[str, list[Any]] = {}
         for key in ("traces", "drives", "layers"):
@@ -73,20 +89,39 @@ class Plan:
             if not isinstance(v, list) or not v:
                 raise ConfigError(f"[sweep] {key} must be a non-empty list")
             self.axes[key] = [self._resolve(x) if key != "layers" else x for x in v]
-        for table, prefix in (("params", "param."), ("replay", "")):
-            t = s.get(table, {})
-            if not isinstance(t, Mapping):
-                raise ConfigError(f"[sweep.{table}] must be a table of lists")
+        from .config import layers
+
+        declared = {e["name"]: [p["name"] for p in e.get("params", [])] for e in layers()}
+        for name in self.axes["layers"]:
+            if not isinstance(name, str) or name not in declared:
+                hint = _did_you_mean(str(name), declared) or f" (known: {', '.join(declared)})"
+                raise ConfigError(f"[sweep] layers: unknown layer '{name}'{hint}")
+        # The parameters of the plan's layers, in the order the layers declare them.
+        own = list(dict.fromkeys(p for name in self.axes["layers"] for p in declared[name]))
+        for table in ("params", "replay", "fixed"):
+            if not isinstance(s.get(table, {}), Mapping):
+                raise ConfigError(f"[sweep.{table}] must be a table" + (" of lists" if table != "fixed" else ""))
+        params, replay, fixed = (dict(s.get(t, {})) for t in ("params", "replay", "fixed"))
+        for k in params:
+            if k not in own:
+                where = "it is a replay option: put it in [sweep.replay]" if k in REPLAY_KEYS else None
+                hint = where or (_did_you_mean(k, own).strip(" ()") or f"their parameters: {', '.join(own) or 'none'}")
+                raise ConfigError(f"[sweep.params] {k}: no layer of the plan ({', '.join(self.axes['layers'])}) has this parameter ({hint})")
+        for table, keys in (("replay", replay), ("fixed", fixed)):
+            for k in keys:
+                if k not in REPLAY_KEYS:
+                    where = "it is a layer parameter: put it in [sweep.params] as a list" if k in own else None
+                    hint = where or _did_you_mean(k, REPLAY_KEYS).strip(" ()") or f"known: {', '.join(sorted(REPLAY_KEYS))}"
+                    raise ConfigError(f"[sweep.{table}] {k} is not a replay option ({hint})")
+        for k in replay.keys() & fixed.keys():
+            # Which would win is an accident of the code; the plan must say.
+            raise ConfigError(f"[sweep] {k} is given in both [sweep.replay] and [sweep.fixed]: keep one")
+        for table, prefix, t in (("params", "param.", params), ("replay", "", replay)):
             for k, v in t.items():
-                if table == "replay" and k not in REPLAY_KEYS:
-                    raise ConfigError(f"[sweep.replay] {k} is not a replay option (known: {', '.join(sorted(REPLAY_KEYS))})")
                 if not isinstance(v, list) or not v:
                     raise ConfigError(f"[sweep.{table}] {k} must be a non-empty list of values")
                 self.axes[prefix + k] = v
-        self.fixed = dict(s.get("fixed", {}))
-        bad = set(self.fixed) - REPLAY_KEYS
-        if bad:
-            raise ConfigError(f"[sweep.fixed] {sorted(bad)} are not replay options (known: {', '.join(sorted(REPLAY_KEYS))})")
+        self.fixed = fixed
         zipped = s.get("zip", [])
         if not isinstance(zipped, list) or any(k not in self.axes for k in zipped):
             raise ConfigError(f"[sweep] zip must list axes of the plan ({', '.join(self.axes)})")
@@ -94,6 +129,7 @@ class Plan:
         if len(lengths) > 1:
             raise ConfigError(f"[sweep] zipped axes {zipped} must have equal lengths, not {sorted(lengths)}")
         self.zip = list(zipped)
+        self._declared = {k: set(v) for k, v in declared.items()}
         #: The plan with its trace and drive paths resolved (saved as OUT/plan.json).
         self.spec = {"sweep": {**s, **{k: self.axes[k] for k in ("traces", "drives")}}}
 
@@ -106,13 +142,11 @@ class Plan:
 
     def cells(self) -> list[dict[str, Any]]:
         """Every cell: a dict of :func:`stlsim.run` keyword arguments (params by name)."""
-        from .config import layers
-
         free = [k for k in self.axes if k not in self.zip]
         groups: list[list[dict[str, Any]]] = [[{k: v} for v in self.axes[k]] for k in free]
         if self.zip:
             groups.append([dict(zip(self.zip, vals)) for vals in zip(*(self.axes[k] for k in self.zip))])
-        declared = {e["name"]: {p["name"] for p in e.get("params", [])} for e in layers()}
+        declared = self._declared
         out, seen = [], set()
         for combo in itertools.product(*groups):
             flat: dict[str, Any] = {}
@@ -142,9 +176,11 @@ def load_plan(plan: str | os.PathLike[str] | Mapping[str, Any]) -> Plan:
         return Plan(plan, Path.cwd())
     p = Path(plan)
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the plan: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not a UTF-8 text file (byte {e.start}); a sweep plan is TOML") from None
     try:
         spec = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -238,14 +274,121 @@ def read_rows(out: str | os.PathLike[str]) -> pd.DataFrame:
     return pd.DataFrame(_read_row_files(Path(out)))
 
 
-def _read_row_files(out: Path, skip: Iterable[str] = (), only: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """The rows saved under ``out``, as dicts, but for those whose hash is in
-    ``skip`` and, with ``only``, for those whose hash is not in it."""
+def _read_row_files(out: Path, only: Iterable[str] | None = None, unreadable: list[Path] | None = None) -> list[dict[str, Any]]:
+    """The rows saved under ``out``, as dicts; with ``only``, those of the
+    cells whose hash is in it. A row file that cannot be read (truncated by
+    a full disk, a partial copy ...) is an error naming it, or, given the
+    list ``unreadable``, is appended to it and left out."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    skip, keep = set(skip), None if only is None else set(only)
-    files = sorted((out / "rows").glob("*.parquet"))
-    return [r for f in files if f.stem not in skip and (keep is None or f.stem in keep) for r in pq.read_table(f).to_pylist()]
+    keep = None if only is None else set(only)
+    rows: list[dict[str, Any]] = []
+    for f in sorted((out / "rows").glob("*.parquet")):
+        if keep is not None and f.stem not in keep:
+            continue
+        try:
+            rows += pq.read_table(f).to_pylist()
+        except (pa.ArrowException, OSError, ValueError) as e:
+            if unreadable is None:
+                why = (str(e) or type(e).__name__).strip().splitlines()[0]
+                why = why.replace(f"Could not open Parquet input source '{f}': ", "")  # the path is said once
+                raise ConfigError(f"{f}: unreadable sweep row ({why}); run the sweep again to redo its cell") from None
+            unreadable.append(f)
+    return rows
+
+
+#: Titles of the columns a reader sees (the sweep's printed table, the HTML
+#: report), with their units; other columns get :func:`column_title`'s rule.
+COLUMN_TITLES: dict[str, str] = {
+    "hash": "cell",
+    "waf": "WAF",
+    "war": "WAR",
+    "io_amplification": "I/O amplification",
+    "mean_ms": "mean (ms)",
+    "p50_ms": "p50 (ms)",
+    "p90_ms": "p90 (ms)",
+    "p99_ms": "p99 (ms)",
+    "p999_ms": "p99.9 (ms)",
+    "max_ms": "max (ms)",
+    "read_mean_ms": "read mean (ms)",
+    "write_mean_ms": "write mean (ms)",
+    "simulated_s": "simulated time (s)",
+    "iops": "IOPS",
+    "final_disparity_s": "disparity (s)",
+    "disparity_vs_cmr_s": "disparity vs CMR (s)",
+    "wall_s": "wall (s)",
+    "waf_steady": "WAF steady",
+    "waf_excluding_moves": "WAF excl. moves",
+    "intervals_completed": "intervals",
+    "clean_bands": "cleaned bands",
+    "stlsim_version": "stlsim version",
+    "trace_sha256": "trace SHA-256",
+}
+
+_UNITS = (("_ms", "ms"), ("_s", "s"), ("_mib", "MiB"), ("_kib", "KiB"), ("_bytes", "bytes"))
+
+
+def column_title(name: str) -> str:
+    """A column's title for a reader: ``mean_ms`` -> ``mean (ms)``,
+    ``queue_depth`` -> ``queue depth``. A layer parameter keeps its own name
+    (``param.interval_writes`` -> ``interval_writes``), as a plan spells it."""
+    if name in COLUMN_TITLES:
+        return COLUMN_TITLES[name]
+    if name.startswith("param."):
+        return name[len("param.") :]
+    for suffix, unit in _UNITS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return f"{name[: -len(suffix)].replace('_', ' ')} ({unit})"
+    return name.replace("_", " ")
+
+
+#: Ratios and times: shown with decimals even when every value is whole
+#: (a CMR-only sweep's WAF is 1.000, not a count of 1).
+_FRACTIONAL = ("waf", "war", "io_amplification", "iops", "write_hit_rate", "prefill")
+
+
+def _fractional(name: str) -> bool:
+    return name.startswith(_FRACTIONAL) or name.endswith(("_ms", "_s"))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def readable(df: pd.DataFrame, missing: str = "-") -> pd.DataFrame:
+    """``df`` as text for a reader: titles from :func:`column_title`, whole
+    numbers with thousands separators (``12,345``), others with a column's
+    decimals fitted to its largest value (3 below 10, 2 below 1,000, else 1;
+    ratios and times always so),
+    a trace by its file name, and ``missing`` for an absent value."""
+    import math
+
+    import pandas as pd
+
+    out: dict[str, list[str]] = {}
+    for col in df.columns:
+        values = df[col].tolist()
+        numbers = [float(v) for v in values if _is_number(v) and not math.isnan(v)]
+        whole = not _fractional(str(col)) and all(x.is_integer() and abs(x) < 1e15 for x in numbers)
+        top = max((abs(x) for x in numbers), default=0.0)
+        digits = 3 if top < 10 else 2 if top < 1000 else 1
+
+        def text(v: Any) -> str:
+            if v is None or (not isinstance(v, (list, dict)) and pd.isna(v)):
+                return missing
+            if isinstance(v, bool):
+                return "yes" if v else "no"
+            if _is_number(v):
+                return f"{int(v):,}" if whole else f"{v:,.{digits}f}"
+            if col == "trace" and not str(v).startswith("synth:"):
+                return Path(str(v)).name
+            return str(v)
+
+        title = column_title(str(col))
+        # Two columns never share a title (a parameter named like a replay option).
+        out[title if title not in out else str(col)] = [text(v) for v in values]
+    return pd.DataFrame(out, columns=list(out), index=range(len(df)))
 
 
 def _trace_bytes(cell: Mapping[str, Any]) -> int:
@@ -371,6 +514,19 @@ class SweepResult:
 ENGINES = ("pool", "ray")
 
 
+class SweepWarning(UserWarning):
+    """Something a sweep worked around (an unreadable row file it runs again)."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C: ``saved`` of its ``total`` cells have rows in
+    ``out``; running it again runs the rest."""
+
+    def __init__(self, saved: int, total: int, out: Path) -> None:
+        super().__init__(f"{saved} of {total} cells saved in {out}")
+        self.saved, self.total, self.out = saved, total, out
+
+
 def sweep(
     plan: str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
@@ -379,6 +535,7 @@ def sweep(
     engine: str = "pool",
     ray_address: str | None = None,
     retry_failed: bool = False,
+    on_warning: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
     """Run every cell of ``plan`` not yet in ``out`` and return all of the
     folder's rows for this plan, in plan order.
@@ -390,7 +547,13 @@ def sweep(
     (``pip install 'stlsim[ray]'``). Either way the rows are written by this
     process, so a worker need not see ``out``. ``on_cell(done, total)`` is
     called as cells finish (a progress bar). ``retry_failed`` runs again the
-    cells whose row records an error (they are kept, and skipped, otherwise)."""
+    cells whose row records an error (they are kept, and skipped, otherwise).
+
+    A row file that cannot be read is a cell not yet done: it runs again, and
+    ``on_warning(message)`` says so (default: a :class:`SweepWarning`).
+    Ctrl-C (:class:`KeyboardInterrupt`) stops the workers at once and raises
+    :class:`SweepInterrupted`, which says how many cells are saved; the same
+    call resumes from there."""
     if engine not in ENGINES:
         raise ConfigError(f"unknown sweep engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if ray_address and engine != "ray":
@@ -406,11 +569,16 @@ def sweep(
         raise ConfigError(f"{outp}: cannot write the sweep's results there: {e.strerror or e}") from None
     cells = p.cells()
     (outp / "plan.json").write_text(json.dumps(p.spec, indent=2, default=str) + "\n", encoding="utf-8")
-    have = {f.stem for f in (outp / "rows").glob("*.parquet")} if (outp / "rows").exists() else set()
-    if retry_failed and have:
-        old = read_rows(outp)
-        have -= set(old.loc[old["error"].notna(), "hash"])
-    todo = [c for c in cells if cell_hash(c) not in have]
+    order = {cell_hash(c): i for i, c in enumerate(cells)}
+    # The rows of earlier runs of the plan are read now, not after the run:
+    # an unreadable one is then a cell to run again, not a failure at the end.
+    bad: list[Path] = []
+    kept = {r["hash"]: r for r in _read_row_files(outp, only=order, unreadable=bad)}
+    for f in bad:
+        (on_warning or _warn)(f"{f} is unreadable; running its cell again")
+    if retry_failed:
+        kept = {h: r for h, r in kept.items() if r.get("error") is None}
+    todo = [c for c in cells if cell_hash(c) not in kept]
     total, done = len(cells), len(cells) - len(todo)
     if on_cell:
         on_cell(done, total)
@@ -426,19 +594,42 @@ def sweep(
 
     if todo:
         todo = schedule(todo)
-        if engine == "ray":
-            _run_on_ray(todo, str(outp), jobs, ray_address, finished)
-        else:
-            _run_on_pool(todo, str(outp), jobs, finished)
-    order = {cell_hash(c): i for i, c in enumerate(cells)}
-    # The rows just run are in memory (as written); only those of earlier
-    # runs of the plan are read back, since a read per file is a serial cost.
-    found = [*fresh.values(), *_read_row_files(outp, skip=fresh.keys(), only=order.keys())]
+        # Those of the unreadable files that are still the same bytes after an
+        # interruption are not saved rows.
+        stale = {f.stem: _stamp(f) for f in bad}
+        try:
+            if engine == "ray":
+                _run_on_ray(todo, str(outp), jobs, ray_address, finished)
+            else:
+                _run_on_pool(todo, str(outp), jobs, finished)
+        except KeyboardInterrupt:
+            rows_dir = outp / "rows"
+            for c in todo:
+                # A worker stopped mid-write leaves its temporary file.
+                (rows_dir / f".{cell_hash(c)}.tmp").unlink(missing_ok=True)
+            on_disk = {f.stem for f in rows_dir.glob("*.parquet") if f.stem in order and _stamp(f) != stale.get(f.stem)}
+            raise SweepInterrupted(len(on_disk), total, outp) from None
+    found = {**kept, **fresh}
     import pandas as pd
 
     # Built in plan order, so that the columns come in the same order however
     # the rows were found.
-    return pd.DataFrame(sorted(found, key=lambda r: order[r["hash"]]))
+    return pd.DataFrame(sorted(found.values(), key=lambda r: order[r["hash"]]))
+
+
+def _stamp(f: Path) -> tuple[int, int] | None:
+    """A file's modification time and size (None if it is gone)."""
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, SweepWarning, stacklevel=3)
 
 
 def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
@@ -449,10 +640,16 @@ def _run_and_write(cell: Mapping[str, Any], out: str) -> dict[str, Any]:
     return row
 
 
-def _one_parse_thread() -> None:
-    """Pool-worker set-up: runs parse and verify on the worker's own thread."""
-    os.environ["STLSIM_PARSE_THREAD"] = "0"
-    os.environ["STLSIM_VERIFY_THREAD"] = "0"
+def _worker_setup(one_thread: bool) -> None:
+    """Pool-worker set-up: Ctrl-C is the parent's to handle (it stops the
+    workers itself, at once); with ``one_thread`` parse and verify run on the
+    worker's own thread."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if one_thread:
+        os.environ["STLSIM_PARSE_THREAD"] = "0"
+        os.environ["STLSIM_VERIFY_THREAD"] = "0"
 
 
 def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finished: Callable[[dict[str, Any]], None]) -> None:
@@ -474,15 +671,34 @@ def _run_on_pool(todo: list[dict[str, Any]], out: str, jobs: int | None, finishe
     # Workers enough for every core: each parses on its own thread rather
     # than start a second one per run (docs/cli.md), unless the user chose.
     one_thread = workers >= (os.cpu_count() or 1) and not {"STLSIM_PARSE_THREAD", "STLSIM_VERIFY_THREAD"} & set(os.environ)
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        initializer=_one_parse_thread if one_thread else None,
-    ) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_setup, initargs=(one_thread,))
+    try:
         pending = {pool.submit(_run_and_write, c, out) for c in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 finished(f.result())
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop_pool(pool: Any) -> None:
+    """Stop a process pool now: drop the queued cells and kill the running
+    ones. ``shutdown`` alone waits for every queued cell (a 44-cell sweep ran
+    on for 29 s after Ctrl-C); a worker holds nothing worth keeping, since a
+    row is renamed into place only once complete."""
+    # The executor has no public way to kill its workers; its process table is it.
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=1)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=1)
 
 
 def _run_on_ray(
@@ -520,12 +736,21 @@ def _run_on_ray(
         # One CPU per cell; the row (with the report's files) comes back by value.
         task = ray.remote(num_cpus=1, max_retries=0)(run_cell)
         pending = [task.remote(c, out, True) for c in todo]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            for ref in ready:
-                row = ray.get(ref)
-                _write_row(Path(out), row)  # the row and its report's files, here
-                finished(row)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    row = ray.get(ref)
+                    _write_row(Path(out), row)  # the row and its report's files, here
+                    finished(row)
+        except KeyboardInterrupt:
+            # A shared cluster would otherwise run the rest of the plan for nobody.
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # a task that just finished cannot be cancelled; nothing to do
+                    pass
+            raise
     finally:
         if started:
             ray.shutdown()
