@@ -3,7 +3,9 @@ failing cells as rows, and the shipped example plans."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import signal
 import subprocess
@@ -322,6 +324,7 @@ def test_ctrl_c_stops_the_sweep_at_once_says_what_was_saved_and_a_rerun_complete
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group: the clean-up below reaches any worker it leaves
     )
     try:
         deadline = time.monotonic() + 60
@@ -333,7 +336,8 @@ def test_ctrl_c_stops_the_sweep_at_once_says_what_was_saved_and_a_rerun_complete
         _, err = proc.communicate(timeout=3)
         stopped = time.monotonic() - sent
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == 130, err
     assert stopped < 3
