@@ -17,6 +17,42 @@ settings.register_profile("stlsim", database=None, deadline=None, max_examples=6
 settings.load_profile("stlsim")
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+
+#: What a test run itself leaves in the repository (pytest's and hypothesis's
+#: caches, bytecode, coverage data).
+_RUN_DEBRIS = ("__pycache__", ".pytest_cache", ".hypothesis", ".coverage")
+#: The git-ignored output folders a command writes into by default or by
+#: habit, listed one level down (where a stray ``results/compare-...`` shows).
+#: Source folders are not: a file someone adds there while the suite runs is
+#: not the suite's doing.
+_OUTPUT_FOLDERS = ("results", "bench-out", "build", "dist")
+
+
+def repository_entries(root: Path = ROOT) -> set[str]:
+    """The repository's top-level entries and those of its output folders,
+    but a test run's own debris."""
+    def kept(p: Path) -> bool:
+        return not p.name.startswith(_RUN_DEBRIS)
+
+    out = {p.name for p in filter(kept, root.iterdir())}
+    for name in _OUTPUT_FOLDERS:
+        d = root / name
+        if d.is_dir():
+            out.update(f"{name}/{p.name}" for p in filter(kept, d.iterdir()))
+    return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_written_in_the_repository():
+    """Every test writes in a temporary folder: the suite fails if it leaves
+    anything new in the repository (a command run without --out in the
+    repository, a relative path)."""
+    before = repository_entries()
+    yield
+    new = sorted(repository_entries() - before)
+    if new:
+        pytest.fail(f"the tests left new files in the repository {ROOT}: {', '.join(new)}", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -182,6 +182,23 @@ def test_run_out_saves(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("out", [5, 2.5, True, ["r"], b"r"])
+def test_out_that_is_not_a_path_is_an_stlsim_error(out: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``out=5`` used to fail deep in pathlib with a TypeError; it is a
+    ConfigError naming the argument, raised before any work."""
+    monkeypatch.chdir(tmp_path)
+    calls = (
+        lambda: stlsim.run(limit=10, out=out),  # type: ignore[arg-type]
+        lambda: stlsim.compare(["cmr"], limit=10, out=out),  # type: ignore[arg-type]
+        lambda: stlsim.analyze(limit=10, out=out),  # type: ignore[arg-type]
+        lambda: stlsim.validate("hp-c3323a", "nowhere.trace", out=out),  # type: ignore[arg-type]
+    )
+    for call in calls:
+        with pytest.raises(stlsim.StlsimError, match=r"^configuration error: out must be a path \(a str or os.PathLike\), got "):
+            call()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_verify_passes_for_cmr_on_rsrch(data: Path) -> None:
     r = stlsim.run(trace=data / "rsrch_1.csv", verify=True, limit=6_000)
     v = r.report["verification"]

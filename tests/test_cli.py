@@ -161,7 +161,7 @@ def test_compare_runs_the_imr_papers_evaluation(cli, tmp_path: Path) -> None:
     assert report["layer_counters"]["map_bytes"] > 0
 
 
-def test_compare_configs_and_default_output_folder(cli, tmp_path: Path, data: Path) -> None:
+def test_compare_configs_without_out_write_nothing(cli, tmp_path: Path, data: Path) -> None:
     (tmp_path / "a.toml").write_text('[replay]\nmode = "flat-out"\n')
     (tmp_path / "b.toml").write_text('label = "bee"\n[drive]\npreset = "cmr"\n')
     p = cli("compare", "--config", "a.toml", "--config", "b.toml", "--trace", str(data / "wdev_3.csv"), "--json", cwd=tmp_path)
@@ -171,9 +171,20 @@ def test_compare_configs_and_default_output_folder(cli, tmp_path: Path, data: Pa
         ("a", "flat-out", "imr-paper", 682),
         ("bee", "queue", "cmr", 682),
     ]
-    folders = list((tmp_path / "results").glob("compare-*"))
-    assert len(folders) == 1
-    assert (folders[0] / "latency_cdf.png").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.toml", "b.toml"]
+
+
+def test_compare_without_out_prints_its_table_and_writes_nothing(cli, tmp_path: Path) -> None:
+    """Like run, compare without --out only prints (issue 35: it used to
+    leave results/compare-<time>/ wherever it ran)."""
+    p = cli("compare", "--layer", "cmr,imr-rmw", "--limit", "500", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "imr-rmw" in p.stdout and "WAF" in p.stdout
+    assert list(tmp_path.iterdir()) == []
+    assert "saved" not in p.stderr
+    line = cli("compare", "--layer", "cmr", "--limit", "10", "--plot-format", "svg", cwd=tmp_path).stderr
+    assert "--plot-format needs --out DIR" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_compare_needs_configurations(cli, one_line_error, tmp_path: Path) -> None:
@@ -525,3 +536,190 @@ def test_comparison_save_refuses_colliding_labels_before_writing(tmp_path: Path)
     assert not (tmp_path / "c").exists()
     with pytest.raises(stlsim.ConfigError, match="would both be saved"):
         stlsim.compare([{"label": "p/q", "layer": "cmr"}, {"label": "p_q", "layer": "cmr"}], limit=10)
+
+
+# --------------------------------------------------------------------------
+# Headline figures: units, enough digits, --explain (issue 35)
+
+
+def _figure(stdout: str, name: str) -> str:
+    """The value printed beside headline figure ``name`` in the Run table."""
+    import re
+
+    m = re.search(rf"(?:^|\s){re.escape(name)}\s{{2,}}(\S+(?: \S+)?)", stdout, re.M)
+    assert m, (name, stdout)
+    return m.group(1)
+
+
+def test_run_headline_figures_carry_their_units(cli, tmp_path: Path) -> None:
+    p = cli("run", "--limit", "2000", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    units = {
+        "WAF": " x",
+        "I/O amplification": " ops/request",
+        "simulated time": " s",
+        "IOPS": " requests/s",
+        "throughput": " MB/s",
+        "device utilisation": " %",
+        "disparity final": " s",
+        "disparity max": " s",
+        "prefill": " %",
+        "writes cached": " writes",
+    }
+    for name, unit in units.items():
+        assert _figure(p.stdout, name).endswith(unit), (name, _figure(p.stdout, name))
+    assert p.stdout.rstrip().splitlines()[-1] == "--explain says what each figure means"
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [[], ["--trace", "synth:uniform,count=20,span_bytes=1GB,iat_mean_ms=100000,seed=1"]],
+    ids=["limit-50", "one-request-a-100-s"],
+)
+def test_small_runs_show_non_zero_rates(cli, tmp_path: Path, trace: list[str]) -> None:
+    """IOPS, throughput and utilisation of a small or sparse trace keep
+    significant digits instead of printing 0.0."""
+    p = cli("run", *trace, "--limit", "50", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(cli("run", *trace, "--limit", "50", "--json", cwd=tmp_path).stdout)
+    for name, key, scale in (("IOPS", "iops", 1), ("throughput", "throughput_mb_s", 1), ("device utilisation", "utilisation", 100)):
+        shown = float(_figure(p.stdout, name).split()[0].replace(",", ""))
+        assert shown > 0 and shown == pytest.approx(scale * report[key], rel=0.05), (name, shown, report[key])
+
+
+def test_figures_keep_two_significant_digits() -> None:
+    assert cli._fig(0.000042, 1) == "0.000042"
+    assert cli._fig(0.37, 1) == "0.37"
+    assert cli._fig(15.58, 1) == "15.6"
+    assert cli._fig(7305.44, 1) == "7,305.4"
+    assert cli._fig(0.0, 2) == "0.00"
+    assert cli._fig(float("nan"), 2) == "-"
+
+
+def test_run_explain_says_what_each_figure_means(cli, tmp_path: Path) -> None:
+    p = cli("run", "--explain", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for meaning in (
+        "physical operations (media reads and writes, every cause) / host requests",
+        "how much later than the trace's own time the last request was issued",
+        "share of the simulated time the device was busy",
+        "media sectors written, every cause / sectors the layer was asked to store",
+    ):
+        assert meaning in out, meaning
+    # The bundled trace's reads average hundreds of ms on a drive busy 7 % of
+    # the time: the line under the latencies says it is the queue in bursts.
+    report = json.loads(cli("run", "--json", cwd=tmp_path).stdout)
+    host = next(c for c in report["device"]["by_cause"] if c["cause"] == "host")
+    service_ms = 1000 * host["busy_s"] / (host["read_ops"] + host["write_ops"])
+    assert report["latency"]["read"]["mean_ms"] > 10 * service_ms
+    line = next(ln for ln in out.splitlines() if ln.startswith("host latency:"))
+    assert f"against {stlsim.cli._ms(service_ms)} ms of device time per host operation" in line
+    assert "queue (depth 64, first come first served) fills" in line
+    assert "--explain says" not in out
+
+
+def test_compare_explain_says_what_each_column_means(cli, tmp_path: Path) -> None:
+    p = cli("compare", "--layer", "cmr,imr-rmw", "--limit", "500", "--explain", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "WAF: media sectors written" in p.stdout
+    assert "disparity s: how much later than the trace's own time" in p.stdout
+    assert "vs CMR s: final disparity minus the cmr run's" in p.stdout
+    plain = cli("compare", "--layer", "cmr", "--limit", "500", cwd=tmp_path)
+    assert plain.stdout.rstrip().splitlines()[-1] == "--explain says what each figure means"
+
+
+# --------------------------------------------------------------------------
+# Ctrl-C (issue 35)
+
+
+def test_ctrl_c_stops_run_with_one_line_and_130(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    trace = "synth:uniform,count=500000000,span_bytes=8GB,seed=1"
+    env = dict(os.environ, PYTHONWARNINGS="error")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stlsim", "run", "--trace", trace, "--mode", "flat-out"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(2.0)  # well into the replay (start-up is a tenth of that)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        stopped = time.monotonic()
+        out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - stopped
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert took < 3, took
+    assert err == "stlsim: interrupted; nothing saved\n"
+    assert out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_saving_says_what_is_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def save(self: object, directory: object, **how: object) -> None:
+        Path(directory).mkdir()  # type: ignore[arg-type]
+        (Path(directory) / "report.json").write_text("{")  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stlsim.Result, "save", save)
+    out = tmp_path / "r"
+    assert cli.main(["run", "--limit", "100", "--out", str(out)]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == f"stlsim: interrupted while saving in '{out}'; the files there are incomplete\n"
+    assert cli.main(["layers", "--json"]) == 0  # the next command starts afresh
+
+
+# --------------------------------------------------------------------------
+# analyze --out and validate --out, like run: no overwrite without --force
+
+
+def test_analyze_out_refuses_to_overwrite_without_force(cli, one_line_error, tmp_path: Path) -> None:
+    assert cli("analyze", "--limit", "2000", "--out", "a", cwd=tmp_path).returncode == 0
+    before = (tmp_path / "a" / "track_counts.parquet").read_bytes()
+    line = one_line_error(cli("analyze", "--limit", "500", "--out", "a", cwd=tmp_path))
+    assert "cannot save results in 'a': it holds an earlier run's files" in line and "use --force" in line
+    assert (tmp_path / "a" / "track_counts.parquet").read_bytes() == before
+    forced = cli("analyze", "--limit", "500", "--out", "a", "--force", "--plot-format", "svg", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert (tmp_path / "a" / "track_counts.parquet").read_bytes() != before
+    assert (tmp_path / "a" / "hottest_cdf.svg").is_file()
+    assert not (tmp_path / "a" / "hottest_cdf.png").exists()  # nothing stale left
+
+
+def test_validate_out_refuses_to_overwrite_without_force(cli, one_line_error, tmp_path: Path, data: Path) -> None:
+    args = ("validate", "--drive", "hp-c3323a", "--trace", str(data / "disksim" / "hp_c3323a.trace"), "--out", "v")
+    assert cli(*args, cwd=tmp_path).returncode == 0
+    (tmp_path / "v" / "requests.csv").write_text("mine\n")
+    line = one_line_error(cli(*args, cwd=tmp_path))
+    assert "cannot save results in 'v': it holds an earlier run's files (validation.json" in line and "use --force" in line
+    assert (tmp_path / "v" / "requests.csv").read_text() == "mine\n"
+    forced = cli(*args, "--force", "--plot-format", "svg", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert (tmp_path / "v" / "requests.csv").read_text() != "mine\n"
+    assert (tmp_path / "v" / "validation_cdf.svg").is_file() and not (tmp_path / "v" / "validation_cdf.png").exists()
+
+
+def test_the_repository_guard_sees_stray_output(tmp_path: Path) -> None:
+    """conftest's session guard (no test leaves files in the repository)
+    lists what a stray command leaves, and not a test run's own caches."""
+    from conftest import repository_entries
+
+    (tmp_path / "results").mkdir()
+    before = repository_entries(tmp_path)
+    for debris in ("__pycache__", ".pytest_cache", ".hypothesis", ".coverage"):
+        (tmp_path / debris).mkdir()
+    (tmp_path / "results" / "__pycache__").mkdir()
+    assert repository_entries(tmp_path) == before
+    (tmp_path / "results" / "compare-20261128-053732").mkdir()
+    (tmp_path / "x.csv").write_text("")
+    assert repository_entries(tmp_path) - before == {"results/compare-20261128-053732", "x.csv"}

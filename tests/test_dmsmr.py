@@ -113,11 +113,12 @@ def test_the_papers_synthetic_traces_are_100k_random_4k_writes() -> None:
         assert "write_fraction" not in s["spec"]  # every request a write (the default)
 
 
-def test_the_cmr_baseline_runs_on_the_dmsmr_drives(cli) -> None:
-    p = cli("run", "--drive", "dmsmr-5tb", "--layer", "cmr", "--mode", "flat-out", "--limit", "300", "--json")
+def test_the_cmr_baseline_runs_on_the_dmsmr_drives(cli, tmp_path: Path) -> None:
+    p = cli("run", "--drive", "dmsmr-5tb", "--layer", "cmr", "--mode", "flat-out", "--limit", "300", "--json", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    p = cli("compare", "--drive", "dmsmr-small", "--layer", "cmr,smr-eregion,smr-vguard", "--mode", "flat-out", "--fold", "--limit", "300")
+    p = cli("compare", "--drive", "dmsmr-small", "--layer", "cmr,smr-eregion,smr-vguard", "--mode", "flat-out", "--fold", "--limit", "300", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    assert list(tmp_path.iterdir()) == []  # compare without --out writes nothing
 
 
 def test_errors_are_one_line(cli) -> None:

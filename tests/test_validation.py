@@ -225,6 +225,39 @@ def test_validate_command_prints_and_saves(cli, tmp_path: Path) -> None:
     assert p.returncode == 0 and json.loads(p.stdout)["demerit_ms"] == pytest.approx(saved["demerit_ms"], abs=1e-12)
 
 
+def test_validate_shows_disksims_demerit_beside_stlsims(cli, tmp_path: Path) -> None:
+    """Where DiskSim published a demerit for the drive (its valid/runvalid),
+    validate prints it beside stlsim's and puts it in the JSON and
+    validation.json; elsewhere it says nothing of DiskSim's."""
+    p = cli("validate", "--drive", "hp-c3323a", "--trace", str(DISKSIM / "hp_c3323a.trace"), "--out", "v", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    ours = next(i for i, ln in enumerate(lines) if ln.strip().startswith("demerit"))
+    assert lines[ours + 1].split() == ["DiskSim's", "demerit", "0.306", "ms", "(DiskSim", "4.0", "valid/runvalid,", "on", "hp_c3323a.trace)"]
+    saved = json.loads((tmp_path / "v" / "validation.json").read_text())
+    assert saved["disksim_demerit_ms"] == 0.306
+    assert saved["disksim_demerit_source"] == "DiskSim 4.0 valid/runvalid, on hp_c3323a.trace"
+    # Every drive of DiskSim's suite has its figure, the same as docs/validation.md's table.
+    from stlsim.validation import DISKSIM_DEMERITS
+
+    assert {d: ms for d, (ms, _) in DISKSIM_DEMERITS.items()} == {
+        "hp-c3323a": 0.306, "hp-c2490a": 0.254, "atlas10k": 0.268, "barracuda": 0.349, "cheetah4lp": 0.318,
+    }  # fmt: skip
+    assert {name for _, name in DISKSIM_DEMERITS.values()} == {t.removesuffix(".gz") for t, _ in TRACES.values()}
+    # Another trace on the same drive: DiskSim's figure is of its own trace.
+    t = tmp_path / "mine.trace"
+    t.write_text("R Miss 0 8 10000.0 2000.0\nW Miss 100000 16 12000.0 5000.0\n")
+    p = cli("validate", "--drive", "hp-c3323a", "--trace", str(t))
+    assert p.returncode == 0, p.stderr
+    assert "0.306 ms  (DiskSim 4.0 valid/runvalid, on hp_c3323a.trace, not this trace)" in p.stdout
+    # A drive DiskSim published nothing for.
+    p = cli("validate", "--drive", "hp-c3323a-1surface", "--trace", str(t), "--json")
+    assert p.returncode == 0, p.stderr
+    figures = json.loads(p.stdout)
+    assert figures["disksim_demerit_ms"] is None and figures["disksim_demerit_source"] is None
+    assert "DiskSim's demerit" not in cli("validate", "--drive", "hp-c3323a-1surface", "--trace", str(t)).stdout
+
+
 def test_validate_refuses_what_it_cannot_compare(cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.trace"
     bad.write_text("R Miss 0 8 10000.0 2000.0\nR Miss 8 8 oops 0.0\n")

@@ -404,6 +404,14 @@ class Analysis:
         """:meth:`to_dict` as indented JSON."""
         return json.dumps(self.to_dict(), indent=2)
 
+    @staticmethod
+    def output_names() -> list[str]:
+        """The names of the files :meth:`save` may write in its folder (the
+        figures in every format)."""
+        from .plots import ANALYSIS_PLOTS, PLOT_FORMATS
+
+        return ["track_counts.parquet", *(f"{p}.{ext}" for p in ANALYSIS_PLOTS for ext in PLOT_FORMATS)]
+
     def save(self, directory: str | os.PathLike[str], plot_format: str = "png") -> Path:
         """Write hottest_cdf, hottest_neighbours and track_frequency (as
         ``plot_format``: png, pdf or svg) and track_counts.parquet

@@ -53,6 +53,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _GIVEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("stlsim_given", default=frozenset())
 
 
+def _out_path(out: Any, what: str = "out") -> Path:
+    """``out`` as a Path, refusing what is not a path (``out=5`` would
+    otherwise fail deep in pathlib with a TypeError, not an stlsim error)."""
+    if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)):
+        raise ConfigError(f"configuration error: {what} must be a path (a str or os.PathLike), got {type(out).__name__} {out!r}")
+    return Path(out)
+
+
 def _records_given(fn: _F) -> _F:
     """Let ``fn`` know which arguments its caller passed (so explicit
     arguments beat a config file while defaults do not)."""
@@ -388,6 +396,8 @@ def run(
     Raises:
         ConfigError, TraceFormatError, TraceIOError, DataLossError, MediumError.
     """
+    if out is not None:
+        _out_path(out)
     given_names = _GIVEN.get()
     args = dict(locals())
     given = {k: args[k] for k in given_names if k in DEFAULTS}
@@ -467,6 +477,8 @@ def compare(
     are the labels: two that would be saved in the same folder (``a/b`` and
     ``a_b``; see :func:`stlsim.result.check_labels`) are an error.
     """
+    if out is not None:
+        _out_path(out)
     if isinstance(configs, (str, os.PathLike, Mapping)):
         configs = [configs]
     configs = list(configs)
@@ -568,6 +580,8 @@ def analyze(
     """
     from .analysis import Analysis
 
+    if out is not None:
+        _out_path(out)
     # start, fold, drive and the switches are checked even when None (an error), as before.
     given = {"drive": drive, "fold": fold, **_trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)}
     s = resolve_settings(None, given)
@@ -636,7 +650,7 @@ def convert(
     spec = _trace_spec(s, {})
     if "synth" in spec:
         raise ConfigError("configuration error: convert reads a trace file; write a synthetic trace with `stlsim synth`")
-    src, dst = Path(spec["path"]), Path(out)
+    src, dst = Path(spec["path"]), _out_path(out)
     if dst.exists() and not force:
         raise ConfigError(f"configuration error: '{dst}' exists (use --force to overwrite it)")
     if src.resolve() == dst.resolve():
