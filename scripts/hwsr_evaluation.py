@@ -20,8 +20,9 @@ the mean, segments rewritten (HWSR) or immigrated (S-block), disk operations
 per host request, and the disk's busy time against the trace's span (busy
 time above the span is work no cache can hide: the disk would fall behind
 the trace whatever the order of its commands). Saves
-per_10k.png (the sums per 10,000 requests, their CDF, and segments per
-10,000 requests) and per_10k.csv into --out (default: the current folder).
+per_10k.png (the sums per 10,000 requests, a shorter last bucket scaled to
+10,000 and dashed; the CDF of the full buckets' sums; segments per 10,000
+requests) and per_10k.csv into --out (default: the current folder).
 
 drive-cache: the three layers with the drive's own write cache off, on
 (the layers flushing before they drop a buffered copy), and on with no
