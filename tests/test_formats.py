@@ -368,3 +368,65 @@ def test_each_written_sample_holds_the_requests_of_the_real_trace_it_came_from(d
     # Times survive where the format keeps them finer than a second.
     if not name.endswith("tencent.csv"):
         assert got["duration_s"] == pytest.approx(msr["duration_s"], abs=1e-5)
+
+
+# --------------------------------------------------------------------------
+# Issue 35: header lines, binary files, one list of formats, "did you mean"
+# --------------------------------------------------------------------------
+
+
+def test_an_msr_csv_with_a_header_line_is_read_guessed_or_named(tmp_path: Path, data: Path, cli) -> None:
+    body = (data / "rsrch_1.csv").read_text().splitlines()[:200]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join(body) + "\n")
+    headed = tmp_path / "headed.csv"
+    headed.write_text("Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n" + "\n".join(body) + "\n")
+    want = stlsim.run(trace=str(plain), drive="cmr", fold=True).summary
+    for fmt in (None, "msr"):
+        got = stlsim.run(trace=str(headed), drive="cmr", fold=True, format=fmt).summary
+        assert got["requests"] == want["requests"] == 200
+        assert got == want
+    proc = cli("trace-info", str(headed))
+    assert proc.returncode == 0, proc.stderr
+    assert "msr" in proc.stdout
+
+
+def test_a_binary_file_is_refused_in_hexadecimal_not_echoed(tmp_path: Path, cli, one_line_error) -> None:
+    elf = tmp_path / "a.out"
+    elf.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    for extra in ([], ["--format", "msr"]):
+        line = one_line_error(cli("run", "--trace", str(elf), *extra))
+        assert "binary data (first bytes 7f 45 4c 46 02 01 01 00)" in line, line
+        assert "ELF" not in line and "\\u{" not in line, line
+
+
+def test_the_format_hint_lists_every_format_the_core_reads(tmp_path: Path, cli, one_line_error) -> None:
+    from stlsim import _core, config
+
+    listed = [f["name"] for f in json.loads(_core.formats_json())]
+    assert len(listed) == 16 and list(config.FORMATS) == listed
+    odd = tmp_path / "odd.txt"
+    odd.write_text("time op lba\n1 2 3\n")
+    line = one_line_error(cli("run", "--trace", str(odd)))
+    assert "cannot guess the format" in line
+    assert all(name in line for name in listed), line
+    # Python accepts every alias the core does, and nothing the core refuses.
+    for f in json.loads(_core.formats_json()):
+        for alias in f["aliases"]:
+            assert config.normalize_format(alias) == f["name"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--layer", "imr-dmt"], "did you mean 'imr-dtm'?"),
+        (["--layer", "imr-cache", "--param", "cache_track=4"], "did you mean 'cache_tracks'?"),
+        (["--format", "mrs"], "did you mean 'msr'?"),
+    ],
+)
+def test_a_mistyped_name_gets_a_suggestion(cli, one_line_error, args: list[str], needle: str) -> None:
+    line = one_line_error(cli("run", "--limit", "10", *args))
+    assert needle in line, line
+    if "--layer" in args and "--param" not in args:
+        # One suggestion instead of the list of every layer.
+        assert "hm-fluid-loop" not in line, line

@@ -53,26 +53,11 @@ DEFAULT_DRIVE = "imr-paper"
 DEFAULT_LAYER = "cmr"
 #: Replay modes the core knows.
 MODES = ("queue", "flat-out", "scaled", "closed")
-#: Trace formats the core knows (None: guess from the file name and first line).
-FORMATS = (
-    "msr",
-    "spc",
-    "vscsi",
-    "cloudphysics-csv",
-    "csv",
-    "fio",
-    "blkparse",
-    "disksim",
-    "mqsim",
-    "disksim-validate",
-    "systor17",
-    "alibaba",
-    "tencent",
-    "fiu",
-    "thesios",
-    "stlt",
-)
-_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None, "umass": "spc", "cp-csv": "cloudphysics-csv", "fio-iolog": "fio", "blktrace": "blkparse", "disksim-ascii": "disksim", "validate": "disksim-validate", "systor": "systor17", "tencent-cbs": "tencent", "google-thesios": "thesios", "binary": "stlt"}
+#: Trace formats the core knows, as the core lists them (one list: the
+#: Rust registry ``trace::FORMATS``), with their aliases.
+_FORMAT_LISTING: list[dict[str, Any]] = json.loads(_core.formats_json())
+FORMATS = tuple(f["name"] for f in _FORMAT_LISTING)
+_FORMAT_ALIASES: dict[str, str | None] = {"auto": None, "": None} | {a: f["name"] for f in _FORMAT_LISTING for a in f["aliases"]}
 
 #: Defaults of every run setting (the keyword arguments of :func:`stlsim.run`
 #: that describe a run). ``trace=None`` means the bundled CloudPhysics trace.
@@ -598,9 +583,13 @@ def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> s
     if f in _FORMAT_ALIASES:
         return _FORMAT_ALIASES[f]
     if f not in FORMATS:
+        import difflib
+
         prefix = f"{where}: " if where else ""
+        near = difflib.get_close_matches(f, [*FORMATS, *_FORMAT_ALIASES], n=1, cutoff=0.6)
+        hint = f"; did you mean '{near[0]}'?" if near else ""
         raise ConfigError(
-            f"configuration error: {prefix}unknown trace format '{fmt}' (known: {', '.join(FORMATS)}, or auto)"
+            f"configuration error: {prefix}unknown trace format '{fmt}'{hint} (known: {', '.join(FORMATS)}, or auto)"
         )
     return f
 
@@ -904,7 +893,7 @@ def init_config_text() -> str:
         "",
         "[trace]",
         _line("path", "", "trace file (.gz/.zst decompressed) or synth:KIND,KEY=VALUE,...; empty: the bundled trace"),
-        _line("format", "auto", "auto (from name and first line), msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, thesios, stlt"),
+        _line("format", "auto", "auto (from name and first line), " + ", ".join(FORMATS)),
         _line("start", 0, "requests to skip before replaying"),
         _line("disk", 0, 'keep only this device: MSR disk number, SPC ASU, fio file, device; "all": merge them (absent: the only one)', commented=True),
         _line("event", "Q", "blkparse only: the event that stands for a request, Q, D or C (absent: Q)", commented=True),

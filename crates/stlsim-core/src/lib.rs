@@ -21,6 +21,7 @@ pub mod mechanics;
 pub mod medium;
 pub mod metrics;
 pub mod side_device;
+pub mod spelling;
 pub mod trace;
 pub mod track_bits;
 pub mod units;

@@ -220,6 +220,30 @@ fn layers_json() -> String {
 }
 
 #[derive(Serialize)]
+struct FormatListing {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    summary: &'static str,
+    /// The published column names whose header line is skipped (empty: none).
+    columns: &'static [&'static str],
+}
+
+/// Every trace format the core reads (the core's one list), as JSON.
+#[pyfunction]
+fn formats_json() -> String {
+    let v: Vec<FormatListing> = stlsim_core::trace::FORMATS
+        .iter()
+        .map(|f| FormatListing {
+            name: f.name,
+            aliases: f.aliases,
+            summary: f.summary,
+            columns: f.columns,
+        })
+        .collect();
+    serde_json::to_string(&v).expect("format listing serialises")
+}
+
+#[derive(Serialize)]
 struct DriveCheck {
     tracks: u64,
     capacity_bytes: u64,
@@ -426,6 +450,7 @@ fn write_synth_msr(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(layers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(formats_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
     m.add_function(wrap_pyfunction!(imr_micro_json, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;

@@ -312,6 +312,21 @@ fn request_beyond_capacity_is_an_error_unless_folded() {
 fn unknown_layer_and_parameter_are_config_errors() {
     let e = run(cfg(small_drive("cmr"), "nope"), vec![]).err().unwrap();
     assert!(e.to_string().contains("unknown layer 'nope'"), "{e}");
+    // A slip gets one suggestion, not the list of every layer.
+    let e = run(cfg(small_drive("imr"), "imr-dmt"), vec![])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("did you mean 'imr-dtm'?") && !e.contains("imr-flip"),
+        "{e}"
+    );
+    let mut c = cfg(small_drive("imr"), "imr-cache");
+    c.layer
+        .params
+        .insert("cache_track".into(), serde_json::Value::from(3));
+    let e = run(c, vec![]).err().unwrap().to_string();
+    assert!(e.contains("did you mean 'cache_tracks'?"), "{e}");
     let mut c = cfg(small_drive("cmr"), "cmr");
     c.layer
         .params

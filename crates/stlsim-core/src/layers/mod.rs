@@ -335,11 +335,18 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
         .copied()
         .find(|e| e.name == name)
         .ok_or_else(|| {
-            let known: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-            SimError::Config(format!(
-                "unknown layer '{name}' (known: {})",
-                known.join(", ")
-            ))
+            let known = REGISTRY.iter().map(|e| e.name);
+            // One suggestion for a slip; the whole list only when nothing is close.
+            match crate::spelling::closest(name, known.clone()) {
+                Some(near) => SimError::Config(format!(
+                    "unknown layer '{name}'; did you mean '{near}'? (`stlsim layers` lists all {})",
+                    REGISTRY.len()
+                )),
+                None => SimError::Config(format!(
+                    "unknown layer '{name}' (known: {})",
+                    known.collect::<Vec<_>>().join(", ")
+                )),
+            }
         })
 }
 

@@ -112,7 +112,8 @@ impl Params {
             let Some(spec) = specs.iter().find(|s| s.name == k) else {
                 let known: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 return Err(SimError::Config(format!(
-                    "layer '{layer}' has no parameter '{k}' (its parameters: {})",
+                    "layer '{layer}' has no parameter '{k}'{} (its parameters: {})",
+                    crate::spelling::did_you_mean(k, known.iter().copied()),
                     if known.is_empty() {
                         "none".to_string()
                     } else {

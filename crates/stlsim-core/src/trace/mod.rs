@@ -15,6 +15,7 @@ pub mod cloudphysics_csv;
 pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
+pub mod header;
 pub mod info;
 pub mod msr;
 pub mod open;
@@ -205,29 +206,30 @@ impl Format {
         })
     }
 
-    /// Parse a user-given format name.
+    /// Parse a user-given format name (a name or alias of [`FORMATS`]).
     pub fn parse(s: &str) -> SimResult<Format> {
-        match s {
-            "msr" => Ok(Format::Msr),
-            "spc" | "umass" => Ok(Format::Spc),
-            "vscsi" => Ok(Format::Vscsi),
-            "cloudphysics-csv" | "cp-csv" => Ok(Format::CloudphysicsCsv),
-            "csv" => Ok(Format::Csv),
-            "fio" | "fio-iolog" => Ok(Format::FioIolog),
-            "blkparse" | "blktrace" => Ok(Format::Blkparse),
-            "disksim" | "disksim-ascii" => Ok(Format::Disksim),
-            "mqsim" => Ok(Format::Mqsim),
-            "disksim-validate" | "validate" => Ok(Format::DisksimValidate),
-            "systor17" | "systor" => Ok(Format::Systor17),
-            "alibaba" => Ok(Format::Alibaba),
-            "tencent" | "tencent-cbs" => Ok(Format::Tencent),
-            "fiu" => Ok(Format::Fiu),
-            "thesios" => Ok(Format::Thesios),
-            "stlt" | "binary" => Ok(Format::Binary),
-            other => Err(SimError::Config(format!(
-                "unknown trace format '{other}' (known: msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, systor17, alibaba, tencent, fiu, thesios, stlt)"
-            ))),
-        }
+        FORMATS
+            .iter()
+            .find(|f| f.name == s || f.aliases.contains(&s))
+            .map(|f| f.format)
+            .ok_or_else(|| {
+                let names = FORMATS
+                    .iter()
+                    .flat_map(|f| std::iter::once(f.name).chain(f.aliases.iter().copied()));
+                SimError::Config(format!(
+                    "unknown trace format '{s}'{} (known: {})",
+                    crate::spelling::did_you_mean(s, names),
+                    format_names()
+                ))
+            })
+    }
+
+    /// The name users give this format (`--format`), as [`FORMATS`] lists it.
+    pub fn name(self) -> &'static str {
+        FORMATS
+            .iter()
+            .find(|f| f.format == self)
+            .map_or("?", |f| f.name)
     }
 
     /// Guess the format from a file name (after stripping `.gz` / `.zst`).
@@ -249,6 +251,160 @@ impl Format {
             None
         }
     }
+}
+
+/// One trace format as users name it. [`FORMATS`] is the one list of them:
+/// `Format::parse`, the opener's hints and the Python package's lists
+/// (through the binding's `formats_json`) all read it.
+#[derive(Clone, Copy, Debug)]
+pub struct FormatInfo {
+    /// The format.
+    pub format: Format,
+    /// The name `--format` takes.
+    pub name: &'static str,
+    /// Other names it accepts.
+    pub aliases: &'static [&'static str],
+    /// The collection or tool whose traces it reads, for listings.
+    pub summary: &'static str,
+    /// The column names the format's publisher lists, for a text format
+    /// whose files have no header of their own: a first line naming them
+    /// is a header and skipped (`trace::header`). Empty for the others.
+    pub columns: &'static [&'static str],
+}
+
+/// Every format stlsim reads, in the order listings show them.
+pub const FORMATS: &[FormatInfo] = &[
+    FormatInfo {
+        format: Format::Msr,
+        name: "msr",
+        aliases: &[],
+        summary: "MSR Cambridge CSV (SNIA IOTTA 388)",
+        columns: &[
+            "Timestamp",
+            "Hostname",
+            "DiskNumber",
+            "Type",
+            "Offset",
+            "Size",
+            "ResponseTime",
+        ],
+    },
+    FormatInfo {
+        format: Format::Spc,
+        name: "spc",
+        aliases: &["umass"],
+        summary: "UMass Trace Repository SPC (Financial, WebSearch)",
+        columns: &["ASU", "LBA", "Size", "Opcode", "Timestamp"],
+    },
+    FormatInfo {
+        format: Format::Vscsi,
+        name: "vscsi",
+        aliases: &[],
+        summary: "CloudPhysics binary vscsi records",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::CloudphysicsCsv,
+        name: "cloudphysics-csv",
+        aliases: &["cp-csv"],
+        summary: "CloudPhysics text form (header version,time,op,size,lbn)",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Csv,
+        name: "csv",
+        aliases: &[],
+        summary: "any delimited text, columns given by a layout",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::FioIolog,
+        name: "fio",
+        aliases: &["fio-iolog"],
+        summary: "fio I/O log, version 2 or 3",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Blkparse,
+        name: "blkparse",
+        aliases: &["blktrace"],
+        summary: "blkparse's default text output",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Disksim,
+        name: "disksim",
+        aliases: &["disksim-ascii"],
+        summary: "DiskSim ASCII traces",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Mqsim,
+        name: "mqsim",
+        aliases: &[],
+        summary: "MQSim traces",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::DisksimValidate,
+        name: "disksim-validate",
+        aliases: &["validate"],
+        summary: "DiskSim validate traces (measured response times)",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Systor17,
+        name: "systor17",
+        aliases: &["systor"],
+        summary: "SYSTOR '17 VDI traces (SNIA IOTTA 4964)",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Alibaba,
+        name: "alibaba",
+        aliases: &[],
+        summary: "Alibaba Cloud block traces",
+        columns: &["device_id", "opcode", "offset", "length", "timestamp"],
+    },
+    FormatInfo {
+        format: Format::Tencent,
+        name: "tencent",
+        aliases: &["tencent-cbs"],
+        summary: "Tencent CBS traces (SNIA IOTTA 27917)",
+        columns: &["Timestamp", "Offset", "Size", "IOType", "VolumeID"],
+    },
+    FormatInfo {
+        format: Format::Fiu,
+        name: "fiu",
+        aliases: &[],
+        summary: "FIU iodedup / srcmap (SNIA IOTTA 390, 391)",
+        columns: &[
+            "TS", "PID", "PROCESS", "LBA", "SIZE", "OP", "MAJOR", "MINOR", "MD5",
+        ],
+    },
+    FormatInfo {
+        format: Format::Thesios,
+        name: "thesios",
+        aliases: &["google-thesios"],
+        summary: "Google's Thesios CSV shards",
+        columns: &[],
+    },
+    FormatInfo {
+        format: Format::Binary,
+        name: "stlt",
+        aliases: &["binary"],
+        summary: "stlsim's binary form (stlsim convert)",
+        columns: &[],
+    },
+];
+
+/// The names of [`FORMATS`], comma-separated, for messages.
+pub fn format_names() -> String {
+    FORMATS
+        .iter()
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Unit of a time column in a generic CSV.

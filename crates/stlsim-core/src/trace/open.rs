@@ -388,6 +388,11 @@ fn detect(
             format_name(format)
         )));
     }
+    let input = if matches!(format, Format::Vscsi | Format::Binary) {
+        input
+    } else {
+        crate::trace::header::open_text(input, format, &spec.path)?
+    };
     Ok((format, input))
 }
 
@@ -479,29 +484,15 @@ fn build(
 
 /// The user-facing name of a format (as accepted by [`Format::parse`]).
 pub fn format_name(format: Format) -> &'static str {
-    match format {
-        Format::Msr => "msr",
-        Format::Spc => "spc",
-        Format::Vscsi => "vscsi",
-        Format::CloudphysicsCsv => "cloudphysics-csv",
-        Format::Csv => "csv",
-        Format::FioIolog => "fio",
-        Format::Blkparse => "blkparse",
-        Format::Disksim => "disksim",
-        Format::Mqsim => "mqsim",
-        Format::DisksimValidate => "disksim-validate",
-        Format::Systor17 => "systor17",
-        Format::Alibaba => "alibaba",
-        Format::Tencent => "tencent",
-        Format::Fiu => "fiu",
-        Format::Thesios => "thesios",
-        Format::Binary => "stlt",
-    }
+    format.name()
 }
 
 /// Guess the format from the first non-blank line of a text trace.
 pub fn sniff_line(line: &str) -> Option<Format> {
     let line = line.trim();
+    if let Some(f) = crate::trace::header::header_format(line) {
+        return Some(f);
+    }
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     let compact: String = line
         .chars()
@@ -636,16 +627,21 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
     };
     let Some(line) = first_line else {
         return Err(SimError::Config(format!(
-            "cannot guess the format of trace '{path}': it is empty; pass --format (msr, spc, vscsi, cloudphysics-csv, csv)"
+            "cannot guess the format of trace '{path}': it is empty; pass --format (one of: {})",
+            crate::trace::format_names()
         )));
     };
+    if crate::trace::header::looks_binary(&prefix[..prefix.len().min(8192)]) {
+        return Err(crate::trace::header::binary_error(path, &prefix, None));
+    }
     match sniff_line(&line) {
         Some(f) => Ok((f, Box::new(io::Cursor::new(prefix).chain(input)))),
         None => {
             let shown = text::printable(&line, 80);
             Err(SimError::Config(format!(
                 "cannot guess the format of trace '{path}' from its name or first line ('{shown}'); \
-                 pass --format (msr, spc, vscsi, cloudphysics-csv, csv)"
+                 pass --format (one of: {})",
+                crate::trace::format_names()
             )))
         }
     }

@@ -27,8 +27,10 @@
 //!   serves `.spc.bz2` files, which stlsim does not decode: the opener says
 //!   so in one line.
 //!
-//! A header line is not part of the format: a first line `ASU,LBA,...` is an
-//! error saying so (read such a file as a generic CSV with a header).
+//! A header line is not part of the format, but a first line naming the
+//! published columns (`ASU,LBA,Size,Opcode,Timestamp`) is skipped, as in
+//! every format with a published column list (`trace::header`); a header
+//! line further down (files joined together) is an error saying so.
 
 use crate::error::SimResult;
 use crate::trace::open::text::{show, Columns, CsvLines, Take};
@@ -133,7 +135,7 @@ impl RawTraceReader for SpcReader {
                 Ok(v) => v,
                 Err(_) if s.field(0).eq_ignore_ascii_case(b"asu") => {
                     return Err(s.err(format!(
-                        "'{}' looks like a header line, which SPC traces do not have: remove it, or read the file with --format csv and a header",
+                        "'{}' looks like a header line, which an SPC trace may have only as its first line: remove it",
                         (0..s.len()).map(|i| show(s.field(i))).collect::<Vec<_>>().join(",")
                     )));
                 }
@@ -410,20 +412,28 @@ mod tests {
     }
 
     #[test]
-    fn a_header_line_is_not_a_variant() {
+    fn a_first_header_line_is_skipped_and_a_later_one_refused() {
         let p = write_temp(
             "spc-header",
             "h.spc",
             b"ASU,LBA,Size,Opcode,Timestamp\n0,1,512,w,0.5\n",
         );
-        let msg = format_error_at(&spec(&p), 1);
+        let recs = read_all(&spec(&p)).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].line, 2);
+        let p = write_temp(
+            "spc-header-later",
+            "h2.spc",
+            b"0,1,512,w,0.5\nASU,LBA,Size,Opcode,Timestamp\n0,1,512,w,0.5\n",
+        );
+        let msg = format_error_at(&spec(&p), 2);
         assert!(
-            msg.contains("header") && msg.contains("--format csv"),
+            msg.contains("header") && msg.contains("first line"),
             "{msg}"
         );
         let mut s = spec(&p);
         s.skip_unknown = true;
-        assert!(format_error_at(&s, 1).contains("header"));
+        assert!(format_error_at(&s, 2).contains("header"));
     }
 
     #[test]
