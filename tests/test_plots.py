@@ -120,8 +120,9 @@ def test_an_unknown_plot_format_is_an_error(tmp_path: Path, rsrch: stlsim.Result
 # --------------------------------------------------------------------------
 
 
-def test_titles_name_trace_drive_and_mode(rsrch: stlsim.Result, same: stlsim.Comparison) -> None:
+def test_titles_name_trace_drive_mode_and_layers(rsrch: stlsim.Result, same: stlsim.Comparison) -> None:
     context = "trace rsrch_1.csv · drive imr-paper · mode queue (depth 64)"
+    one = {"run_latency_cdf", "run_tail_latency", "run_series"}
     figures = {
         "run_latency_cdf": plots.run_latency_cdf_figure(rsrch),
         "run_tail_latency": plots.run_tail_latency_figure(rsrch),
@@ -136,6 +137,8 @@ def test_titles_name_trace_drive_and_mode(rsrch: stlsim.Result, same: stlsim.Com
     }
     for name, fig in figures.items():
         assert context in _texts(fig), (name, _texts(fig))
+        layers = "layer cmr" if name in one else "layers cmr, imr-rmw, imr-dtm"
+        assert layers in _texts(fig).replace("\n", " · "), (name, _texts(fig))
 
 
 def test_titles_list_every_drive_and_mode_of_a_mixed_comparison(mixed: stlsim.Comparison) -> None:
@@ -326,7 +329,7 @@ def test_run_out_writes_the_single_run_plots(cli, tmp_path: Path, data: Path) ->
     for stem in ("latency_cdf", "tail_latency", "series", "waf_series"):
         f = tmp_path / "r" / f"{stem}.svg"
         assert _is_format(f, "svg"), f
-        assert "trace rsrch_1.csv · drive cmr · mode flat-out" in f.read_text(), stem
+        assert "trace rsrch_1.csv · drive cmr · mode flat-out · layer cmr" in f.read_text(), stem
         assert f"{stem}.svg" in p.stderr  # the "saved ..." line lists it
     assert not list((tmp_path / "r").glob("*.png"))
     default = cli("run", "--limit", "1000", "--out", "d", cwd=tmp_path)

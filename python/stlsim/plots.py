@@ -474,9 +474,9 @@ def headline_figure(results: Sequence[Result]) -> Figure:
     """Bar charts of WAF, mean, p99 and p99.9 latency per run, values on the bars."""
     panels = [
         ("waf", "WAF", "media / host sectors written"),
-        ("mean_ms", "mean latency", "ms"),
-        ("p99_ms", "p99 latency", "ms"),
-        ("p999_ms", "p99.9 latency", "ms"),
+        ("mean_ms", "mean latency", "latency (ms)"),
+        ("p99_ms", "p99 latency", "latency (ms)"),
+        ("p999_ms", "p99.9 latency", "latency (ms)"),
     ]
     labels = [r.label for r in results]
     summaries = [r.summary for r in results]
@@ -565,13 +565,13 @@ def by_usage_figure(comparison: Comparison) -> Figure:
         war.append((cfg, [float(sub["war"].get(u, math.nan)) for u in levels]))
     _grouped_bars(top, groups, ms, log=bool(len(df)) and bool((df["mean_ms"] > 0).all()))
     _grouped_bars(bottom, groups, war, log=False)
-    top.set_ylabel("average response time (ms)")
+    top.set_ylabel("average response time (ms, log scale)" if top.get_yscale() == "log" else "average response time (ms)")
     bottom.set_ylabel("average WAR (requests per write)")
     bottom.axhline(1.0, color="grey", linewidth=0.6)
     bottom.set_xlabel("space usage")
     for ax in (top, bottom):
         ax.grid(True, axis="y", alpha=0.3)
-    fig.legend(*top.get_legend_handles_labels(), loc="outside right upper", fontsize="small")
+    _legend_below(fig, top)
     _titled(fig, "Response time and write amplification by usage level (paper 002 Figure 3)", run_context(comparison.results))
     return fig
 
@@ -642,7 +642,8 @@ def disparity_figure(results: Sequence[Result]) -> Figure:
         if s.empty:
             notes.append(f"{r.label}: no samples")
             continue
-        ax.plot(s["requests"], s["disparity_s"], label=r.label, color=f"C{i % 10}")
+        # A short run has a point or two: a line alone would not show them.
+        ax.plot(s["requests"], s["disparity_s"], label=r.label, color=f"C{i % 10}", marker="o" if len(s) < 3 else None)
     if not ax.lines:
         ax.text(0.5, 0.5, "no run has an issue-time disparity", ha="center", va="center", transform=ax.transAxes)
     _legend_below(fig, ax, extra=notes)
@@ -661,14 +662,20 @@ def disparity(results: Sequence[Result], path: str | os.PathLike[str]) -> Path:
 def disparity_vs_cmr_figure(comparison: Comparison) -> Figure:
     """Each run's issue-time disparity minus the CMR run's over the run (paper 000 Figure 13)."""
     df = comparison.disparity_vs_cmr()
+    modes = {r.label: r.report["mode"] for r in comparison.results}
     fig = _figure(7.5, 4.8)
     ax = fig.add_subplot()
-    drawn = False
-    for label, part in df.groupby("label", sort=False):
-        ax.plot(part["requests"], part["disparity_vs_cmr_s"], label=str(label))
-        drawn = True
-    if drawn:
-        _legend_below(fig, ax)
+    notes = []
+    for i, (label, part) in enumerate(df.groupby("label", sort=False)):
+        if modes.get(str(label)) == "flat-out":
+            # Its own disparity is 0 by definition: the difference would only be CMR's, negated.
+            notes.append(f"{label}: flat-out, no issue-time disparity")
+            continue
+        marker = "o" if len(part) < 3 else None
+        ax.plot(part["requests"], part["disparity_vs_cmr_s"], label=str(label), color=f"C{i % 10}", marker=marker)
+    if not ax.lines:
+        ax.text(0.5, 0.5, "no run to set against CMR's disparity", ha="center", va="center", transform=ax.transAxes)
+    _legend_below(fig, ax, extra=notes)
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xlabel("requests completed")
     ax.set_ylabel("issue-time disparity minus CMR's (s)")
