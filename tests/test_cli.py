@@ -585,6 +585,9 @@ def test_small_runs_show_non_zero_rates(cli, tmp_path: Path, trace: list[str]) -
     for name, key, scale in (("IOPS", "iops", 1), ("throughput", "throughput_mb_s", 1), ("device utilisation", "utilisation", 100)):
         shown = float(_figure(p.stdout, name).split()[0].replace(",", ""))
         assert shown > 0 and shown == pytest.approx(scale * report[key], rel=0.05), (name, shown, report[key])
+    total = next(ln.split() for ln in p.stdout.splitlines() if ln.strip().startswith("total"))
+    busy = float(total[5])  # busy s
+    assert busy > 0 and busy == pytest.approx(report["device"]["busy_s"], rel=0.05)
 
 
 def test_figures_keep_two_significant_digits() -> None:

@@ -821,7 +821,7 @@ def _print_summary(result: Any, explain: bool = False) -> None:
             _mib(row["read_sectors"], sb),
             _num(row["write_ops"]),
             _mib(row["write_sectors"], sb),
-            f"{row['busy_s']:,.1f}",
+            _fig(row["busy_s"], 1),
             _num(row["seeks"]),
         )
     d = r["device"]
@@ -832,7 +832,7 @@ def _print_summary(result: Any, explain: bool = False) -> None:
         _mib(d["media_read_sectors"], sb),
         _num(d["write_ops"]),
         _mib(d["media_write_sectors"], sb),
-        f"{d['busy_s']:,.1f}",
+        _fig(d["busy_s"], 1),
         _num(d["seeks"]),
     )
     con.print(dev)
