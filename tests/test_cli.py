@@ -636,6 +636,25 @@ def test_compare_explain_says_what_each_column_means(cli, tmp_path: Path) -> Non
 # Ctrl-C (issue 35)
 
 
+def _wait_for_cpu(pid: int, seconds: float) -> None:
+    """Wait until process ``pid`` has used ``seconds`` of CPU (Linux's
+    /proc; elsewhere twice that of wall time), so a loaded machine's slow
+    start-up is not mistaken for the replay."""
+    import time
+
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        time.sleep(2 * seconds)
+        return
+    tick = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= seconds:  # utime + stime
+            return
+        time.sleep(0.05)
+
+
 def test_ctrl_c_stops_run_with_one_line_and_130(tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -653,7 +672,7 @@ def test_ctrl_c_stops_run_with_one_line_and_130(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        time.sleep(2.0)  # well into the replay (start-up is a tenth of that)
+        _wait_for_cpu(proc.pid, 1.0)  # well into the replay: start-up takes a tenth of that
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(signal.SIGINT)
         stopped = time.monotonic()
