@@ -381,3 +381,17 @@ def test_an_offset_near_2_64_reports_an_overflow(cli, one_line_error, tmp_path: 
     line = one_line_error(cli("run", "--trace", str(f), "--format", "msr", "--drive", "cmr", "--fold"))
     assert f"{f}:2: offset {2**64 - 100} plus length 4096 overflows" in line, line
     assert "larger than" not in line and "beyond" not in line
+
+
+def test_simulated_time_past_2_64_ns_is_refused_not_saturated(cli, one_line_error, tmp_path: Path) -> None:
+    """A scale or a repeat that would carry times past 2^64 ns (584 years)
+    is one line, not a clock stuck at its end or wrapped to the start."""
+    line = one_line_error(cli("run", "--limit", "20000", "--mode", "scaled", "--scale", "1e8"))
+    assert "past 2^64 ns" in line and "smaller --scale" in line, line
+    f = tmp_path / "span.csv"
+    f.write_text("0,h,0,Read,0,4096,0\n92233720368547758,h,0,Write,4096,4096,0\n")  # 2^63 ns apart
+    line = one_line_error(cli("run", "--trace", str(f), "--drive", "cmr", "--repeat", "3"))
+    assert f"{f}:2:" in line and "repeat it fewer times" in line, line
+    # Once, it replays.
+    proc = cli("run", "--trace", str(f), "--drive", "cmr", "--json")
+    assert proc.returncode == 0, proc.stderr

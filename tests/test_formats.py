@@ -430,3 +430,21 @@ def test_a_mistyped_name_gets_a_suggestion(cli, one_line_error, args: list[str],
     if "--layer" in args and "--param" not in args:
         # One suggestion instead of the list of every layer.
         assert "hm-fluid-loop" not in line, line
+
+
+def test_a_binary_trace_with_reads_and_writes_swapped_is_refused_by_its_checksum(tmp_path: Path, data: Path, cli, one_line_error) -> None:
+    out = tmp_path / "w.stlt"
+    stlsim.convert(str(data / "wdev_3.csv"), out)
+    raw = bytearray(out.read_bytes())
+    assert raw[:8] == b"STLSIMT2"
+    header = int.from_bytes(raw[8:12], "little")
+    block = 12 + header + 4  # magic, header size, header, its checksum
+    n = int.from_bytes(raw[block : block + 4], "little") & 0x7FFF_FFFF
+    assert n == 682
+    ops = block + 4 + 5 * 8 * n
+    for i in range(n):
+        raw[ops + i] ^= 1  # every read a write and every write a read: each a valid value
+    bad = tmp_path / "swapped.stlt"
+    bad.write_bytes(bytes(raw))
+    line = one_line_error(cli("run", "--trace", str(bad), "--drive", "cmr"))
+    assert "swapped.stlt" in line and "records 1 to 682 fail their block's checksum" in line, line

@@ -40,6 +40,9 @@ class Simulation:
 def layers_json() -> str:
     """Every registered layer with its parameters, as JSON."""
 
+def formats_json() -> str:
+    """Every trace format the core reads (the core's one list), as JSON."""
+
 def check_drive(drive_json: str) -> str:
     """Validate a drive description (JSON); returns derived figures as JSON."""
 

@@ -810,7 +810,7 @@ impl Simulation {
         Ok((Lba(lba), Sectors(n), true))
     }
 
-    fn issue_time(&mut self, rec: &TraceRecord) -> (Nanos, Nanos) {
+    fn issue_time(&mut self, rec: &TraceRecord) -> SimResult<(Nanos, Nanos)> {
         let base = *self.base_trace.get_or_insert(rec.time.0);
         self.irregular.timed |= rec.time.0 != base;
         if rec.time.0 < self.prev_trace.max(base) {
@@ -829,15 +829,22 @@ impl Simulation {
                 } else {
                     (1, 0)
                 };
-                let cand = self.outstanding.issue_time(
-                    self.prev_issue.0 + gap,
-                    self.pending.len(),
-                    q as usize,
-                );
-                (Nanos(cand), Nanos(t0 + rel))
+                let Some(next) = self.prev_issue.0.checked_add(gap) else {
+                    return Err(self.past_time_end(rec, None));
+                };
+                let cand = self
+                    .outstanding
+                    .issue_time(next, self.pending.len(), q as usize);
+                (Nanos(cand), Nanos(t0.saturating_add(rel)))
             }
             Mode::Scaled => {
-                let t = Nanos(t0 + (rel as f64 * self.cfg.replay.scale) as u64);
+                // A float product past 2^64 would saturate silently: every
+                // later request would arrive at the same instant.
+                let at = t0 as f64 + rel as f64 * self.cfg.replay.scale;
+                if at >= u64::MAX as f64 {
+                    return Err(self.past_time_end(rec, Some(self.cfg.replay.scale)));
+                }
+                let t = Nanos(at as u64);
                 (t.max(self.prev_issue), t)
             }
             Mode::Closed => {
@@ -847,11 +854,33 @@ impl Simulation {
                 // (disksim_iotrace.c, iotrace_validate_get_ioreq_event).
                 let think = gap.saturating_sub(self.prev_measured.map_or(0, |m| m.0));
                 let done = self.outstanding.drain(self.prev_issue.0);
-                (Nanos(done + think), Nanos(t0 + rel))
+                let Some(at) = done.checked_add(think) else {
+                    return Err(self.past_time_end(rec, None));
+                };
+                (Nanos(at), Nanos(t0.saturating_add(rel)))
             }
         };
         self.prev_issue = issue;
-        (issue, issue.saturating_sub(trace_t))
+        Ok((issue, issue.saturating_sub(trace_t)))
+    }
+
+    /// The error for a request whose simulated arrival would pass 2^64 ns
+    /// (584 years), where the clock would wrap or saturate.
+    #[cold]
+    fn past_time_end(&self, rec: &TraceRecord, scale: Option<f64>) -> SimError {
+        let how = match scale {
+            Some(s) => format!(
+                "scaled by {s}, the trace's times reach past 2^64 ns (584 years of simulated time); use a smaller --scale"
+            ),
+            None => "its arrival would fall past 2^64 ns (584 years of simulated time): the trace's timestamps span too far".to_string(),
+        };
+        SimError::TraceFormat {
+            at: crate::error::Location {
+                file: self.cfg.trace.path.clone(),
+                line: rec.line,
+            },
+            msg: format!("request at time {} ns: {how}", rec.time.0),
+        }
     }
 
     fn one(&mut self, rec: &TraceRecord) -> SimResult<()> {
@@ -876,7 +905,7 @@ impl Simulation {
                 self.irregular.folded += 1;
             }
         }
-        let (issue, disparity) = self.issue_time(rec);
+        let (issue, disparity) = self.issue_time(rec)?;
         // The trace's measured time matters to the closed mode's think time
         // and the latency log only: not asked for (a call per record) otherwise.
         let measured = if self.cfg.replay.mode == Mode::Closed || self.latency_log.is_some() {

@@ -1,11 +1,13 @@
 //! stlsim's binary trace form (`.stlt`), written by `stlsim convert` and read
 //! by every command much faster than text.
 //!
-//! Layout (all integers little-endian):
+//! Layout (all integers little-endian; CRC-32 is the IEEE polynomial, as
+//! gzip's):
 //!
 //! ```text
-//! "STLSIMT1"                      8 bytes of magic
+//! "STLSIMT2"                      8 bytes of magic
 //! u32 H, then H bytes of JSON     the header: the source's provenance
+//! u32 CRC-32 of H and the JSON
 //! blocks:                         u32 n | M (n: 1 ..= 65,536 records; M:
 //!                                 bit 31, set when the block has the measured
 //!                                 column), then the columns of n records,
@@ -18,16 +20,24 @@
 //!   op       n x u8               0 read, 1 write
 //!   measured n x u64              only with M: the response time the source
 //!                                 measured, ns, u64::MAX for none
+//!   u32 CRC-32 of the block from its count on
 //! u32 0                           end of the blocks
 //! u64 N                           the number of records, as a check
+//! u32 CRC-32 of the end marker and N
 //! ```
 //!
-//! The measured column ([`RawTraceReader::measured`]) came after the first
-//! files were written: a block carries it only when one of its records has a
-//! value, so a trace without measured responses is written exactly as before
-//! and every older file reads unchanged. (Readers older than the column
-//! refuse a block that has it as corrupt rather than misread it: the count
-//! with bit 31 set is over their block limit.)
+//! A checksum per block, not one for the file: a reader checks each block
+//! as it streams it (about 3 MB, a few hundred microseconds), and a damaged
+//! file is refused at the block that is damaged, naming its records, before
+//! any of them reaches a simulation. Flipped bits would otherwise pass
+//! unseen wherever they leave a valid value (a read turned into a write).
+//! Files of the first version (`STLSIMT1`, no checksums) are refused with
+//! a line saying to convert the source again: they are caches of a text
+//! trace, and a file that cannot be checked is not worth a silent misread.
+//!
+//! The measured column ([`RawTraceReader::measured`]) is carried by a block
+//! only when one of its records has a value, so a trace without measured
+//! responses costs nothing for it.
 //!
 //! Columns, not rows, so that a block decodes with straight loads. Records
 //! keep their source line numbers: an error about a converted request (one
@@ -41,8 +51,12 @@ use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::{Read, Write};
 
-/// The first eight bytes of every binary trace.
-pub const MAGIC: &[u8; 8] = b"STLSIMT1";
+/// The first eight bytes of every binary trace this version writes.
+pub const MAGIC: &[u8; 8] = b"STLSIMT2";
+
+/// The first seven bytes of every version's magic: the opener hands any
+/// version to [`BinaryReader`], which names an old one.
+pub const MAGIC_STEM: &[u8; 7] = b"STLSIMT";
 
 /// Records per block (the last block may be shorter).
 pub const BLOCK: usize = 1 << 16;
@@ -91,6 +105,10 @@ impl<W: Write> BinaryWriter<W> {
             })?;
         out.write_all(&n.to_le_bytes())?;
         out.write_all(h)?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&n.to_le_bytes());
+        crc.update(h);
+        out.write_all(&crc.finalize().to_le_bytes())?;
         Ok(BinaryWriter {
             out,
             time: Vec::with_capacity(BLOCK),
@@ -102,7 +120,7 @@ impl<W: Write> BinaryWriter<W> {
             measured: Vec::with_capacity(BLOCK),
             any_measured: false,
             written: 0,
-            bytes: Vec::with_capacity(BLOCK * RECORD_BYTES),
+            bytes: Vec::with_capacity(BLOCK * (RECORD_BYTES + 8) + 8),
         })
     }
 
@@ -160,6 +178,8 @@ impl<W: Write> BinaryWriter<W> {
                 b.extend_from_slice(&v.to_le_bytes());
             }
         }
+        let crc = crc32fast::hash(b);
+        b.extend_from_slice(&crc.to_le_bytes());
         self.out.write_all(b)?;
         self.written += n as u64;
         for col in [
@@ -181,8 +201,10 @@ impl<W: Write> BinaryWriter<W> {
     /// and the output.
     pub fn finish(mut self) -> std::io::Result<(u64, W)> {
         self.flush_block()?;
-        self.out.write_all(&0u32.to_le_bytes())?;
-        self.out.write_all(&self.written.to_le_bytes())?;
+        let mut end = [0u8; 12];
+        end[4..].copy_from_slice(&self.written.to_le_bytes());
+        self.out.write_all(&end)?;
+        self.out.write_all(&crc32fast::hash(&end).to_le_bytes())?;
         self.out.flush()?;
         Ok((self.written, self.out))
     }
@@ -218,6 +240,11 @@ impl BinaryReader {
     pub fn new(mut input: Box<dyn Read + Send>, file: &str) -> SimResult<Self> {
         let mut magic = [0u8; 8];
         read_exact_or(&mut *input, &mut magic, file, "in its magic")?;
+        if &magic == b"STLSIMT1" {
+            return Err(SimError::Io(format!(
+                "'{file}' is a binary trace of an older stlsim, without checksums; convert its source again (stlsim convert)"
+            )));
+        }
         if &magic != MAGIC {
             return Err(SimError::Io(format!(
                 "'{file}' is not an stlsim binary trace (its first bytes are not {MAGIC:?})"
@@ -225,14 +252,24 @@ impl BinaryReader {
         }
         let mut n = [0u8; 4];
         read_exact_or(&mut *input, &mut n, file, "in its header")?;
-        let n = u32::from_le_bytes(n);
-        if n > MAX_HEADER {
+        let size = u32::from_le_bytes(n);
+        if size > MAX_HEADER {
             return Err(SimError::Io(format!(
-                "binary trace '{file}' is corrupt: a header of {n} bytes"
+                "binary trace '{file}' is corrupt: a header of {size} bytes"
             )));
         }
-        let mut h = vec![0u8; n as usize];
+        let mut h = vec![0u8; size as usize];
         read_exact_or(&mut *input, &mut h, file, "in its header")?;
+        let mut crc = [0u8; 4];
+        read_exact_or(&mut *input, &mut crc, file, "in its header")?;
+        let mut sum = crc32fast::Hasher::new();
+        sum.update(&n);
+        sum.update(&h);
+        if sum.finalize() != u32::from_le_bytes(crc) {
+            return Err(SimError::Io(format!(
+                "binary trace '{file}' is corrupt: its header fails its checksum"
+            )));
+        }
         let header = String::from_utf8(h).map_err(|_| {
             SimError::Io(format!(
                 "binary trace '{file}' is corrupt: its header is not UTF-8"
@@ -268,19 +305,30 @@ impl BinaryReader {
     fn load(&mut self) -> SimResult<bool> {
         let mut n = [0u8; 4];
         read_exact_or(&mut *self.input, &mut n, &self.file, "no end marker")?;
+        let raw_n = n;
         let n = u32::from_le_bytes(n);
         let has_measured = n & MEASURED_FLAG != 0;
         let n = (n & !MEASURED_FLAG) as usize;
         self.blocks += 1;
         if n == 0 && !has_measured {
-            let mut total = [0u8; 8];
+            let mut end = [0u8; 12];
             read_exact_or(
                 &mut *self.input,
-                &mut total,
+                &mut end[4..],
                 &self.file,
                 "no record count after the end marker",
             )?;
-            let total = u64::from_le_bytes(total);
+            let mut crc = [0u8; 4];
+            read_exact_or(
+                &mut *self.input,
+                &mut crc,
+                &self.file,
+                "no checksum after the record count",
+            )?;
+            if crc32fast::hash(&end) != u32::from_le_bytes(crc) {
+                return Err(self.corrupt("its end fails its checksum".to_string()));
+            }
+            let total = u64::from_le_bytes(end[4..].try_into().expect("8 bytes"));
             if total != self.records {
                 return Err(self.corrupt(format!(
                     "it says {total} records but holds {}",
@@ -301,6 +349,18 @@ impl BinaryReader {
             self.records + n as u64
         );
         read_exact_or(&mut *self.input, &mut self.block, &self.file, &what)?;
+        let mut crc = [0u8; 4];
+        read_exact_or(&mut *self.input, &mut crc, &self.file, &what)?;
+        let mut sum = crc32fast::Hasher::new();
+        sum.update(&raw_n);
+        sum.update(&self.block);
+        if sum.finalize() != u32::from_le_bytes(crc) {
+            return Err(self.corrupt(format!(
+                "records {} to {} fail their block's checksum",
+                self.records + 1,
+                self.records + n as u64
+            )));
+        }
         if let Some(i) = self.block[5 * 8 * n..RECORD_BYTES * n]
             .iter()
             .position(|&o| o > 1)
@@ -440,17 +500,23 @@ mod tests {
                 "{cut}: {e}"
             );
         }
-        // A wrong record count, an op code out of range, a huge block.
+        // A wrong record count (its checksum made right again, as a
+        // writer's bug would), an op code out of range, a huge block.
         let mut bad = good.clone();
-        let at = bad.len() - 8;
-        bad[at] ^= 1;
+        let end = bad.len() - 16;
+        bad[end + 4] ^= 1;
+        let crc = crc32fast::hash(&bad[end..end + 12]);
+        bad[end + 12..].copy_from_slice(&crc.to_le_bytes());
         assert!(read(bad)
             .unwrap_err()
             .to_string()
             .contains("says 1001 records"));
-        let header_end = 8 + 4 + 14;
+        let header_end = 8 + 4 + 14 + 4;
         let mut bad = good.clone();
         bad[header_end + 4 + 5 * 8 * 1000 + 3] = 7;
+        let block_end = header_end + 4 + RECORD_BYTES * 1000;
+        let crc = crc32fast::hash(&bad[header_end..block_end]);
+        bad[block_end..block_end + 4].copy_from_slice(&crc.to_le_bytes());
         // A bad operation code names its record (the fourth).
         assert_eq!(read(bad).unwrap_err().to_string(), "t.stlt:4: record 4 has operation code 7 (0 read, 1 write): the binary trace is corrupt (block 1)");
         // Truncation inside a block names the records it cuts.
@@ -467,6 +533,40 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not 1 to 65536"));
+    }
+
+    #[test]
+    fn a_flipped_bit_anywhere_is_refused_by_a_checksum() {
+        let good = write(&recs(300));
+        // Every byte past the magic, one bit each (the magic has its own message).
+        for at in 8..good.len() {
+            for bit in [0u8, 7] {
+                let mut bad = good.clone();
+                bad[at] ^= 1 << bit;
+                let e = match read(bad) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => panic!("byte {at} bit {bit} flipped was read"),
+                };
+                assert!(e.contains("t.stlt"), "{at}: {e}");
+            }
+        }
+        // Every record's op byte flipped (reads and writes swapped): the
+        // block's checksum, not the op check, refuses it.
+        let header_end = 8 + 4 + 14 + 4;
+        let mut bad = good.clone();
+        for i in 0..300 {
+            bad[header_end + 4 + 5 * 8 * 300 + i] ^= 1;
+        }
+        let e = read(bad).unwrap_err().to_string();
+        assert!(
+            e.contains("records 1 to 300 fail their block's checksum"),
+            "{e}"
+        );
+        // The first version's files are named as such.
+        let mut old = good;
+        old[..8].copy_from_slice(b"STLSIMT1");
+        let e = read(old).unwrap_err().to_string();
+        assert!(e.contains("older stlsim") && e.contains("convert"), "{e}");
     }
 
     #[test]

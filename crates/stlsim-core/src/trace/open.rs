@@ -605,10 +605,11 @@ fn sniff(mut input: Box<dyn Read + Send>, path: &str) -> SimResult<(Format, Box<
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(SimError::Io(format!("error reading trace '{path}': {e}"))),
         };
-        if prefix.len() < 8
-            && prefix.len() + n >= 8
-            && chunk[..8 - prefix.len()] == crate::trace::binary::MAGIC[prefix.len()..]
-            && prefix[..] == crate::trace::binary::MAGIC[..prefix.len()]
+        let stem = crate::trace::binary::MAGIC_STEM;
+        if prefix.len() < stem.len()
+            && prefix.len() + n >= stem.len()
+            && chunk[..stem.len() - prefix.len()] == stem[prefix.len()..]
+            && prefix[..] == stem[..prefix.len()]
         {
             prefix.extend_from_slice(&chunk[..n]);
             return Ok((
@@ -750,6 +751,25 @@ impl RepeatReader {
     }
 }
 
+impl RepeatReader {
+    /// The error for a record of a later pass whose shifted time would
+    /// wrap past 2^64 ns ("timestamps went backwards" otherwise).
+    #[cold]
+    fn past_time_end(&self, rec: &TraceRecord) -> SimError {
+        SimError::TraceFormat {
+            at: crate::error::Location {
+                file: self.spec.path.clone(),
+                line: rec.line,
+            },
+            msg: format!(
+                "repeating the trace {} times takes its times past 2^64 ns (584 years) in pass {}: repeat it fewer times",
+                self.spec.repeat,
+                self.pass + 1
+            ),
+        }
+    }
+}
+
 impl TraceReader for RepeatReader {
     fn next_record(&mut self) -> SimResult<Option<TraceRecord>> {
         loop {
@@ -762,7 +782,10 @@ impl TraceReader for RepeatReader {
                     self.base = first;
                 } else {
                     let first = self.first.unwrap_or(0);
-                    rec.time = crate::units::Nanos(self.base + t.saturating_sub(first));
+                    let Some(shifted) = self.base.checked_add(t.saturating_sub(first)) else {
+                        return Err(self.past_time_end(&rec));
+                    };
+                    rec.time = crate::units::Nanos(shifted);
                 }
                 self.end = self.end.max(rec.time.0);
                 return Ok(Some(rec));
@@ -777,7 +800,15 @@ impl TraceReader for RepeatReader {
             } else {
                 1_000_000
             };
-            self.base = self.end + gap;
+            let Some(base) = self.end.checked_add(gap) else {
+                return Err(SimError::Config(format!(
+                    "repeating trace '{}' {} times takes its times past 2^64 ns (584 years) in pass {}: repeat it fewer times",
+                    self.spec.path,
+                    self.spec.repeat,
+                    self.pass + 1
+                )));
+            };
+            self.base = base;
             self.skipped_before += self.inner.skipped_unknown();
             self.inner = open_once(&TraceSpec {
                 repeat: 1,
