@@ -395,3 +395,77 @@ def test_simulated_time_past_2_64_ns_is_refused_not_saturated(cli, one_line_erro
     # Once, it replays.
     proc = cli("run", "--trace", str(f), "--drive", "cmr", "--json")
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------
+# Issue 35 item 17: no silent clamps of layer parameters
+# --------------------------------------------------------------------------
+
+# Each layer on its paper's drive (as benches/layer_costs.py chooses).
+_DRIVE_OF_LAYOUT = {"imr": "imr-paper", "smr": "swd-paper", "zoned": "exos-x18z", "wave": "hwsr-paper"}
+_DRIVE_OF_LAYER = {"smr-eregion": "dmsmr-5tb", "smr-vguard": "dmsmr-5tb", "cmr": "imr-paper", "buffered-cmr": "hwsr-paper"}
+_NUMERIC = [
+    (lay["name"], p["name"], p["kind"], p["unit"])
+    for lay in stlsim.layers()
+    for p in lay["params"]
+    if p["kind"] in ("int", "float")
+]
+
+
+def _paper_drive(layer: str) -> str:
+    layout = next(str(lay["layout"]) for lay in stlsim.layers() if lay["name"] == layer)
+    return _DRIVE_OF_LAYER.get(layer) or _DRIVE_OF_LAYOUT[layout.split()[0]]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.sampled_from(_NUMERIC),
+    value=st.one_of(
+        st.sampled_from([0, 1, -1, 2, 0.5, -0.5, 1e-300, -1e-300, 1.5, 100.0, 101.0]),
+        st.integers(-5, 300),
+        st.floats(-10, 10, allow_nan=False),
+    ),
+)
+def test_a_layer_parameter_runs_as_given_or_is_refused(which: tuple[str, str, str, str], value: float) -> None:
+    """Every numeric parameter of every layer: a value is either refused in
+    one line or run and reported as given, never quietly run as another
+    (collect_blocks = 0 was reported 0 and run as 1; buffer_mib = -1 as 0)."""
+    layer, name, kind, unit = which
+    if kind == "int" and isinstance(value, float):
+        value = round(value)
+    try:
+        r = stlsim.run(drive=_paper_drive(layer), layer=layer, params={name: value}, limit=50, fold=True, mode="flat-out")
+    except StlsimError as e:
+        _one_line(e)
+        assert isinstance(e, ConfigError), repr(e)
+        return
+    assert value >= 0, f"{layer}.{name} = {value} was accepted"
+    if unit == "fraction":
+        assert value <= 1, f"{layer}.{name} = {value} was accepted"
+    if unit == "%":
+        assert value <= 100, f"{layer}.{name} = {value} was accepted"
+    assert r.report["params"][name] == value, (name, value, r.report["params"])
+
+
+@pytest.mark.parametrize(
+    ("layer", "param"),
+    [
+        ("hm-fluid", "collect_blocks=0"),
+        ("hm-fluid", "buffer_mib=-1"),
+        ("hwsr", "mem_mib=-1"),
+        ("hwsr", "ssd_mib=-1"),
+        ("sblock", "block_sectors=0"),
+        ("smr-vguard", "clean_buffer_mib=1e-300"),
+        ("amphisbaena", "lambda=1.5"),
+    ],
+)
+def test_the_silent_clamps_of_the_review_are_one_line_errors(cli, one_line_error, layer: str, param: str) -> None:
+    line = one_line_error(cli("run", "--limit", "10", "--drive", _paper_drive(layer), "--layer", layer, "--param", param, "--fold"))
+    assert param.split("=")[0] in line, line
+
+
+def test_a_crash_point_given_twice_is_refused_for_ops_as_for_requests(cli, one_line_error) -> None:
+    line = one_line_error(cli("run", "--limit", "10", "--crash-at-op", "5", "--crash-at-op", "5"))
+    assert "crash_at_ops 5 is given twice" in line, line
+    line = one_line_error(cli("run", "--limit", "10", "--crash-after", "5", "--crash-after", "5"))
+    assert "crash_after 5 is given twice" in line, line

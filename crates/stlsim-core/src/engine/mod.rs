@@ -323,6 +323,12 @@ impl Simulation {
                     "crash_after {d} is given twice (one power loss per request count)"
                 )));
             }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(d) = cfg.crash_at_ops.iter().find(|&&k| !seen.insert(k)) {
+                return Err(SimError::Config(format!(
+                    "crash_at_ops {d} is given twice (one power loss per physical operation)"
+                )));
+            }
         }
         if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
             return Err(SimError::Config(

@@ -187,12 +187,19 @@ impl CacheSplit {
             ));
         }
         if !(buffer_mib > 0.0) {
-            return config_err(format!("clean_buffer_mib {buffer_mib} must be positive"));
+            return config_err(format!("clean_buffer_mib {buffer_mib:?} must be positive"));
         }
         // The largest home track decides how many fit the buffer (one more is carried).
         let home_spt = g.max_home_sectors_per_track();
         let home_bytes = home_spt as f64 * g.sector_bytes() as f64;
         let fit = (buffer_mib * 1024.0 * 1024.0 / home_bytes).floor() as u64;
+        if fit == 0 {
+            // Not run as one track anyway: a buffer that holds none is a slip.
+            return config_err(format!(
+                "clean_buffer_mib {buffer_mib:?} holds no whole track ({:.3} MiB); the cleaning buffer must hold at least one",
+                home_bytes / (1024.0 * 1024.0)
+            ));
+        }
         let stage_tracks = fit.saturating_sub(1).max(1).min(band) as u32;
         let cache_spt = (0..c)
             .map(|i| g.sectors_in(g.cache_track(i)))

@@ -73,12 +73,24 @@ fn coerce(spec: &ParamSpec, v: &Value) -> Result<Value, String> {
                 .map(Value::from)
                 .ok_or_else(want)
         }
-        ParamKind::Float => v
-            .as_f64()
-            .or_else(|| as_text(v).and_then(|s| s.parse::<f64>().ok()))
-            .filter(|f| f.is_finite())
-            .map(Value::from)
-            .ok_or_else(|| "a number".to_string()),
+        ParamKind::Float => {
+            // The unit bounds the value: a size or a time is never negative,
+            // a fraction lies in [0, 1], a percentage in [0, 100]. (A
+            // negative size was once run as 0.)
+            let (low, high, want) = match spec.unit {
+                "fraction" => (0.0, 1.0, "a fraction from 0 to 1"),
+                "%" => (0.0, 100.0, "a percentage from 0 to 100"),
+                "MiB" | "KiB" | "GiB" | "ms" | "s" | "us" => {
+                    (0.0, f64::INFINITY, "a number, not negative")
+                }
+                _ => (f64::NEG_INFINITY, f64::INFINITY, "a number"),
+            };
+            v.as_f64()
+                .or_else(|| as_text(v).and_then(|s| s.parse::<f64>().ok()))
+                .filter(|f| f.is_finite() && (low..=high).contains(f))
+                .map(Value::from)
+                .ok_or_else(|| want.to_string())
+        }
         ParamKind::Bool => v
             .as_bool()
             .or_else(|| match as_text(v)?.to_ascii_lowercase().as_str() {
@@ -146,6 +158,18 @@ impl Params {
     /// An integer parameter.
     pub fn u64(&self, name: &str) -> u64 {
         self.get(name).as_u64().unwrap_or_default()
+    }
+    /// An integer parameter that must be at least `min` (a count of blocks
+    /// per stage, a block size): a smaller value is a configuration error
+    /// naming `layer`, not quietly run as `min`.
+    pub fn u64_at_least(&self, layer: &str, name: &str, min: u64) -> SimResult<u64> {
+        let v = self.u64(name);
+        if v < min {
+            return Err(SimError::Config(format!(
+                "parameter '{name}' of layer '{layer}' must be at least {min}, got {v}"
+            )));
+        }
+        Ok(v)
     }
     /// A real parameter.
     pub fn f64(&self, name: &str) -> f64 {

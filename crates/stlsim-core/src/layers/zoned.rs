@@ -1304,7 +1304,7 @@ impl BufferLayer {
             policy: None,
             job: None,
             spare_job: None,
-            collect_blocks: p.u64("collect_blocks").max(1),
+            collect_blocks: p.u64_at_least(name, "collect_blocks", 1)?,
             scratch: vec![],
             tags: vec![],
             others: vec![],

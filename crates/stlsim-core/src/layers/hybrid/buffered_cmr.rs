@@ -49,7 +49,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
             )));
         }
         let backend = Home {
-            b: p.u64("block_sectors").max(1),
+            b: p.u64_at_least("buffered-cmr", "block_sectors", 1)?,
             spb: p.u64("segment_blocks") as u32,
             blocks_written: 0,
             writes: 0,

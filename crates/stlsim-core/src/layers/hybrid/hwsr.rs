@@ -109,7 +109,7 @@ impl Segments {
         let Layout::Wave { region, .. } = g.layout() else {
             return Err(SimError::Config("hwsr needs a wave layout".into()));
         };
-        let b = p.u64("block_sectors");
+        let b = p.u64_at_least("hwsr", "block_sectors", 1)?;
         let spt = g.max_sectors_per_track() as u64;
         if g.logical_tracks() > 0
             && (0..g.tracks()).any(|t| {
@@ -121,7 +121,7 @@ impl Segments {
                 "hwsr's address formulas need tracks of one size (no zone table)".into(),
             ));
         }
-        let map = SegmentMap::new(spt, b.max(1), region)?;
+        let map = SegmentMap::new(spt, b, region)?;
         let regions = g.wave_regions();
         if regions < 2 {
             return Err(SimError::Config(format!(

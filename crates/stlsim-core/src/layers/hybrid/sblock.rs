@@ -176,7 +176,7 @@ impl Logs {
         };
         let kappa = width - 1;
         let s = band - kappa;
-        let b = p.u64("block_sectors").max(1);
+        let b = p.u64_at_least("sblock", "block_sectors", 1)?;
         let st = g.max_sectors_per_track() as u64;
         let beta = p.f64("beta");
         if !(0.0..1.0).contains(&beta) {
