@@ -448,3 +448,16 @@ def test_a_binary_trace_with_reads_and_writes_swapped_is_refused_by_its_checksum
     bad.write_bytes(bytes(raw))
     line = one_line_error(cli("run", "--trace", str(bad), "--drive", "cmr"))
     assert "swapped.stlt" in line and "records 1 to 682 fail their block's checksum" in line, line
+
+
+def test_convert_refuses_a_device_at_once_and_trace_info_files_huge_requests_last(tmp_path: Path, cli, one_line_error) -> None:
+    proc = cli("convert", "/dev/zero", str(tmp_path / "z.stlt"), "--format", "msr", timeout=20)
+    line = one_line_error(proc)
+    assert "regular file" in line and "/dev/zero" in line, line
+    assert not (tmp_path / "z.stlt").exists()
+    f = tmp_path / "huge.csv"
+    f.write_text(f"1,h,0,Read,0,{2**64 - 4096},0\n2,h,0,Read,0,4096,0\n")
+    info = stlsim.trace_info(str(f), drive=None)
+    assert info["sizes"] == [[4096, 1], [2**64 - 1, 1]] or info["sizes"] == [(4096, 1), (2**64 - 1, 1)], info["sizes"]
+    out = cli("trace-info", str(f)).stdout
+    assert "<= 0 B" not in out and "16.0 EiB" in out, out

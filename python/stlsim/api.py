@@ -337,8 +337,8 @@ def run(
         write_cache: force the drive's write cache on or off (None: the drive's own).
         fold: fold offsets beyond the drive's capacity back into it.
         verify: carry data and check every read and the final footprint.
-        format: trace format (msr, spc, vscsi, cloudphysics-csv, csv, fio,
-            blkparse, disksim, mqsim, disksim-validate); None guesses.
+        format: trace format, a name of :data:`stlsim.config.FORMATS` (the
+            core's list: msr, spc, vscsi, csv, fio, blkparse ...); None guesses.
         disk: keep only this device: MSR disk number, SPC ASU, fio file,
             DiskSim or MQSim device, blkparse device (MAJ << 20 | MIN), CSV
             device column; ``"all"`` merges every device. Unset, a trace that
@@ -656,6 +656,12 @@ def convert(
     if src.resolve() == dst.resolve():
         raise ConfigError(f"configuration error: '{dst}' is the trace being converted")
     check_output_folder(dst.parent if str(dst.parent) else ".")
+    # The header records the source's size and SHA-256, read before the
+    # conversion: a device or a pipe has neither (/dev/zero never ends).
+    if src.exists() and not src.is_file():
+        raise ConfigError(
+            f"configuration error: convert reads a regular file (it records the file's size and SHA-256); '{src}' is not one"
+        )
     h = hashlib.sha256()
     try:
         with src.open("rb") as f:

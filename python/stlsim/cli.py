@@ -143,6 +143,8 @@ def _device(text: str) -> int | str:
 
 
 def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positional: bool = False) -> None:
+    from .config import FORMATS  # the core's one list
+
     t = p.add_argument_group("trace")
     if positional:
         t.add_argument("trace", metavar="TRACE", help="trace file (.gz/.zst ok)")
@@ -156,8 +158,7 @@ def _add_trace_options(p: argparse.ArgumentParser, repeat: bool = False, positio
     t.add_argument(
         "--format",
         metavar="F",
-        help="msr, spc, vscsi, cloudphysics-csv, csv, fio, blkparse, disksim, mqsim, disksim-validate, "
-        "systor17, alibaba, tencent, fiu, thesios, stlt or auto (default: guess; see docs/traces.md)",
+        help=", ".join(FORMATS) + " or auto (default: guess; see docs/traces.md)",
     )
     t.add_argument("--event", metavar="Q|D|C", help="blkparse: the event that stands for a request (default Q, queued)")
     t.add_argument(
@@ -1529,8 +1530,8 @@ def _cmd_convert(ns: argparse.Namespace) -> int:
 
 
 def _size_text(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
             return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
         n /= 1024
     return str(n)

@@ -122,7 +122,10 @@ pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<Tr
         if len == 0 {
             info.empty += 1;
         }
-        *sizes.entry(len.max(1).next_power_of_two()).or_default() += 1;
+        // Sizes above 2^63 bytes have no power of two in 64 bits: their
+        // bucket is "up to 2^64 - 1" (a wrapped 0 filed them under "<= 0 B").
+        let bucket = len.max(1).checked_next_power_of_two().unwrap_or(u64::MAX);
+        *sizes.entry(bucket).or_default() += 1;
         info.first_byte = Some(
             info.first_byte
                 .map_or(rec.offset.0, |b| b.min(rec.offset.0)),
@@ -231,6 +234,15 @@ mod tests {
             "{m:?} {}",
             i.unpaired_completions
         );
+    }
+
+    #[test]
+    fn a_request_past_2_63_bytes_is_filed_under_the_largest_bucket() {
+        let big = u64::MAX - 4095;
+        let text = format!("1,h,0,Read,0,{big},0\n2,h,0,Read,0,4096,0\n");
+        let p = write_temp("info-big", "big.csv", text.as_bytes());
+        let i = trace_info(&spec(&p), None).unwrap();
+        assert_eq!(i.sizes, vec![(4096, 1), (u64::MAX, 1)]);
     }
 
     #[test]
