@@ -667,6 +667,10 @@ def test_ctrl_c_stops_run_with_one_line_and_130(tmp_path: Path) -> None:
         [sys.executable, "-m", "stlsim", "run", "--trace", trace, "--mode", "flat-out"],
         cwd=tmp_path,
         env=env,
+        # Ctrl-C as a terminal delivers it: a suite started in the background
+        # by a non-interactive shell passes SIGINT on ignored, and Python then
+        # never turns it into KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -680,6 +684,7 @@ def test_ctrl_c_stops_run_with_one_line_and_130(tmp_path: Path) -> None:
         took = time.monotonic() - stopped
     finally:
         proc.kill()
+        proc.communicate()  # closes the pipes, whatever happened above
     assert proc.returncode == 130, (proc.returncode, err)
     assert took < 3, took
     assert err == "stlsim: interrupted; nothing saved\n"

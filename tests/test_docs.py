@@ -151,14 +151,14 @@ def test_amphisbaena_table_3_and_claims_are_what_the_script_prints() -> None:
     assert not missing, "docs/hm-smr.md differs from scripts/amphisbaena_evaluation.py table3 / claims:\n" + "\n".join(missing)
 
 
-def test_hwsr_evaluation_tables_are_what_the_script_prints() -> None:
+def test_hwsr_evaluation_tables_are_what_the_script_prints(tmp_path: Path) -> None:
     """docs/hwsr.md's comparison of paper 001's three systems on the bundled
     traces comes from scripts/hwsr_evaluation.py: rerunning it reproduces it
     row for row (and the block-size sweep likewise)."""
     for args in (
-        ("compare", "--out", "/tmp/stlsim-hwsr-doc"),
-        ("block-size", "--out", "/tmp/stlsim-hwsr-doc"),
-        ("claims", "--out", "/tmp/stlsim-hwsr-doc"),
+        ("compare", "--out", str(tmp_path)),
+        ("block-size", "--out", str(tmp_path)),
+        ("claims", "--out", str(tmp_path)),
     ):
         rows = _script_rows("hwsr_evaluation.py", *args)
         assert len(rows) >= 6

@@ -325,6 +325,10 @@ def test_ctrl_c_stops_the_sweep_at_once_says_what_was_saved_and_a_rerun_complete
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group: the clean-up below reaches any worker it leaves
+        # Ctrl-C as a terminal delivers it: a suite started in the background
+        # by a non-interactive shell passes SIGINT on ignored, and Python then
+        # never turns it into KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60
@@ -338,7 +342,7 @@ def test_ctrl_c_stops_the_sweep_at_once_says_what_was_saved_and_a_rerun_complete
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        proc.communicate()  # reaps it and closes the pipes, whatever happened above
     assert proc.returncode == 130, err
     assert stopped < 3
     m = re.fullmatch(rf"stlsim: interrupted: (\d+) of 120 cells saved in {re.escape(str(out))}; run the same command to resume\n", err)

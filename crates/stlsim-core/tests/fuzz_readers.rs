@@ -303,7 +303,8 @@ fn csv_layout() -> GenericCsv {
 
 /// `rsrch_1.csv`'s first 120 requests in stlsim's binary form, in three
 /// blocks of 40 records: each written by the crate's binary writer (whose
-/// blocks hold 65,536 records), their blocks then put in one file.
+/// blocks hold 65,536 records), their blocks (each with its checksum) then
+/// put in one file behind one header, and a new end with its checksum.
 fn stlt_seed() -> Vec<u8> {
     let reqs = msr_requests("rsrch_1.csv", 120);
     let header = r#"{"source":"rsrch_1.csv","format":"msr"}"#;
@@ -321,26 +322,55 @@ fn stlt_seed() -> Vec<u8> {
             w.push(&rec, Some(r.device)).unwrap();
         }
         let bytes = w.finish().unwrap().1;
-        // Magic and header once, then each file's block (without its end marker and count).
-        let start = if part == 0 { 0 } else { 12 + header.len() };
-        out.extend_from_slice(&bytes[start..bytes.len() - 12]);
+        // Magic, header and its checksum once, then each file's block (without
+        // its end marker, count and their checksum).
+        let start = if part == 0 { 0 } else { 12 + header.len() + 4 };
+        out.extend_from_slice(&bytes[start..bytes.len() - 16]);
     }
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&(reqs.len() as u64).to_le_bytes());
+    let mut end = [0u8; 12];
+    end[4..].copy_from_slice(&(reqs.len() as u64).to_le_bytes());
+    out.extend_from_slice(&end);
+    out.extend_from_slice(&crc32fast::hash(&end).to_le_bytes());
     out
 }
 
-/// Where the blocks of a binary trace start, and their record counts.
+/// Where the blocks of a binary trace start, and their record counts (as
+/// far as the counts lead without leaving the file).
 fn stlt_blocks(b: &[u8]) -> Vec<(usize, usize)> {
-    let mut at = 12 + u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize;
+    let word = |at: usize| {
+        b.get(at..at + 4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()) as usize)
+    };
     let mut v = Vec::new();
-    loop {
-        let n = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
-        if n == 0 {
-            return v;
+    let Some(h) = word(8) else { return v };
+    let mut at = 12 + h + 4;
+    while let Some(n) = word(at) {
+        if n == 0 || n > 65_536 || at + 4 + 41 * n + 4 > b.len() {
+            break;
         }
         v.push((at, n));
-        at += 4 + 41 * n;
+        at += 4 + 41 * n + 4;
+    }
+    v
+}
+
+/// Make the checksums of a (mutated) binary trace right again where its
+/// structure still leads to them, so a mutation reaches the decoding behind
+/// the checks and not only the checks.
+fn fix_stlt_checksums(b: &mut [u8]) {
+    if let Some(h) = b
+        .get(8..12)
+        .map(|w| u32::from_le_bytes(w.try_into().unwrap()) as usize)
+    {
+        if 12 + h + 4 <= b.len() {
+            let crc = crc32fast::hash(&b[8..12 + h]);
+            b[12 + h..16 + h].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+    for (at, n) in stlt_blocks(b) {
+        let end = at + 4 + 41 * n;
+        let crc = crc32fast::hash(&b[at..end]);
+        b[end..end + 4].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
@@ -838,10 +868,14 @@ fn mutate_binary(b: &mut Vec<u8>, rng: &mut Rng, kind: Kind, seed: &[u8]) {
                     match rng.below(6) {
                         0 => write(b, 8, 4, v),                            // header length
                         1 => write(b, blk, 4, v),                          // records in a block
-                        2 => write(b, seed.len() - 12, 4, v),              // the end marker
-                        3 => write(b, seed.len() - 8, 8, v), // record count at the end
+                        2 => write(b, seed.len() - 16, 4, v),              // the end marker
+                        3 => write(b, seed.len() - 12, 8, v), // record count at the end
                         4 => write(b, cols + 40 * n + rng.below(n), 1, v), // an op code
                         _ => write(b, cols + 8 * rng.below(5 * n), 8, v), // a column word
+                    }
+                    // Half the time past the checksums, to the decoding behind them.
+                    if rng.below(2) == 0 {
+                        fix_stlt_checksums(b);
                     }
                 }
                 Kind::Text => unreachable!(),
