@@ -645,11 +645,14 @@ def disparity_figure(results: Sequence[Result]) -> Figure:
         # A short run has a point or two: a line alone would not show them.
         ax.plot(s["requests"], s["disparity_s"], label=r.label, color=f"C{i % 10}", marker="o" if len(s) < 3 else None)
     if not ax.lines:
+        # Empty axes from 0 to 1 would read as data: say so, without them.
+        ax.set_axis_off()
         ax.text(0.5, 0.5, "no run has an issue-time disparity", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.set_xlabel("requests completed")
+        ax.set_ylabel("issue-time disparity (s)")
+        ax.grid(True, alpha=0.3)
     _legend_below(fig, ax, extra=notes)
-    ax.set_xlabel("requests completed")
-    ax.set_ylabel("issue-time disparity (s)")
-    ax.grid(True, alpha=0.3)
     _titled(fig, "Issue-time disparity", run_context(results))
     return fig
 
