@@ -508,7 +508,8 @@ class SweepResult:
 
     def _repr_html_(self) -> str:
         """The rows as a table (Jupyter)."""
-        return str(self.rows.to_html(index=False, float_format=lambda v: f"{v:,.4g}"))
+        # The same human titles and digits as the printed table and the report.
+        return str(readable(self.rows).to_html(index=False))
 
 
 ENGINES = ("pool", "ray")
