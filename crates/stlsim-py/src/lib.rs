@@ -373,7 +373,7 @@ fn trace_info_json(py: Python<'_>, trace_json: &str, drive_json: &str) -> PyResu
         Some(from_json(py, "invalid drive description", drive_json)?)
     };
     let info = py
-        .allow_threads(|| stlsim_core::trace::info::trace_info(&t, d.as_ref()))
+        .allow_threads(|| stlsim_core::analysis::trace_info::trace_info(&t, d.as_ref()))
         .map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&info).expect("info serialises"))
 }

@@ -46,7 +46,7 @@
 //! the core does not interpret it.
 
 use crate::error::{Location, SimError, SimResult};
-use crate::trace::open::RawTraceReader;
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::{Read, Write};
@@ -604,7 +604,7 @@ mod tests {
 
     #[test]
     fn convert_keeps_the_measured_responses() {
-        use crate::trace::open::test_util::*;
+        use crate::trace::test_util::*;
         let dir = temp_dir("binary-measured");
         let out = dir.join("v.stlt");
         let mut s = spec(&data("disksim/hp_c3323a.trace"));

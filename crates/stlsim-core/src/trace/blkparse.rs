@@ -48,8 +48,8 @@
 //! ([`RawTraceReader::unpaired_completions`]) and otherwise ignored.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, CsvLines};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{show, CsvLines};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::collections::VecDeque;
@@ -519,7 +519,7 @@ impl<'a> Words<'a> {
         match line.len().saturating_sub(base) {
             0 => !0,
             rest => {
-                let m = crate::trace::open::text::Separators::stretch(line, base, b' ', true);
+                let m = crate::trace::text::Separators::stretch(line, base, b' ', true);
                 if rest < 64 {
                     m | !0u64 << rest
                 } else {
@@ -579,7 +579,7 @@ impl<'a> Words<'a> {
 #[inline(always)]
 fn small_number(w: &[u8]) -> Option<u64> {
     let mut i = 0;
-    crate::trace::open::text::digits_to_end(w, &mut i)
+    crate::trace::text::digits_to_end(w, &mut i)
 }
 
 /// An event line as blkparse prints it, read in one pass: whether it is
@@ -589,7 +589,7 @@ fn small_number(w: &[u8]) -> Option<u64> {
 #[inline]
 fn fast_line(line: &[u8], wanted: &[u8]) -> Option<Fast> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.len() > crate::trace::open::text::MAX_FIELDS {
+    if line.len() > crate::trace::text::MAX_FIELDS {
         // It might hold more fields than the general way allows, beyond
         // the ones read here.
         return None;
@@ -643,16 +643,16 @@ fn fast_line(line: &[u8], wanted: &[u8]) -> Option<Fast> {
 #[inline(always)]
 fn nanoseconds(w: &[u8]) -> Option<u64> {
     let mut i = 0;
-    let whole = crate::trace::open::text::digits_then(w, &mut i, b'.')?;
+    let whole = crate::trace::text::digits_then(w, &mut i, b'.')?;
     let frac = &w[i..];
     if frac.is_empty() || frac.len() > 9 {
         return None;
     }
     let mut j = 0;
-    let f = crate::trace::open::text::digits_to_end(frac, &mut j)?;
+    let f = crate::trace::text::digits_to_end(frac, &mut j)?;
     whole
         .checked_mul(1_000_000_000)?
-        .checked_add(crate::trace::open::text::shift_fraction(f, frac.len(), 9)?)
+        .checked_add(crate::trace::text::shift_fraction(f, frac.len(), 9)?)
 }
 
 /// [`parse_device`] for the fast path: plain digits each side of the comma
@@ -660,16 +660,16 @@ fn nanoseconds(w: &[u8]) -> Option<u64> {
 #[inline(always)]
 fn fast_device(f: &[u8]) -> Option<(u64, u64)> {
     let mut i = 0;
-    let major = crate::trace::open::text::digits_then(f, &mut i, b',')?;
-    let minor = crate::trace::open::text::digits_to_end(f, &mut i)?;
+    let major = crate::trace::text::digits_then(f, &mut i, b',')?;
+    let minor = crate::trace::text::digits_to_end(f, &mut i)?;
     Some((major, minor))
 }
 
 /// `8,16` as (8, 16).
 fn parse_device(f: &[u8]) -> Option<(u64, u64)> {
     let comma = f.iter().position(|&c| c == b',')?;
-    let major = crate::trace::open::text::parse_u64(&f[..comma])?;
-    let minor = crate::trace::open::text::parse_u64(&f[comma + 1..])?;
+    let major = crate::trace::text::parse_u64(&f[..comma])?;
+    let minor = crate::trace::text::parse_u64(&f[comma + 1..])?;
     Some((major, minor))
 }
 
@@ -733,7 +733,7 @@ impl RawTraceReader for BlkparseReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, event: Event, pair: bool) -> (Drained, Drained) {

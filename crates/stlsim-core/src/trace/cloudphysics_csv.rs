@@ -19,9 +19,9 @@
 //! The header is optional: it is recognised by its first field `version`.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, digits_to_end, show, CsvLines};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{digits_then, digits_to_end, show, CsvLines};
 use crate::trace::vscsi::scsi_op;
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -107,7 +107,7 @@ impl RawTraceReader for CloudphysicsCsvReader {
             s.u64_field(0, "version")?;
             let time = s.scaled_field(1, 1_000_000_000, "time (seconds)")?;
             let opf = s.field(2);
-            let cmd = crate::trace::open::text::parse_hex_u8(opf).ok_or_else(|| {
+            let cmd = crate::trace::text::parse_hex_u8(opf).ok_or_else(|| {
                 s.err(format!(
                     "op (field 3) is not a hexadecimal SCSI opcode: '{}'",
                     show(opf)
@@ -139,7 +139,7 @@ impl RawTraceReader for CloudphysicsCsvReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
     use crate::trace::{Format, Op};
 
     /// `text` read with the fast path and the general way only.

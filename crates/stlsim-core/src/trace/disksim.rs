@@ -27,8 +27,8 @@
 //!   it).
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, parse_scaled, show, Columns, CsvLines, Take};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{digits_then, parse_scaled, show, Columns, CsvLines, Take};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -367,7 +367,7 @@ impl RawTraceReader for DisksimValidateReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
 
     /// `text` read as MQSim with the fast path and the general way only.
     fn mqsim_both_ways(text: &str, skip: bool) -> (Drained, Drained) {

@@ -18,8 +18,8 @@
 //!   appearance) for disk selection.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, digits_to_end, show, CsvLines};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{digits_then, digits_to_end, show, CsvLines};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -270,7 +270,7 @@ fn header_version(s: &CsvLines) -> SimResult<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::{fast_and_general, mutated_lines, text_input, Drained};
+    use crate::trace::test_util::{fast_and_general, mutated_lines, text_input, Drained};
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, skip: bool, rate: Option<f64>) -> (Drained, Drained) {
@@ -327,8 +327,7 @@ mod tests {
         let mut text = String::new();
         std::io::Read::read_to_string(
             &mut flate2::read::GzDecoder::new(
-                std::fs::File::open(crate::trace::open::test_util::data("iolog_8G.log.gz"))
-                    .unwrap(),
+                std::fs::File::open(crate::trace::test_util::data("iolog_8G.log.gz")).unwrap(),
             ),
             &mut text,
         )

@@ -6,8 +6,8 @@
 //! rounded.
 
 use crate::error::{SimError, SimResult};
-use crate::trace::open::text::{show, Columns, CsvLines, Take};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{show, Columns, CsvLines, Take};
+use crate::trace::RawTraceReader;
 use crate::trace::{GenericCsv, Op, TimeUnit, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -30,7 +30,7 @@ fn norm_values(v: &[String]) -> Vec<Vec<u8>> {
 }
 
 /// The most columns a layout may name (a column beyond it would make every
-/// line hold that many fields; text lines are bounded, see [`super::open::text`]).
+/// line hold that many fields; text lines are bounded, see [`super::text`]).
 pub const MAX_CSV_COLUMN: usize = 4096;
 
 impl GenericCsv {
@@ -308,7 +308,7 @@ impl GenericCsvReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
     use crate::trace::{Format, TraceSpec};
 
     /// `text` read by `cfg` with the fast path and the general way only.

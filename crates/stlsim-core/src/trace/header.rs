@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn every_format_with_published_columns_reads_past_its_header() {
-        use crate::trace::open::test_util::{read_all, spec, write_temp};
+        use crate::trace::test_util::{read_all, spec, write_temp};
         let cases: [(Format, &str, &str); 5] = [
             (
                 Format::Msr,

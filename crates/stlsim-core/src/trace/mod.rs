@@ -12,17 +12,20 @@ use serde::Deserialize;
 pub mod binary;
 pub mod blkparse;
 pub mod cloudphysics_csv;
+pub(crate) mod decompress;
 pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
 pub mod header;
-pub mod info;
 pub mod msr;
 pub mod open;
 pub mod parse_thread;
 pub mod selection;
 pub mod spc;
 pub mod synth;
+#[cfg(test)]
+pub(crate) mod test_util;
+pub(crate) mod text;
 pub mod thesios;
 pub mod vscsi;
 
@@ -52,6 +55,29 @@ pub struct TraceRecord {
     pub len: Bytes,
     /// 1-based line (or record) number in the file, for error messages.
     pub line: u64,
+}
+
+/// A format reader before the [`TraceSpec`] options are applied.
+pub trait RawTraceReader: Send {
+    /// The next record and, for formats with several volumes in one file, its
+    /// disk number (MSR `DiskNumber`) or ASU (SPC); `None` at the end.
+    fn next_raw(&mut self) -> SimResult<Option<(TraceRecord, Option<u64>)>>;
+    /// Records skipped so far for an operation neither read nor write.
+    fn skipped_unknown(&self) -> u64 {
+        0
+    }
+    /// The response time the trace measured for the record the last
+    /// `next_raw` returned (`None`: the format has no such column, or this
+    /// record has no value). See [`TraceReader::measured`].
+    fn measured(&self) -> Option<Nanos> {
+        None
+    }
+    /// blkparse with [`TraceSpec::pair`]: completions read so far that
+    /// matched no outstanding request (their request came before the capture
+    /// started, or was merged into another one).
+    fn unpaired_completions(&self) -> u64 {
+        0
+    }
 }
 
 /// The end (offset + length, in bytes) of a request, or a format error

@@ -13,8 +13,8 @@
 //!   and other converters write 0 where they have no value.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{digits_then, digits_to_end, show, CsvLines};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{digits_then, digits_to_end, show, CsvLines};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -392,13 +392,13 @@ mod tests {
         /// devices and measured times, the same error on the same line, the same skips.
         #[test]
         fn the_reader_reads_the_same_with_and_without_the_fast_path(
-            text in crate::trace::open::test_util::mutated_lines(&[
+            text in crate::trace::test_util::mutated_lines(&[
                 &["128166372002993722", "0"], &["wdev", ""], &["0", "3"], &["Read", "Write", "read", "Trim"],
                 &["3154149376", "0"], &["4096", "512"], &["1903", "0", ""],
             ], ","),
             skip in proptest::bool::ANY,
         ) {
-            use crate::trace::open::test_util::{drain, text_input};
+            use crate::trace::test_util::{drain, text_input};
             let make = || MsrReader::new(text_input(&text), "t.csv", skip);
             let mut general = make();
             general.src.general_only = true;
@@ -435,8 +435,8 @@ mod tests {
     }
     use super::*;
     use crate::error::{Location, SimError};
-    use crate::trace::open::test_util::spec as spec_of;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::spec as spec_of;
+    use crate::trace::test_util::*;
     use crate::trace::Format;
 
     #[test]

@@ -229,8 +229,8 @@ impl Drop for ParseThread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
     use crate::trace::open_trace;
+    use crate::trace::test_util::*;
 
     /// Everything a reader gives: records with their measured times and
     /// skip counts, then how it ended.

@@ -33,8 +33,8 @@
 //! line further down (files joined together) is an error saying so.
 
 use crate::error::SimResult;
-use crate::trace::open::text::{show, Columns, CsvLines, Take};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{show, Columns, CsvLines, Take};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -173,8 +173,8 @@ impl RawTraceReader for SpcReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
     use crate::trace::open_trace;
+    use crate::trace::test_util::*;
 
     /// `text` read with the fast path and the general way only.
     fn both_ways(text: &str, skip: bool) -> (Drained, Drained) {

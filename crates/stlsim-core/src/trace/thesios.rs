@@ -31,8 +31,8 @@
 
 use crate::error::{SimError, SimResult};
 use crate::trace::msr::parse_rw_word;
-use crate::trace::open::text::{show, trim, Columns, CsvLines, Take};
-use crate::trace::open::RawTraceReader;
+use crate::trace::text::{show, trim, Columns, CsvLines, Take};
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::Read;
@@ -373,7 +373,7 @@ impl RawTraceReader for ThesiosReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
     use crate::trace::{Format, TraceSpec};
 
     /// `text` read with the fast path and the general way only: what each

@@ -37,7 +37,7 @@
 //! its 1-based record number in the file.
 
 use crate::error::{Location, SimError, SimResult};
-use crate::trace::open::RawTraceReader;
+use crate::trace::RawTraceReader;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Bytes, Nanos};
 use std::io::{self, Read};
@@ -292,7 +292,7 @@ impl RawTraceReader for VscsiReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
 
     fn v1(cmd: u8, len: u32, lbn: u64, ts: u64) -> Vec<u8> {
         let mut b = vec![0u8; 32];
@@ -463,7 +463,7 @@ mod tests {
         let mut bytes = v1(0x2a, 4096, 1, 1);
         bytes.extend(v1(0x2a, 4096, u64::MAX / 512, 2));
         let p = write_temp("vscsi-end", "end.vscsi", &bytes);
-        match crate::trace::open::test_util::read_err(&spec(&p)) {
+        match crate::trace::test_util::read_err(&spec(&p)) {
             SimError::TraceFormat { at, msg } => {
                 assert_eq!(at.line, 2);
                 assert!(

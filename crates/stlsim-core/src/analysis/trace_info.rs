@@ -173,7 +173,7 @@ pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<Tr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::open::test_util::*;
+    use crate::trace::test_util::*;
 
     #[test]
     fn sums_up_a_real_trace() {

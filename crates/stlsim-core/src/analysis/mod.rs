@@ -1,13 +1,16 @@
-//! Workload analysis: which tracks a trace writes, and when. Feeds the
-//! figures the IMR paper uses to explain its results (track write counts of
-//! the hottest tracks, hottest tracks with their neighbours, write frequency
-//! over time), computed by the front end from these columns.
+//! Workload analysis, above the trace readers and the drive: which tracks a
+//! trace writes, and when. Feeds the figures the IMR paper uses to explain
+//! its results (track write counts of the hottest tracks, hottest tracks
+//! with their neighbours, write frequency over time), computed by the front
+//! end from these columns. [`trace_info`] is `stlsim trace-info`'s pass.
 
 use crate::error::{SimError, SimResult};
 use crate::geometry::{DriveConfig, Geometry};
 use crate::trace::{open_trace, Op, TraceSpec};
 use crate::units::{Lba, Sectors};
 use serde::Serialize;
+
+pub mod trace_info;
 
 /// One row per (write request, home track it touches), as columns.
 #[derive(Clone, Debug, Default, Serialize)]
