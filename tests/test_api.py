@@ -456,3 +456,18 @@ def test_a_long_runs_series_stays_bounded_and_keeps_its_means() -> None:
     assert abs(mean - r.report["latency"]["all"]["mean_ms"]) < 1e-6 * r.report["latency"]["all"]["mean_ms"]
     # The report's maximum is the histogram's (three significant digits).
     assert abs(s["max_latency_ms"].max() - r.report["latency"]["all"]["max_ms"]) < 1e-3 * s["max_latency_ms"].max()
+
+
+def test_every_core_error_has_its_exception() -> None:
+    """The binding raises by name from stlsim.errors: every name it uses exists
+    there and is a StlsimError (LayerError: a layer that broke its contract)."""
+    import re
+
+    from stlsim import errors
+
+    binding = (Path(__file__).parent.parent / "crates" / "stlsim-py" / "src" / "lib.rs").read_text()
+    names = set(re.findall(r'SimError::\w+(?:\(_\)|\(d\)| \{ \.\. \})? => \(\s*"(\w+)"', binding))
+    assert {"ConfigError", "MediumError", "LayerError", "DataLossError"} <= names, names
+    for name in names:
+        assert issubclass(getattr(errors, name), stlsim.StlsimError), name
+    assert stlsim.LayerError is errors.LayerError

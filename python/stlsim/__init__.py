@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .errors import (
         ConfigError,
         DataLossError,
+        LayerError,
         MediumError,
         SimulationError,
         StlsimError,
@@ -67,6 +68,7 @@ _ORIGIN = {
     "load_run_config": "config",
     "ConfigError": "errors",
     "DataLossError": "errors",
+    "LayerError": "errors",
     "MediumError": "errors",
     "SimulationError": "errors",
     "StlsimError": "errors",
@@ -128,6 +130,7 @@ __all__ = [
     "Comparison",
     "ConfigError",
     "DataLossError",
+    "LayerError",
     "MediumError",
     "Result",
     "SimulationError",

@@ -37,5 +37,11 @@ class MediumError(StlsimError):
     """A physical operation the medium refused (e.g. a write off a zone's write pointer)."""
 
 
+class LayerError(StlsimError):
+    """A translation layer broke its contract with the engine: a bug in the
+    layer (a read returning the wrong number of sectors, a cache log that
+    filled because a write was not made to wait), not in the run's input."""
+
+
 class SimulationError(StlsimError):
     """Any other failure of a run."""

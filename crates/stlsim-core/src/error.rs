@@ -47,6 +47,11 @@ pub enum SimError {
     DataLoss(Box<DataLoss>),
     /// A write the medium refused (e.g. not at a sequential zone's write pointer).
     Medium(String),
+    /// A translation layer broke its contract with the engine (a read that
+    /// returned the wrong number of sectors, background work said overdue
+    /// with no stage to run, a cache log full because a write was not made
+    /// to wait): a bug in the layer, not in the run's input.
+    Layer(String),
     /// Simulated power loss, raised by the device at an injected crash point.
     /// The engine catches it; a layer only propagates it with `?`.
     Crash,
@@ -70,6 +75,7 @@ impl fmt::Display for SimError {
                 Ok(())
             }
             SimError::Medium(m) => write!(f, "medium error: {m}"),
+            SimError::Layer(m) => write!(f, "layer error (a bug in the layer): {m}"),
             SimError::Crash => write!(f, "simulated power loss"),
         }
     }

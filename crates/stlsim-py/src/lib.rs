@@ -21,6 +21,7 @@ fn raise(py: Python<'_>, e: SimError) -> PyErr {
             Some((d.lba, d.expected, d.found.clone(), d.during.clone())),
         ),
         SimError::Medium(_) => ("MediumError", None),
+        SimError::Layer(_) => ("LayerError", None),
         SimError::Crash => ("SimulationError", None),
     };
     let msg = e.to_string();

@@ -1581,7 +1581,7 @@ impl Simulation {
         };
         if let Some(v) = &mut self.verifier {
             if self.scratch.len() != n.0 as usize {
-                return Err(SimError::Medium(format!(
+                return Err(SimError::Layer(format!(
                     "layer '{}' returned {} sectors for a read of {} at LBA {}",
                     self.entry.name,
                     self.scratch.len(),
@@ -1653,7 +1653,7 @@ impl Simulation {
                     StageOutcome::Nothing => {}
                 }
                 if self.layer.background() == Background::Overdue {
-                    return Err(SimError::Medium(format!(
+                    return Err(SimError::Layer(format!(
                         "layer '{}' says its background work is overdue but has no stage to run",
                         self.entry.name
                     )));
@@ -1733,7 +1733,7 @@ impl Simulation {
             if (out == StageOutcome::Nothing || aborts > 1000)
                 && self.layer.write_must_wait(self.dev.geometry(), ws)
             {
-                return Err(SimError::Medium(format!(
+                return Err(SimError::Layer(format!(
                     "layer '{}' says a write must wait for background work but does not finish it",
                     self.entry.name
                 )));

@@ -408,3 +408,97 @@ fn overdue_moves_run_before_the_next_request_even_with_requests_queued() {
         r.background
     );
 }
+
+// ---- a layer that breaks its contract ----
+
+/// Test only: cmr's home writes and reads, but its reads return one sector
+/// short, and it says background work is overdue with no stage to run.
+struct Broken {
+    short_reads: bool,
+}
+
+impl Layer for Broken {
+    fn name(&self) -> &'static str {
+        "broken"
+    }
+    fn host_capacity(&self, g: &Geometry) -> Sectors {
+        g.capacity()
+    }
+    fn needs(&self) -> crate::layers::Needs {
+        crate::layers::Needs {
+            background: !self.short_reads,
+            ..Default::default()
+        }
+    }
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
+        let n = if self.short_reads {
+            Sectors(n.0 - 1)
+        } else {
+            n
+        };
+        cmr::read_home(dev, Cause::Host, lba, n, out)
+    }
+    fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()> {
+        cmr::write_home(dev, w)
+    }
+    fn background(&self) -> Background {
+        if self.short_reads {
+            Background::None
+        } else {
+            Background::Overdue
+        }
+    }
+    fn stage(&mut self, _dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        Ok(StageOutcome::Nothing)
+    }
+}
+
+static SHORT_READS: LayerEntry = LayerEntry {
+    name: "short-reads",
+    runs_in: crate::layers::RunsIn::Drive,
+    summary: "test only: reads return one sector short",
+    paper: "-",
+    layout: LayoutNeed::AsConventional,
+    params: &[],
+    build: |_, _| Ok(Box::new(Broken { short_reads: true })),
+};
+
+static STAGELESS: LayerEntry = LayerEntry {
+    name: "stageless",
+    runs_in: crate::layers::RunsIn::Drive,
+    summary: "test only: overdue background work with no stage",
+    paper: "-",
+    layout: LayoutNeed::AsConventional,
+    params: &[],
+    build: |_, _| Ok(Box::new(Broken { short_reads: false })),
+};
+
+#[test]
+fn a_layer_that_breaks_its_contract_is_a_layer_error_naming_it() {
+    let recs = || vec![rec(0, Op::Write, 100, 4), rec(1_000_000, Op::Read, 100, 4)];
+    let mut c = cfg(small_drive("cmr"), "short-reads");
+    c.verify = true;
+    let mut s = Simulation::with_layer(c, &SHORT_READS, Box::new(VecTrace::new(recs()))).unwrap();
+    match s.run() {
+        Err(SimError::Layer(m)) => assert!(
+            m.contains("layer 'short-reads' returned 3 sectors for a read of 4"),
+            "{m}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let c = cfg(small_drive("cmr"), "stageless");
+    let mut s = Simulation::with_layer(c, &STAGELESS, Box::new(VecTrace::new(recs()))).unwrap();
+    match s.run() {
+        Err(e @ SimError::Layer(_)) => {
+            let m = e.to_string();
+            assert!(m.starts_with("layer error (a bug in the layer): layer 'stageless' says its background work is overdue"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

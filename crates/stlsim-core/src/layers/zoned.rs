@@ -1113,7 +1113,7 @@ impl WriteBack {
             .zones
             .spares
             .first()
-            .ok_or_else(|| SimError::Medium("no spare zone for a write-back".into()))?;
+            .ok_or_else(|| SimError::Layer("no spare zone for a write-back".into()))?;
         if dev.medium().write_pointer(spare).map(|w| w.0) != Some(spare * buf.zones.zone_sectors) {
             // A spare left holding an old image by a crash after its commit.
             // (Nothing cached may still be on its way to it.)
@@ -1432,7 +1432,7 @@ impl crate::layers::Layer for BufferLayer {
             };
             if stuck > 1 {
                 self.scratch = items;
-                return Err(SimError::Medium(format!(
+                return Err(SimError::Layer(format!(
                     "write of {n} blocks at LBA {} found no room in layer '{}''s buffer",
                     w.lba.0, self.name
                 )));
@@ -1542,7 +1542,7 @@ impl BufferLayer {
                 Work::Move { from, to } => {
                     let h = buf
                         .owner(from)
-                        .ok_or_else(|| SimError::Medium(format!("move from free slot {from}")))?;
+                        .ok_or_else(|| SimError::Layer(format!("move from free slot {from}")))?;
                     let mut t = vec![];
                     buf.load(dev, Cause::Gc, &[from], &mut t)?;
                     let tag = pol.move_tag(to);

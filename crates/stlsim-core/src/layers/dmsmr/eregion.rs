@@ -345,7 +345,7 @@ impl State {
                 Some((off, s)) if (s as u64) < self.spt(off) => (off, s),
                 _ => {
                     if self.ring.free() == 0 {
-                        return Err(crate::error::SimError::Medium(
+                        return Err(crate::error::SimError::Layer(
                             "smr-eregion: the cache log is full (a write was not made to wait for cleaning)".into(),
                         ));
                     }

@@ -479,7 +479,7 @@ impl State {
             // skip to the next lap
         }
         if self.ring.free() < k as u64 {
-            return Err(SimError::Medium(format!(
+            return Err(SimError::Layer(format!(
                 "smr-vguard: no room for a {k}-track slot in the cache log (a write was not made to wait for cleaning)"
             )));
         }

@@ -883,7 +883,7 @@ impl Layer for ImrFlip {
         let store = self
             .store
             .as_mut()
-            .ok_or_else(|| SimError::Medium("map store missing".into()))?;
+            .ok_or_else(|| SimError::Layer("map store missing".into()))?;
         store.recover(dev)?;
         let committed = store.seq();
         self.rmw.backup.recover(dev, committed)?;

@@ -252,7 +252,7 @@ impl Relocation {
             }
             Step::Commit { updates, forget } => {
                 let store = store.ok_or_else(|| {
-                    SimError::Medium("a move commits to a map store it was not given".into())
+                    SimError::Layer("a move commits to a map store it was not given".into())
                 })?;
                 store.commit(dev, updates)?;
                 if *forget {
