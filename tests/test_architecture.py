@@ -24,7 +24,14 @@ def test_the_trace_readers_depend_on_nothing_above_them() -> None:
     assert g["trace"] <= {"error", "units", "spelling"}, g["trace"]
     # What looks at a trace with a drive (trace-info, track writes) sits above both.
     assert {"trace", "geometry"} <= g["analysis"]
-    assert not any(m in c for c in cs for m in ("trace", "analysis", "units", "error", "spelling"))
+    assert not any(m in c for c in cs for m in ("trace", "analysis", "units", "error", "spelling", "cause"))
+
+
+def test_why_an_operation_was_issued_is_a_leaf_below_the_devices() -> None:
+    g, _ = _graph()
+    # Cause and OpCounts: named by the device, the side devices and the report.
+    assert g["cause"] <= {"units"}, g["cause"]
+    assert "device" not in g["side_device"], g["side_device"]
 
 
 def test_the_circles_among_the_core_modules_only_shrink() -> None:

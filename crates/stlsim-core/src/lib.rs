@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod analysis;
+pub mod cause;
 pub mod controller;
 pub mod device;
 pub mod engine;

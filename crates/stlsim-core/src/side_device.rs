@@ -23,7 +23,7 @@
 //!   specification (document 322296): sequential read up to 250 MB/s,
 //!   sequential write up to 70 MB/s, read latency 65 us, write latency 85 us.
 
-use crate::device::{Cause, OpCounts};
+use crate::cause::{Cause, OpCounts};
 use crate::error::{config_err, SimResult};
 use crate::medium::Token;
 use crate::units::Nanos;
