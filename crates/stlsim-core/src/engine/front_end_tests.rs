@@ -38,13 +38,6 @@ struct InPlace {
     flush: bool,
 }
 impl Layer for InPlace {
-    fn name(&self) -> &'static str {
-        if self.flush {
-            "host-flushes"
-        } else {
-            "host-forgets-flush"
-        }
-    }
     fn read(
         &mut self,
         dev: &mut Device,

@@ -66,9 +66,6 @@ impl LogGc {
 }
 
 impl Layer for LogGc {
-    fn name(&self) -> &'static str {
-        "log-gc"
-    }
     fn host_capacity(&self, _g: &Geometry) -> Sectors {
         Sectors(self.log_start)
     }
@@ -418,9 +415,6 @@ struct Broken {
 }
 
 impl Layer for Broken {
-    fn name(&self) -> &'static str {
-        "broken"
-    }
     fn host_capacity(&self, g: &Geometry) -> Sectors {
         g.capacity()
     }

@@ -351,9 +351,6 @@ pub(super) static NAIVE_IMR: LayerEntry = LayerEntry {
 
 struct NaiveImr;
 impl Layer for NaiveImr {
-    fn name(&self) -> &'static str {
-        "naive-imr"
-    }
     fn read(
         &mut self,
         dev: &mut Device,
@@ -423,9 +420,6 @@ struct Volatile {
     buf: HashMap<u64, Token>,
 }
 impl Layer for Volatile {
-    fn name(&self) -> &'static str {
-        "volatile-buffer"
-    }
     fn read(
         &mut self,
         dev: &mut Device,

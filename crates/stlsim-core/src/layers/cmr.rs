@@ -88,9 +88,6 @@ pub fn write_home(dev: &mut Device, w: &WriteReq) -> SimResult<()> {
 }
 
 impl Layer for Cmr {
-    fn name(&self) -> &'static str {
-        "cmr"
-    }
     fn read(
         &mut self,
         dev: &mut Device,

@@ -964,10 +964,6 @@ impl HybridLayer {
 }
 
 impl Layer for HybridLayer {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
     fn side_devices(&self) -> Vec<(SideKind, u32)> {
         let mut v = vec![(SideKind::Memory, self.block_sectors)];
         if self.wants_ssd {

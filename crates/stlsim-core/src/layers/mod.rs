@@ -138,8 +138,6 @@ pub struct Needs {
 
 /// A translation layer: turns host requests into physical operations.
 pub trait Layer: Send {
-    /// The registered name.
-    fn name(&self) -> &'static str;
     /// Read `sectors` from `lba`, appending one token per sector to `out` when data is carried.
     fn read(
         &mut self,

@@ -64,7 +64,6 @@ pub enum Rescue {
 /// An in-place-update shingled layer with the write amplifier.
 #[derive(Debug)]
 pub struct Swd {
-    name: &'static str,
     band: u64,
     width: u64,
     rescue: Rescue,
@@ -228,7 +227,6 @@ impl Swd {
             None
         };
         Ok(Swd {
-            name,
             band,
             width,
             rescue,
@@ -348,9 +346,6 @@ impl Swd {
 }
 
 impl Layer for Swd {
-    fn name(&self) -> &'static str {
-        self.name
-    }
     fn read(
         &mut self,
         dev: &mut Device,

@@ -1340,9 +1340,6 @@ impl BufferLayer {
 }
 
 impl crate::layers::Layer for BufferLayer {
-    fn name(&self) -> &'static str {
-        self.name
-    }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         Sectors(self.zones.host_sectors())
     }

@@ -505,9 +505,6 @@ impl CleaningState for State {
 }
 
 impl Layer for ERegion {
-    fn name(&self) -> &'static str {
-        "smr-eregion"
-    }
     fn needs(&self) -> Needs {
         Needs {
             arrivals: false,

@@ -762,9 +762,6 @@ impl CleaningState for State {
 }
 
 impl Layer for VGuard {
-    fn name(&self) -> &'static str {
-        "smr-vguard"
-    }
     fn needs(&self) -> Needs {
         Needs {
             arrivals: false,

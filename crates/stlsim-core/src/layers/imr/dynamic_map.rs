@@ -821,9 +821,6 @@ impl ImrDtm {
 }
 
 impl Layer for ImrDtm {
-    fn name(&self) -> &'static str {
-        "imr-dtm"
-    }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }

@@ -790,9 +790,6 @@ impl ImrFlip {
 }
 
 impl Layer for ImrFlip {
-    fn name(&self) -> &'static str {
-        "imr-flip"
-    }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }

@@ -605,9 +605,6 @@ impl ImrRmw {
 }
 
 impl Layer for ImrRmw {
-    fn name(&self) -> &'static str {
-        "imr-rmw"
-    }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }

@@ -941,9 +941,6 @@ impl TrackCache {
 }
 
 impl Layer for TrackCache {
-    fn name(&self) -> &'static str {
-        "imr-cache"
-    }
     fn host_capacity(&self, _geom: &Geometry) -> Sectors {
         self.res.host_capacity()
     }
