@@ -1252,11 +1252,7 @@ pub trait Placement: Send + 'static {
 }
 
 /// Builds a placement policy for a buffer of `slots` blocks.
-pub type MakePlacement = fn(&Params, &ZoneMap, u64) -> SimResult<Box<dyn PlacementBox>>;
-
-/// A boxed placement policy.
-pub trait PlacementBox: Placement {}
-impl<T: Placement> PlacementBox for T {}
+pub type MakePlacement = fn(&Params, &ZoneMap, u64) -> SimResult<Box<dyn Placement>>;
 
 /// A host-side buffer layer: the shared buffer, write-back and recovery,
 /// with a placement policy.
@@ -1267,7 +1263,7 @@ pub struct BufferLayer {
     sector_bytes: u64,
     make: MakePlacement,
     buf: Option<Buffer>,
-    policy: Option<Box<dyn PlacementBox>>,
+    policy: Option<Box<dyn Placement>>,
     job: Option<WriteBack>,
     /// The last finished write-back, its lists kept for the next.
     spare_job: Option<WriteBack>,
@@ -1323,7 +1319,7 @@ impl BufferLayer {
         Ok(())
     }
 
-    fn parts(&mut self) -> SimResult<(&mut Buffer, &mut Box<dyn PlacementBox>)> {
+    fn parts(&mut self) -> SimResult<(&mut Buffer, &mut Box<dyn Placement>)> {
         match (&mut self.buf, &mut self.policy) {
             (Some(b), Some(p)) => Ok((b, p)),
             _ => config_err(format!(

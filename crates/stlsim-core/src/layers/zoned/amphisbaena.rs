@@ -70,7 +70,7 @@
 
 pub mod classifier;
 
-use super::{Buffer, Placement, PlacementBox, Work, ZoneMap, COMMON_PARAMS};
+use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::device::Device;
 use crate::error::{config_err, SimResult};
 use crate::geometry::Geometry;
@@ -125,7 +125,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     },
 };
 
-fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn PlacementBox>> {
+fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn Placement>> {
     Ok(Box::new(Amphisbaena::new(p, z, slots)?))
 }
 

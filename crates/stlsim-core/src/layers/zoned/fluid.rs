@@ -24,7 +24,7 @@
 //! * **Crash**: the head and tail are rebuilt as the ends of the largest
 //!   run of free slots; the hot-zone history is volatile and starts afresh.
 
-use super::{Buffer, Placement, PlacementBox, Work, ZoneMap, COMMON_PARAMS};
+use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::error::SimResult;
 use crate::geometry::Geometry;
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
@@ -76,7 +76,7 @@ pub static ENTRY_LOOP: LayerEntry = LayerEntry {
     },
 };
 
-fn make_loop(p: &Params, _z: &ZoneMap, slots: u64) -> SimResult<Box<dyn PlacementBox>> {
+fn make_loop(p: &Params, _z: &ZoneMap, slots: u64) -> SimResult<Box<dyn Placement>> {
     Ok(Box::new(Fluid::new(slots, Some(p.u64("hot_passes")))))
 }
 

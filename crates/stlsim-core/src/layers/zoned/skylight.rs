@@ -18,7 +18,7 @@
 //! * **Crash**: each part's fill pointer is rebuilt as one past its last
 //!   live slot.
 
-use super::{Buffer, Placement, PlacementBox, Work, ZoneMap, COMMON_PARAMS};
+use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::error::{config_err, SimResult};
 use crate::geometry::Geometry;
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
@@ -50,7 +50,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     },
 };
 
-fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn PlacementBox>> {
+fn make(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Box<dyn Placement>> {
     let parts = match p.u64("buffer_zones") {
         0 => (slots / z.zone_sectors).max(4).min(slots),
         k => k,
