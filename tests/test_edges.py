@@ -412,9 +412,11 @@ _NUMERIC = [
 ]
 
 
+_LAYOUT_OF = {lay["name"]: str(lay["layout"]).split()[0] for lay in stlsim.layers()}
+
+
 def _paper_drive(layer: str) -> str:
-    layout = next(str(lay["layout"]) for lay in stlsim.layers() if lay["name"] == layer)
-    return _DRIVE_OF_LAYER.get(layer) or _DRIVE_OF_LAYOUT[layout.split()[0]]
+    return _DRIVE_OF_LAYER.get(layer) or _DRIVE_OF_LAYOUT[_LAYOUT_OF[layer]]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1469,7 +1469,7 @@ def _cmd_sweep(ns: argparse.Namespace) -> int:
         if "p" in bar:
             bar.pop("p").stop()
         _info(f"interrupted: {e.saved:,} of {e.total:,} cells saved in {e.out}; run the same command to resume")
-        if _main_is_running():
+        if _as_command:
             # Leave at once: the process pool's exit handlers join its
             # manager and queue threads, which on a loaded machine took
             # seconds after the workers were killed. Nothing is lost: every
@@ -1670,10 +1670,6 @@ def _interrupted(ns: argparse.Namespace | None) -> str:
 #: ``python -m stlsim``: called without ``argv``), not from Python code that
 #: wants its exit status back (tests call ``cli.main([...])`` in-process).
 _as_command = False
-
-
-def _main_is_running() -> bool:
-    return _as_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import functools
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -573,6 +573,15 @@ def parse_csv_layout(text: str, where: str = "", key: str = "csv") -> dict[str, 
     return out
 
 
+def closest_name(word: str, known: Iterable[str]) -> str | None:
+    """The name of ``known`` a mistyped ``word`` most likely meant, if any
+    is close enough (difflib's ratio of at least 0.6), for "did you mean"."""
+    import difflib
+
+    near = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return near[0] if near else None
+
+
 def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> str | None:
     """A trace format name as the core expects it (aliases resolved, ``auto`` -> None)."""
     if fmt is None:
@@ -583,11 +592,9 @@ def normalize_format(fmt: str | None, where: str = "", key: str = "format") -> s
     if f in _FORMAT_ALIASES:
         return _FORMAT_ALIASES[f]
     if f not in FORMATS:
-        import difflib
-
         prefix = f"{where}: " if where else ""
-        near = difflib.get_close_matches(f, [*FORMATS, *_FORMAT_ALIASES], n=1, cutoff=0.6)
-        hint = f"; did you mean '{near[0]}'?" if near else ""
+        near = closest_name(f, [*FORMATS, *_FORMAT_ALIASES])
+        hint = f"; did you mean '{near}'?" if near else ""
         raise ConfigError(
             f"configuration error: {prefix}unknown trace format '{fmt}'{hint} (known: {', '.join(FORMATS)}, or auto)"
         )

@@ -58,10 +58,10 @@ _SWEEP_KEYS = {"traces", "drives", "layers", "zip", "params", "replay", "fixed"}
 
 def _did_you_mean(word: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known``, or nothing."""
-    import difflib
+    from .config import closest_name
 
-    close = difflib.get_close_matches(word, list(known), n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    near = closest_name(word, known)
+    return f" (did you mean '{near}'?)" if near else ""
 
 
 class Plan:

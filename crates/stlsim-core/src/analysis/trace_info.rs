@@ -86,7 +86,7 @@ pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<Tr
     let geom = drive.map(Geometry::from_config).transpose()?;
     let (format, mut sel) = open_selection(spec)?;
     let mut info = TraceInfo {
-        format: crate::trace::open::format_name(format).to_string(),
+        format: format.name().to_string(),
         ..TraceInfo::default()
     };
     let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();

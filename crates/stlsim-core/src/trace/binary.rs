@@ -643,14 +643,14 @@ pub fn convert(
     out: &std::path::Path,
     header: serde_json::Value,
 ) -> SimResult<Converted> {
-    use crate::trace::open::{format_name, open_selection};
+    use crate::trace::open::open_selection;
     if spec.repeat != 1 {
         return Err(SimError::Config("convert writes the trace once: leave 'repeat' at 1 (replay the converted file with --repeat)".into()));
     }
     let (format, mut sel) = open_selection(spec)?;
     let mut header = header;
     if let serde_json::Value::Object(m) = &mut header {
-        m.insert("format".into(), format_name(format).into());
+        m.insert("format".into(), format.name().into());
     }
     let tmp = out.with_file_name(format!(
         ".{}.tmp",
@@ -682,7 +682,7 @@ pub fn convert(
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(Converted {
         records,
-        format: format_name(format),
+        format: format.name(),
         bytes,
     })
 }

@@ -265,28 +265,28 @@ fn detect(
         return Err(SimError::Config(format!(
             "trace option 'event' chooses a blkparse event (Q, D or C), but trace '{}' is in format {}",
             spec.path,
-            format_name(format)
+            format.name()
         )));
     }
     if spec.rate_iops.is_some() && format != Format::FioIolog {
         return Err(SimError::Config(format!(
             "trace option 'rate_iops' gives times to a fio version-2 log, but trace '{}' is in format {}",
             spec.path,
-            format_name(format)
+            format.name()
         )));
     }
     if spec.file_extent_mib.is_some() && format != Format::Thesios {
         return Err(SimError::Config(format!(
             "trace option 'file_extent_mib' places the files of a Thesios trace, but trace '{}' is in format {}",
             spec.path,
-            format_name(format)
+            format.name()
         )));
     }
     if spec.pair && format != Format::Blkparse {
         return Err(SimError::Config(format!(
             "trace option 'pair' (--pair-completions) pairs blkparse requests with their completions, but trace '{}' is in format {}",
             spec.path,
-            format_name(format)
+            format.name()
         )));
     }
     let csv_devices = format == Format::Csv && spec.csv.device_col.is_some();
@@ -299,7 +299,7 @@ fn detect(
         return Err(SimError::Config(format!(
             "trace option 'disk' selects a disk, device, LUN or volume, but trace '{}' is in format {} which has none{hint}",
             spec.path,
-            format_name(format)
+            format.name()
         )));
     }
     let input = if matches!(format, Format::Vscsi | Format::Binary) {
@@ -394,11 +394,6 @@ fn build(
         ),
         Format::Binary => wrap(BinaryReader::new(input, file)?, spec, p, f),
     }
-}
-
-/// The user-facing name of a format (as accepted by [`Format::parse`]).
-pub fn format_name(format: Format) -> &'static str {
-    format.name()
 }
 
 /// Guess the format from the first non-blank line of a text trace.
@@ -663,9 +658,7 @@ impl RepeatReader {
             skipped_before: 0,
         })
     }
-}
 
-impl RepeatReader {
     /// The error for a record of a later pass whose shifted time would
     /// wrap past 2^64 ns ("timestamps went backwards" otherwise).
     #[cold]
