@@ -12,6 +12,8 @@ Quick start::
     syn = stlsim.synth_trace("sequential", usage=0.75, seed=1)   # generated, never stored
     stlsim.run(trace=syn, prefill=0, limit=1000)
     print(work.hottest(100).tail(1), work.neighbours())
+    first = stlsim.TraceOptions(start=1000, limit=5000)   # how a trace is read, once
+    stlsim.run(layer="cmr", trace_options=first)          # = stlsim.run(layer="cmr", start=1000, limit=5000)
 
 The simulation core is native (Rust); this package is its front: the API,
 the ``stlsim`` command, DataFrames, files and plots.
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from .result import Comparison, Result
     from .sweep import SweepResult, sweep
     from .synth import SynthTrace, synth_trace
+    from .trace_options import TraceOptions
     from .validation import Validation, validate
 
 # The names below are imported when first used (PEP 562), not by `import
@@ -80,6 +83,7 @@ _ORIGIN = {
     "sweep": "sweep",
     "SynthTrace": "synth",
     "synth_trace": "synth",
+    "TraceOptions": "trace_options",
     "Validation": "validation",
     "validate": "validation",
 }
@@ -139,6 +143,7 @@ __all__ = [
     "StlsimError",
     "TraceFormatError",
     "TraceIOError",
+    "TraceOptions",
     "Validation",
     "__version__",
     "analyze",

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import inspect
 
     from .analysis import Analysis
+    from .trace_options import TraceOptions
 
 __all__ = ["analyze", "compare", "run"]
 
@@ -75,7 +76,11 @@ def _records_given(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        token = _GIVEN.set(frozenset(signature().bind(*args, **kwargs).arguments))
+        try:
+            bound = signature().bind(*args, **kwargs)
+        except TypeError:
+            return fn(*args, **kwargs)  # fails too, with Python's own message naming fn
+        token = _GIVEN.set(frozenset(bound.arguments))
         try:
             return fn(*args, **kwargs)
         finally:
@@ -135,14 +140,6 @@ def _trace_spec(s: Mapping[str, Any], drive: Mapping[str, Any]) -> dict[str, Any
     if s["csv"]:
         spec["csv"] = dict(s["csv"])
     return spec
-
-
-def _trace_options(trace: Any, start: Any, skip_unknown: Any, pair_completions: Any, **options: Any) -> dict[str, Any]:
-    """The trace-reading settings of a function's keywords: ``start`` and the
-    switches always (so that None is refused), ``trace`` and the rest when
-    set."""
-    given = {k: v for k, v in {"trace": trace, **options}.items() if v is not None}
-    return {"start": start, "skip_unknown": skip_unknown, "pair_completions": pair_completions, **given}
 
 
 #: Key of a core configuration holding warnings the front end adds to the
@@ -291,10 +288,7 @@ def run(
     write_cache: bool | None = None,
     fold: bool = False,
     verify: bool = False,
-    format: str | None = None,
-    disk: int | None = None,
-    start: int = 0,
-    limit: int | None = None,
+    *,
     series_every: int = 1000,
     prefill: float | str | None = None,
     fold_to_prefill: bool = False,
@@ -308,16 +302,9 @@ def run(
     progress: bool = False,
     out: str | os.PathLike[str] | None = None,
     label: str | None = None,
-    csv: Mapping[str, Any] | str | None = None,
     plot_format: str | None = None,
-    event: str | None = None,
-    skip_unknown: bool = False,
-    only: str | None = None,
-    time_from_s: float | None = None,
-    time_to_s: float | None = None,
-    file_extent_mib: int | None = None,
-    rate_iops: float | None = None,
-    pair_completions: bool = False,
+    trace_options: TraceOptions | None = None,
+    **trace_kw: Any,
 ) -> Result:
     """Replay a trace through one translation layer on one drive.
 
@@ -337,33 +324,6 @@ def run(
         write_cache: force the drive's write cache on or off (None: the drive's own).
         fold: fold offsets beyond the drive's capacity back into it.
         verify: carry data and check every read and the final footprint.
-        format: trace format, a name of :data:`stlsim.config.FORMATS` (the
-            core's list: msr, spc, vscsi, csv, fio, blkparse ...); None guesses.
-        disk: keep only this device: MSR disk number, SPC ASU, fio file,
-            DiskSim or MQSim device, blkparse device (MAJ << 20 | MIN), CSV
-            device column; ``"all"`` merges every device. Unset, a trace that
-            holds more than one device is an error.
-        event: blkparse only: the event that stands for a request, Q
-            (queued, default), D (issued) or C (completed).
-        skip_unknown: skip records whose operation is neither a read nor a
-            write (counted in the report's warnings) instead of failing.
-        only: ``"read"`` or ``"write"``: replay only those (None: both).
-        time_from_s, time_to_s: replay only the records from ``time_from_s``
-            up to (not including) ``time_to_s`` seconds after the trace's
-            first record (of the chosen device); applied after ``disk``,
-            before ``only``, ``start`` and ``limit`` (docs/traces.md).
-        file_extent_mib: Thesios traces only: MiB of addresses each traced
-            file is given (default 64; docs/traces.md).
-        rate_iops: fio version-2 logs only (they record no times): issue
-            request ``i`` at ``i / rate_iops`` seconds (None: all at once).
-        pair_completions: blkparse only: pair each request (the ``event``,
-            Q or D) with its completion, giving it the trace's measured
-            response time (see :func:`trace_info`; the replay does not use
-            it yet).
-        csv: the generic CSV layout (``format="csv"``): a dict of the
-            ``[trace.csv]`` keys, or its one-line form
-            ``"time=1,op=2,offset=3,size=4,header,delim=,"``.
-        start, limit: skip ``start`` requests, then replay at most ``limit``.
         series_every: requests per point of :meth:`Result.series` (doubled, with
             pairs of points merged, whenever the series reaches 10,000 points).
         prefill: how full the drive is when the run starts: a fraction of the
@@ -389,18 +349,31 @@ def run(
         progress: show a progress bar on stderr once the run takes over a second.
         out: save the result into this folder (:meth:`Result.save`).
         label: the run's name (default: the config's label or file name, else the layer).
-        csv: column layout for ``format="csv"`` (keys of ``[trace.csv]``).
         plot_format: with ``out``, also save the run's plots (:meth:`Result.plot`)
             as ``png``, ``pdf`` or ``svg``; None: no plots.
+        trace_options: how the trace is read (:class:`stlsim.TraceOptions`);
+            its fields given a value other than their default override
+            ``config``.
+        **trace_kw: the same options one by one, as keywords: format, disk,
+            start, limit, csv, event, skip_unknown, only, time_from_s,
+            time_to_s, file_extent_mib, rate_iops, pair_completions (each
+            described on :class:`stlsim.TraceOptions`), e.g. ``limit=5000``;
+            each given overrides ``config``. A field given in
+            ``trace_options`` too is a TypeError.
 
     Raises:
-        ConfigError, TraceFormatError, TraceIOError, DataLossError, MediumError.
+        ConfigError, TraceFormatError, TraceIOError, DataLossError, MediumError;
+        TypeError for a keyword that is neither a parameter nor a trace option.
     """
+    from .trace_options import parameter_names, trace_settings
+
+    traced = trace_settings("run", trace_options, trace_kw, parameter_names(run))
     if out is not None:
         _out_path(out)
     given_names = _GIVEN.get()
     args = dict(locals())
     given = {k: args[k] for k in given_names if k in DEFAULTS}
+    given.update(traced)
     s = resolve_settings(config, given)
     cfg = core_config(s)
     fmt = None if plot_format is None else check_plot_format(plot_format)
@@ -452,6 +425,7 @@ def compare(
     out: str | os.PathLike[str] | None = None,
     usages: Sequence[float] | None = None,
     plot_format: str = "png",
+    trace_options: TraceOptions | None = None,
     **common: Any,
 ) -> Comparison:
     """Run several configurations in turn and put them side by side.
@@ -462,6 +436,10 @@ def compare(
     (any :func:`run` setting, e.g. ``limit=5000``, ``drive="cmr"``) apply to
     every configuration and override it. Labels default to the config's label,
     its file name, or its layer, made unique with ``-2``, ``-3`` ...
+    ``trace_options`` (:class:`stlsim.TraceOptions`) sets how the trace is
+    read, as the same options given one by one in ``common`` do (for
+    :func:`run`: its fields other than their defaults override the
+    configurations).
 
     ``usages`` (fractions such as ``[0.25, 0.5, 0.75, 1.0]``, or percentages)
     runs every configuration at every usage level, as He & Du's Figure 3 does
@@ -486,8 +464,16 @@ def compare(
         raise ConfigError("configuration error: compare needs at least one configuration")
     unknown = sorted(set(common) - set(DEFAULTS) | ({"label"} & set(common)))
     if unknown:
-        raise TypeError(f"compare() got unexpected keyword argument(s): {', '.join(unknown)}")
+        from .config import closest_name
+
+        near = closest_name(unknown[0], [k for k in DEFAULTS if k != "label"]) if unknown != ["label"] else None
+        hint = f"; did you mean '{near}'?" if near and len(unknown) == 1 else ""
+        raise TypeError(f"compare() got unexpected keyword argument(s): {', '.join(unknown)}{hint}")
     given = dict(common)
+    if trace_options is not None:
+        from .trace_options import FIELDS, trace_settings
+
+        given.update(trace_settings("compare", trace_options, {k: v for k, v in common.items() if k in FIELDS}))
     if trace is not None:
         given["trace"] = trace
     levels: list[float | None] = [None]
@@ -528,20 +514,7 @@ def analyze(
     trace: str | os.PathLike[str] | SynthTrace | None = None,
     drive: str | os.PathLike[str] | Mapping[str, Any] = DEFAULT_DRIVE,
     *,
-    format: str | None = None,
-    disk: int | None = None,
-    start: int = 0,
-    limit: int | None = None,
     fold: bool = False,
-    csv: Mapping[str, Any] | str | None = None,
-    event: str | None = None,
-    skip_unknown: bool = False,
-    only: str | None = None,
-    time_from_s: float | None = None,
-    time_to_s: float | None = None,
-    file_extent_mib: int | None = None,
-    rate_iops: float | None = None,
-    pair_completions: bool = False,
     hottest: int = 3000,
     neighbours: int = 20,
     colder: int = 50,
@@ -549,6 +522,8 @@ def analyze(
     interval: int = 10_000,
     out: str | os.PathLike[str] | None = None,
     plot_format: str = "png",
+    trace_options: TraceOptions | None = None,
+    **trace_kw: Any,
 ) -> Analysis:
     """Map every write of a trace onto the physical (home) tracks of a drive
     and analyse them, as the IMR paper does to explain its results.
@@ -561,7 +536,7 @@ def analyze(
         trace: trace file (``.gz`` / ``.zst`` ok), a synthetic trace (as for
             :func:`run`); None: the bundled CloudPhysics trace.
         drive: a preset name, a drive TOML path, or a dict (as for :func:`run`).
-        format, disk, start, limit, fold, csv: select and read the trace as for :func:`run`.
+        fold: fold offsets beyond the drive's capacity back into it (as for :func:`run`).
         hottest: tracks in the write-count CDF (:meth:`Analysis.hottest`, paper Figures 2 and 10).
         neighbours: hottest bottom tracks shown with their neighbours
             (:meth:`Analysis.neighbours`, Figures 4 and 11).
@@ -572,18 +547,24 @@ def analyze(
         interval: write requests per interval of :meth:`Analysis.frequency`.
         out: save the figures and ``track_counts.parquet`` into this folder (:meth:`Analysis.save`).
         plot_format: the figures' format with ``out``: png, pdf or svg.
+        trace_options, **trace_kw: how the trace is read, as for :func:`run`:
+            a :class:`stlsim.TraceOptions`, or its fields as keywords
+            (``format``, ``disk``, ``start``, ``limit``, ``csv`` ...).
 
     Raises:
         ConfigError (unknown drive, bad setting, track beyond the drive),
         TraceFormatError (a malformed record, or one beyond the capacity
-        without ``fold``), TraceIOError.
+        without ``fold``), TraceIOError; TypeError for a keyword that is
+        neither a parameter nor a trace option.
     """
     from .analysis import Analysis
+    from .trace_options import parameter_names, trace_settings
 
+    traced = trace_settings("analyze", trace_options, trace_kw, parameter_names(analyze))
     if out is not None:
         _out_path(out)
-    # start, fold, drive and the switches are checked even when None (an error), as before.
-    given = {"drive": drive, "fold": fold, **_trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)}
+    # fold and drive are checked even when None (an error), as are the trace options given.
+    given = {"drive": drive, "fold": fold, **({} if trace is None else {"trace": trace}), **traced}
     s = resolve_settings(None, given)
     drive_cfg = load_drive(s["drive"])
     spec = _trace_spec(s, drive_cfg)
@@ -613,20 +594,9 @@ def convert(
     trace: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
-    format: str | None = None,
-    disk: int | None = None,
-    start: int = 0,
-    limit: int | None = None,
-    csv: Mapping[str, Any] | str | None = None,
-    event: str | None = None,
-    skip_unknown: bool = False,
-    only: str | None = None,
-    time_from_s: float | None = None,
-    time_to_s: float | None = None,
-    file_extent_mib: int | None = None,
-    rate_iops: float | None = None,
-    pair_completions: bool = False,
     force: bool = False,
+    trace_options: TraceOptions | None = None,
+    **trace_kw: Any,
 ) -> dict[str, Any]:
     """Convert a trace into stlsim's binary form (``.stlt``), which every
     command reads directly and much faster than text.
@@ -637,15 +607,22 @@ def convert(
     size and SHA-256, its format, the selection, and the stlsim version.
     Returns that header plus ``records`` and ``bytes`` written.
 
+    How the trace is read: ``trace_options`` (a :class:`stlsim.TraceOptions`)
+    or its fields as keywords (``format``, ``disk``, ``start``, ``limit``,
+    ``csv`` ...), as for :func:`run`. ``force``: overwrite an existing ``out``.
+
     Raises:
         ConfigError (an existing ``out`` without ``force``, a bad option),
-        TraceFormatError, TraceIOError.
+        TraceFormatError, TraceIOError; TypeError for a keyword that is
+        neither a parameter nor a trace option.
     """
     import hashlib
 
     from ._core import __version__
+    from .trace_options import parameter_names, trace_settings
 
-    given = _trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)
+    traced = trace_settings("convert", trace_options, trace_kw, parameter_names(convert))
+    given = {**({} if trace is None else {"trace": trace}), **traced}
     s = resolve_settings(None, given)
     spec = _trace_spec(s, {})
     if "synth" in spec:
@@ -690,19 +667,8 @@ def trace_info(
     trace: str | os.PathLike[str] | None = None,
     drive: str | os.PathLike[str] | Mapping[str, Any] | None = DEFAULT_DRIVE,
     *,
-    format: str | None = None,
-    disk: int | None = None,
-    start: int = 0,
-    limit: int | None = None,
-    csv: Mapping[str, Any] | str | None = None,
-    event: str | None = None,
-    skip_unknown: bool = False,
-    only: str | None = None,
-    time_from_s: float | None = None,
-    time_to_s: float | None = None,
-    file_extent_mib: int | None = None,
-    rate_iops: float | None = None,
-    pair_completions: bool = False,
+    trace_options: TraceOptions | None = None,
+    **trace_kw: Any,
 ) -> dict[str, Any]:
     """What a trace holds, read once without simulating: the detected
     ``format``, ``requests``, ``reads``, ``writes``, bytes read and written,
@@ -712,8 +678,17 @@ def trace_info(
     ``updated_blocks`` among them, ``write_footprint_blocks``, ``write_zones``
     of 256 MiB), and, with a ``drive``, ``write_tracks`` (distinct tracks the
     writes touch) and ``writes_beyond`` its capacity. A binary trace adds its
-    ``header``."""
-    given = _trace_options(trace, start, skip_unknown, pair_completions, format=format, disk=disk, limit=limit, csv=csv, event=event, only=only, time_from_s=time_from_s, time_to_s=time_to_s, file_extent_mib=file_extent_mib, rate_iops=rate_iops)
+    ``header``.
+
+    How the trace is read: ``trace_options`` (a :class:`stlsim.TraceOptions`)
+    or its fields as keywords (``format``, ``disk``, ``start``, ``limit``,
+    ``csv`` ...), as for :func:`run`; a keyword that is neither a parameter
+    nor a trace option is a TypeError.
+    """
+    from .trace_options import parameter_names, trace_settings
+
+    traced = trace_settings("trace_info", trace_options, trace_kw, parameter_names(trace_info))
+    given = {**({} if trace is None else {"trace": trace}), **traced}
     if drive is not None:
         given["drive"] = drive
     s = resolve_settings(None, given)
