@@ -40,9 +40,11 @@ def edges(src: Path = SRC) -> dict[str, set[str]]:
         if m is None or _is_test_code(f):
             continue
         text = f.read_text()
-        cut = text.find("#[cfg(test)]\nmod tests")
-        if cut >= 0:
-            text = text[:cut]
+        # Inline test modules (`#[cfg(test)] mod tests`, `mod mechanics_tests`)
+        # close their files.
+        cut = re.search(r"#\[cfg\(test\)\]\s*\n\s*mod \w+", text)
+        if cut:
+            text = text[: cut.start()]
         # Doc comments name modules in links; only code counts.
         code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
         g[m]  # a module that names no other is a node too

@@ -9,8 +9,8 @@
 //! trace format.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use stlsim_core::drive::DriveConfig;
 use stlsim_core::engine::{LayerConfig, RunConfig};
-use stlsim_core::geometry::DriveConfig;
 use stlsim_core::layers::REGISTRY;
 use stlsim_core::trace::open::open_reader;
 use stlsim_core::trace::{open_trace, Format, TraceRecord, TraceSpec, VecTrace};

@@ -1285,7 +1285,9 @@ mod mechanics_tests {
     //! and skew: the device splits a command per track, and each piece is
     //! timed from where the previous one left the head.
     use super::*;
-    use crate::geometry::{DriveConfig, SeekConfig, ZoneSpec};
+    use crate::drive::DriveConfig;
+    use crate::geometry::ZoneSpec;
+    use crate::mechanics::SeekConfig;
 
     /// 6,000 RPM (10 ms a turn), 100 sectors a track (100,000 ns a sector),
     /// one-cylinder seek 1.5 ms, head switch 0.5 ms, 200 tracks.
@@ -1324,8 +1326,8 @@ mod mechanics_tests {
             capacity_gib: None,
             ..Default::default()
         };
-        let g = Geometry::from_config(&d).unwrap();
-        let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+        let g = d.geometry().unwrap();
+        let m = d.mechanics(g.tracks()).unwrap();
         Device::new(g, m, false)
     }
 

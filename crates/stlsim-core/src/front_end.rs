@@ -35,7 +35,7 @@
 //!   pointer of a zone goes back to the first sector whose write was lost
 //!   (sequential zones destage in order, so what is lost is the zone's tail).
 
-use crate::device::Cause;
+use crate::cause::Cause;
 use crate::geometry::Geometry;
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::Token;

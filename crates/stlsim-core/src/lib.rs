@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod cause;
 pub mod controller;
 pub mod device;
+pub mod drive;
 pub mod engine;
 pub mod error;
 pub mod front_end;

@@ -47,8 +47,58 @@
 //!   next track waits the skew less the switch, not a rotation.
 
 use crate::error::{config_err, SimResult};
-use crate::geometry::{DriveConfig, SeekConfig};
+use crate::geometry::ZoneSpec;
 use crate::units::{Nanos, PhysAddr, Track};
+use serde::{Deserialize, Serialize};
+
+/// Seek curve.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SeekConfig {
+    /// `sqrt` (a*sqrt(d)+b through min and max) or `table` (measured points, interpolated).
+    pub model: String,
+    /// Single-track seek time, ms (`sqrt` model).
+    pub min_ms: f64,
+    /// Full-stroke seek time, ms (`sqrt` model).
+    pub max_ms: f64,
+    /// Measured `[distance_tracks, ms]` points, ascending distance (`table` model).
+    pub table: Vec<(u64, f64)>,
+}
+
+impl Default for SeekConfig {
+    fn default() -> Self {
+        SeekConfig {
+            model: "sqrt".into(),
+            min_ms: 2.0,
+            max_ms: 20.0,
+            table: vec![],
+        }
+    }
+}
+
+/// What the mechanics take from a drive description
+/// ([`crate::drive::DriveConfig::mechanics`] fills it, its ranges checked).
+#[derive(Clone, Copy, Debug)]
+pub struct MechanicsSpec<'a> {
+    /// Spindle speed, revolutions per minute.
+    pub rpm: f64,
+    /// The seek curve.
+    pub seek: &'a SeekConfig,
+    /// `average` or `angular` (see the module comment).
+    pub rotation: &'a str,
+    /// Data surfaces (tracks per cylinder).
+    pub surfaces: u64,
+    /// `ascending`, `serpentine-in-zone` or `serpentine`.
+    pub surface_order: &'a str,
+    /// Head switch time, ms.
+    pub head_switch_ms: f64,
+    /// Added to a write that moved the head, ms (may be negative).
+    pub write_settle_ms: f64,
+    /// Whether whole-track accesses start at the first sector under the head.
+    pub zero_latency: bool,
+    /// The zone table, for skews and per-zone surface order.
+    pub zones: &'a [ZoneSpec],
+}
 
 /// Rotational latency model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,15 +319,14 @@ impl Mechanics {
     /// tracks: seek curve, rotation, and the surfaces, head switch, write
     /// settle and zone skews (see the module comment). With the defaults
     /// (one surface, no switch, settle or skew) this is [`Mechanics::new`].
-    pub fn for_drive(d: &DriveConfig, tracks: u64) -> SimResult<Mechanics> {
-        d.check_ranges()?;
+    pub fn from_spec(d: &MechanicsSpec, tracks: u64) -> SimResult<Mechanics> {
         let surfaces = d.surfaces.max(1);
         // The seek curve spans cylinders: the `sqrt` fit's full stroke is
         // the last cylinder (with one surface, the last track as before).
         let cylinders = tracks.div_ceil(surfaces);
-        let mut m = Mechanics::new(&d.seek, &d.rotation, d.rpm, cylinders)?;
+        let mut m = Mechanics::new(d.seek, d.rotation, d.rpm, cylinders)?;
         m.surfaces = surfaces;
-        m.surface_order = match d.surface_order.as_str() {
+        m.surface_order = match d.surface_order {
             "ascending" => SurfaceOrder::Ascending,
             "serpentine-in-zone" => SurfaceOrder::SerpentineInZone,
             "serpentine" => SurfaceOrder::Serpentine,
@@ -515,6 +564,7 @@ impl Mechanics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drive::DriveConfig;
 
     proptest::proptest! {
         /// The 64-bit path gives the 128-bit formula's value exactly, on
@@ -733,7 +783,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        Mechanics::for_drive(&d, 200).unwrap()
+        d.mechanics(200).unwrap()
     }
 
     fn at(t: u64, s: u32) -> PhysAddr {
@@ -877,7 +927,7 @@ mod tests {
                 ..Default::default()
             };
             let old = Mechanics::new(&d.seek, rot, 6000.0, 100_001).unwrap();
-            let new = Mechanics::for_drive(&d, 100_001).unwrap();
+            let new = d.mechanics(100_001).unwrap();
             let mut rng = crate::xorshift::Rng(7);
             let mut head = HeadState::default();
             let mut now = Nanos(0);
@@ -950,7 +1000,7 @@ mod tests {
                 ],
                 ..Default::default()
             };
-            Mechanics::for_drive(&d, 200).unwrap()
+            d.mechanics(200).unwrap()
         };
         let r = |m: &Mechanics, a: u64, b: u64| m.reposition_time(Track(a), Track(b), false).0;
         // Scheme 0: track 1 (cylinder 0, surface 1) to track 2 (cylinder 1,
@@ -978,7 +1028,7 @@ mod tests {
             surface_order: "zigzag".into(),
             ..Default::default()
         };
-        let e = Mechanics::for_drive(&bad, 10).unwrap_err().to_string();
+        let e = bad.mechanics(10).unwrap_err().to_string();
         assert!(e.contains("surface_order 'zigzag'"), "{e}");
     }
 }

@@ -11,8 +11,9 @@
 
 mod common;
 
+use stlsim_core::drive::DriveConfig;
 use stlsim_core::engine::{LayerConfig, ReplayConfig, RunConfig};
-use stlsim_core::geometry::{DriveConfig, LayoutConfig};
+use stlsim_core::geometry::LayoutConfig;
 use stlsim_core::medium::prefill::PrefillSpec;
 use stlsim_core::trace::{Op, TraceRecord, VecTrace};
 use stlsim_core::units::{Bytes, Nanos};

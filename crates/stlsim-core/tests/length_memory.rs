@@ -16,8 +16,8 @@ mod common;
 #[path = "common/drives.rs"]
 mod drives;
 
+use stlsim_core::drive::DriveConfig;
 use stlsim_core::engine::{LayerConfig, Mode, ReplayConfig, RunConfig};
-use stlsim_core::geometry::DriveConfig;
 use stlsim_core::layers::REGISTRY;
 use stlsim_core::trace::{SynthReader, SynthSpec};
 use stlsim_core::Simulation;

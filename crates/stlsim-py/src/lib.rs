@@ -6,10 +6,9 @@
 
 use pyo3::prelude::*;
 use serde::Serialize;
+use stlsim_core::drive::DriveConfig;
 use stlsim_core::error::SimError;
-use stlsim_core::geometry::{DriveConfig, Geometry};
 use stlsim_core::layers::{LayoutNeed, REGISTRY};
-use stlsim_core::mechanics::Mechanics;
 
 fn raise(py: Python<'_>, e: SimError) -> PyErr {
     let (class, extra): (&str, Option<(u64, u32, String, String)>) = match &e {
@@ -270,8 +269,8 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
     if let Some(p) = d.prefill {
         p.validate().map_err(|e| raise(py, SimError::Config(e)))?;
     }
-    let g = Geometry::from_config(&d).map_err(|e| raise(py, e))?;
-    let m = Mechanics::for_drive(&d, g.tracks()).map_err(|e| raise(py, e))?;
+    let g = d.geometry().map_err(|e| raise(py, e))?;
+    let m = d.mechanics(g.tracks()).map_err(|e| raise(py, e))?;
     let c = DriveCheck {
         tracks: g.tracks(),
         capacity_bytes: g.capacity().0 * g.sector_bytes() as u64,
@@ -293,12 +292,12 @@ fn check_drive(py: Python<'_>, drive_json: &str) -> PyResult<String> {
 }
 
 /// Micro-benchmarks of the IMR layers' operations on an IMR drive (JSON),
-/// `samples` trials each; rows as JSON (see `stlsim_core::layers::imr::micro`).
+/// `samples` trials each; rows as JSON (see `stlsim_core::analysis::imr_micro`).
 #[pyfunction]
 fn imr_micro_json(py: Python<'_>, drive_json: &str, samples: u32) -> PyResult<String> {
     let d: DriveConfig = from_json(py, "invalid drive description", drive_json)?;
     let rows = py
-        .allow_threads(|| stlsim_core::layers::imr::micro::imr_micro(&d, samples))
+        .allow_threads(|| stlsim_core::analysis::imr_micro::imr_micro(&d, samples))
         .map_err(|e| raise(py, e))?;
     Ok(serde_json::to_string(&rows).expect("micro rows serialise"))
 }
@@ -314,7 +313,8 @@ fn default_drive_json() -> String {
 /// highest, unit], ...], "int": [[key, lowest, highest], ...]}` (docs/drive-model.md lists them).
 #[pyfunction]
 fn drive_ranges_json() -> String {
-    use stlsim_core::geometry::config::{INT_RANGES, REAL_RANGES};
+    use stlsim_core::drive::REAL_RANGES;
+    use stlsim_core::geometry::config::INT_RANGES;
     serde_json::json!({"real": REAL_RANGES, "int": INT_RANGES}).to_string()
 }
 

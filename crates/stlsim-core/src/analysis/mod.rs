@@ -4,12 +4,13 @@
 //! with their neighbours, write frequency over time), computed by the front
 //! end from these columns. [`trace_info`] is `stlsim trace-info`'s pass.
 
+use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::{DriveConfig, Geometry};
 use crate::trace::{open_trace, Op, TraceSpec};
 use crate::units::{Lba, Sectors};
 use serde::Serialize;
 
+pub mod imr_micro;
 pub mod trace_info;
 
 /// One row per (write request, home track it touches), as columns.
@@ -33,7 +34,7 @@ pub struct TrackWrites {
 
 /// Map every write of a trace onto the home tracks of a drive.
 pub fn track_writes(trace: &TraceSpec, drive: &DriveConfig, fold: bool) -> SimResult<TrackWrites> {
-    let geom = Geometry::from_config(drive)?;
+    let geom = drive.geometry()?;
     let mut r = open_trace(trace)?;
     let sb = geom.sector_bytes() as u64;
     let cap = geom.capacity().0;

@@ -3,8 +3,8 @@
 //! duration, devices, (given a drive) the tracks its writes touch, and the
 //! response times the trace measured, if it has them.
 
+use crate::drive::DriveConfig;
 use crate::error::SimResult;
-use crate::geometry::{DriveConfig, Geometry};
 use crate::metrics::{LatencyHistogram, LatencySummary};
 use crate::trace::open::open_selection;
 use crate::trace::{Op, TraceSpec};
@@ -83,7 +83,7 @@ pub struct TraceInfo {
 /// Read `spec` once and sum up what it holds; `drive` (if given) maps the
 /// writes to its tracks.
 pub fn trace_info(spec: &TraceSpec, drive: Option<&DriveConfig>) -> SimResult<TraceInfo> {
-    let geom = drive.map(Geometry::from_config).transpose()?;
+    let geom = drive.map(DriveConfig::geometry).transpose()?;
     let (format, mut sel) = open_selection(spec)?;
     let mut info = TraceInfo {
         format: format.name().to_string(),

@@ -1,8 +1,9 @@
 //! A run's whole configuration, as the Python front hands it over (JSON).
-//! Unknown keys are rejected everywhere; `validate` checks the rest before
-//! anything runs.
+//! Unknown keys are rejected everywhere; [`RunConfig::validate`] checks
+//! the settings' values and combinations before anything is built.
 
-use crate::geometry::DriveConfig;
+use crate::drive::DriveConfig;
+use crate::error::{SimError, SimResult};
 use crate::medium::prefill::PrefillSpec;
 use crate::trace::TraceSpec;
 use serde::Deserialize;
@@ -127,4 +128,84 @@ pub struct RunConfig {
     pub crash_after: Vec<u64>,
     /// Inject a power loss just before these physical operation serials.
     pub crash_at_ops: Vec<u64>,
+}
+
+impl RunConfig {
+    /// Check the replay, crash and cache settings, alone and together with
+    /// `drive` (the drive the layer runs on, after it shaped it: see
+    /// [`crate::layers::LayerEntry::drive_for`]); the first problem is a
+    /// one-line [`SimError::Config`]. Returns the starting fill the run
+    /// takes (the run's, else the drive's, else empty). What needs the
+    /// built geometry or layer (a prefill the layer cannot take, side
+    /// devices the drive lacks, crash points past the trace's end) is
+    /// checked as the run is set up.
+    pub fn validate(&self, drive: &DriveConfig) -> SimResult<PrefillSpec> {
+        let r = &self.replay;
+        let prefill = r
+            .prefill
+            .or(drive.prefill)
+            .unwrap_or(PrefillSpec::Fraction(0.0));
+        prefill.validate().map_err(SimError::Config)?;
+        if r.waf_every == 0 {
+            return Err(SimError::Config("waf_every must be at least 1".into()));
+        }
+        if r.series_every == 0 {
+            return Err(SimError::Config(
+                "series_every must be at least 1 (requests per point of the time series)".into(),
+            ));
+        }
+        if self.crash_after.contains(&0) {
+            return Err(SimError::Config(
+                    "crash_after 0 names no request: a power loss is injected after the N-th completed request, N >= 1".into(),
+                ));
+        }
+        {
+            let mut seen = std::collections::HashSet::new();
+            if let Some(d) = self.crash_after.iter().find(|&&k| !seen.insert(k)) {
+                return Err(SimError::Config(format!(
+                    "crash_after {d} is given twice (one power loss per request count)"
+                )));
+            }
+            let mut seen = std::collections::HashSet::new();
+            if let Some(d) = self.crash_at_ops.iter().find(|&&k| !seen.insert(k)) {
+                return Err(SimError::Config(format!(
+                    "crash_at_ops {d} is given twice (one power loss per physical operation)"
+                )));
+            }
+        }
+        if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
+            return Err(SimError::Config(
+                    "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
+                        .into(),
+                ));
+        }
+        if r.mode == Mode::Queue && r.queue_depth == 0 {
+            return Err(SimError::Config("queue_depth must be at least 1".into()));
+        }
+        if r.mode == Mode::Scaled && !(r.scale > 0.0 && r.scale.is_finite()) {
+            return Err(SimError::Config(format!(
+                "scale {} must be a positive number",
+                r.scale
+            )));
+        }
+        if !(drive.interface_mb_s >= 0.0) {
+            return Err(SimError::Config(format!(
+                "interface_mb_s {} must be positive, or 0 for no link time",
+                drive.interface_mb_s
+            )));
+        }
+        if !(drive.write_cache_mib >= 0.0) {
+            return Err(SimError::Config(format!(
+                "write_cache_mib {} must be >= 0",
+                drive.write_cache_mib
+            )));
+        }
+        if r.write_cache == Some(true) && drive.write_cache_mib == 0.0 {
+            return Err(SimError::Config(format!(
+                "the write cache was asked for, but drive '{}' has write_cache_mib = 0",
+                drive.name
+            )));
+        }
+        Ok(prefill)
+    }
 }

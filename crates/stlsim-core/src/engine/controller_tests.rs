@@ -643,7 +643,7 @@ fn an_idle_hit_starts_the_read_ahead_again() {
 /// The small CMR drive with the averaged rotation, a 1 MiB write cache and
 /// the controller, its writes destaged at once (DiskSim's fast writes) or
 /// when idle.
-fn fast_write_drive(at_once: bool) -> crate::geometry::DriveConfig {
+fn fast_write_drive(at_once: bool) -> crate::drive::DriveConfig {
     let mut d = small_drive("cmr");
     d.rotation = "average".into();
     d.write_cache_mib = 1.0;

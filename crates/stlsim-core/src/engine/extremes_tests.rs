@@ -5,7 +5,7 @@
 
 use super::tests::{drive_for_layer_sized, timed};
 use super::*;
-use crate::geometry::DriveConfig;
+use crate::drive::DriveConfig;
 use crate::layers::{LayerEntry, ParamKind, REGISTRY};
 use crate::trace::{TraceSpec, VecTrace};
 use serde_json::Value;

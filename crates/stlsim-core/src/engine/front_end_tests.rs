@@ -56,7 +56,7 @@ impl Layer for InPlace {
     }
 }
 
-fn cached_drive() -> crate::geometry::DriveConfig {
+fn cached_drive() -> crate::drive::DriveConfig {
     let mut d = small_drive("cmr");
     d.rotation = "angular".into();
     d.write_cache_mib = 4.0;
@@ -66,8 +66,8 @@ fn cached_drive() -> crate::geometry::DriveConfig {
 #[test]
 fn an_absorbed_write_is_acknowledged_before_the_medium_and_lost_unless_flushed() {
     let d = cached_drive();
-    let g = crate::geometry::Geometry::from_config(&d).unwrap();
-    let m = crate::mechanics::Mechanics::for_drive(&d, g.tracks()).unwrap();
+    let g = d.geometry().unwrap();
+    let m = d.mechanics(g.tracks()).unwrap();
     let mut dev = Device::new(g, m, true);
     dev.attach_front_end(FrontEnd::new(1024, QueueConfig::default(), 1000.0));
     let at = PhysAddr {

@@ -20,6 +20,7 @@ mod completions;
 pub mod config;
 pub mod history;
 pub mod oracle;
+pub mod report;
 pub mod verifier;
 pub mod write_cache;
 
@@ -29,15 +30,13 @@ use crate::controller::{
 use crate::device::{Cause, Device, ReadPiece};
 use crate::error::{SimError, SimResult};
 use crate::front_end::FrontEnd;
-use crate::geometry::Geometry;
 use crate::layers::{
     self, Background, Layer, LayerEntry, Needs, Params, QueueView, QueuedRequest, RunsIn,
     StageOutcome, WriteReq,
 };
-use crate::mechanics::{HeadState, Mechanics};
+use crate::mechanics::HeadState;
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::medium::Token;
-use crate::metrics::report::{self, Report};
 use crate::metrics::{HostMetrics, WafSeries};
 use crate::side_device::SideKind;
 use crate::trace::{open_trace, Op, TraceReader, TraceRecord};
@@ -45,6 +44,7 @@ use crate::track_bits::TrackBits;
 use crate::units::{Lba, Nanos, Sectors};
 pub use config::{LayerConfig, Mode, ReplayConfig, RunConfig};
 use oracle::Oracle;
+use report::Report;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use verifier::Verifier;
@@ -294,75 +294,11 @@ impl Simulation {
     ) -> SimResult<Simulation> {
         let params = Params::resolve(entry.name, entry.params, &cfg.layer.params)?;
         let drive = entry.drive_for(&cfg.drive, &params)?;
-        let geom = Geometry::from_config(&drive)?;
+        let geom = drive.geometry()?;
         let layer = (entry.build)(&params, &geom)?;
-        let mech = Mechanics::for_drive(&drive, geom.tracks())?;
+        let mech = drive.mechanics(geom.tracks())?;
         let r = &cfg.replay;
-        let prefill = r
-            .prefill
-            .or(drive.prefill)
-            .unwrap_or(PrefillSpec::Fraction(0.0));
-        prefill.validate().map_err(SimError::Config)?;
-        if r.waf_every == 0 {
-            return Err(SimError::Config("waf_every must be at least 1".into()));
-        }
-        if r.series_every == 0 {
-            return Err(SimError::Config(
-                "series_every must be at least 1 (requests per point of the time series)".into(),
-            ));
-        }
-        if cfg.crash_after.contains(&0) {
-            return Err(SimError::Config(
-                "crash_after 0 names no request: a power loss is injected after the N-th completed request, N >= 1".into(),
-            ));
-        }
-        {
-            let mut seen = std::collections::HashSet::new();
-            if let Some(d) = cfg.crash_after.iter().find(|&&k| !seen.insert(k)) {
-                return Err(SimError::Config(format!(
-                    "crash_after {d} is given twice (one power loss per request count)"
-                )));
-            }
-            let mut seen = std::collections::HashSet::new();
-            if let Some(d) = cfg.crash_at_ops.iter().find(|&&k| !seen.insert(k)) {
-                return Err(SimError::Config(format!(
-                    "crash_at_ops {d} is given twice (one power loss per physical operation)"
-                )));
-            }
-        }
-        if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
-            return Err(SimError::Config(
-                "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
-                    .into(),
-            ));
-        }
-        if r.mode == Mode::Queue && r.queue_depth == 0 {
-            return Err(SimError::Config("queue_depth must be at least 1".into()));
-        }
-        if r.mode == Mode::Scaled && !(r.scale > 0.0 && r.scale.is_finite()) {
-            return Err(SimError::Config(format!(
-                "scale {} must be a positive number",
-                r.scale
-            )));
-        }
-        if !(drive.interface_mb_s >= 0.0) {
-            return Err(SimError::Config(format!(
-                "interface_mb_s {} must be positive, or 0 for no link time",
-                drive.interface_mb_s
-            )));
-        }
-        if !(drive.write_cache_mib >= 0.0) {
-            return Err(SimError::Config(format!(
-                "write_cache_mib {} must be >= 0",
-                drive.write_cache_mib
-            )));
-        }
-        if r.write_cache == Some(true) && drive.write_cache_mib == 0.0 {
-            return Err(SimError::Config(format!(
-                "the write cache was asked for, but drive '{}' has write_cache_mib = 0",
-                drive.name
-            )));
-        }
+        let prefill = cfg.validate(&drive)?;
         let cache_on = r.write_cache.unwrap_or(drive.write_cache_mib > 0.0);
         let cache_sectors = if cache_on {
             (drive.write_cache_mib * 1024.0 * 1024.0 / geom.sector_bytes() as f64) as u64

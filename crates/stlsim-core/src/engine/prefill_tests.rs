@@ -7,7 +7,7 @@ use crate::error::SimError;
 use crate::trace::{Op, TraceSpec, VecTrace};
 use crate::units::{PhysAddr, Track};
 
-fn verified(drive: crate::geometry::DriveConfig, layer: &str, prefill: PrefillSpec) -> RunConfig {
+fn verified(drive: crate::drive::DriveConfig, layer: &str, prefill: PrefillSpec) -> RunConfig {
     let mut c = cfg(drive, layer);
     c.verify = true;
     c.replay.prefill = Some(prefill);
@@ -224,7 +224,7 @@ fn prefilled_sequential_zones_start_with_their_write_pointers_after_the_data() {
     d.layout.zone_tracks = 10;
     d.layout.conventional_zones = 2;
     // 2000 tracks of 100 sectors: 200 zones of 1000 sectors; data on LBAs 0..50,050.
-    let geom = Geometry::from_config(&d).unwrap();
+    let geom = d.geometry().unwrap();
     let mut m = crate::medium::Medium::new(&geom, false);
     m.set_prefill(&geom, Prefill::below(&geom, HomeMap::default(), 50_050));
     assert_eq!(
@@ -261,7 +261,7 @@ fn prefilled_sequential_zones_start_with_their_write_pointers_after_the_data() {
 fn a_prefilled_20_tb_drive_costs_a_bit_a_track() {
     // 20 TB of 1.5 MiB tracks: 12.7 M tracks. Verification off (the usual
     // configuration for big runs) and on (one more bitmap of touched tracks).
-    let d = crate::geometry::DriveConfig {
+    let d = crate::drive::DriveConfig {
         sector_bytes: 4096,
         track_bytes: 1536 * 1024,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
@@ -273,7 +273,7 @@ fn a_prefilled_20_tb_drive_costs_a_bit_a_track() {
         },
         ..Default::default()
     };
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert!(g.tracks() > 12_000_000, "{}", g.tracks());
     for tracked in [false, true] {
         let mut m = crate::medium::Medium::new(&g, tracked);
@@ -335,7 +335,7 @@ fn spares_the_home_map_does_not_use_are_warned_about() {
         front_empty_sectors: 10,
         ..Default::default()
     }];
-    let warned = |d: &crate::geometry::DriveConfig| {
+    let warned = |d: &crate::drive::DriveConfig| {
         let r = run(cfg(d.clone(), "cmr"), vec![rec(0, Op::Write, 0, 4)])
             .unwrap()
             .report();

@@ -5,6 +5,7 @@
 use super::tests::{cfg, imr_drive, rec, run, small_drive};
 use super::*;
 use crate::device::OpKind;
+use crate::geometry::Geometry;
 use crate::layers::{cmr, LayoutNeed};
 use crate::trace::{Op, VecTrace};
 use std::collections::HashMap;

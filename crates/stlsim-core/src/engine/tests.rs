@@ -1,6 +1,7 @@
 use super::*;
+use crate::drive::DriveConfig;
 use crate::error::SimError;
-use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::geometry::LayoutConfig;
 use crate::layers::{cmr, LayerEntry, LayoutNeed, REGISTRY};
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::Bytes;

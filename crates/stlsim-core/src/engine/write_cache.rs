@@ -539,7 +539,8 @@ impl WriteCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::{DriveConfig, Geometry};
+
+    use crate::drive::DriveConfig;
 
     fn cache(capacity: u64) -> WriteCache {
         // 100-sector tracks.
@@ -549,7 +550,7 @@ mod tests {
             capacity_gib: None,
             ..Default::default()
         };
-        WriteCache::new(capacity, Arc::new(Geometry::from_config(&d).unwrap()))
+        WriteCache::new(capacity, Arc::new(d.geometry().unwrap()))
     }
 
     fn toks(lba: u64, n: u64, ver: u32) -> Vec<Token> {

@@ -21,9 +21,32 @@ mod spares;
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 pub use band_map::BandMap;
-pub use config::{
-    DriveConfig, LayoutConfig, SeekConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS,
-};
+pub use config::{LayoutConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS};
+pub(crate) use spares::front_mapped;
+
+/// What the geometry takes from a drive description
+/// ([`crate::drive::DriveConfig::geometry`] fills it, its ranges checked):
+/// sector and track sizes, the zone table, the track count or capacity,
+/// the surfaces and sparing range, and the recording layout.
+#[derive(Clone, Copy, Debug)]
+pub struct GeometrySpec<'a> {
+    /// Bytes per sector: 512 or 4096.
+    pub sector_bytes: u32,
+    /// Uniform track size in bytes, used when `zones` is empty.
+    pub track_bytes: u64,
+    /// The zoned-bit-recording table (empty: uniform tracks).
+    pub zones: &'a [ZoneSpec],
+    /// Physical tracks, if given; else derived from `capacity_gib`.
+    pub tracks: Option<u64>,
+    /// Host-visible capacity in GiB (at least), when `tracks` is absent.
+    pub capacity_gib: Option<f64>,
+    /// Data surfaces; tracks are numbered cylinder-major.
+    pub surfaces: u64,
+    /// Cylinders of a sparing range, for `spare_sectors_per_range`.
+    pub spare_range_cylinders: u64,
+    /// The recording layout.
+    pub layout: &'a LayoutConfig,
+}
 
 /// IMR LBA order within a group of N bottom and N top tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,16 +338,17 @@ fn tracks_for_capacity(layout: Layout, zones: &[ZoneSpec], want: u64) -> Option<
 }
 
 impl Geometry {
-    /// Build and validate the geometry a drive description asks for.
-    pub fn from_config(c: &DriveConfig) -> SimResult<Geometry> {
-        c.check_ranges()?;
+    /// Build and validate the geometry a drive description asks for (its
+    /// quantities' ranges already checked: see
+    /// [`crate::drive::DriveConfig::geometry`]).
+    pub fn from_spec(c: &GeometrySpec) -> SimResult<Geometry> {
         if c.sector_bytes != 512 && c.sector_bytes != 4096 {
             return config_err(format!(
                 "sector_bytes {} must be 512 or 4096",
                 c.sector_bytes
             ));
         }
-        let mut layout = layout_from(&c.layout)?;
+        let mut layout = layout_from(c.layout)?;
         // The overlap physics of shingled, interlaced and wave layouts counts
         // a track's neighbours as T-1 and T+1 on one surface; with tracks
         // numbered cylinder-major over several surfaces those are other
@@ -335,7 +359,7 @@ impl Geometry {
                 c.surfaces, c.layout.kind
             ));
         }
-        let mut zones = c.zones.clone();
+        let mut zones = c.zones.to_vec();
         if zones.is_empty() {
             if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {
                 return config_err(format!(

@@ -469,7 +469,7 @@ fn shape(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> SimResu
 
 /// Whether the home map leaves zone `z` (of `len` tracks) an empty front
 /// that ends on a logical track's first sector, the only fronts it maps.
-pub(super) fn front_mapped(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> bool {
+pub(crate) fn front_mapped(z: &ZoneSpec, len: u64, surfaces: u64, range_cylinders: u64) -> bool {
     shape(z, len, surfaces, range_cylinders).is_ok_and(|s| s.dead == z.front_empty_sectors)
 }
 

@@ -5,6 +5,7 @@
 
 use super::tests::drive;
 use super::*;
+use crate::drive::DriveConfig;
 
 fn at(t: u64, s: u32) -> PhysAddr {
     PhysAddr {
@@ -51,7 +52,7 @@ fn spare_sectors_per_track_end_every_track() {
             ..Default::default()
         },
     );
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(8 * 7));
     assert_eq!(g.home(Lba(6)), at(0, 6));
     assert_eq!(g.home(Lba(7)), at(1, 0));
@@ -79,7 +80,7 @@ fn spare_sectors_per_cylinder_end_each_cylinder() {
             ..Default::default()
         },
     );
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(3 * 17));
     assert_eq!(g.home(Lba(9)), at(0, 9));
     assert_eq!(g.home(Lba(16)), at(1, 6));
@@ -93,7 +94,7 @@ fn spare_sectors_per_cylinder_end_each_cylinder() {
     assert_eq!(ext, vec![(at(1, 4), 3, Lba(14)), (at(2, 0), 3, Lba(17))]);
     // 12 spares: the cylinder's 8 LBAs on track 0, track 1 wholly spare.
     d.zones[0].spare_sectors_per_cylinder = 12;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(3 * 8));
     assert_eq!(g.home(Lba(8)), at(2, 0));
     assert_eq!(g.logical_tracks(), 3);
@@ -119,7 +120,7 @@ fn spare_sectors_per_range_end_each_whole_range() {
         },
     );
     d.spare_range_cylinders = 2;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(70));
     assert_eq!(g.home(Lba(24)), at(2, 4));
     assert_eq!(g.home(Lba(25)), at(4, 0));
@@ -136,7 +137,7 @@ fn spare_sectors_per_range_end_each_whole_range() {
     assert_eq!(g.logical_track_start(8), Lba(70));
     // A zone shorter than a range keeps no spares.
     d.spare_range_cylinders = 6;
-    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(100));
+    assert_eq!(d.geometry().unwrap().capacity(), Sectors(100));
 }
 
 #[test]
@@ -159,7 +160,7 @@ fn spare_sectors_per_zone_end_the_zone() {
         spare_sectors_per_zone: 5,
         ..Default::default()
     });
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(47 + 27));
     assert_eq!(g.home(Lba(46)), at(4, 6));
     assert_eq!(g.home(Lba(47)), at(6, 0));
@@ -185,13 +186,13 @@ fn an_empty_front_is_mapped_when_it_ends_on_a_track_start() {
             ..Default::default()
         },
     );
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(3 * 7));
     assert_eq!(g.home(Lba(0)), at(1, 0));
     assert_eq!(g.phys_logical_track(Track(0)), None);
     assert!(d.unmapped_zone_keys().is_empty());
     d.zones[0].front_empty_sectors = 10;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(4 * 7));
     assert_eq!(g.home(Lba(0)), at(0, 0));
     assert_eq!(d.unmapped_zone_keys(), vec!["front_empty_sectors"]);
@@ -208,31 +209,31 @@ fn spares_that_leave_no_data_or_mix_schemes_are_errors_naming_the_key() {
             ..Default::default()
         },
     );
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("spare_sectors_per_track = 10 leaves no data sectors in a track of 10 sectors"),
         "{e}"
     );
     d.zones[0].spare_sectors_per_track = 0;
     d.zones[0].spare_sectors_per_cylinder = 25;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("spare_sectors_per_cylinder = 25"), "{e}");
     d.zones[0].spare_sectors_per_cylinder = 0;
     d.zones[0].spare_sectors_per_range = 60;
     d.spare_range_cylinders = 3;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("spare_sectors_per_range = 60 leaves no data sectors in a range of 3 cylinders"),
         "{e}"
     );
     d.zones[0].spare_sectors_per_range = 0;
     d.zones[0].spare_sectors_per_zone = 60;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("spare_sectors_per_zone = 60"), "{e}");
     d.zones[0].spare_sectors_per_zone = 59;
-    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(1));
+    assert_eq!(d.geometry().unwrap().capacity(), Sectors(1));
     d.zones[0].spare_tracks = 1;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("spare_tracks and spare_sectors_per_zone") && e.contains("one sparing scheme"),
         "{e}"
@@ -260,7 +261,7 @@ fn slipped_tracks_hold_no_lba_and_move_the_tracks_after_them_on() {
             ..Default::default()
         },
     );
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(20));
     let tracks: Vec<u64> = (0..20).step_by(4).map(|l| g.home(Lba(l)).track.0).collect();
     assert_eq!(tracks, vec![0, 1, 3, 5, 6]);
@@ -288,7 +289,7 @@ fn slipped_sectors_hold_no_lba_and_move_the_lbas_after_them_on() {
             ..Default::default()
         },
     );
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(17));
     assert_eq!(g.home(Lba(5)), at(1, 0));
     assert_eq!(g.home(Lba(6)), at(1, 2));
@@ -317,17 +318,17 @@ fn slipped_sectors_need_a_sector_scheme_order_and_room() {
             ..Default::default()
         },
     );
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("slipped_sectors need spare_sectors_per_range or spare_sectors_per_zone"),
         "{e}"
     );
     d.zones[0].spare_sectors_per_zone = 3;
     d.zones[0].slipped_sectors = vec![6, 2];
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("slipped_sectors must ascend (6 then 2)"), "{e}");
     d.zones[0].slipped_sectors = vec![20];
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("slipped sector 20 lies outside the zone's whole sparing periods (20 sectors)"),
         "{e}"
@@ -335,16 +336,16 @@ fn slipped_sectors_need_a_sector_scheme_order_and_room() {
     // Three slips move LBN 16 to position 19, the last data track's last
     // sector; a fourth would need another track.
     d.zones[0].slipped_sectors = vec![1, 2, 3];
-    assert!(Geometry::from_config(&d).is_ok());
+    assert!(d.geometry().is_ok());
     d.zones[0].slipped_sectors = vec![1, 2, 3, 4];
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("4 slipped_sectors in sparing period 0 move its LBAs past the 3 spare sectors"),
         "{e}"
     );
     d.zones[0].slipped_sectors = vec![1];
     d.zones[0].front_empty_sectors = 5;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("slipped_sectors with front_empty_sectors are not supported"),
         "{e}"
@@ -363,13 +364,13 @@ fn slipped_tracks_out_of_order_past_the_zone_or_beyond_the_spares_are_errors() {
             ..Default::default()
         },
     );
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("slipped_tracks must ascend (4 then 2)"), "{e}");
     d.zones[0].slipped_tracks = vec![2, 8];
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("slipped track 8 is past its 8 tracks"), "{e}");
     d.zones[0].slipped_tracks = vec![1, 2, 3];
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("3 slipped_tracks need as many spare_tracks (it has 2)"),
         "{e}"
@@ -402,7 +403,7 @@ fn gap_cylinders_hold_no_lba_and_keep_the_next_zone_in_place() {
         sectors_per_track: 8,
         ..Default::default()
     });
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(72));
     assert_eq!(g.home(Lba(0)), at(0, 0));
     // LBA 39: cylinder 1, head 1, sector 9; LBA 40: cylinder 3, head 0, sector 0.
@@ -453,7 +454,7 @@ fn gap_cylinders_are_outside_the_sparing_ranges() {
         spare_sectors_per_range: 5,
         ..Default::default()
     });
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(55 + 27));
     // The range's 35 LBAs: tracks 0..2, sectors 0..4 of track 3.
     assert_eq!(g.home(Lba(34)), at(3, 4));
@@ -479,20 +480,20 @@ fn gap_cylinders_that_leave_no_data_are_errors_naming_the_key() {
             ..Default::default()
         },
     );
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("gap_cylinders (3, 6 tracks)") && e.contains("leave none for data"),
         "{e}"
     );
     d.zones[0].gap_cylinders = 2;
     d.zones[0].spare_tracks = 2;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(
         e.contains("gap_cylinders (2, 4 tracks) and spare_tracks (2)"),
         "{e}"
     );
     d.zones[0].spare_tracks = 1;
-    assert_eq!(Geometry::from_config(&d).unwrap().capacity(), Sectors(10));
+    assert_eq!(d.geometry().unwrap().capacity(), Sectors(10));
     d.zones[0].gap_cylinders = 1 << 40;
     let e = d.check_ranges().unwrap_err().to_string();
     assert!(e.contains("zones.gap_cylinders"), "{e}");
@@ -668,7 +669,7 @@ proptest::proptest! {
             first += tracks + z_gap(&d, surfaces);
         }
         d.tracks = Some(first);
-        let Ok(g) = Geometry::from_config(&d) else {
+        let Ok(g) = d.geometry() else {
             // The spares leave every unit data, so only a front that takes
             // all of a zone's LBAs is refused.
             let full = d.zones.iter().enumerate().any(|(i, z)| {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::drive::DriveConfig;
 
 pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
     DriveConfig {
@@ -16,7 +17,7 @@ pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
 
 #[test]
 fn cmr_home_map_is_ascending() {
-    let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
+    let g = drive("cmr", 10, 100).geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(1000));
     assert_eq!(
         g.home(Lba(0)),
@@ -43,7 +44,7 @@ fn cmr_home_map_is_ascending() {
 
 #[test]
 fn requests_split_at_track_boundaries() {
-    let g = Geometry::from_config(&drive("cmr", 10, 100)).unwrap();
+    let g = drive("cmr", 10, 100).geometry().unwrap();
     let mut v = vec![];
     g.for_home_extents(Lba(90), Sectors(120), |at, n, lba| {
         v.push((at.track.0, at.sector, n, lba.0))
@@ -55,14 +56,14 @@ fn requests_split_at_track_boundaries() {
 fn imr_zigzag_and_serpentine_orders() {
     let mut d = drive("imr", 8, 10);
     d.layout.group_tracks = 2;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     // Group of 4 physical tracks: bottoms 0, 2 then tops 1, 3.
     let order: Vec<u64> = (0..8).map(|lt| g.logical_track_phys(lt).0).collect();
     assert_eq!(order, vec![0, 2, 1, 3, 4, 6, 5, 7]);
     assert_eq!(g.kind(Track(0)), TrackKind::Bottom);
     assert_eq!(g.kind(Track(3)), TrackKind::Top);
     d.layout.order = "serpentine".into();
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     let order: Vec<u64> = (0..8).map(|lt| g.logical_track_phys(lt).0).collect();
     assert_eq!(order, vec![0, 2, 3, 1, 4, 6, 7, 5]);
 }
@@ -71,7 +72,7 @@ fn imr_zigzag_and_serpentine_orders() {
 fn imr_top_ratio_shrinks_top_tracks() {
     let mut d = drive("imr", 4, 100);
     d.layout.top_ratio = 0.9;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.sectors_in(Track(0)), 100);
     assert_eq!(g.sectors_in(Track(1)), 90);
     assert_eq!(g.capacity(), Sectors(380));
@@ -101,7 +102,7 @@ fn imr_top_ratio_shrinks_top_tracks() {
 
 #[test]
 fn imr_bottom_write_damages_adjacent_tops_only() {
-    let g = Geometry::from_config(&drive("imr", 6, 10)).unwrap();
+    let g = drive("imr", 6, 10).geometry().unwrap();
     assert_eq!(
         g.damaged_by_write(Track(2)).collect::<Vec<_>>(),
         vec![Track(1), Track(3)]
@@ -118,7 +119,7 @@ fn smr_bands_guards_and_damage() {
     let mut d = drive("smr", 2 * (4 + 2), 10);
     d.layout.band_tracks = 4;
     d.layout.head_width_tracks = 3;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(80));
     assert_eq!(g.kind(Track(4)), TrackKind::Guard);
     assert_eq!(g.kind(Track(5)), TrackKind::Guard);
@@ -133,7 +134,7 @@ fn smr_bands_guards_and_damage() {
         vec![Track(4), Track(5)]
     );
     d.layout.direction = "down".into();
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.kind(Track(0)), TrackKind::Guard);
     assert_eq!(g.home(Lba(0)).track, Track(5));
     assert_eq!(
@@ -148,7 +149,7 @@ fn capacity_derivation_reaches_the_request() {
     d.tracks = None;
     d.capacity_gib = Some(1.0);
     d.layout.group_tracks = 8;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert!(g.capacity().0 * 4096 >= 1 << 30);
     assert_eq!(g.tracks() % 16, 0);
     // Not more than one layout unit past what was asked.
@@ -170,7 +171,7 @@ fn zones_give_per_track_sizes() {
             ..Default::default()
         },
     ];
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.capacity(), Sectors(800));
     assert_eq!(
         g.home(Lba(530)),
@@ -186,7 +187,7 @@ fn impossible_geometries_are_config_errors() {
     let bad = |f: &dyn Fn(&mut DriveConfig)| {
         let mut d = drive("imr", 8, 10);
         f(&mut d);
-        Geometry::from_config(&d).unwrap_err().to_string()
+        d.geometry().unwrap_err().to_string()
     };
     assert!(bad(&|d| d.sector_bytes = 1000).contains("512 or 4096"));
     assert!(bad(&|d| d.layout.top_ratio = 1.5).contains("top_ratio"));
@@ -217,7 +218,7 @@ fn implausible_physical_quantities_are_one_line_errors_naming_the_key() {
             ..Default::default()
         };
         f(&mut d);
-        let e = Geometry::from_config(&d).unwrap_err().to_string();
+        let e = d.geometry().unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         e
     };
@@ -260,7 +261,7 @@ fn implausible_physical_quantities_are_one_line_errors_naming_the_key() {
             rpm,
             ..Default::default()
         };
-        assert!(Geometry::from_config(&d).is_ok());
+        assert!(d.geometry().is_ok());
     }
 }
 
@@ -271,7 +272,7 @@ fn swd(mapping: &str, ra: u64) -> Geometry {
     d.layout.head_width_tracks = 2;
     d.layout.mapping = mapping.into();
     d.layout.random_access_tracks = ra;
-    Geometry::from_config(&d).unwrap()
+    d.geometry().unwrap()
 }
 
 /// Which (band, position) each logical track lands on.
@@ -376,7 +377,7 @@ fn smr_random_access_zone_sits_before_the_bands_outside_the_lba_space() {
     d.layout.band_tracks = 4;
     d.layout.direction = "down".into();
     d.layout.random_access_tracks = 4;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.random_access_tracks(), vec![Track(1), Track(3)]);
     assert_eq!(
         g.damaged_by_write(Track(3)).collect::<Vec<_>>(),
@@ -396,31 +397,35 @@ fn smr_space_gain_is_equation_1() {
     let mut d = drive("smr", 7 * 2, 10);
     d.layout.band_tracks = 5;
     d.layout.head_width_tracks = 3;
-    assert!((Geometry::from_config(&d).unwrap().space_gain() - 15.0 / 7.0).abs() < 1e-12);
+    assert!((d.geometry().unwrap().space_gain() - 15.0 / 7.0).abs() < 1e-12);
 }
 
 #[test]
 fn smr_layout_errors_are_clear() {
     let mut d = drive("smr", 15, 10);
     d.layout.random_access_tracks = 3;
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("multiple of head_width_tracks"));
     d.layout.random_access_tracks = 2;
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("persistent-cache tracks plus"));
     d.layout.random_access_tracks = 0;
     d.layout.mapping = "1243x".into();
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("smr mapping '1243x'"));
     let mut d = drive("cmr", 15, 10);
     d.layout.mapping = "1234".into();
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("smr layout key"));
@@ -433,7 +438,7 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     d.layout.band_tracks = 4;
     d.layout.random_access_tracks = 2;
     d.layout.cache_tracks = 5;
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(
         g.capacity(),
         Sectors(120),
@@ -469,7 +474,7 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     assert_eq!(g.bands(), 3);
     // Shingling down mirrors it: the guard comes first, the order is descending.
     d.layout.direction = "down".into();
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.kind(Track(2)), TrackKind::Guard);
     assert_eq!(g.cache_track(0), Track(7));
     assert_eq!(
@@ -484,15 +489,17 @@ fn smr_persistent_cache_is_one_shingled_run_before_the_bands() {
     let mut d = drive("smr", 2 + 6 + 3 * 5, 10);
     d.layout.random_access_tracks = 2;
     d.layout.cache_mib = Some(0.17); // 178,258 B: 4.35 tracks of 40,960 B -> 5
-    assert_eq!(Geometry::from_config(&d).unwrap().cache_tracks(), 5);
+    assert_eq!(d.geometry().unwrap().cache_tracks(), 5);
     d.layout.cache_tracks = 5;
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("either cache_tracks or cache_mib"));
     let mut d = drive("cmr", 10, 10);
     d.layout.cache_tracks = 3;
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("smr layout key"));
@@ -515,10 +522,11 @@ fn a_capacity_that_ends_before_inner_zones_leaves_them_unused() {
     ];
     d.tracks = None;
     d.capacity_gib = Some(50.0 * 4096.0 / (1u64 << 30) as f64); // 50 sectors: 5 tracks of the outer zone
-    assert_eq!(Geometry::from_config(&d).unwrap().tracks(), 5);
+    assert_eq!(d.geometry().unwrap().tracks(), 5);
     // Given explicitly, a track count that leaves a zone out is a mistake.
     d.tracks = Some(5);
-    assert!(Geometry::from_config(&d)
+    assert!(d
+        .geometry()
         .unwrap_err()
         .to_string()
         .contains("beyond the last track"));
@@ -752,7 +760,7 @@ fn home_order_cases() -> Vec<(String, DriveConfig)> {
 #[test]
 fn home_order_matches_the_per_track_tables() {
     for (what, d) in home_order_cases() {
-        let g = Geometry::from_config(&d).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let g = d.geometry().unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_matches_tables(&g, &what);
     }
     // The presets' shapes at full size, on their own zone tables.
@@ -763,7 +771,7 @@ fn home_order_matches_the_per_track_tables() {
     };
     d.track_bytes = 2 << 20;
     d.layout.group_tracks = 8;
-    assert_matches_tables(&Geometry::from_config(&d).unwrap(), "imr 64 GiB");
+    assert_matches_tables(&d.geometry().unwrap(), "imr 64 GiB");
 }
 
 /// A drive of 200,000 GiB is as cheap as a small one: the geometry holds
@@ -775,7 +783,7 @@ fn a_huge_drive_costs_no_memory_per_track() {
         tracks: None,
         ..drive("imr", 0, 512)
     };
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.tracks(), 102_400_000);
     let bytes = std::mem::size_of_val(&g) as u64 + g.home_heap_bytes();
     assert!(bytes < 4096, "{bytes} bytes");
@@ -801,17 +809,17 @@ fn surfaces_need_cylinder_aligned_zones_and_the_cmr_layout() {
             ..Default::default()
         },
     ];
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     // LBAs still ascend track by track: with tracks numbered cylinder-major
     // that fills cylinder 0 (tracks 0, 1, 2) before cylinder 1.
     assert_eq!(g.home(Lba(25)).track, Track(2));
     assert_eq!(g.home(Lba(60)).track, Track(6));
     d.zones[1].first_track = 7;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("not the first track of a cylinder"), "{e}");
     d.zones[1].first_track = 6;
     d.layout.kind = "imr".into();
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("surfaces = 3 needs layout kind 'cmr'"), "{e}");
 }
 
@@ -836,7 +844,7 @@ fn spare_tracks_and_empty_zone_fronts_hold_no_lbas() {
             ..Default::default()
         },
     ];
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert_eq!(g.tracks(), 20);
     assert_eq!(g.capacity(), Sectors(5 * 10 + 8 * 8));
     let at = |t: u64, s: u32| PhysAddr {
@@ -860,7 +868,7 @@ fn spare_tracks_and_empty_zone_fronts_hold_no_lbas() {
     assert_eq!(ext, vec![(at(6, 5), 5, Lba(45)), (at(10, 0), 5, Lba(50))]);
     // Holes that leave a zone no data are an error naming the zone.
     d.zones[1].spare_tracks = 10;
-    let e = Geometry::from_config(&d).unwrap_err().to_string();
+    let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("the zone at track 10 has 10 tracks"), "{e}");
     // The same holes on a drive sized by capacity are not mapped (warned).
     d.zones[1].spare_tracks = 2;

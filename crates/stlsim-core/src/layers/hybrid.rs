@@ -63,8 +63,9 @@ mod tests;
 
 use super::{Layer, LayerReport, ParamKind, ParamSpec, Params, WriteReq};
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::{DriveConfig, Geometry};
+use crate::geometry::Geometry;
 use crate::medium::Token;
 use crate::side_device::SideKind;
 use crate::units::{Lba, Sectors};

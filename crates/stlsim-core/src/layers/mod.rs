@@ -16,8 +16,9 @@ pub mod swd;
 pub mod zoned;
 
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::{DriveConfig, Geometry};
+use crate::geometry::Geometry;
 use crate::medium::Token;
 use crate::side_device::SideKind;
 use crate::units::{Lba, Sectors};
@@ -353,7 +354,7 @@ pub fn find(name: &str) -> SimResult<&'static LayerEntry> {
 /// are counted as the medium's zone table counts them (host capacity over
 /// zone size, a partial last zone included).
 fn has_sequential_zones(drive: &DriveConfig) -> SimResult<bool> {
-    let geom = Geometry::from_config(drive)?;
+    let geom = drive.geometry()?;
     let zones = geom
         .zone_sectors()
         .map_or(0, |zs| geom.capacity().0.div_ceil(zs.max(1)));
@@ -394,7 +395,7 @@ impl LayerEntry {
                 // A wave drive keeps its physical tracks (its guard bands become data tracks).
                 let mut d = drive.clone();
                 if drive.layout.kind == "wave" && d.tracks.is_none() {
-                    d.tracks = Some(Geometry::from_config(drive)?.tracks());
+                    d.tracks = Some(drive.geometry()?.tracks());
                     d.capacity_gib = None;
                 }
                 d.layout = crate::geometry::LayoutConfig {

@@ -1,6 +1,6 @@
 use crate::device::{Cause, Device};
-use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
-use crate::mechanics::Mechanics;
+use crate::drive::DriveConfig;
+use crate::geometry::LayoutConfig;
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 
@@ -12,8 +12,8 @@ fn device(layout: LayoutConfig, tracks: u64, spt: u32) -> Device {
         layout,
         ..Default::default()
     };
-    let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+    let g = d.geometry().unwrap();
+    let m = d.mechanics(g.tracks()).unwrap();
     Device::new(g, m, true)
 }
 

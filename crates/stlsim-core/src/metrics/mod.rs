@@ -1,8 +1,6 @@
 //! What a run measures: host latency histograms (HDR), a per-N-request time
 //! series, issue-time disparity, and the final structured report.
 
-pub mod report;
-
 use crate::units::Nanos;
 use hdrhistogram::Histogram;
 use serde::Serialize;

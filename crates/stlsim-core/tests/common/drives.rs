@@ -5,7 +5,8 @@
 //! every drive.
 #![allow(dead_code)]
 
-use stlsim_core::geometry::{DriveConfig, ZoneSpec};
+use stlsim_core::drive::DriveConfig;
+use stlsim_core::geometry::ZoneSpec;
 use stlsim_core::side_device::SideConfig;
 
 /// The IMR paper's drive (`imr-paper`): 1 TiB of 2 MiB tracks, 100 MiB write cache.

@@ -2,10 +2,11 @@
 //! verification on, and crash injection inside cleaning.
 
 use super::{bits_for, map_bytes_eq1};
+use crate::drive::DriveConfig;
+use crate::engine::report::Report;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
-use crate::geometry::{DriveConfig, LayoutConfig, ZoneSpec};
+use crate::geometry::{LayoutConfig, ZoneSpec};
 use crate::medium::prefill::PrefillSpec;
-use crate::metrics::report::Report;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos};
 

@@ -15,8 +15,9 @@
 
 use super::{Backend, BlockImage, HybridLayer, BUFFER_PARAMS};
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::error::SimResult;
-use crate::geometry::{DriveConfig, Geometry};
+use crate::geometry::Geometry;
 use crate::layers::cmr::{read_home, write_home};
 use crate::layers::{
     Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq,

@@ -31,9 +31,10 @@
 
 use super::{Backend, BlockImage, HybridLayer, BUFFER_PARAMS};
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
 use crate::geometry::segment_map::SegmentMap;
-use crate::geometry::{DriveConfig, Geometry, Layout};
+use crate::geometry::{Geometry, Layout};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use crate::medium::Token;
 use crate::side_device::SideKind;

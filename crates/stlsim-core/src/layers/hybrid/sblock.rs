@@ -40,8 +40,9 @@
 
 use super::{Backend, BlockImage, HybridLayer, BUFFER_PARAMS};
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::{DriveConfig, Geometry, Layout};
+use crate::geometry::{Geometry, Layout};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -76,7 +77,7 @@ const PARAMS: [ParamSpec; 9] = [
 /// The same physical disk as the wave drive, formatted as shingled bands of
 /// `S + kappa` tracks (log and internal guard) and `kappa` guard tracks.
 fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
-    let tracks = Geometry::from_config(d)?.tracks();
+    let tracks = d.geometry()?.tracks();
     let s = if p.u64("region_tracks") > 0 {
         p.u64("region_tracks")
     } else {

@@ -1,11 +1,12 @@
 //! The hybrid layers of paper 001 against its rules, with verification on,
 //! and crash injection inside segment rewrites and S-block collection.
 
+use crate::drive::DriveConfig;
+use crate::engine::report::Report;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
 use crate::geometry::segment_map::hwsr_over_sblock_utilisation;
-use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
+use crate::geometry::LayoutConfig;
 use crate::layers::{find, Params};
-use crate::metrics::report::Report;
 use crate::side_device::SideConfig;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos, Track};
@@ -100,7 +101,7 @@ const LAYERS: [&str; 3] = ["hwsr", "sblock", "buffered-cmr"];
 
 #[test]
 fn the_wave_layout_overlaps_in_both_directions_into_one_shared_guard_band() {
-    let g = Geometry::from_config(&drive(128, 2)).unwrap();
+    let g = drive(128, 2).geometry().unwrap();
     assert_eq!(g.tracks(), 20);
     assert_eq!(g.wave_regions(), 4);
     // Unit: region 0 = tracks 0-3 (shingled up), guard 4-5, region 1 = 6-9 (down).
@@ -143,7 +144,7 @@ fn hwsr_over_sblock_utilisation_from_the_built_layouts_is_the_papers_2_65() {
         user.insert("block_sectors".to_string(), serde_json::Value::from(64));
         let p = Params::resolve(name, e.params, &user).unwrap();
         let dd = e.drive_for(&d, &p).unwrap();
-        let g = Geometry::from_config(&dd).unwrap();
+        let g = dd.geometry().unwrap();
         assert_eq!(g.tracks(), 28 * 26 * 10, "{name} runs on the same tracks");
         (e.build)(&p, &g).unwrap().host_capacity(&g).0 as f64
     };

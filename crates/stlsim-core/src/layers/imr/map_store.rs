@@ -218,8 +218,8 @@ impl MapStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::{DriveConfig, Geometry, LayoutConfig};
-    use crate::mechanics::Mechanics;
+    use crate::drive::DriveConfig;
+    use crate::geometry::LayoutConfig;
 
     fn dev() -> Device {
         let d = DriveConfig {
@@ -232,8 +232,8 @@ mod tests {
             },
             ..Default::default()
         };
-        let g = Geometry::from_config(&d).unwrap();
-        let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+        let g = d.geometry().unwrap();
+        let m = d.mechanics(g.tracks()).unwrap();
         Device::new(g, m, false)
     }
 

@@ -7,7 +7,6 @@ pub mod backup;
 pub mod dynamic_map;
 pub mod flip;
 pub mod map_store;
-pub mod micro;
 pub mod region;
 pub mod relocation;
 pub mod rmw;

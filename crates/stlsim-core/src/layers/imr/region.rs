@@ -265,7 +265,8 @@ fn home_map(merged: &[(u64, u64)]) -> HomeMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::geometry::{DriveConfig, LayoutConfig};
+    use crate::drive::DriveConfig;
+    use crate::geometry::LayoutConfig;
 
     fn geom(group: u64) -> Geometry {
         let d = DriveConfig {
@@ -279,7 +280,7 @@ mod tests {
             },
             ..Default::default()
         };
-        Geometry::from_config(&d).unwrap()
+        d.geometry().unwrap()
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The write amplifier and the four mappings against paper 002's own numbers.
 
+use crate::drive::DriveConfig;
+use crate::engine::report::Report;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
-use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::geometry::LayoutConfig;
 use crate::medium::prefill::PrefillSpec;
-use crate::metrics::report::Report;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos};
 

@@ -1,10 +1,11 @@
 //! The host-managed buffer layers against paper 004's rules, with
 //! verification on, and crash injection inside write-backs.
 
+use crate::drive::DriveConfig;
+use crate::engine::report::Report;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
-use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::geometry::LayoutConfig;
 use crate::medium::prefill::PrefillSpec;
-use crate::metrics::report::Report;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos};
 use crate::xorshift::Rng;

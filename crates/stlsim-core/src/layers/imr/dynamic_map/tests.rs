@@ -1,11 +1,10 @@
 use super::*;
+use crate::drive::DriveConfig;
 use crate::engine::RunConfig;
 use crate::engine::{Mode, Simulation};
 use crate::error::SimError;
-use crate::geometry::DriveConfig;
 #[allow(unused_imports)]
 use crate::layers::{background::direct, Background};
-use crate::mechanics::Mechanics;
 use crate::trace::TraceRecord;
 use crate::trace::TraceSpec;
 use crate::units::Nanos;
@@ -26,7 +25,7 @@ fn params(user: &[(&str, &str)]) -> Params {
 }
 
 fn build(d: &DriveConfig, user: &[(&str, &str)]) -> SimResult<(Geometry, ImrDtm)> {
-    let g = Geometry::from_config(d)?;
+    let g = d.geometry()?;
     let l = ImrDtm::new(&params(user), &g)?;
     Ok((g, l))
 }
@@ -35,7 +34,7 @@ fn build(d: &DriveConfig, user: &[(&str, &str)]) -> SimResult<(Geometry, ImrDtm)
 fn direct(rot: &str, ratio: f64) -> (Device, ImrDtm) {
     let d = paper_drive(rot, ratio);
     let (g, l) = build(&d, &[("backup_location", "outer")]).unwrap();
-    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+    let m = d.mechanics(g.tracks()).unwrap();
     (Device::new(g, m, false), l)
 }
 

@@ -1,9 +1,10 @@
 use super::*;
+use crate::drive::DriveConfig;
 use crate::engine::{Mode, Simulation};
-use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::geometry::LayoutConfig;
 #[allow(unused_imports)]
 use crate::layers::{background::direct, Background};
-use crate::mechanics::{Mechanics, Rotation};
+use crate::mechanics::Rotation;
 use crate::trace::TraceSpec;
 use crate::units::Nanos;
 use std::collections::{BTreeMap, HashMap};
@@ -11,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 /// A layer and an untracked or tracked device, without the engine.
 fn direct(rot: &str, ratio: f64, params: &[(&str, &str)], tracked: bool) -> (ImrFlip, Device) {
     let d = paper_drive(rot, ratio);
-    let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+    let g = d.geometry().unwrap();
+    let m = d.mechanics(g.tracks()).unwrap();
     let user: BTreeMap<String, serde_json::Value> = params
         .iter()
         .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
@@ -267,7 +268,7 @@ fn map_bytes_for_a_20_tb_drive_match_the_paper() {
         },
         ..Default::default()
     };
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     assert!(
         (g.tracks() as f64 - 1.333e7).abs() < 0.01e7,
         "{} tracks",
@@ -286,7 +287,7 @@ fn map_bytes_for_a_20_tb_drive_match_the_paper() {
 #[test]
 fn configuration_errors_are_reported_not_panicked() {
     let d = paper_drive("average", 1.0);
-    let g = Geometry::from_config(&d).unwrap();
+    let g = d.geometry().unwrap();
     let build = |pairs: &[(&str, &str)]| {
         let user = pairs
             .iter()
@@ -316,7 +317,7 @@ fn configuration_errors_are_reported_not_panicked() {
     assert!(build(&[]).is_ok());
     // With 0.9 top tracks (461 sectors) a flip saves 3 * 461 = 1383 sectors: three backup
     // tracks (3 * 460) are still too few, the default four are enough.
-    let g9 = Geometry::from_config(&paper_drive("average", 0.9)).unwrap();
+    let g9 = paper_drive("average", 0.9).geometry().unwrap();
     let build9 = |pairs: &[(&str, &str)]| {
         let user = pairs
             .iter()

@@ -1,5 +1,6 @@
+use crate::drive::DriveConfig;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
-use crate::geometry::{DriveConfig, LayoutConfig};
+use crate::geometry::LayoutConfig;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos};
 

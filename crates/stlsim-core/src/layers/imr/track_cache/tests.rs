@@ -1,9 +1,8 @@
 use super::*;
+use crate::drive::DriveConfig;
 use crate::engine::{Mode, Simulation};
-use crate::geometry::DriveConfig;
 #[allow(unused_imports)]
 use crate::layers::{background::direct, Background};
-use crate::mechanics::Mechanics;
 use crate::trace::TraceSpec;
 use crate::units::Nanos;
 use std::collections::BTreeMap;
@@ -37,8 +36,8 @@ fn params(kv: &[(&str, &str)]) -> Params {
 /// A bare device on the paper's drive (2000 tracks, N = 1), no data carried.
 fn device(rotation: &str) -> Device {
     let d = paper_drive(rotation, 1.0);
-    let g = Geometry::from_config(&d).unwrap();
-    let m = Mechanics::for_drive(&d, g.tracks()).unwrap();
+    let g = d.geometry().unwrap();
+    let m = d.mechanics(g.tracks()).unwrap();
     Device::new(g, m, false)
 }
 
@@ -582,7 +581,7 @@ fn flat_out_replay_runs_the_moves_in_the_foreground() {
 
 #[test]
 fn bad_parameters_are_configuration_errors() {
-    let g = Geometry::from_config(&paper_drive("average", 1.0)).unwrap();
+    let g = paper_drive("average", 1.0).geometry().unwrap();
     for kv in [
         &[("cache_tracks", "1")][..],
         &[("cache_tracks", "0")],
@@ -609,7 +608,7 @@ fn bad_parameters_are_configuration_errors() {
     // Not an IMR drive.
     let mut d = paper_drive("average", 1.0);
     d.layout.kind = "cmr".into();
-    let cmr = Geometry::from_config(&d).unwrap();
+    let cmr = d.geometry().unwrap();
     assert!(matches!(
         (ENTRY.build)(&params(&[]), &cmr),
         Err(crate::error::SimError::Config(_))
@@ -745,7 +744,7 @@ fn map_memory_is_proportional_to_the_cache_not_the_drive() {
         d.track_bytes = 384 * 4096; // 1.5 MiB
         let t = (tb * 1e12 / d.track_bytes as f64) as u64;
         d.tracks = Some(t + t % 2);
-        Geometry::from_config(&d).unwrap()
+        d.geometry().unwrap()
     };
     let big = drive(20.0);
     assert!(

@@ -23,7 +23,7 @@ fn sixty_ghost_hits_with_sixteen_block_chunks_move_four_chunks() {
 
 /// A policy over a 256-block buffer of 16-block chunks (16 chunks, 4 in the HFB).
 fn policy() -> (Amphisbaena, Buffer) {
-    let geom = Geometry::from_config(&drive()).unwrap();
+    let geom = drive().geometry().unwrap();
     let zones = ZoneMap::new(&geom, 1).unwrap();
     let user: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
     let p = Params::resolve("amphisbaena", ENTRY.params, &user).unwrap();

@@ -2,13 +2,13 @@
 //! It holds only simulated quantities, so the same inputs give a
 //! byte-identical report.
 
-use super::{HostMetrics, LatencySummary, WafSeries};
 use crate::device::{Cause, Device};
 use crate::engine::verifier::Verifier;
 use crate::engine::{BackgroundCounts, HostCounts, Irregular, Mode, RunConfig};
 use crate::geometry::Layout;
 use crate::layers::{Layer, LayerEntry, LayerReport, Params};
 use crate::medium::prefill::PrefillSpec;
+use crate::metrics::{HostMetrics, LatencySummary, WafSeries};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

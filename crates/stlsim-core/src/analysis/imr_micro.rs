@@ -18,16 +18,16 @@
 //! remain are the steps the paper leaves out; docs/imr.md lists them and
 //! `scripts/imr_micro.py` prints the table.
 
-use super::dynamic_map::{self, ImrDtm};
-use super::flip::{self, ImrFlip};
-use super::region::Reserved;
-use super::track_cache::{self, TrackCache};
 use crate::device::{Cause, Device};
+use crate::drive::DriveConfig;
 use crate::engine::{LayerConfig, Mode, RunConfig, Simulation};
 use crate::error::{config_err, SimResult};
-use crate::geometry::{DriveConfig, Geometry, TrackKind};
+use crate::geometry::{Geometry, TrackKind};
+use crate::layers::imr::dynamic_map::{self, ImrDtm};
+use crate::layers::imr::flip::{self, ImrFlip};
+use crate::layers::imr::region::Reserved;
+use crate::layers::imr::track_cache::{self, TrackCache};
 use crate::layers::Params;
-use crate::mechanics::Mechanics;
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos, PhysAddr, Track};
 use std::collections::BTreeMap;
@@ -88,16 +88,14 @@ pub fn imr_micro(drive: &DriveConfig, samples: u32) -> SimResult<MicroReport> {
     // Caches off: each operation alone, as the paper analyses it.
     d.write_cache_mib = 0.0;
     d.read_cache = None;
-    let g = Geometry::from_config(&d)?;
+    let g = d.geometry()?;
     if !matches!(g.layout(), crate::geometry::Layout::Imr { .. }) {
         return config_err(format!(
             "IMR micro-benchmarks need an IMR drive; '{}' is not one",
             d.name
         ));
     }
-    let rot = Mechanics::for_drive(&d, g.tracks())?
-        .rotation_time()
-        .as_ms();
+    let rot = d.mechanics(g.tracks())?.rotation_time().as_ms();
     let mut rows = vec![
         host_write(&d, &g, "cmr", samples, false)?,
         host_write(&d, &g, "imr-rmw", samples, false)?,
@@ -125,7 +123,7 @@ pub fn imr_micro(drive: &DriveConfig, samples: u32) -> SimResult<MicroReport> {
     rows.push(background(&d, &g, samples, Bg::Promote)?);
     rows.push(background(&d, &g, samples, Bg::Evict)?);
     rows.push(background(&d, &g, samples, Bg::Swap)?);
-    let m = Mechanics::for_drive(&d, g.tracks())?;
+    let m = d.mechanics(g.tracks())?;
     let spt = g.sectors_in(Track(0));
     let skew = d.zones.first().map_or(0, |z| z.cylinder_skew_sectors);
     Ok(MicroReport {
@@ -215,8 +213,8 @@ fn host_write(
     let res = if layer == "cmr" {
         None
     } else {
-        let p = Params::resolve(layer, super::rmw::ENTRY.params, &user)?;
-        Some(super::rmw::backup_from(&p, g, 0)?.0)
+        let p = Params::resolve(layer, crate::layers::imr::rmw::ENTRY.params, &user)?;
+        Some(crate::layers::imr::rmw::backup_from(&p, g, 0)?.0)
     };
     let tracks = sample_tracks(g, samples, |t| {
         res.as_ref()
@@ -265,7 +263,7 @@ fn host_write(
     let entry = crate::layers::find(layer)?;
     let p = Params::resolve(layer, entry.params, &user_of(layer))?;
     let mut l = (entry.build)(&p, g)?;
-    let mech = Mechanics::for_drive(d, g.tracks())?;
+    let mech = d.mechanics(g.tracks())?;
     let mut dev = Device::new(g.clone(), mech, false);
     let mut by: BTreeMap<String, f64> = BTreeMap::new();
     let mut ops = 0;
@@ -344,7 +342,7 @@ fn params_for(layer: &str, entry: &crate::layers::LayerEntry) -> SimResult<Param
 
 /// One background operation per trial, on a fresh layer and device.
 fn background(d: &DriveConfig, g: &Geometry, samples: u32, which: Bg) -> SimResult<MicroRow> {
-    let mech = Mechanics::for_drive(d, g.tracks())?;
+    let mech = d.mechanics(g.tracks())?;
     let rot = mech.rotation_time();
     let seek = |a: Track, b: Track| mech.seek_time(a.distance(b)).as_ms();
     let rot_ms = rot.as_ms();
