@@ -3,7 +3,7 @@
 Each of the IMR layers' operations runs alone on the default `imr-paper`
 preset, the head already on the track concerned, the write and read caches
 off, averaged over tracks across the disk and start angles
-(`stlsim_core::layers::imr::micro`). The paper's figure is its formula
+(`stlsim_core::analysis::imr_micro`). The paper's figure is its formula
 with each `t_seek` it names taken from the drive's seek curve at the
 distance the layer travels, and zero for the seek the head has already made.
 

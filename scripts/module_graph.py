@@ -92,6 +92,23 @@ def circles(g: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def levels(g: dict[str, set[str]]) -> list[list[str]]:
+    """The modules bottom up, when there are no circles: level 0 names no
+    other module of the core, each module above names only modules of lower
+    levels (its level is one more than the highest it names)."""
+    level: dict[str, int] = {}
+
+    def of(m: str) -> int:
+        if m not in level:
+            level[m] = 1 + max((of(d) for d in g.get(m, ()) if d in g), default=-1)
+        return level[m]
+
+    for m in g:
+        of(m)
+    top = max(level.values(), default=-1)
+    return [sorted(m for m in g if level[m] == i) for i in range(top + 1)]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", action="store_true", help="print the edges and circles as JSON")
@@ -99,12 +116,17 @@ def main() -> int:
     g = edges()
     cs = circles(g)
     if ns.json:
-        print(json.dumps({"edges": {k: sorted(v) for k, v in sorted(g.items())}, "circles": cs}, indent=1))
+        order = levels(g) if not cs else None
+        print(json.dumps({"edges": {k: sorted(v) for k, v in sorted(g.items())}, "circles": cs, "levels": order}, indent=1))
         return 0
     for c in cs:
         print("circle: " + ", ".join(c))
         for m in c:
             print(f"    {m} -> " + ", ".join(sorted(t for t in g[m] if t in c)))
+    if not cs:
+        print("bottom up (each level names only the levels below it):")
+        for i, ms in enumerate(levels(g)):
+            print(f"{i}. " + ", ".join(ms))
     print(f"{len(g)} modules, {len(cs)} circle{'s' if len(cs) != 1 else ''}")
     return 0
 

@@ -72,3 +72,14 @@ def test_the_graph_sees_a_circle_and_ignores_doc_links(tmp_path: Path) -> None:
     g = mod.edges(tmp_path)
     assert g == {"a": {"b"}, "b": {"a"}, "c": {"a"}, "d": {"c"}}
     assert mod.circles(g) == [["a", "b"]]
+
+
+def test_the_architecture_page_gives_the_graphs_order() -> None:
+    spec = importlib.util.spec_from_file_location("module_graph", ROOT / "scripts" / "module_graph.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    order = mod.levels(mod.edges())
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    listed = [line for line in page.splitlines() if line[:1].isdigit() and ". " in line[:4]]
+    assert listed == [f"{i}. " + ", ".join(ms) for i, ms in enumerate(order)], listed

@@ -1,12 +1,16 @@
 //! stlsim-core: a fast, trace-driven simulator of the translation layers of
 //! shingled (SMR) and interlaced (IMR) magnetic-recording drives.
 //!
-//! The pieces, bottom up: [`units`] (newtypes), [`geometry`] (tracks, zones,
-//! layouts, home maps), [`medium`] (contents and overlap physics),
-//! [`mechanics`] (seek, rotation, transfer), [`device`] (all of them plus
-//! counters by cause), [`layers`] (the translation layers and their
-//! registry), [`trace`] (readers), [`engine`] (replay, write cache,
-//! verification, crashes) and [`metrics`] (histograms, series, report).
+//! The pieces, bottom up (each names only those before it; docs/architecture.md
+//! gives the levels, `scripts/module_graph.py` checks them): [`units`],
+//! [`error`]; [`geometry`] (tracks, zones, layouts, home maps), [`cause`],
+//! [`metrics`] (histograms, series), [`trace`] (readers); [`mechanics`]
+//! (seek, rotation), [`medium`] (contents and overlap physics);
+//! [`controller`], [`front_end`], [`side_device`]; [`device`] (all of them
+//! on one clock, counters by cause) and [`drive`] (the drive description
+//! above the parts it configures); [`layers`] (the translation layers and
+//! their registry); [`engine`] (replay, write cache, verification, crashes,
+//! the report); [`analysis`] (what a trace does to a drive, micro-benchmarks).
 #![warn(missing_docs)]
 
 pub mod analysis;

@@ -7,6 +7,7 @@ use super::tests::{drive_for_layer_sized, timed};
 use super::*;
 use crate::drive::DriveConfig;
 use crate::layers::{LayerEntry, ParamKind, REGISTRY};
+use crate::trace::TraceRecord;
 use crate::trace::{TraceSpec, VecTrace};
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -5,9 +5,13 @@
 
 use super::tests::{cfg, rec, small_drive};
 use super::*;
+use crate::device::Cause;
 use crate::error::SimError;
+use crate::front_end::FrontEnd;
 use crate::front_end::{QueueConfig, Reorder};
+use crate::layers::WriteReq;
 use crate::layers::{cmr, LayoutNeed, RunsIn};
+use crate::trace::Op;
 use crate::trace::VecTrace;
 use crate::units::PhysAddr;
 

@@ -96,8 +96,8 @@ impl Simulation {
         let (mut writes, mut best, mut since) = (0u64, now, 0u64);
         while now < fill {
             let lba = rng.below(blocks) * block;
-            let issue = self.dev.now().max(self.prev_issue);
-            self.prev_issue = issue;
+            let issue = self.dev.now().max(self.arrivals.prev_issue);
+            self.arrivals.prev_issue = issue;
             self.serve(Arrival {
                 lba: Lba(lba),
                 n: Sectors(block),
@@ -148,12 +148,12 @@ impl Simulation {
         self.layer.restart_counts(t0);
         self.metrics = HostMetrics::starting_at(self.cfg.replay.series_every, t0);
         self.host = HostCounts::default();
-        self.bg = BackgroundCounts::default();
-        self.bg_wait = Nanos::ZERO;
-        self.stage_spans.clear();
+        self.stage.bg = BackgroundCounts::default();
+        self.stage.bg_wait = Nanos::ZERO;
+        self.stage.stage_spans.clear();
         self.outstanding.clear();
-        self.prev_issue = t0;
-        self.host_writes_arrived = 0;
-        self.waf_countdown = self.cfg.replay.waf_every;
+        self.arrivals.prev_issue = t0;
+        self.waf.arrived = 0;
+        self.waf.countdown = self.cfg.replay.waf_every;
     }
 }

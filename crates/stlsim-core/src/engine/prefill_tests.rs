@@ -4,6 +4,8 @@
 use super::tests::{cfg, data_path, imr_drive, rec, run, small_drive, NAIVE_IMR};
 use super::*;
 use crate::error::SimError;
+use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
+use crate::trace::TraceRecord;
 use crate::trace::{Op, TraceSpec, VecTrace};
 use crate::units::{PhysAddr, Track};
 

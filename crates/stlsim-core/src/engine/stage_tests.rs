@@ -4,9 +4,13 @@
 
 use super::tests::{cfg, imr_drive, rec, run, small_drive};
 use super::*;
+use crate::device::Cause;
 use crate::device::OpKind;
 use crate::geometry::Geometry;
+use crate::layers::WriteReq;
 use crate::layers::{cmr, LayoutNeed};
+use crate::layers::{Background, QueueView, StageOutcome};
+use crate::medium::prefill::PrefillSpec;
 use crate::trace::{Op, VecTrace};
 use std::collections::HashMap;
 

@@ -1,7 +1,9 @@
 use super::*;
+use crate::device::Cause;
 use crate::drive::DriveConfig;
 use crate::error::SimError;
 use crate::geometry::LayoutConfig;
+use crate::layers::WriteReq;
 use crate::layers::{cmr, LayerEntry, LayoutNeed, REGISTRY};
 use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::Bytes;
