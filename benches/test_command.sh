@@ -15,6 +15,7 @@ step run stlsim run
 T0=$(date +%s)
 step deps sh scripts/test-deps.sh
 step piptest pip install '.[test]'
+step clippy cargo clippy --release --all-targets -p stlsim-core -p stlsim-py -- -D warnings
 step cargo cargo test --release -p stlsim-core
 step pytest python -m pytest -q -rs -n auto
 echo "test command total: $(( $(date +%s)-T0 )) s"

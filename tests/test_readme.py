@@ -50,3 +50,15 @@ def test_every_tour_line_runs_as_pasted(tmp_path: Path) -> None:
     # What the tour says it writes, it wrote, under results/.
     for made in ("flat-out/report.json", "cmp/summary.csv", "imr/rows", "tracks", "my.toml", "api-run/report.json", "atlas10k.toml", "blk.stlt"):
         assert (tmp_path / "results" / made).exists(), made
+
+
+def test_ci_runs_the_readmes_test_command_with_clippy() -> None:
+    text = README.read_text()
+    section = text[text.index("## Two commands") :]
+    blocks = re.findall(r"```sh\n(.*?)```", section[: section.index("\n## ", 1)], re.S)
+    assert len(blocks) == 2, "an install command and a test command"
+    test_command = blocks[1].strip()
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == test_command, (ci[-1], test_command)
+    # Issue 36: lints are denied, not merely printed.
+    assert "cargo clippy" in test_command and "-D warnings" in test_command

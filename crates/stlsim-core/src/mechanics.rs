@@ -190,8 +190,8 @@ impl AccessTime {
     }
 }
 
-/// `k` sectors' share of a turn of `turn` ns on a track of `spt` (at least
-/// 1) sectors, floor(turn * k / spt): in 64 bits where the product fits
+/// `k` sectors' share of a turn of `turn` ns on a track of `spt` sectors
+/// (`spt` at least one), floor(turn * k / spt): in 64 bits where the product fits
 /// (every real drive), else in 128, the same exact value.
 #[inline]
 pub(crate) fn turn_share_ns(turn: u64, k: u64, spt: u64) -> u64 {

@@ -330,6 +330,10 @@ impl SideDevice {
 
     /// Read sectors `[offset, offset + n)` of a slot, appending their tokens
     /// (empty tokens where nothing was written) when `carry`. Returns the time it took.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a side read's place, its span, timing and where the tokens go: no smaller whole"
+    )]
     pub(crate) fn read(
         &mut self,
         cause: Cause,
@@ -344,7 +348,7 @@ impl SideDevice {
         if carry {
             match self.slot(slot).filter(|s| !s.data.is_empty()) {
                 Some(s) => out.extend_from_slice(&s.data[offset as usize..(offset + n) as usize]),
-                None => out.extend(std::iter::repeat(Token::EMPTY).take(n as usize)),
+                None => out.extend(std::iter::repeat_n(Token::EMPTY, n as usize)),
             }
         }
         Ok(self.count(false, cause, n, account))

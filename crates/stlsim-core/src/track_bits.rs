@@ -27,7 +27,11 @@ enum Leaf {
     /// Some tracks set.
     Bits(Box<[u64; WORDS]>),
     /// Every track set but these few (offsets in the leaf, ascending).
-    // A thin box, so that a leaf slot stays 16 bytes.
+    // A thin box, so that a leaf slot stays 16 bytes (a Vec is 24).
+    #[allow(
+        clippy::box_collection,
+        reason = "a thin pointer keeps a leaf slot at 16 bytes"
+    )]
     FullExcept(Box<Vec<u16>>),
 }
 
@@ -70,6 +74,7 @@ impl TrackBits {
 
     /// The clear tracks of a leaf of `len` tracks whose bits are `w`, if few
     /// enough to keep as a list.
+    #[allow(clippy::box_collection, reason = "the thin box FullExcept holds")]
     fn exceptions(w: &[u64; WORDS], len: u64) -> Option<Box<Vec<u16>>> {
         let set: u64 = w.iter().map(|x| x.count_ones() as u64).sum();
         if len - set > EXCEPT as u64 {

@@ -737,8 +737,8 @@ fn replace_field(b: &mut Vec<u8>, rng: &mut Rng) {
     // Field boundaries within the line.
     let mut fields = Vec::new();
     let mut start = s;
-    for i in s..e {
-        if delim(b[i]) {
+    for (i, &c) in b.iter().enumerate().take(e).skip(s) {
+        if delim(c) {
             fields.push((start, i));
             start = i + 1;
         }

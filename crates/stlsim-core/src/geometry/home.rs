@@ -136,7 +136,7 @@ impl Pattern {
                 0,
                 match order {
                     ImrOrder::Ascending => o,
-                    _ if o % 2 == 0 => o / 2,
+                    _ if o.is_multiple_of(2) => o / 2,
                     ImrOrder::ZigZag => n + (o - 1) / 2,
                     ImrOrder::Serpentine => 2 * n - 1 - (o - 1) / 2,
                 },

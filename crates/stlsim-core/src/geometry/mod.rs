@@ -164,7 +164,7 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 "down" => false,
                 d => return config_err(format!("smr direction '{d}' is not 'up' or 'down'")),
             };
-            if c.random_access_tracks % c.head_width_tracks != 0 {
+            if !c.random_access_tracks.is_multiple_of(c.head_width_tracks) {
                 return config_err(format!(
                     "smr random_access_tracks = {} must be a multiple of head_width_tracks = {} (one usable track, then W-1 guards)",
                     c.random_access_tracks, c.head_width_tracks
@@ -361,7 +361,7 @@ impl Geometry {
         }
         let mut zones = c.zones.to_vec();
         if zones.is_empty() {
-            if c.track_bytes == 0 || c.track_bytes % c.sector_bytes as u64 != 0 {
+            if c.track_bytes == 0 || !c.track_bytes.is_multiple_of(c.sector_bytes as u64) {
                 return config_err(format!(
                     "track_bytes {} must be a positive multiple of sector_bytes {}",
                     c.track_bytes, c.sector_bytes
@@ -608,7 +608,7 @@ impl Geometry {
     pub fn kind(&self, t: Track) -> TrackKind {
         match self.layout {
             Layout::Imr { .. } => {
-                if t.0 % 2 == 0 {
+                if t.0.is_multiple_of(2) {
                     TrackKind::Bottom
                 } else {
                     TrackKind::Top
@@ -764,7 +764,7 @@ impl Geometry {
     pub fn damaged_by_write(&self, t: Track) -> impl Iterator<Item = Track> {
         let n = self.tracks();
         let (lo, hi) = match self.layout {
-            Layout::Imr { .. } if t.0 % 2 == 0 => {
+            Layout::Imr { .. } if t.0.is_multiple_of(2) => {
                 let lo = if t.0 == 0 { 0 } else { t.0 - 1 };
                 let hi = (t.0 + 1).min(n - 1);
                 (lo, hi)
@@ -946,7 +946,7 @@ impl Geometry {
         };
         debug_assert!(i < region);
         let base = (r / 2) * (2 * region + kappa);
-        Track(if r % 2 == 0 {
+        Track(if r.is_multiple_of(2) {
             base + i
         } else {
             base + region + kappa + i

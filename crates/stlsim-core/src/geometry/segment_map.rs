@@ -51,7 +51,10 @@ impl SegmentMap {
         block_sectors: u64,
         region_tracks: u64,
     ) -> SimResult<SegmentMap> {
-        if block_sectors == 0 || region_tracks == 0 || track_sectors % block_sectors.max(1) != 0 {
+        if block_sectors == 0
+            || region_tracks == 0
+            || !track_sectors.is_multiple_of(block_sectors.max(1))
+        {
             return config_err(format!(
                 "a segment layout needs blocks ({block_sectors} sectors) that divide the track ({track_sectors} sectors) and regions of at least one track"
             ));

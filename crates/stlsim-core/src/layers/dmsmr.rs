@@ -103,6 +103,10 @@ impl TrackRing {
     pub fn len(&self) -> u64 {
         self.len
     }
+    /// Whether the ring has no tracks (never, once built: a lap holds at least one).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
     /// Ring index of an offset.
     #[inline]
     pub fn index(&self, off: u64) -> usize {

@@ -370,7 +370,7 @@ fn check_block(p: &Params, geom: &Geometry) -> SimResult<u32> {
         )));
     }
     let spt = geom.max_sectors_per_track() as u64;
-    if spt % b != 0 {
+    if !spt.is_multiple_of(b) {
         return Err(SimError::Config(format!(
             "block_sectors {b} must divide the track of {spt} sectors"
         )));

@@ -253,7 +253,7 @@ impl Swd {
         let (mut last, mut lo, mut hi) = (p as u64, at.sector, at.sector + count);
         let mut from = at.track;
         let mut q = p as u64 + 1;
-        while q <= self.band && q <= last + self.width - 1 {
+        while q <= self.band && q < last + self.width {
             let t = g.band_track(b, q as u32);
             if self.holds_data(dev, t) {
                 let (l, h) = match self.rescue {

@@ -116,7 +116,7 @@ fn smr_write_destroys_downstream_within_band() {
     for t in [0, 1, 2, 3, 6] {
         fill(&mut dev, t, 10);
     }
-    dev.write(Cause::Host, at(1, 0), 10, &vec![Token::data(Lba(3), 2); 10])
+    dev.write(Cause::Host, at(1, 0), 10, &[Token::data(Lba(3), 2); 10])
         .unwrap();
     assert!(
         dev.peek(at(0, 5)).destroyed_by().is_none(),
@@ -125,7 +125,7 @@ fn smr_write_destroys_downstream_within_band() {
     assert!(dev.peek(at(2, 5)).destroyed_by().is_some());
     assert!(dev.peek(at(3, 5)).destroyed_by().is_some());
     // Writing the band's last track damages only guards: the next band survives.
-    dev.write(Cause::Host, at(3, 0), 10, &vec![Token::data(Lba(3), 3); 10])
+    dev.write(Cause::Host, at(3, 0), 10, &[Token::data(Lba(3), 3); 10])
         .unwrap();
     assert!(dev.peek(at(6, 0)).destroyed_by().is_none());
 }
@@ -152,15 +152,10 @@ fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
         .write(Cause::Host, at(2, 3), 1, &[Token::data(Lba(23), 1)])
         .unwrap_err();
     assert!(e.to_string().contains("write pointer"), "{e}");
-    dev.write(
-        Cause::Host,
-        at(2, 0),
-        10,
-        &vec![Token::data(Lba(20), 1); 10],
-    )
-    .unwrap();
+    dev.write(Cause::Host, at(2, 0), 10, &[Token::data(Lba(20), 1); 10])
+        .unwrap();
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(30)));
-    dev.write(Cause::Host, at(3, 0), 4, &vec![Token::data(Lba(30), 1); 4])
+    dev.write(Cause::Host, at(3, 0), 4, &[Token::data(Lba(30), 1); 4])
         .unwrap();
     dev.reset_zone(Cause::Gc, 1).unwrap();
     assert_eq!(dev.medium().write_pointer(1), Some(Lba(20)));
@@ -222,7 +217,7 @@ fn cmr_writes_damage_nothing() {
 #[test]
 fn ops_are_counted_by_cause() {
     let mut dev = device(LayoutConfig::default(), 4, 10);
-    dev.write(Cause::Rmw, at(1, 0), 4, &vec![Token::data(Lba(10), 1); 4])
+    dev.write(Cause::Rmw, at(1, 0), 4, &[Token::data(Lba(10), 1); 4])
         .unwrap();
     let mut out = vec![];
     dev.read(Cause::Backup, at(1, 0), 4, &mut out).unwrap();
@@ -253,26 +248,16 @@ fn metadata_records_survive_until_overwritten_or_damaged() {
     assert_eq!(dev.meta_records(Track(1)).len(), 2);
     assert_eq!(dev.meta_records(Track(1))[0].words, vec![7, 8, 9]);
     // A write elsewhere on the track leaves both.
-    dev.write(
-        Cause::Host,
-        at(1, 30),
-        5,
-        &vec![Token::data(Lba(130), 1); 5],
-    )
-    .unwrap();
+    dev.write(Cause::Host, at(1, 30), 5, &[Token::data(Lba(130), 1); 5])
+        .unwrap();
     assert_eq!(dev.meta_records(Track(1)).len(), 2);
     // Overwriting one sector of a record loses it.
     dev.write(Cause::Host, at(1, 11), 1, &[Token::data(Lba(111), 1)])
         .unwrap();
     assert_eq!(dev.meta_records(Track(1)).len(), 1);
     // Writing the bottom track underneath damages the other.
-    dev.write(
-        Cause::Host,
-        at(2, 45),
-        10,
-        &vec![Token::data(Lba(245), 1); 10],
-    )
-    .unwrap();
+    dev.write(Cause::Host, at(2, 45), 10, &[Token::data(Lba(245), 1); 10])
+        .unwrap();
     assert!(dev.meta_records(Track(1)).is_empty());
 }
 

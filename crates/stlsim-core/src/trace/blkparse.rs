@@ -610,12 +610,12 @@ fn fast_line(line: &[u8], wanted: &[u8]) -> Option<Fast> {
     }
     // Byte loops: `contains` on bytes calls memchr, whose set-up costs
     // more than these few bytes.
-    if !wanted.iter().any(|&a| a == action) {
+    if !wanted.contains(&action) {
         return Some(Fast::Skip);
     }
-    let op = if rwbs.iter().any(|&c| c == b'W') {
+    let op = if rwbs.contains(&b'W') {
         Op::Write
-    } else if rwbs.iter().any(|&c| c == b'R') {
+    } else if rwbs.contains(&b'R') {
         Op::Read
     } else {
         return Some(Fast::Skip);

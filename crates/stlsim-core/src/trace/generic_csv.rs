@@ -577,7 +577,9 @@ mod tests {
     /// the real layout.
     #[test]
     fn published_layouts_read_their_samples() {
-        let cases: [(Format, &str, &[(u64, Op, u64, u64, Option<u64>)]); 4] = [
+        // (time ns, op, offset, length, disk) of each record a sample holds.
+        type Expected = (u64, Op, u64, u64, Option<u64>);
+        let cases: [(Format, &str, &[Expected]); 4] = [
             (
                 Format::Systor17,
                 "Timestamp,Response,IOType,LUN,Offset,Size\n1485353461.235532,0.000405,W,3,44883968,4096\n1485353462.5,0.0002,R,1,8192,8192\n",

@@ -154,6 +154,9 @@ pub struct ERegion {
     sector_bytes: u32,
 }
 
+/// Reads `n` sectors at an LBA from their home location, appending tokens.
+type HomeRead<'a> = dyn FnMut(&mut Device, u64, u64, &mut Vec<Token>) -> SimResult<()> + 'a;
+
 impl ERegion {
     /// Build for an `smr` drive with a persistent cache.
     pub fn new(p: &Params, g: &Geometry) -> SimResult<ERegion> {
@@ -399,7 +402,7 @@ impl State {
         lba: u64,
         n: u64,
         out: &mut Vec<Token>,
-        home: &mut dyn FnMut(&mut Device, u64, u64, &mut Vec<Token>) -> SimResult<()>,
+        home: &mut HomeRead,
     ) -> SimResult<()> {
         let end = lba + n;
         let mut cur = lba;

@@ -439,7 +439,7 @@ impl State {
     /// A slot's record, in `w` (a buffer from [`Device::meta_words`]).
     fn words(&self, mut w: Vec<u64>, home: u64, slot: Slot) -> Vec<u64> {
         w.extend([SLOT, self.seq, home, slot.off, slot.k as u64, slot.h as u64]);
-        if self.seq % self.full_every == 0 {
+        if self.seq.is_multiple_of(self.full_every) {
             self.full_copy(&mut w);
         }
         w

@@ -269,6 +269,10 @@ impl Logs {
         }
     }
 
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a slot read's place, its span and where the tokens go: no smaller whole"
+    )]
     fn read_slot(
         &self,
         dev: &mut Device,

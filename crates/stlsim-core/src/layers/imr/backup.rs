@@ -94,7 +94,7 @@ impl BackupRegion {
     /// A backup region of slots of `per` tracks each, laid one after another
     /// in `tracks` in ascending order of their first tracks.
     pub fn flat(tracks: Vec<Track>, per: usize) -> BackupRegion {
-        assert!(per > 0 && tracks.len() % per == 0, "whole slots");
+        assert!(per > 0 && tracks.len().is_multiple_of(per), "whole slots");
         BackupRegion {
             tracks,
             per,

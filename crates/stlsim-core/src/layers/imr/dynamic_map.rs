@@ -731,7 +731,7 @@ impl ImrDtm {
     pub(crate) fn host_track(&self, t: Track) -> bool {
         t.0 >= 1
             && !(t.0 - 1..=t.0 + 1).any(|x| self.res.contains(Track(x)))
-            && self.spaces[BOTTOM].offset(t, 0) % self.p == 0
+            && self.spaces[BOTTOM].offset(t, 0).is_multiple_of(self.p)
     }
 
     /// Swap the bottom pseudo-track starting on host bottom track `t` with
@@ -748,7 +748,7 @@ impl ImrDtm {
             return Ok(None);
         }
         let off = self.spaces[BOTTOM].offset(t, 0);
-        if off % self.p != 0 {
+        if !off.is_multiple_of(self.p) {
             return Ok(None);
         }
         let hot = off / self.p;
@@ -810,7 +810,7 @@ impl ImrDtm {
             }
         }
         self.writes += 1;
-        if self.writes % self.interval == 0 {
+        if self.writes.is_multiple_of(self.interval) {
             self.plan();
         }
         self.since_progress += 1;

@@ -286,7 +286,7 @@ mod tests {
         let update = |i: u64| {
             [
                 (i % 5, Some(i)),
-                (50 + i % 3, if i % 4 == 0 { None } else { Some(i) }),
+                (50 + i % 3, if i.is_multiple_of(4) { None } else { Some(i) }),
             ]
         };
         let mut points = 0;

@@ -144,6 +144,9 @@ pub fn backup_from(
     Ok((res, BackupRegion::flat(flat, n), extra_tops))
 }
 
+/// A backup slot: its LBA range `(first, sectors)` and the tracks that hold it.
+pub type BackupSlot = ((u64, u64), Vec<Track>);
+
 /// The spread backup slots of `backup_location = spread`: runs of whole
 /// groups `(first group, groups)` one every `backup_spacing_tracks`, away
 /// from the runs in `taken`, each with its first `per_slot` usable tops.
@@ -152,7 +155,7 @@ pub fn spread_slots(
     g: &Geometry,
     per_slot: u64,
     taken: &[(u64, u64)],
-) -> SimResult<Vec<((u64, u64), Vec<Track>)>> {
+) -> SimResult<Vec<BackupSlot>> {
     let spacing = p.u64("backup_spacing_tracks");
     let (group, _) = Reserved::groups_on(g)?;
     if spacing < 2 * group {

@@ -107,7 +107,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         let sb = g.sector_bytes() as u64;
         let c = p.u64("chunk_kib") * 1024 / sb;
-        if c == 0 || p.u64("chunk_kib") * 1024 % sb != 0 {
+        if c == 0 || !(p.u64("chunk_kib") * 1024).is_multiple_of(sb) {
             return config_err(format!("chunk_kib = {} is not a whole number of {sb}-byte blocks", p.u64("chunk_kib")));
         }
         let lambda = p.f64("lambda");
@@ -243,7 +243,7 @@ impl Amphisbaena {
     /// The policy for a buffer of `slots` blocks.
     pub fn new(p: &Params, z: &ZoneMap, slots: u64) -> SimResult<Amphisbaena> {
         let c = p.u64("chunk_kib") * 1024 / z.sector_bytes;
-        if c == 0 || z.zone_sectors % c != 0 {
+        if c == 0 || !z.zone_sectors.is_multiple_of(c) {
             return config_err(format!(
                 "chunk_kib = {} does not divide the drive's zones into whole chunks",
                 p.u64("chunk_kib")

@@ -295,7 +295,7 @@ fn giant_lines_and_field_counts_are_bounded_in_every_text_reader() {
     assert!(format_error_at(&spec(&p), 3).starts_with("line longer than 1 MiB"));
     // A line just within the bound is read (and found malformed, not too long).
     let mut text = b"0.5,r,8,8\n".to_vec();
-    text.extend(std::iter::repeat(b'x').take(MAX_LINE_BYTES as usize - 1));
+    text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES as usize - 1));
     text.extend_from_slice(b"\n");
     let p = write_temp("giant", "edge.txt", &text);
     let mut s = spec(&p);
@@ -303,7 +303,7 @@ fn giant_lines_and_field_counts_are_bounded_in_every_text_reader() {
     assert!(!format_error_at(&s, 2).contains("longer"));
     // Many short fields on a short line.
     let mut text = b"0.5,r,8,8\n0,r,0,1".to_vec();
-    text.extend(std::iter::repeat(b',').take(MAX_FIELDS + 5));
+    text.extend(std::iter::repeat_n(b',', MAX_FIELDS + 5));
     text.extend_from_slice(b"\n");
     let p = write_temp("giant", "fields.txt", &text);
     s.path = p;
