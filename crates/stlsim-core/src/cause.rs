@@ -31,7 +31,8 @@ pub enum Cause {
     Metadata,
     /// Padding writes (host-managed zones).
     Padding,
-    /// Garbage collection.
+    /// Garbage collection: copying live blocks out of a log or zone before it is
+    /// reset or reused (host-managed zones, hybrid S-block logs).
     Gc,
     /// Work done by crash recovery.
     Recovery,
@@ -104,9 +105,10 @@ impl Cause {
 /// Operation counts of one kind (read or write) for one cause.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct OpCounts {
-    /// Physical operations.
+    /// Operations issued: one per read or write call, each on a single track
+    /// (or one side-device access).
     pub ops: u64,
-    /// Sectors moved.
+    /// Sectors those operations read or wrote.
     pub sectors: u64,
     /// Time the device spent on them.
     pub busy: Nanos,

@@ -15,16 +15,16 @@ use crate::units::{Lba, Nanos, PhysAddr, Sectors, Track};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Physical operation kinds.
+/// The kinds of physical operation the device issues and logs (see [`OpRecord`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
-    /// A read.
+    /// A read of sectors on one track of the disk.
     Read,
-    /// A write.
+    /// A write of sectors on one track of the disk.
     Write,
-    /// A zone reset.
+    /// RESET WRITE POINTER of a host-managed zone.
     ResetZone,
-    /// A zone finish.
+    /// FINISH ZONE of a host-managed zone.
     FinishZone,
     /// A read of a device beside the disk (memory buffer, SSD).
     SideRead(SideKind),
@@ -41,11 +41,12 @@ pub struct OpRecord {
     pub kind: OpKind,
     /// Why it was issued.
     pub cause: Cause,
-    /// Where it started.
+    /// Its first sector; for a side-device operation, the slot number as the
+    /// track and sector 0.
     pub at: PhysAddr,
-    /// How many sectors.
+    /// Sectors it covers (0 for a zone reset or finish).
     pub count: u32,
-    /// When it started.
+    /// The device clock when it was issued.
     pub start: Nanos,
 }
 
@@ -60,7 +61,7 @@ pub struct ReadPiece {
     pub first_ready: Nanos,
     /// When its last sector is (the read's completion).
     pub end: Nanos,
-    /// How many sectors.
+    /// Sectors the read covers, all on one track.
     pub count: u32,
 }
 
@@ -126,7 +127,8 @@ impl WriteGate {
 /// the closure appending sector `lba`'s words.
 type Tagger<'a> = (usize, &'a mut dyn FnMut(Lba, &mut Vec<u64>));
 
-/// A simulated drive.
+/// A simulated drive: every physical operation a layer issues passes through
+/// it to be checked, timed, applied to the medium and counted.
 pub struct Device {
     geom: Arc<Geometry>,
     medium: Medium,
@@ -398,7 +400,7 @@ impl Device {
         std::mem::take(&mut self.made_durable)
     }
 
-    /// The drive geometry.
+    /// The drive's geometry: tracks, zones of sectors per track, the layout.
     pub fn geometry(&self) -> &Geometry {
         &self.geom
     }
@@ -410,7 +412,8 @@ impl Device {
     pub fn medium(&self) -> &Medium {
         &self.medium
     }
-    /// The mechanics model.
+    /// The mechanics model that times every access: seek curve, rotation,
+    /// head switches.
     pub fn mechanics(&self) -> &Mechanics {
         &self.mech
     }
@@ -428,7 +431,8 @@ impl Device {
             self.clock = t;
         }
     }
-    /// The head's state.
+    /// Where the head is: its track, the sector after its last access, and when
+    /// that access ended.
     pub fn head(&self) -> HeadState {
         self.head
     }
@@ -1059,7 +1063,8 @@ impl Device {
         self.medium.zones_mut().open(zone)
     }
 
-    /// CLOSE ZONE.
+    /// CLOSE ZONE: an open zone becomes closed (empty if it holds nothing); no
+    /// media time.
     pub fn close_zone(&mut self, zone: u64) -> SimResult<()> {
         self.medium.zones_mut().close(zone)
     }

@@ -36,9 +36,9 @@ pub enum SimError {
     Config(String),
     /// A malformed trace record.
     TraceFormat {
-        /// Where.
+        /// The file and line (or record number) of the bad record.
         at: Location,
-        /// What was wrong.
+        /// What was wrong with it, for the message after `file:line:`.
         msg: String,
     },
     /// An I/O failure reading an input file.

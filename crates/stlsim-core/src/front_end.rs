@@ -48,7 +48,7 @@ use std::collections::VecDeque;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reorder {
-    /// Arrival order.
+    /// Arrival order: the oldest cached write first.
     Fifo,
     /// Ascending track from the head's, wrapping to the lowest.
     CLook,
@@ -63,7 +63,7 @@ pub enum Reorder {
 pub struct QueueConfig {
     /// Cached writes the drive chooses among (SATA native command queueing: 32).
     pub depth: u32,
-    /// How it chooses.
+    /// How it picks among them: `fifo`, `c-look` or `sptf` (the default).
     pub reorder: Reorder,
 }
 
@@ -79,7 +79,7 @@ impl Default for QueueConfig {
 /// A metadata record a cached write carries to the media.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CachedMeta {
-    /// None.
+    /// No record: the write carries data only.
     None,
     /// One record on the first `n` sectors.
     Head(u32, Vec<u64>),
@@ -92,9 +92,9 @@ pub enum CachedMeta {
 pub struct Pending {
     /// The cause the layer gave it.
     pub cause: Cause,
-    /// Where it goes.
+    /// Its first sector on the disk.
     pub at: PhysAddr,
-    /// Sectors.
+    /// Sectors it writes, all on the track of `at`.
     pub count: u32,
     /// Tokens (when data is carried).
     pub data: Vec<Token>,
@@ -111,7 +111,7 @@ pub struct Pending {
 pub struct FrontEndCounts {
     /// Writes acknowledged from the cache.
     pub absorbed_ops: u64,
-    /// Their sectors.
+    /// Sectors of those writes.
     pub absorbed_sectors: u64,
     /// Writes that went to the media uncached (FUA, or larger than the cache).
     pub write_through_ops: u64,
@@ -119,11 +119,12 @@ pub struct FrontEndCounts {
     pub read_hit_sectors: u64,
     /// Reads served wholly from the cache.
     pub read_hits: u64,
-    /// FLUSH CACHE commands.
+    /// FLUSH CACHE commands the layer issued (ignored, and not counted, when the
+    /// drive's `flush_commands` is off).
     pub flushes: u64,
     /// Cached writes destaged to the media.
     pub destaged_ops: u64,
-    /// Their sectors.
+    /// Sectors of those destages.
     pub destaged_sectors: u64,
     /// Destages forced by a write that did not fit.
     pub destaged_for_room: u64,
@@ -146,7 +147,7 @@ pub struct FrontEnd {
     /// Data buffers of destaged writes, reused (no allocation per write).
     spare_data: Vec<Vec<Token>>,
 
-    /// Counters.
+    /// What it has done so far; the report's `drive_cache`.
     pub counts: FrontEndCounts,
 }
 
@@ -166,7 +167,8 @@ impl FrontEnd {
         }
     }
 
-    /// Cached sectors.
+    /// Sectors of the cached writes, counted per write: two cached writes of the
+    /// same sector count twice.
     pub fn dirty_sectors(&self) -> u64 {
         self.used
     }
@@ -176,7 +178,7 @@ impl FrontEnd {
         self.pending.is_empty()
     }
 
-    /// The queue's settings.
+    /// The queue's settings: how many cached writes it picks among, and how.
     pub fn queue(&self) -> &QueueConfig {
         &self.cfg
     }

@@ -51,7 +51,8 @@ use crate::geometry::ZoneSpec;
 use crate::units::{Nanos, PhysAddr, Track};
 use serde::{Deserialize, Serialize};
 
-/// Seek curve.
+/// Seek time against distance in cylinders (`[seek]` of a drive): a square-root
+/// curve through two points or a measured table.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SeekConfig {
@@ -82,7 +83,7 @@ impl Default for SeekConfig {
 pub struct MechanicsSpec<'a> {
     /// Spindle speed, revolutions per minute.
     pub rpm: f64,
-    /// The seek curve.
+    /// The seek curve: seek time against cylinder distance.
     pub seek: &'a SeekConfig,
     /// `average` or `angular` (see the module comment).
     pub rotation: &'a str,
@@ -100,7 +101,7 @@ pub struct MechanicsSpec<'a> {
     pub zones: &'a [ZoneSpec],
 }
 
-/// Rotational latency model.
+/// How rotational latency is charged (the drive's `rotation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rotation {
     /// Constant half rotation for every repositioning access.
@@ -151,7 +152,8 @@ pub struct Mechanics {
     surface_order: SurfaceOrder,
     /// Whole-track accesses start at any sector (no rotational latency).
     zero_latency: bool,
-    /// Switching surfaces.
+    /// Head switch time, from `head_switch_ms`: overlapped with the seek when a
+    /// move changes surface, not added to it.
     head_switch: Nanos,
     /// Added to a write's non-zero repositioning; signed, as DiskSim's
     /// `seekwritedelta` (nanoseconds; private to this module).
@@ -175,7 +177,7 @@ pub struct HeadState {
 /// The timing of one physical access.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AccessTime {
-    /// Head movement.
+    /// The whole repositioning: seek, head switch (overlapped) and write settle.
     pub seek: Nanos,
     /// Waiting for the first sector to arrive.
     pub rotate: Nanos,
@@ -184,7 +186,7 @@ pub struct AccessTime {
 }
 
 impl AccessTime {
-    /// Total service time.
+    /// Service time of the access: repositioning, rotational wait and transfer.
     pub fn total(&self) -> Nanos {
         self.seek + self.rotate + self.transfer
     }
@@ -469,12 +471,12 @@ impl Mechanics {
         self.zero_latency
     }
 
-    /// One full rotation.
+    /// Time of one full rotation, from the spindle's rpm.
     pub fn rotation_time(&self) -> Nanos {
         Nanos(self.rot_ns)
     }
 
-    /// The rotation model.
+    /// The rotational latency model, `average` or `angular`.
     pub fn rotation(&self) -> Rotation {
         self.rotation
     }

@@ -89,9 +89,10 @@ impl Token {
 pub struct MetaRecord {
     /// First sector on the track.
     pub sector: u32,
-    /// Sectors it occupies.
+    /// Sectors it occupies from `sector`: overwriting or damaging any of them
+    /// loses the record.
     pub count: u32,
-    /// The layer's words.
+    /// The layer's words, opaque to the medium (each layer parses its own).
     pub words: Vec<u64>,
 }
 

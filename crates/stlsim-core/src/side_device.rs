@@ -29,7 +29,7 @@ use crate::medium::Token;
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 
-/// Which side device.
+/// Which device beside the disk: the memory write buffer or the SSD read cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SideKind {
@@ -56,7 +56,8 @@ impl SideKind {
 /// the timing; keys given beside it override the preset's.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SideConfig {
-    /// Capacity in MiB.
+    /// Capacity in MiB; cut into slots of the layer's block size, a last partial
+    /// slot unused.
     pub mib: f64,
     /// Latency of a read, microseconds.
     pub read_latency_us: f64,
@@ -154,7 +155,8 @@ impl SideConfig {
             battery_backed: false,
         }
     }
-    /// Check the values.
+    /// Check the values: sizes and bandwidths positive, latencies not negative;
+    /// `what` names the table in the error.
     pub fn validate(&self, what: &str) -> SimResult<()> {
         for (k, v) in [
             ("mib", self.mib),
@@ -177,7 +179,7 @@ impl SideConfig {
     }
 }
 
-/// One slot's contents.
+/// One slot's contents: the layer's record and, when data is carried, its sectors.
 #[derive(Clone, Debug, Default)]
 pub struct Slot {
     /// The layer's record (block, sequence number, valid sectors ...).
@@ -239,19 +241,19 @@ impl SideDevice {
             writes: Default::default(),
         })
     }
-    /// Which device.
+    /// Which device this is (memory buffer or SSD).
     pub fn kind(&self) -> SideKind {
         self.kind
     }
-    /// Its configuration.
+    /// Its configuration: capacity, latencies, bandwidths, battery backing.
     pub fn config(&self) -> &SideConfig {
         &self.cfg
     }
-    /// Number of slots.
+    /// Number of slots: the whole slots the capacity holds.
     pub fn slots(&self) -> u64 {
         self.slots.len() as u64
     }
-    /// Sectors per slot.
+    /// Sectors per slot, as the layer asked (`Layer::side_devices`).
     pub fn slot_sectors(&self) -> u32 {
         self.slot_sectors
     }

@@ -12,7 +12,7 @@
 
 use crate::units::Track;
 
-/// Tracks a leaf.
+/// Tracks a leaf covers (the set's last leaf may cover fewer).
 pub const LEAF: u64 = 4096;
 const WORDS: usize = (LEAF / 64) as usize;
 /// At most this many clear tracks are kept as a list in an otherwise full leaf.
@@ -20,11 +20,11 @@ const EXCEPT: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Leaf {
-    /// No track set.
+    /// No track set; nothing allocated.
     Clear,
     /// Every track (of the set's range) set.
     Full,
-    /// Some tracks set.
+    /// Some tracks set: one bit per track of the leaf (512 bytes).
     Bits(Box<[u64; WORDS]>),
     /// Every track set but these few (offsets in the leaf, ascending).
     // A thin box, so that a leaf slot stays 16 bytes (a Vec is 24).
@@ -186,7 +186,7 @@ impl TrackBits {
         }
     }
 
-    /// Set every track.
+    /// Set every track of the range: each leaf becomes a marker, its bits freed.
     pub fn set_all(&mut self) {
         self.leaves.fill(Leaf::Full);
     }
@@ -240,7 +240,7 @@ impl TrackBits {
         })
     }
 
-    /// Heap bytes used.
+    /// Heap bytes of the leaf slots and of the partly set leaves' bits and lists.
     pub fn heap_bytes(&self) -> u64 {
         let bits: usize = self
             .leaves

@@ -35,7 +35,8 @@ use std::collections::{BinaryHeap, VecDeque};
 pub struct Completions {
     /// Completions later than every one queued before them, ascending.
     ascending: VecDeque<u64>,
-    /// The others.
+    /// Completions earlier than one queued before them (a request that finished
+    /// before an earlier one), earliest on top.
     heap: BinaryHeap<Reverse<u64>>,
     /// The newest completion, not in the heap yet.
     newest: Option<u64>,

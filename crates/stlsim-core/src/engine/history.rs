@@ -60,9 +60,9 @@ pub struct HistorySummary {
     pub fill_reached: f64,
     /// Host writes the history issued.
     pub writes: u64,
-    /// Their sectors.
+    /// Sectors those writes covered (each write 4 KiB, rounded up to whole sectors).
     pub write_sectors: u64,
-    /// Its seed.
+    /// The `history_seed` its random LBAs came from: the same seed, the same writes.
     pub seed: u64,
     /// Simulated seconds it took (before the run's clock started).
     pub simulated_s: f64,

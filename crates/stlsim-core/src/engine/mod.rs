@@ -48,7 +48,8 @@ use write_cache::WriteCache;
 /// How a run's background work went (stages of the layer's moves, cleaning, GC).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct BackgroundCounts {
-    /// Stages run.
+    /// Stages that ran (aborted ones not counted): the two counts below add
+    /// up to it.
     pub stages: u64,
     /// Of those, run while no host request was waiting.
     pub stages_idle: u64,
@@ -99,9 +100,9 @@ pub(crate) struct Irregular {
 pub struct HostCounts {
     /// Requests completed (acknowledged).
     pub requests: u64,
-    /// Reads completed.
+    /// Of `requests`, the reads.
     pub reads: u64,
-    /// Writes completed.
+    /// Of `requests`, the writes (acknowledged, whether or not yet on the media).
     pub writes: u64,
     /// Sectors read by the host.
     pub read_sectors: u64,
@@ -151,7 +152,8 @@ impl VerifyMemory {
     }
 }
 
-/// One simulation run.
+/// One run: a layer on a drive replaying a trace, with its write cache,
+/// verifier and counters; [`Simulation::report`] gives the results.
 pub struct Simulation {
     cfg: RunConfig,
     entry: &'static LayerEntry,
@@ -183,7 +185,8 @@ pub struct Simulation {
     irregular: Irregular,
     /// Sectors the host may address (the layer's host capacity).
     host_cap: u64,
-    /// Bytes per sector.
+    /// Bytes per sector, which turns the trace's byte offsets and lengths into
+    /// LBAs and sector counts.
     sector_bytes: u64,
     /// `log2(sector_bytes)` when it is a power of two (real sectors are 512
     /// or 4096 bytes: shifts rather than two 64-bit divisions per request).

@@ -15,15 +15,15 @@ use std::collections::BTreeMap;
 /// Physical work done for one cause.
 #[derive(Clone, Debug, Serialize)]
 pub struct CauseRow {
-    /// The cause.
+    /// The cause's name (`host`, `rmw`, `gc`, ...).
     pub cause: &'static str,
-    /// Read operations.
+    /// Read operations issued for it, each on one track (or one side-device access).
     pub read_ops: u64,
-    /// Sectors read.
+    /// Sectors those reads covered.
     pub read_sectors: u64,
-    /// Write operations.
+    /// Write operations issued for it, each on one track (or one side-device access).
     pub write_ops: u64,
-    /// Sectors written.
+    /// Sectors those writes covered.
     pub write_sectors: u64,
     /// Device time spent, seconds.
     pub busy_s: f64,
@@ -34,19 +34,22 @@ pub struct CauseRow {
 /// The drive as run.
 #[derive(Clone, Debug, Serialize)]
 pub struct DriveSummary {
-    /// Drive name.
+    /// The drive configuration's name: its preset's, or the user's.
     pub name: String,
     /// Layout kind the layer ran on.
     pub layout: String,
-    /// Bytes per sector.
+    /// Bytes per sector (512 or 4096 on real drives); the report's byte figures
+    /// are sector counts times this.
     pub sector_bytes: u32,
-    /// Physical tracks.
+    /// Physical tracks of the geometry, including those the layer reserves (the
+    /// host sees `capacity_bytes`).
     pub tracks: u64,
     /// Host capacity in bytes.
     pub capacity_bytes: u64,
     /// Rotation time, ms.
     pub rotation_ms: f64,
-    /// Rotation model.
+    /// How rotational latency was modelled: `average` (half a turn per
+    /// repositioning) or `angular` (the head's angle tracked).
     pub rotation_model: String,
     /// Write cache size in bytes (0: off).
     pub write_cache_bytes: u64,
@@ -56,22 +59,23 @@ pub struct DriveSummary {
     pub mapping: Option<String>,
 }
 
-/// Device-side figures.
+/// What the disk (and any device beside it) did: operations, sectors and
+/// busy time, split by cause.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceSummary {
     /// Per-cause rows (causes with no work left out).
     pub by_cause: Vec<CauseRow>,
     /// Total device busy time, seconds.
     pub busy_s: f64,
-    /// Physical reads.
+    /// Physical read operations on the disk, all causes (side devices not counted).
     pub read_ops: u64,
-    /// Physical writes.
+    /// Physical write operations on the disk, all causes (side devices not counted).
     pub write_ops: u64,
     /// Sectors read from the medium.
     pub media_read_sectors: u64,
     /// Sectors written to the medium.
     pub media_write_sectors: u64,
-    /// Head movements.
+    /// Disk operations that moved the head to another track.
     pub seeks: u64,
     /// Where time and bytes went, device by device (disk, memory buffer,
     /// SSD), for systems with devices beside the disk (empty otherwise; the
@@ -87,18 +91,18 @@ pub struct DeviceSummary {
     pub drive_cache: Option<crate::front_end::FrontEndCounts>,
 }
 
-/// One device's work.
+/// The work of one device (the disk or one beside it), all causes summed.
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceRow {
     /// `disk`, `memory` or `ssd`.
     pub device: &'static str,
-    /// Read operations.
+    /// Read operations on this device.
     pub read_ops: u64,
-    /// Bytes read.
+    /// Bytes read (sectors times the disk's sector size).
     pub read_bytes: u64,
-    /// Write operations.
+    /// Write operations on this device.
     pub write_ops: u64,
-    /// Bytes written.
+    /// Bytes written (sectors times the disk's sector size).
     pub write_bytes: u64,
     /// Time the device spent, seconds.
     pub busy_s: f64,
@@ -161,7 +165,7 @@ fn device_rows(dev: &Device) -> Vec<DeviceRow> {
     rows
 }
 
-/// Verification figures.
+/// What the verifier checked (all zero when the run did not verify).
 #[derive(Clone, Debug, Serialize)]
 pub struct VerifySummary {
     /// Whether verification was on.
@@ -190,25 +194,26 @@ pub struct PrefillSummary {
 /// The full run report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
-    /// Layer name.
+    /// The layer's registry name (`cmr`, `imr-rmw`, ...).
     pub layer: String,
-    /// Resolved layer parameters.
+    /// Every layer parameter as run: the user's values, checked, and the
+    /// defaults for the rest.
     pub params: BTreeMap<String, serde_json::Value>,
-    /// Trace path.
+    /// The trace file's path as given in the run configuration.
     pub trace: String,
-    /// Replay mode.
+    /// Replay mode: `queue`, `flat-out`, `scaled` or `closed`.
     pub mode: String,
     /// Queue depth (queue mode).
     pub queue_depth: u64,
     /// Whether the run reached the end of the trace.
     pub finished: bool,
-    /// The drive.
+    /// The drive as run: geometry, capacity, rotation, write cache.
     pub drive: DriveSummary,
-    /// Host counts.
+    /// Host requests and sectors completed, and how the drive's caches served them.
     pub host: HostCounts,
     /// Latency summaries: all, read, write.
     pub latency: BTreeMap<&'static str, LatencySummary>,
-    /// Device figures.
+    /// What the disk and side devices did, by cause.
     pub device: DeviceSummary,
     /// How full the drive was when the run started.
     pub prefill: PrefillSummary,
@@ -255,7 +260,7 @@ pub struct Report {
     pub final_disparity_s: f64,
     /// Largest issue-time disparity, seconds.
     pub max_disparity_s: f64,
-    /// Power losses injected.
+    /// Power losses injected, those that struck during a recovery included.
     pub crashes: u64,
     /// Power losses by the cause of the physical operation they interrupted
     /// (`between-requests` for `crash_after`, `recovery` for a crash during recovery).
@@ -266,7 +271,7 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The layer's own counters and gauges.
     pub layer_counters: LayerReport,
-    /// Verification.
+    /// What the verifier checked and found.
     pub verification: VerifySummary,
 }
 
@@ -411,7 +416,8 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Assemble the report.
+/// Assemble the report from the run's end state; only simulated quantities,
+/// so the same inputs give the same report.
 pub fn build(i: Inputs) -> Report {
     let dev = i.dev;
     let g = dev.geometry();

@@ -31,9 +31,9 @@ const EXTENTS_AT_FIRST: usize = 8;
 /// One cached extent (within one home track).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extent {
-    /// First LBA.
+    /// First host LBA of the extent.
     pub lba: u64,
-    /// Length in sectors.
+    /// Sectors in the extent (it never crosses its home track's end).
     pub len: u64,
     /// Tokens when data is carried.
     pub data: Vec<Token>,
@@ -112,7 +112,8 @@ impl Regions {
     }
 }
 
-/// The write cache.
+/// The drive's volatile DRAM write cache: coalesced host writes by home
+/// track, destaged oldest-dirtied track first.
 #[derive(Debug)]
 pub struct WriteCache {
     capacity: u64,
@@ -341,11 +342,11 @@ impl WriteCache {
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
-    /// Sectors held.
+    /// Sectors cached, each counted once however often it was rewritten.
     pub fn used(&self) -> u64 {
         self.used
     }
-    /// Nothing cached.
+    /// Whether no sector is cached (nothing left to destage).
     pub fn is_empty(&self) -> bool {
         self.tracks.is_empty()
     }

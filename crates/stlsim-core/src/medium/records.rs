@@ -26,7 +26,8 @@ const SHORT: usize = 16;
 const SECTORS_PER_RECORD: usize = 8;
 /// Words a record keeps in place.
 const INLINE: usize = 4;
-/// No record.
+/// No place: the end of a chain, an empty free list, or (in the index) a
+/// sector no record starts on.
 const NONE: u32 = u32::MAX;
 /// The sector of a lost place (on the free chain, in an indexed track).
 const LOST: u32 = u32::MAX;

@@ -24,7 +24,8 @@ pub(crate) struct Run {
     lba: u64,
     /// The version (for a destroyed sector, the destroying operation).
     ver: u32,
-    /// The first slot.
+    /// The slot the run starts at; it lasts until the next run's start (a run
+    /// stores no length).
     start: u32,
 }
 
@@ -81,12 +82,12 @@ impl RunRow {
         }
     }
 
-    /// Runs stored.
+    /// Runs the row holds (0: never written).
     pub fn runs(&self) -> usize {
         self.runs.len()
     }
 
-    /// Heap bytes held.
+    /// Heap bytes of the run list, counted by its capacity (for the memory report).
     pub fn heap_bytes(&self) -> u64 {
         (self.runs.capacity() * std::mem::size_of::<Run>()) as u64
     }

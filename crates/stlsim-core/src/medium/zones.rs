@@ -33,13 +33,13 @@ use crate::units::{Lba, Sectors};
 use serde::Serialize;
 use std::collections::VecDeque;
 
-/// A zone's type.
+/// A zone's type, as REPORT ZONES gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ZoneType {
     /// Randomly writable, no write pointer.
     Conventional,
-    /// Sequential write required.
+    /// Sequential write required: writes only at the write pointer.
     SequentialWriteRequired,
 }
 
@@ -64,15 +64,16 @@ pub enum ZoneCondition {
 /// One entry of REPORT ZONES.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ZoneInfo {
-    /// Zone number.
+    /// Zone number, from 0 at LBA 0 (the conventional zones come first).
     pub zone: u64,
-    /// Type.
+    /// Conventional or sequential write required.
     pub kind: ZoneType,
-    /// Condition.
+    /// Condition (empty, open, closed, full; not-write-pointer if conventional).
     pub cond: ZoneCondition,
-    /// First LBA.
+    /// The zone's first LBA (zone number times the zone size).
     pub start: Lba,
-    /// Length.
+    /// Sectors in the zone: the zone size, less for a last zone cut short by the
+    /// capacity.
     pub len: Sectors,
     /// Write pointer (the zone's end for conventional and full zones).
     pub wp: Lba,
@@ -81,17 +82,18 @@ pub struct ZoneInfo {
 /// Zone-management commands, counted in the report.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ZoneOpCounts {
-    /// RESET WRITE POINTER.
+    /// RESET WRITE POINTER commands that succeeded.
     pub resets: u64,
-    /// FINISH ZONE.
+    /// FINISH ZONE commands that succeeded.
     pub finishes: u64,
-    /// OPEN ZONE.
+    /// OPEN ZONE commands that succeeded (a write's implicit open is not counted).
     pub opens: u64,
-    /// CLOSE ZONE.
+    /// CLOSE ZONE commands that succeeded (including those on a zone not open).
     pub closes: u64,
     /// Zones closed by the drive to open another (open limit reached).
     pub implicit_closes: u64,
-    /// REPORT ZONES calls.
+    /// REPORT ZONES commands, one per call whatever the number of zones
+    /// returned (a layer's in-memory look-ups are not counted).
     pub reports: u64,
 }
 
@@ -181,11 +183,11 @@ impl ZoneTable {
     pub fn is_zoned(&self) -> bool {
         self.zone_sectors > 0
     }
-    /// Sectors per zone.
+    /// Sectors per zone (0: the drive has no zones); the last zone may be shorter.
     pub fn zone_sectors(&self) -> u64 {
         self.zone_sectors
     }
-    /// Number of zones.
+    /// Number of zones, conventional ones included.
     pub fn zones(&self) -> u64 {
         self.wp.len() as u64
     }
@@ -197,7 +199,7 @@ impl ZoneTable {
     pub fn zone_of(&self, lba: u64) -> u64 {
         lba / self.zone_sectors
     }
-    /// Command counts.
+    /// Zone-management commands counted since the run's measurements started.
     pub fn counts(&self) -> ZoneOpCounts {
         self.counts
     }
@@ -205,7 +207,8 @@ impl ZoneTable {
     pub fn reset_counts(&mut self) {
         self.counts = ZoneOpCounts::default();
     }
-    /// Heap bytes.
+    /// Heap bytes of the per-zone write pointers, conditions and open stamps
+    /// (part of the medium's state in the report).
     pub fn heap_bytes(&self) -> u64 {
         (self.wp.capacity() * 8 + self.cond.capacity() + self.opened_at.capacity() * 8) as u64
     }
@@ -447,7 +450,8 @@ impl ZoneTable {
         Ok(())
     }
 
-    /// CLOSE ZONE.
+    /// CLOSE ZONE: an open zone becomes closed, or empty if it holds nothing;
+    /// counted even when the zone was not open.
     pub fn close(&mut self, z: u64) -> SimResult<()> {
         self.check_zone(z, "CLOSE ZONE")?;
         if Self::is_open(self.cond[z as usize]) {

@@ -8,11 +8,11 @@ use serde::Serialize;
 /// Latency summary of one class of requests, in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LatencySummary {
-    /// Requests counted.
+    /// Requests in the class (0: no requests, and every figure below is null).
     pub count: u64,
-    /// Mean.
+    /// Mean latency, exact (from the summed nanoseconds, not the histogram).
     pub mean_ms: f64,
-    /// Median.
+    /// Median latency (the histogram's 3 significant digits, as the percentiles below).
     pub p50_ms: f64,
     /// 90th percentile.
     pub p90_ms: f64,
@@ -20,7 +20,7 @@ pub struct LatencySummary {
     pub p99_ms: f64,
     /// 99.9th percentile.
     pub p999_ms: f64,
-    /// Maximum.
+    /// Largest latency, to the histogram's 3 significant digits.
     pub max_ms: f64,
 }
 
@@ -62,7 +62,7 @@ impl LatencyHistogram {
         }
     }
 
-    /// Count one latency.
+    /// Count one latency (completion minus issue; the histogram takes a zero as 1 ns).
     #[inline]
     pub fn record(&mut self, lat: Nanos) {
         self.sum_ns += lat.0 as u128;
@@ -93,11 +93,12 @@ impl LatencyHistogram {
         h
     }
 
-    /// Requests counted.
+    /// Latencies recorded, the pending repeats included.
     pub fn count(&self) -> u64 {
         self.hist.len() + self.repeat.1
     }
-    /// The summary figures.
+    /// Count, mean, percentiles and maximum in ms (NaN, serialised as null, when
+    /// nothing was recorded).
     pub fn summary(&self) -> LatencySummary {
         let hist = self.settled();
         let n = hist.len();
@@ -290,7 +291,8 @@ pub struct WafSeries {
 }
 
 impl WafSeries {
-    /// Append a point.
+    /// Append a point of cumulative counts; a point at the same host-write count
+    /// as the last is dropped.
     pub fn push(&mut self, host_writes: u64, layer: u64, media: u64, moves: u64) {
         if self.host_writes.last() == Some(&host_writes) {
             return;
@@ -330,20 +332,21 @@ pub const MAX_SERIES_POINTS: usize = 10_000;
 /// Live host-side metrics of a run.
 #[derive(Clone, Debug)]
 pub struct HostMetrics {
-    /// Reads.
+    /// Latencies of host reads (issue to completion).
     pub reads: LatencyHistogram,
-    /// Writes.
+    /// Latencies of host writes (issue to acknowledgement, which a write cache
+    /// may give before the data reach the media).
     pub writes: LatencyHistogram,
-    /// Time series.
+    /// One point per `series_every` requests (pairs merged past `MAX_SERIES_POINTS`).
     pub series: Series,
     every: u64,
     /// Points the series may hold before its pairs are merged.
     max_points: usize,
     bucket: Bucket,
     done: u64,
-    /// Largest disparity seen.
+    /// Largest issue-time disparity (issue time minus trace time) seen so far.
     pub max_disparity: Nanos,
-    /// Latest disparity.
+    /// Disparity of the request recorded last.
     pub last_disparity: Nanos,
     last_issue: Nanos,
     /// Device time at which the run's clock reads zero (the end of a history).
