@@ -26,7 +26,8 @@ use crate::units::{Lba, Sectors};
 /// What a layer's pending background work asks of the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Background {
-    /// Nothing pending.
+    /// No work pending: the engine runs no stage for the layer and lets the
+    /// device idle.
     None,
     /// Run stages when the device would otherwise be idle.
     Idle,
@@ -53,7 +54,7 @@ pub struct QueuedRequest {
     pub write: bool,
     /// First host LBA.
     pub lba: Lba,
-    /// Length.
+    /// Sectors it covers from `lba`.
     pub sectors: Sectors,
 }
 

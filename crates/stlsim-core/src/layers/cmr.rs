@@ -21,7 +21,7 @@ use crate::units::{Lba, Sectors};
 #[derive(Debug, Default)]
 pub struct Cmr;
 
-/// Registry entry.
+/// The `cmr` layer's entry in `layers::REGISTRY`: name, parameters, constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "cmr",
     runs_in: crate::layers::RunsIn::Drive,

@@ -445,11 +445,11 @@ pub trait BandContents {
 /// One band being rewritten: positions `first..=last`, next to write `next`.
 #[derive(Clone, Debug)]
 pub struct BandJob {
-    /// The band.
+    /// The band's number (from 0, in the geometry's order of bands).
     pub band: u64,
     /// First position rewritten (1-based, shingling order).
     pub first: u32,
-    /// Last position rewritten.
+    /// Last position rewritten (1-based, inclusive).
     pub last: u32,
     /// Next position to write.
     pub next: u32,
@@ -475,13 +475,14 @@ impl BandJob {
 /// Cleaning statistics (counters).
 #[derive(Clone, Debug, Default)]
 pub struct CleanStats {
-    /// Episodes started.
+    /// Episodes started: times the layer's trigger fired with no cleaning in
+    /// progress (the report's `clean_episodes`).
     pub episodes: u64,
-    /// Bands rewritten.
+    /// Bands whose rewrite finished, resumed ones included (`clean_bands`).
     pub bands: u64,
-    /// Stages run.
+    /// Cleaning stages completed, each of at most `clean_buffer_mib` (`clean_stages`).
     pub stages: u64,
-    /// Home tracks rewritten.
+    /// Home tracks written back by cleaning stages (`clean_tracks_rewritten`).
     pub tracks_rewritten: u64,
     /// Sectors read by cleaning (home, cache).
     pub read_sectors: u64,
@@ -489,7 +490,7 @@ pub struct CleanStats {
     pub written_sectors: u64,
     /// Sum of episode durations (first stage start to last stage end).
     pub episode_time: Nanos,
-    /// Longest episode.
+    /// Longest episode, first stage start to last stage end (`clean_episode_max_s`).
     pub episode_max: Nanos,
     /// Device time spent in cleaning stages.
     pub busy: Nanos,
@@ -505,7 +506,8 @@ pub struct Cleaner {
     /// The band in progress.
     pub job: Option<BandJob>,
     buf: Vec<Token>,
-    /// Statistics.
+    /// What cleaning has done since the run's measurements started (the
+    /// report's `clean_*` figures).
     pub stats: CleanStats,
     /// Bands still to clean in the current episode (0: no episode).
     pub episode_left: u32,

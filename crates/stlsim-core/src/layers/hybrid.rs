@@ -95,7 +95,7 @@ impl SectorSet {
     pub fn has(&self, i: u32) -> bool {
         self.0[(i / 64) as usize] >> (i % 64) & 1 == 1
     }
-    /// Union.
+    /// The sectors in either set.
     pub fn union(self, o: SectorSet) -> SectorSet {
         SectorSet([
             self.0[0] | o.0[0],
@@ -206,9 +206,10 @@ impl Lru {
 pub enum Policy {
     /// Least-write-amplification LRU (paper 001 Figure 6).
     Lwa,
-    /// Plain block LRU.
+    /// The LRU block alone (`block`: the paper's "LRU block queue").
     Block,
-    /// Segment LRU.
+    /// Every buffered block of the least recently used segment (`segment`: the
+    /// paper's "LRU segment queue").
     Segment,
 }
 
@@ -265,7 +266,7 @@ pub trait Backend: Send {
     }
     /// Whether host data starts at the geometry's home (so prefill works).
     fn supports_prefill(&self) -> bool;
-    /// Backend counters.
+    /// Add the backend's own counters (rewrites, merges, ...) to the layer's report.
     fn report(&self, r: &mut LayerReport);
     /// Cumulative counters sampled into the run's series (per-interval
     /// figures such as paper 001 Figure 9(b) are their differences).
@@ -504,7 +505,7 @@ struct EvictScratch {
     mb: Vec<u32>,
     /// The block indices written.
     idxs: Vec<u32>,
-    /// Their images.
+    /// The images of those blocks handed to the backend, in `idxs` order.
     images: Vec<BlockImage>,
 }
 

@@ -12,9 +12,11 @@ use std::collections::BTreeMap;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamKind {
-    /// A non-negative integer.
+    /// A non-negative integer up to `MAX_INT_PARAM` (2^40); text may use `_`
+    /// separators.
     Int,
-    /// A real number.
+    /// A finite real number, bounded by its unit: a fraction in `[0, 1]`, a
+    /// percentage in `[0, 100]`, a size or a time not negative.
     Float,
     /// true / false.
     Bool,
@@ -24,18 +26,18 @@ pub enum ParamKind {
     Text,
 }
 
-/// A declared parameter.
+/// A parameter as its layer declares it; user values are checked against it.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct ParamSpec {
     /// Name, with its unit in it where it has one (`cache_tracks`, `interval_writes`).
     pub name: &'static str,
-    /// Type.
+    /// Its kind, which decides how a user value is parsed and bounded.
     pub kind: ParamKind,
     /// Unit, for the listing (`tracks`, `writes`, `ms`, `-`).
     pub unit: &'static str,
     /// Default, written as a user would write it.
     pub default: &'static str,
-    /// What it does.
+    /// What it does: the text the layer listing shows beside the name.
     pub doc: &'static str,
 }
 
@@ -155,7 +157,7 @@ impl Params {
             .get(name)
             .unwrap_or_else(|| panic!("parameter '{name}' was not declared"))
     }
-    /// An integer parameter.
+    /// The value of integer parameter `name` (a name the layer did not declare panics).
     pub fn u64(&self, name: &str) -> u64 {
         self.get(name).as_u64().unwrap_or_default()
     }
@@ -171,19 +173,20 @@ impl Params {
         }
         Ok(v)
     }
-    /// A real parameter.
+    /// The value of real parameter `name` (a name the layer did not declare panics).
     pub fn f64(&self, name: &str) -> f64 {
         self.get(name).as_f64().unwrap_or_default()
     }
-    /// A boolean parameter.
+    /// The value of boolean parameter `name` (a name the layer did not declare panics).
     pub fn bool(&self, name: &str) -> bool {
         self.get(name).as_bool().unwrap_or_default()
     }
-    /// A text parameter.
+    /// The value of text parameter `name`, trimmed (an undeclared name panics).
     pub fn text(&self, name: &str) -> &str {
         self.get(name).as_str().unwrap_or_default()
     }
-    /// A choice parameter.
+    /// The word chosen for choice parameter `name`, one of its declared options
+    /// (an undeclared name panics).
     pub fn choice(&self, name: &str) -> &str {
         self.get(name).as_str().unwrap_or_default()
     }

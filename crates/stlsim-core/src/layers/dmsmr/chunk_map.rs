@@ -30,7 +30,7 @@ impl<V> Default for ChunkMap<V> {
 }
 
 impl<V: Copy> ChunkMap<V> {
-    /// Entries held.
+    /// Keys mapped, over all runs (kept as a count, not summed on each call).
     pub fn len(&self) -> usize {
         self.len
     }

@@ -63,7 +63,8 @@ const EXT: u64 = 0x4552_4547_4558_5431; // "EREGEXT1"
 /// Bytes of one extent-map entry in firmware (64-bit LBA, 32-bit cache address, 32-bit length).
 pub const ENTRY_BYTES: u64 = 16;
 
-/// Registry entry.
+/// The `smr-eregion` layer's entry in `layers::REGISTRY`: name, parameters,
+/// constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "smr-eregion",
     runs_in: crate::layers::RunsIn::Drive,
@@ -142,7 +143,8 @@ struct State {
     keys: Vec<u64>,
 }
 
-/// The E-region layer.
+/// The E-region layer (`smr-eregion`): the log in the persistent cache, its
+/// extent map and the band cleaner.
 #[derive(Debug)]
 pub struct ERegion {
     st: State,

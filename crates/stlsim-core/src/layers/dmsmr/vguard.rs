@@ -81,7 +81,8 @@ use rustc_hash::FxHashMap;
 const SLOT: u64 = 0x5647_5344_534c_4f54; // "VGSDSLOT"
 const NONE: u64 = u64::MAX;
 
-/// Registry entry.
+/// The `smr-vguard` layer's entry in `layers::REGISTRY`: name, parameters,
+/// constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "smr-vguard",
     runs_in: crate::layers::RunsIn::Drive,

@@ -34,11 +34,11 @@ const CLEARED: u64 = u64::MAX;
 /// A home extent saved in a record: `count` sectors from `sector` of `track`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Saved {
-    /// Home track.
+    /// The home track the sectors came from (and go back to on recovery).
     pub track: Track,
-    /// First sector.
+    /// First sector saved, counted from the track's sector 0.
     pub sector: u32,
-    /// Sectors.
+    /// Sectors saved from `sector` on, all on `track`.
     pub count: u32,
 }
 
@@ -55,7 +55,7 @@ pub struct BackupRegion {
     /// The slots, `per` tracks each, one after another: each a run of top
     /// tracks a record is written to from its first. Sorted by first track.
     tracks: Vec<Track>,
-    /// Tracks per slot.
+    /// Tracks per slot: the top tracks one record may span.
     per: usize,
     /// The slot the live record is in.
     live_slot: usize,
@@ -63,9 +63,11 @@ pub struct BackupRegion {
     live: Vec<Saved>,
     /// The parts of the record being written (reused buffer).
     parts: Vec<(Track, u64)>,
-    /// Records written.
+    /// Records written, each before the data it saves was endangered (the
+    /// report's `backup_records`).
     pub records: u64,
-    /// Lazy clears performed.
+    /// Records cleared by a header write before their contents went stale
+    /// (`backup_clears`); a record replaced by the next is not counted.
     pub clears: u64,
     /// Records restored by recovery.
     pub restored: u64,

@@ -113,7 +113,8 @@ use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-/// Registry entry.
+/// The `imr-dtm` layer's entry in `layers::REGISTRY`: name, parameters,
+/// constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-dtm",
     runs_in: crate::layers::RunsIn::Drive,
@@ -269,7 +270,7 @@ impl Space {
     }
 }
 
-/// The layer's counters.
+/// Swap counters, reported as `swaps`, `swap_plans`, `swaps_stale` and so on.
 #[derive(Clone, Debug, Default)]
 struct Counters {
     swaps: u64,

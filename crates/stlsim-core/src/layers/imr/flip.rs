@@ -116,7 +116,8 @@ use crate::units::{Lba, PhysAddr, Sectors, Track};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
-/// Registry entry.
+/// The `imr-flip` layer's entry in `layers::REGISTRY`: name, parameters,
+/// constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-flip",
     runs_in: crate::layers::RunsIn::Drive,
@@ -177,7 +178,7 @@ pub enum Part {
 pub struct Flipped {
     /// The partner top track.
     pub side: Side,
-    /// The swapped end.
+    /// Which end of the bottom track, its first or its last `m` sectors, is swapped.
     pub part: Part,
 }
 
@@ -207,13 +208,13 @@ impl Flipped {
 /// One swap: `m` sectors from `lo` on `bottom` with sectors `[0, m)` of `top`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Swap {
-    /// The bottom track.
+    /// The bottom track whose sectors `[lo, lo + m)` are swapped.
     pub bottom: Track,
     /// First swapped sector of the bottom track.
     pub lo: u32,
     /// The partner top track.
     pub top: Track,
-    /// Sectors swapped.
+    /// Sectors swapped: the smaller of the two tracks' sector counts.
     pub m: u32,
 }
 
@@ -240,7 +241,7 @@ pub fn swap_of(geom: &Geometry, b: Track, f: Flipped) -> Swap {
 /// A flip (or flip-back) decided at an interval boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Planned {
-    /// The bottom track.
+    /// The bottom track to flip, or to flip back.
     pub bottom: Track,
     /// The state it is flipped into, or (flip-back) out of.
     pub state: Flipped,
@@ -272,9 +273,11 @@ pub struct FlipCounters {
     pub idle: u64,
     /// Flips and flip-backs done in the foreground at an interval boundary.
     pub foreground: u64,
-    /// Interval boundaries reached.
+    /// Interval boundaries reached, one every `interval_writes` counted writes
+    /// (`flip_intervals`).
     pub intervals: u64,
-    /// Flips decided.
+    /// Flips and flip-backs decided at the boundaries, whether or not they ran
+    /// (`flips_planned`).
     pub planned: u64,
     /// Planned flips found no longer valid when their turn came.
     pub stale: u64,

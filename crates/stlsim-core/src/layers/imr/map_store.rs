@@ -39,9 +39,10 @@ pub struct MapStore {
     seq: u64,
     next_log_sector: u32,
     next_slot: usize,
-    /// Log records written.
+    /// One-sector log records written, one per map change (`map_log_writes`).
     pub log_writes: u64,
-    /// Checkpoints written.
+    /// Whole-map checkpoints written, one each time the log track filled
+    /// (`map_checkpoints`).
     pub checkpoints: u64,
 }
 

@@ -33,9 +33,10 @@ pub const COUNT_AT: ParamSpec = ParamSpec {
 /// `at`, the `offset` of the piece within the request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HomePiece {
-    /// Home location.
+    /// Its first sector: the home location, or where a layer that moves data
+    /// (flip, swap) has mapped it.
     pub at: PhysAddr,
-    /// Sectors.
+    /// Sectors in the piece, all on the track of `at`.
     pub count: u32,
     /// Offset of the piece within the host request, in sectors.
     pub offset: u64,

@@ -188,7 +188,7 @@ impl Reserved {
         self.parts.iter().map(|&(a, b)| b.0 - a.0).sum()
     }
 
-    /// Host-visible sectors.
+    /// Sectors the host may address: the drive's home sectors less those reserved.
     pub fn host_capacity(&self) -> Sectors {
         Sectors(self.host_capacity)
     }

@@ -130,7 +130,8 @@ pub const MAP_ENTRY_BYTES: u64 = 12;
 pub const MONITOR_ENTRY_BYTES: u64 = 4;
 const HEADER: u64 = 0x494d_5243_4143_4831; // "IMRCACH1"
 
-/// Registry entry.
+/// The `imr-cache` layer's entry in `layers::REGISTRY`: name, parameters,
+/// constructor.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-cache",
     runs_in: crate::layers::RunsIn::Drive,
@@ -213,14 +214,15 @@ struct Slot {
     base: u64,
 }
 
-/// A background move.
+/// A move of one home track (its number inside): into a cache slot, or from
+/// its slot back home.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Move {
     Promote(u64),
     Evict(u64),
 }
 
-/// Layer counters.
+/// Counters reported under their own names (`promotions`, `evictions`, ...).
 #[derive(Clone, Debug, Default)]
 struct Counters {
     promotions: u64,
