@@ -270,7 +270,7 @@ enum Kind {
     Text,
     /// Fixed-size binary records of this many bytes (vscsi v1).
     Records(usize),
-    /// stlsim's binary form.
+    /// stlsim's own binary trace (`.stlt`), records in blocks of columns.
     Stlt,
 }
 
@@ -543,7 +543,9 @@ fn digits(n: usize, rng: &mut Rng) -> Vec<u8> {
         .collect()
 }
 
-/// One text mutation.
+/// Apply one random mutation to a text input: a byte edit (flip, replace,
+/// insert, delete), a line edit (duplicate, drop, swap, truncate, splice), a
+/// field rewritten, a run of separators, or a line of another format.
 fn mutate_text(b: &mut Vec<u8>, rng: &mut Rng, donors: &[Target]) {
     let len = b.len();
     let at = rng.below(len + 1);
@@ -902,11 +904,12 @@ fn mutate(t: &Target, case: u64) -> Vec<u8> {
 
 /// How one read ended, when nothing went wrong.
 struct Outcome {
-    /// Records read.
+    /// Records the reader returned before the end or the error.
     records: u64,
     /// The kind of error that ended it, if one did.
     error: Option<&'static str>,
-    /// Peak bytes allocated.
+    /// Most bytes the reading thread had live at once above its start (held to
+    /// `memory_bound`).
     peak: usize,
 }
 

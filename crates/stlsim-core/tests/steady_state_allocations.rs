@@ -142,7 +142,7 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
 struct Workload {
     /// The address span in bytes the pattern covers (from offset 0).
     span: u64,
-    /// Time between requests.
+    /// Time between requests: request `g` arrives at `g * gap`, plus the pauses.
     gap: Nanos,
     /// An extra pause after every 1,000 requests (idle time for background work).
     pause: Nanos,

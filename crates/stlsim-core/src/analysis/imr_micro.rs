@@ -32,20 +32,22 @@ use crate::trace::{Op, TraceRecord, TraceSpec, VecTrace};
 use crate::units::{Bytes, Nanos, PhysAddr, Track};
 use std::collections::BTreeMap;
 
-/// One micro-benchmark's result.
+/// One row of the table: an operation's mean time on this drive beside the
+/// paper's formula, and where the difference goes.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct MicroRow {
-    /// The operation.
+    /// The operation measured, as the table names it ("flip", "RMW random write").
     pub op: &'static str,
     /// The layer that performs it.
     pub layer: &'static str,
-    /// The paper's formula.
+    /// The paper's cost of the operation in seeks and rotations ("5.5 t_rot").
     pub formula: &'static str,
     /// The formula's value on this drive (ms), mean over the samples.
     pub paper_ms: f64,
     /// What the simulator took (ms), mean over the samples.
     pub stlsim_ms: f64,
-    /// Trials averaged.
+    /// Trials averaged: the sample tracks found, which can be fewer than asked
+    /// when a stretch of the disk has no track the operation applies to.
     pub samples: u32,
     /// For background operations: mean device time per cause (ms) and
     /// mean physical operations, which say where the gap goes.
@@ -75,7 +77,8 @@ pub struct MicroReport {
     pub skew_ms: f64,
     /// Seek over one and two tracks, and over half the stroke (ms).
     pub seek_ms: [f64; 3],
-    /// The rows.
+    /// One row per operation: the three host writes, then flip, promotion,
+    /// eviction and swap.
     pub rows: Vec<MicroRow>,
 }
 

@@ -19,7 +19,7 @@ const ZONE_BLOCKS: u64 = (256 << 20) / BLOCK;
 /// The most distinct devices listed (a trace with more lists the first).
 const MAX_DEVICES: usize = 4096;
 
-/// A trace's figures.
+/// What `stlsim trace-info` reports of a trace (see the module comment).
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct TraceInfo {
     /// The format read (detected or named).
@@ -28,13 +28,13 @@ pub struct TraceInfo {
     pub requests: u64,
     /// Reads and writes among them.
     pub reads: u64,
-    /// Writes among them.
+    /// Write requests among `requests`.
     pub writes: u64,
     /// Zero-length requests (a replay skips them).
     pub empty: u64,
     /// Bytes read and written.
     pub read_bytes: u128,
-    /// Bytes written.
+    /// Bytes the write requests ask for (summed lengths, overlaps counted twice).
     pub write_bytes: u128,
     /// Requests by size: the smallest power of two of bytes at least as large
     /// (`4096`: 2,049 to 4,096 bytes), as (bytes, requests).

@@ -626,7 +626,7 @@ mod tests {
 /// What [`convert`] wrote.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Converted {
-    /// Records written.
+    /// Records written: those left after `disk`, `start` and `limit`.
     pub records: u64,
     /// The source's format (as detected or named).
     pub format: &'static str,

@@ -284,7 +284,7 @@ impl Format {
 /// (through the binding's `formats_json`) all read it.
 #[derive(Clone, Copy, Debug)]
 pub struct FormatInfo {
-    /// The format.
+    /// The format this entry describes.
     pub format: Format,
     /// The name `--format` takes.
     pub name: &'static str,

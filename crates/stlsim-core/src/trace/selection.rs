@@ -28,7 +28,7 @@ pub const REORDER_SLACK: Nanos = Nanos(1_000_000_000);
 /// What to do with one record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Replay it.
+    /// Select it: the reader hands it on to the replay.
     Keep,
     /// Leave it out and read on.
     Skip,

@@ -40,7 +40,8 @@ pub enum SynthKind {
 }
 
 impl SynthKind {
-    /// The user-facing name.
+    /// The name a synthetic trace spec and its error messages use (`sequential`,
+    /// `uniform`).
     pub fn name(self) -> &'static str {
         match self {
             SynthKind::Sequential => "sequential",
