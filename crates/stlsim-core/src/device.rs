@@ -68,7 +68,7 @@ pub struct ReadPiece {
 /// A host write whose blocks reach the buffer one by one over the link
 /// (see [`Device::gate_writes`]).
 #[derive(Clone, Copy, Debug)]
-struct WriteGate {
+pub struct WriteGate {
     /// When the link starts bringing the write's first block.
     start: Nanos,
     /// Link time of one block.
@@ -234,6 +234,19 @@ impl Device {
     /// Stop gating host writes on the link (see [`Device::gate_writes`]).
     pub fn ungate_writes(&mut self) {
         self.write_gate = None;
+    }
+
+    /// Set the gate of a host write aside while something else writes (a
+    /// stage of background work that makes room for the write's rest), to
+    /// put it back with [`Device::resume_write_gate`]: the rest's blocks
+    /// keep their places in the link's stream.
+    pub fn suspend_write_gate(&mut self) -> Option<WriteGate> {
+        self.write_gate.take()
+    }
+
+    /// Put back a gate [`Device::suspend_write_gate`] set aside.
+    pub fn resume_write_gate(&mut self, gate: Option<WriteGate>) {
+        self.write_gate = gate;
     }
 
     /// Start noting each read's [`ReadPiece`] (forgetting those noted before).

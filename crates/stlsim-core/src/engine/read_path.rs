@@ -11,7 +11,7 @@ use crate::controller::{AheadCtx, Lookup, ReadAheadExtent, ReadCache, TrackSpan}
 use crate::controller::{Overheads, Prefetch};
 use crate::device::{Cause, ReadPiece};
 use crate::error::{SimError, SimResult};
-use crate::layers::{QueuedRequest, WriteReq};
+use crate::layers::{QueuedRequest, StageOutcome, WriteReq};
 use crate::mechanics::HeadState;
 use crate::medium::Token;
 use crate::units::{Lba, Nanos, Sectors};
@@ -209,6 +209,55 @@ impl Simulation {
     /// power loss then leaves it uncertain), and with `gate` its media
     /// writes take each block only once the link has brought it, the link
     /// starting then.
+    /// Hand the write held in `in_flight` to the layer part by part
+    /// ([`crate::layers::Layer::write_part`]): when the layer takes only the
+    /// front (its buffer is full), a stage of its background work runs,
+    /// counted as a foreground stage like any other, before the rest. The
+    /// link's gate on the write's blocks is set aside during the stage.
+    fn write_in_parts(&mut self, lba: Lba, n: Sectors) -> SimResult<()> {
+        let mut done = 0u64;
+        let mut stuck = 0;
+        loop {
+            let w = WriteReq {
+                lba: Lba(lba.0 + done),
+                sectors: Sectors(n.0 - done),
+                cause: Cause::Host,
+                data: if self.in_flight.is_empty() {
+                    &[]
+                } else {
+                    &self.in_flight[done as usize..]
+                },
+            };
+            let placed = self.layer.write_part(&mut self.dev, &w, done == 0)?.0;
+            if placed > n.0 - done {
+                return Err(SimError::Layer(format!(
+                    "layer '{}' says it stored {placed} sectors of a write of {} at LBA {}",
+                    self.entry.name,
+                    n.0 - done,
+                    lba.0 + done
+                )));
+            }
+            done += placed;
+            if done == n.0 {
+                return Ok(());
+            }
+            let gate = self.dev.suspend_write_gate();
+            let out = self.run_stage(true, &[]);
+            self.dev.resume_write_gate(gate);
+            stuck = if placed == 0 && out? == StageOutcome::Nothing {
+                stuck + 1
+            } else {
+                0
+            };
+            if stuck > 1 {
+                return Err(SimError::Layer(format!(
+                    "layer '{}' stored {done} of a write's {} sectors at LBA {} and has no background work that would make room for the rest",
+                    self.entry.name, n.0, lba.0
+                )));
+            }
+        }
+    }
+
     pub(super) fn write_to_layer(
         &mut self,
         lba: Lba,
@@ -218,16 +267,10 @@ impl Simulation {
     ) -> SimResult<()> {
         self.host_write_waits_for_layer(lba, n, &data)?;
         self.in_flight = data;
-        let w = WriteReq {
-            lba,
-            sectors: n,
-            cause: Cause::Host,
-            data: &self.in_flight,
-        };
         if let Some(from) = gate {
             self.dev.gate_writes(from, self.front.ns_per_sector);
         }
-        let r = self.layer.write(&mut self.dev, &w);
+        let r = self.write_in_parts(lba, n);
         if gate.is_some() {
             self.dev.ungate_writes();
         }

@@ -119,7 +119,7 @@ impl Layer for LogGc {
             Background::Idle
         }
     }
-    fn write_must_wait(&self, _g: &Geometry, ws: &[WriteReq]) -> bool {
+    fn write_must_wait(&mut self, _g: &Geometry, ws: &[WriteReq]) -> bool {
         ws.iter().map(|w| w.sectors.0).sum::<u64>() > self.log_len - self.wp
     }
     fn stage(&mut self, dev: &mut Device, queue: &QueueView) -> SimResult<StageOutcome> {
@@ -498,6 +498,128 @@ fn a_layer_that_breaks_its_contract_is_a_layer_error_naming_it() {
             let m = e.to_string();
             assert!(m.starts_with("layer error (a bug in the layer): layer 'stageless' says its background work is overdue"), "{m}")
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+// ---- a layer that takes a write in parts (issue 36) ----
+
+/// Test only: writes in place, but takes at most `room` sectors of a write
+/// per call; each stage of its background work adds 3 sectors of room and
+/// counts itself. With `stuck`, stages find nothing to do.
+struct Parts {
+    room: u64,
+    stages: u64,
+    stuck: bool,
+}
+
+static PARTS: LayerEntry = LayerEntry {
+    name: "parts",
+    runs_in: crate::layers::RunsIn::Drive,
+    summary: "test only: takes writes in parts, a stage between them",
+    paper: "-",
+    layout: LayoutNeed::AsConventional,
+    params: &[],
+    build: |_, _| {
+        Ok(Box::new(Parts {
+            room: 0,
+            stages: 0,
+            stuck: false,
+        }))
+    },
+};
+
+static STUCK: LayerEntry = LayerEntry {
+    name: "stuck",
+    runs_in: crate::layers::RunsIn::Drive,
+    summary: "test only: takes no part of a write and has no work to make room",
+    paper: "-",
+    layout: LayoutNeed::AsConventional,
+    params: &[],
+    build: |_, _| {
+        Ok(Box::new(Parts {
+            room: 0,
+            stages: 0,
+            stuck: true,
+        }))
+    },
+};
+
+impl Layer for Parts {
+    fn needs(&self) -> crate::layers::Needs {
+        crate::layers::Needs {
+            background: true,
+            ..Default::default()
+        }
+    }
+    fn read(
+        &mut self,
+        dev: &mut Device,
+        lba: Lba,
+        n: Sectors,
+        out: &mut Vec<Token>,
+    ) -> SimResult<()> {
+        cmr::read_home(dev, Cause::Host, lba, n, out)
+    }
+    fn write(&mut self, _dev: &mut Device, _w: &WriteReq) -> SimResult<()> {
+        panic!("the engine writes through write_part")
+    }
+    fn write_part(&mut self, dev: &mut Device, w: &WriteReq, _first: bool) -> SimResult<Sectors> {
+        let k = w.sectors.0.min(self.room);
+        if k > 0 {
+            let part = WriteReq {
+                sectors: Sectors(k),
+                data: if w.data.is_empty() {
+                    &[]
+                } else {
+                    &w.data[..k as usize]
+                },
+                ..*w
+            };
+            cmr::write_home(dev, &part)?;
+        }
+        self.room -= k;
+        Ok(Sectors(k))
+    }
+    fn stage(&mut self, _dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
+        if self.stuck {
+            return Ok(StageOutcome::Nothing);
+        }
+        self.stages += 1;
+        self.room += 3;
+        Ok(StageOutcome::Ran)
+    }
+    fn report(&self) -> crate::layers::LayerReport {
+        [("stages_run".to_string(), self.stages as f64)].into()
+    }
+}
+
+#[test]
+fn a_write_taken_in_parts_gets_the_engines_counted_stages_between_them() {
+    // Writes of 10 sectors: 4 stages each (3 + 3 + 3 + 1 left over for the next).
+    let recs: Vec<_> = (0..20)
+        .map(|i| rec(i * 1_000_000, Op::Write, 100 + 20 * i, 10))
+        .collect();
+    let mut c = cfg(small_drive("cmr"), "parts");
+    c.verify = true;
+    let mut s = Simulation::with_layer(c, &PARTS, Box::new(VecTrace::new(recs))).unwrap();
+    s.run().unwrap();
+    let r = s.report();
+    assert_eq!(r.verification.mismatches, 0);
+    let ran = r.layer_counters["stages_run"] as u64;
+    assert_eq!(ran, 67, "200 sectors at 3 a stage");
+    assert_eq!(r.background.stages, ran);
+    assert_eq!(r.background.stages_foreground, ran);
+    assert_eq!(r.host.writes, 20);
+
+    let c = cfg(small_drive("cmr"), "stuck");
+    let recs = vec![rec(0, Op::Write, 100, 4)];
+    let mut s = Simulation::with_layer(c, &STUCK, Box::new(VecTrace::new(recs))).unwrap();
+    match s.run() {
+        Err(SimError::Layer(m)) => assert!(
+            m.contains("layer 'stuck' stored 0 of a write's 4 sectors at LBA 100"),
+            "{m}"
+        ),
         other => panic!("{other:?}"),
     }
 }

@@ -147,8 +147,21 @@ pub trait Layer: Send {
         sectors: Sectors,
         out: &mut Vec<Token>,
     ) -> SimResult<()>;
-    /// Store one write.
+    /// Store one write, whole.
     fn write(&mut self, dev: &mut Device, w: &WriteReq) -> SimResult<()>;
+    /// Store the front of one write, as much as fits now, and return how
+    /// many sectors that was. A layer whose buffer can run out of room in
+    /// the middle of a write (the host-side buffers of paper 004) returns
+    /// short; the engine then runs a stage of the layer's background work,
+    /// counted as every stage is (stage counts, host waits, the writes
+    /// `waf_excluding_moves` leaves out), and calls again with the rest.
+    /// `first`: this is the write's first part. The write is acknowledged
+    /// once every part is stored. Default: the whole write ([`Layer::write`]).
+    fn write_part(&mut self, dev: &mut Device, w: &WriteReq, first: bool) -> SimResult<Sectors> {
+        let _ = first;
+        self.write(dev, w)?;
+        Ok(w.sectors)
+    }
     /// Store several writes that were queued together (a write-cache destage
     /// batch, all within one home track). Layers that can coalesce override this.
     fn write_batch(&mut self, dev: &mut Device, ws: &[WriteReq]) -> SimResult<()> {
@@ -186,7 +199,7 @@ pub trait Layer: Send {
     }
     /// Whether these writes must wait until background work in progress
     /// has finished (or been abandoned); the engine then runs stages first.
-    fn write_must_wait(&self, _geom: &Geometry, _ws: &[WriteReq]) -> bool {
+    fn write_must_wait(&mut self, _geom: &Geometry, _ws: &[WriteReq]) -> bool {
         false
     }
     /// Intervals completed by an interval-driven layer (`None`: the layer

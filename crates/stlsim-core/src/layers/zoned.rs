@@ -1273,8 +1273,9 @@ pub struct BufferLayer {
     tags: Vec<u8>,
     /// The queued requests a stage may stop for (reused buffer).
     others: Vec<crate::layers::QueuedRequest>,
-    /// The writes last found waiting for room (noted by `write_must_wait`).
-    waiting: std::cell::RefCell<Vec<(u64, u64)>>,
+    /// The writes last found waiting for room (noted by `write_must_wait`
+    /// and by a write that took only its front), which cleaning makes room for.
+    waiting: Vec<(u64, u64)>,
 }
 
 impl BufferLayer {
@@ -1371,73 +1372,91 @@ impl crate::layers::Layer for BufferLayer {
         buf.read(dev, lba, n, out)
     }
     fn write(&mut self, dev: &mut Device, w: &crate::layers::WriteReq) -> SimResult<()> {
-        // The engine waits for room before a write. A write that still finds
-        // too little (one of a destage batch, or one whose own blocks change
-        // the room they need) is placed as far as it fits, and the rest
-        // waits here for cleaning: the request is acknowledged only whole.
+        // The engine calls `write_part` and runs the stages between the
+        // parts itself (counted as its stages); this whole-write form, for
+        // callers without an engine, does the same with the layer's own stages.
         let (mut done, n) = (0u64, w.sectors.0);
-        let mut items = std::mem::take(&mut self.scratch);
-        // Tags in a buffer kept between writes (no allocation per write).
-        let mut tags = std::mem::take(&mut self.tags);
         let mut stuck = 0;
-        while done < n {
-            // Work under way runs to its end first: a write-back must not see
-            // its victims updated between collection and commit.
-            while self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
-                self.stage(dev, &QueueView::default())?;
-            }
-            let rest = [(w.lba.0 + done, n - done)];
-            let (buf, pol) = self.parts()?;
-            items.clear();
-            let placed = match pol.place(buf, rest[0].0, rest[0].1, done == 0, &mut items) {
-                Ok(k) => k,
-                Err(e) => {
-                    self.scratch = items;
-                    return Err(e);
-                }
+        loop {
+            let rest = crate::layers::WriteReq {
+                lba: Lba(w.lba.0 + done),
+                sectors: Sectors(n - done),
+                cause: w.cause,
+                data: if w.data.is_empty() {
+                    &[]
+                } else {
+                    &w.data[done as usize..]
+                },
             };
-            buf.counts.blocks_written += placed;
-            tags.clear();
-            tags.extend(items.iter().map(|&(s, _)| pol.write_tag(s)));
-            let data = if w.data.is_empty() {
-                &[][..]
-            } else {
-                &w.data[done as usize..(done + placed) as usize]
-            };
-            if let Err(e) = buf.store_tagged(dev, w.cause, &items, data, &tags) {
-                self.scratch = items;
-                return Err(e);
-            }
+            let placed = self.write_part(dev, &rest, done == 0)?.0;
             done += placed;
             if done == n {
-                break;
+                return Ok(());
             }
-            {
-                let mut v = self.waiting.borrow_mut();
-                v.clear();
-                v.push((w.lba.0 + done, n - done));
-            }
-            let out = self.stage(dev, &QueueView::default())?;
-            stuck = if placed == 0 && out == StageOutcome::Nothing && self.job.is_none() {
+            dev.set_in_stage(true);
+            let out = self.stage(dev, &QueueView::default());
+            dev.set_in_stage(false);
+            stuck = if placed == 0 && out? == StageOutcome::Nothing {
                 stuck + 1
             } else {
                 0
             };
             if stuck > 1 {
-                self.scratch = items;
                 return Err(SimError::Layer(format!(
                     "write of {n} blocks at LBA {} found no room in layer '{}''s buffer",
                     w.lba.0, self.name
                 )));
             }
         }
+    }
+    fn write_part(
+        &mut self,
+        dev: &mut Device,
+        w: &crate::layers::WriteReq,
+        first: bool,
+    ) -> SimResult<Sectors> {
+        let n = w.sectors.0;
+        // Work under way runs to its end first: a write-back must not see
+        // its victims updated between collection and commit.
+        if self.job.is_some() || self.policy.as_ref().is_some_and(|p| p.pending()) {
+            self.waiting.clear();
+            self.waiting.push((w.lba.0, n));
+            return Ok(Sectors(0));
+        }
+        let mut items = std::mem::take(&mut self.scratch);
+        // Tags in a buffer kept between writes (no allocation per write).
+        let mut tags = std::mem::take(&mut self.tags);
+        let (buf, pol) = self.parts()?;
+        items.clear();
+        let placed = match pol.place(buf, w.lba.0, n, first, &mut items) {
+            Ok(k) => k,
+            Err(e) => {
+                self.scratch = items;
+                return Err(e);
+            }
+        };
+        buf.counts.blocks_written += placed;
+        tags.clear();
+        tags.extend(items.iter().map(|&(s, _)| pol.write_tag(s)));
+        let data = if w.data.is_empty() {
+            &[][..]
+        } else {
+            &w.data[..placed as usize]
+        };
+        let stored = buf.store_tagged(dev, w.cause, &items, data, &tags);
         self.scratch = items;
         self.tags = tags;
-        self.waiting.borrow_mut().clear();
+        stored?;
+        self.waiting.clear();
+        if placed < n {
+            // The rest waits for cleaning to make room.
+            self.waiting.push((w.lba.0 + placed, n - placed));
+            return Ok(Sectors(placed));
+        }
         // The write is acknowledged once durable: under a drive's volatile
         // cache, flush (its blocks carry their own records).
         dev.flush()?;
-        Ok(())
+        Ok(Sectors(placed))
     }
     fn background(&self) -> crate::layers::Background {
         if self.job.is_some()
@@ -1451,7 +1470,7 @@ impl crate::layers::Layer for BufferLayer {
             crate::layers::Background::None
         }
     }
-    fn write_must_wait(&self, _geom: &Geometry, ws: &[crate::layers::WriteReq]) -> bool {
+    fn write_must_wait(&mut self, _geom: &Geometry, ws: &[crate::layers::WriteReq]) -> bool {
         let (Some(buf), Some(_)) = (&self.buf, &self.policy) else {
             return false;
         };
@@ -1464,18 +1483,21 @@ impl crate::layers::Layer for BufferLayer {
                 return true;
             }
         }
-        let mut v = self.waiting.borrow_mut();
-        v.clear();
-        v.extend(ws.iter().map(|w| (w.lba.0, w.sectors.0)));
-        !self.policy.as_ref().is_some_and(|p| p.fits(buf, &v))
+        self.waiting.clear();
+        self.waiting
+            .extend(ws.iter().map(|w| (w.lba.0, w.sectors.0)));
+        !self
+            .policy
+            .as_ref()
+            .is_some_and(|p| p.fits(buf, &self.waiting))
     }
     fn stage(&mut self, dev: &mut Device, queue: &QueueView) -> SimResult<StageOutcome> {
         let collect = self.collect_blocks;
         // The waiting writes are lent out for the stage (not copied: no
         // allocation per stage) and put back before it returns.
-        let waiting = std::mem::take(&mut *self.waiting.borrow_mut());
+        let waiting = std::mem::take(&mut self.waiting);
         let r = self.stage_with(dev, queue, collect, &waiting);
-        *self.waiting.borrow_mut() = waiting;
+        self.waiting = waiting;
         r
     }
     fn recover(&mut self, dev: &mut Device) -> SimResult<()> {

@@ -572,7 +572,7 @@ impl Layer for ERegion {
         let idle = if self.st.map.is_empty() { 0 } else { 1 };
         run_stage(&mut self.cl, &mut self.st, dev, idle)
     }
-    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+    fn write_must_wait(&mut self, geom: &Geometry, ws: &[WriteReq]) -> bool {
         let n: u64 = ws.iter().map(|w| w.sectors.0).sum();
         if !self.st.fits(n) {
             return true;

@@ -825,7 +825,7 @@ impl Layer for VGuard {
         };
         run_stage(&mut self.cl, &mut self.st, dev, forced)
     }
-    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+    fn write_must_wait(&mut self, geom: &Geometry, ws: &[WriteReq]) -> bool {
         let (tracks, entries) = self.st.needs(geom, ws);
         if self.st.ring.free() < tracks || self.st.map_entries < self.st.map.len() as u64 + entries
         {

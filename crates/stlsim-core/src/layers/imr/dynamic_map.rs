@@ -893,7 +893,7 @@ impl Layer for ImrDtm {
     fn stage(&mut self, dev: &mut Device, _queue: &QueueView) -> SimResult<StageOutcome> {
         self.step(dev)
     }
-    fn write_must_wait(&self, geom: &Geometry, ws: &[WriteReq]) -> bool {
+    fn write_must_wait(&mut self, geom: &Geometry, ws: &[WriteReq]) -> bool {
         if !self.rmw.busy() {
             return false;
         }
