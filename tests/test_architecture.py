@@ -49,7 +49,7 @@ def test_the_drive_description_sits_above_the_parts_it_configures() -> None:
     for part in parts:
         assert "drive" not in g[part], (part, g[part])
     # The geometry is the bottom of the drive: tracks, zones and layouts only.
-    assert g["geometry"] <= {"error", "units"}, g["geometry"]
+    assert g["geometry"] <= {"choice", "error", "spelling", "units"}, g["geometry"]
     assert {"geometry", "mechanics", "controller", "front_end", "side_device"} <= g["drive"]
 
 

@@ -471,3 +471,32 @@ def test_a_crash_point_given_twice_is_refused_for_ops_as_for_requests(cli, one_l
     assert "crash_at_ops 5 is given twice" in line, line
     line = one_line_error(cli("run", "--limit", "10", "--crash-after", "5", "--crash-after", "5"))
     assert "crash_after 5 is given twice" in line, line
+
+
+# --------------------------------------------------------------------------
+# Issue 36: a layout takes only its own kind's keys
+# --------------------------------------------------------------------------
+
+
+def test_a_layout_key_of_another_kind_is_an_error_naming_it() -> None:
+    with pytest.raises(ConfigError) as e:
+        load_drive({"preset": "imr-paper", "layout": {"cache_mib": 4.0}})
+    msg = _one_line(e.value)
+    assert "layout key 'cache_mib' belongs to 'smr' layouts; kind 'imr' takes top_ratio, group_tracks, order" in msg
+    with pytest.raises(ConfigError) as e:
+        load_drive({"preset": "cmr", "layout": {"kind": "smr", "bandtracks": 4}})
+    assert "did you mean 'band_tracks'?" in _one_line(e.value)
+    with pytest.raises(ConfigError) as e:
+        load_drive({"preset": "cmr", "rotation": "fast"})
+    assert "rotation 'fast' is not 'average' or 'angular'" in _one_line(e.value)
+
+
+def test_a_layout_of_another_kind_replaces_the_presets_whole() -> None:
+    # swd-paper is an smr drive: its band keys mean nothing to a cmr or imr layout.
+    d = load_drive({"preset": "swd-paper", "layout": {"kind": "cmr"}})
+    assert d["layout"] == {"kind": "cmr"}
+    d = load_drive({"preset": "swd-paper", "layout": {"kind": "imr", "top_ratio": 0.8}})
+    assert d["layout"] == {"kind": "imr", "top_ratio": 0.8}
+    # The same kind still merges key by key.
+    d = load_drive({"preset": "swd-paper", "layout": {"direction": "down"}})
+    assert d["layout"]["direction"] == "down" and d["layout"]["kind"] == "smr" and d["layout"]["band_tracks"] == 4

@@ -53,6 +53,9 @@ def imr_micro_json(drive_json: str, samples: int) -> str:
 def default_drive_json() -> str:
     """stlsim's built-in drive defaults (every key of a drive description) as JSON."""
 
+def default_layout_json(kind: str) -> str:
+    """The built-in defaults of one layout kind's keys, as JSON."""
+
 def drive_ranges_json() -> str:
     """The plausible range of every drive key: JSON {"real": [[key, lowest, highest, unit]],
     "int": [[key, lowest, highest]]}."""

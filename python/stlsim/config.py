@@ -265,6 +265,21 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 # --------------------------------------------------------------------------
 
 
+def merge_drive(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """A drive description ``over`` laid on ``base`` (a preset): tables merge
+    key by key, except a ``layout`` of another ``kind``, which replaces the
+    base's whole (each layout kind takes only its own keys: an smr preset's
+    ``band_tracks`` means nothing to an imr layout, and the core refuses it)."""
+    out = deep_merge(base, over)
+    lay, base_lay = over.get("layout"), base.get("layout")
+    if isinstance(lay, Mapping) and isinstance(base_lay, Mapping):
+        if lay.get("kind", base_lay.get("kind", "cmr")) != base_lay.get("kind", "cmr"):
+            import copy
+
+            out["layout"] = copy.deepcopy(dict(lay))
+    return out
+
+
 def _preset_files() -> dict[str, Any]:
     folder = _PACKAGE_DIR / "drives"
     return {p.name[: -len(".toml")]: p for p in folder.iterdir() if p.name.endswith(".toml")}
@@ -330,6 +345,9 @@ def drive_defaults_taken(d: Mapping[str, Any]) -> list[str]:
     keys += _SHAPING_BY_MODEL.get(model, ())
     kind = _get(d, "layout.kind") or builtin["layout"]["kind"]
     keys += _SHAPING_BY_KIND.get(kind, ())
+    # Each layout kind has its own keys and defaults (the core's, by kind).
+    if kind in _SHAPING_BY_KIND:
+        builtin["layout"] = json.loads(_core.default_layout_json(kind))
     return [f"{k} = {_toml_value(_get(builtin, k))}" for k in keys if _get(d, k) is None]
 
 
@@ -400,18 +418,18 @@ def load_drive_noting(
         if not isinstance(preset, str):
             raise ConfigError(f"configuration error: {source}: 'preset' must be a preset name or a path")
         base, notes = load_drive_noting(preset, base_dir=where)
-        d = deep_merge(base, d)
+        d = merge_drive(base, d)
     elif source.startswith("drive preset"):
         pass  # a shipped preset is complete (tests/test_config.py checks it)
     else:
-        taken = drive_defaults_taken(deep_merge(d, overrides or {}))
+        taken = drive_defaults_taken(merge_drive(d, overrides or {}))
         if taken:
             notes = [
                 f"{source} gives no preset and leaves out {len(taken)} key(s) shaping the simulation, "
                 f"which took stlsim's built-in defaults: {', '.join(taken)}"
             ]
     if overrides:
-        d = deep_merge(d, overrides)
+        d = merge_drive(d, overrides)
     check_numbers(d, source, "")
     try:
         check_drive(d)

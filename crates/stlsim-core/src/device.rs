@@ -1324,7 +1324,7 @@ mod mechanics_tests {
             zero_latency,
             sector_bytes: 512,
             rpm: 6000.0,
-            rotation: "angular".into(),
+            rotation: crate::mechanics::Rotation::Angular,
             surfaces,
             head_switch_ms: 0.5,
             write_settle_ms: settle_ms,

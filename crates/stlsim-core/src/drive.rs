@@ -9,8 +9,8 @@
 
 use crate::error::{config_err, SimResult};
 use crate::geometry::config::check_int;
-use crate::geometry::{Geometry, GeometrySpec, LayoutConfig, ZoneSpec};
-use crate::mechanics::{Mechanics, MechanicsSpec, SeekConfig};
+use crate::geometry::{Geometry, GeometrySpec, LayoutConfig, LayoutKind, ZoneSpec};
+use crate::mechanics::{Mechanics, MechanicsSpec, Rotation, SeekConfig, SurfaceOrder};
 use crate::medium::prefill::PrefillSpec;
 use crate::side_device::SideConfig;
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,7 @@ pub struct DriveConfig {
     /// Seek curve.
     pub seek: SeekConfig,
     /// `average` (half a rotation per repositioning access) or `angular` (head angle tracked).
-    pub rotation: String,
+    pub rotation: Rotation,
     /// Data surfaces (heads). Tracks are numbered cylinder-major: track `t`
     /// is cylinder `t / surfaces`, surface `t % surfaces`; seeks are counted
     /// in cylinders.
@@ -102,7 +102,7 @@ pub struct DriveConfig {
     /// first, run from the last surface down, so that a cylinder switch
     /// needs no head switch) or `serpentine` (2: the same by absolute
     /// cylinder number).
-    pub surface_order: String,
+    pub surface_order: SurfaceOrder,
     /// Time to switch to another surface of the same cylinder, ms (DiskSim
     /// "Head switch time"); a seek and a head switch overlap.
     pub head_switch_ms: f64,
@@ -118,7 +118,11 @@ pub struct DriveConfig {
     /// Cylinders of a sparing range (DiskSim "Rangesize for sparing"), for
     /// the zones' `spare_sectors_per_range`.
     pub spare_range_cylinders: u64,
-    /// Recording layout.
+    /// Recording layout: its kind and that kind's keys only.
+    #[serde(
+        deserialize_with = "crate::geometry::config::deserialize_layout",
+        serialize_with = "crate::geometry::config::serialize_layout"
+    )]
     pub layout: LayoutConfig,
     /// How full the drive is when a run starts, unless the run says otherwise
     /// (a fraction of the host capacity, or `footprint`; absent: empty).
@@ -150,9 +154,9 @@ impl Default for DriveConfig {
             write_cache_mib: 0.0,
             interface_mb_s: 600.0,
             seek: SeekConfig::default(),
-            rotation: "average".into(),
+            rotation: Rotation::Average,
             surfaces: 1,
-            surface_order: "ascending".into(),
+            surface_order: SurfaceOrder::Ascending,
             head_switch_ms: 0.0,
             write_settle_ms: 0.0,
             zero_latency: true,
@@ -192,9 +196,9 @@ impl DriveConfig {
             &MechanicsSpec {
                 rpm: self.rpm,
                 seek: &self.seek,
-                rotation: &self.rotation,
+                rotation: self.rotation,
                 surfaces: self.surfaces,
-                surface_order: &self.surface_order,
+                surface_order: self.surface_order,
                 head_switch_ms: self.head_switch_ms,
                 write_settle_ms: self.write_settle_ms,
                 zero_latency: self.zero_latency,
@@ -218,7 +222,7 @@ impl DriveConfig {
         };
         // DiskSim's spares and fronts are mapped on CMR drives with a given
         // track count (see `Geometry`).
-        let mapped = self.layout.kind == "cmr" && self.tracks.is_some();
+        let mapped = self.layout.kind == LayoutKind::Cmr && self.tracks.is_some();
         let tracks = self.tracks.unwrap_or(0);
         for (i, z) in self.zones.iter().enumerate() {
             let end = self.zones.get(i + 1).map_or(tracks, |n| n.first_track);

@@ -3,7 +3,7 @@
 //!
 //! The pieces, bottom up (each names only those before it; docs/architecture.md
 //! gives the levels, `scripts/module_graph.py` checks them): [`units`],
-//! [`error`]; [`geometry`] (tracks, zones, layouts, home maps), [`cause`],
+//! [`error`], [`choice`]; [`geometry`] (tracks, zones, layouts, home maps), [`cause`],
 //! [`metrics`] (histograms, series), [`trace`] (readers); [`mechanics`]
 //! (seek, rotation), [`medium`] (contents and overlap physics);
 //! [`controller`], [`front_end`], [`side_device`]; [`device`] (all of them
@@ -17,6 +17,7 @@
 
 pub mod analysis;
 pub mod cause;
+pub mod choice;
 pub mod controller;
 pub mod device;
 pub mod drive;

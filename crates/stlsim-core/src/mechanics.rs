@@ -46,6 +46,7 @@
 //!   all in sectors of the zone's track, so a transfer that crosses onto the
 //!   next track waits the skew less the switch, not a rotation.
 
+use crate::choice::{serde_by_name, Choice};
 use crate::error::{config_err, SimResult};
 use crate::geometry::ZoneSpec;
 use crate::units::{Nanos, PhysAddr, Track};
@@ -85,12 +86,12 @@ pub struct MechanicsSpec<'a> {
     pub rpm: f64,
     /// The seek curve: seek time against cylinder distance.
     pub seek: &'a SeekConfig,
-    /// `average` or `angular` (see the module comment).
-    pub rotation: &'a str,
+    /// How rotational latency is charged (see the module comment).
+    pub rotation: Rotation,
     /// Data surfaces (tracks per cylinder).
     pub surfaces: u64,
-    /// `ascending`, `serpentine-in-zone` or `serpentine`.
-    pub surface_order: &'a str,
+    /// Which surface holds each track of a cylinder in LBA order.
+    pub surface_order: SurfaceOrder,
     /// Head switch time, ms.
     pub head_switch_ms: f64,
     /// Added to a write that moved the head, ms (may be negative).
@@ -102,8 +103,9 @@ pub struct MechanicsSpec<'a> {
 }
 
 /// How rotational latency is charged (the drive's `rotation`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Rotation {
+    #[default]
     /// Constant half rotation for every repositioning access.
     Average,
     /// Head angle tracked; latency until the target sector arrives.
@@ -128,8 +130,9 @@ struct ZoneSkew {
 
 /// Which physical surface holds the `i`-th track of a cylinder in LBA order
 /// (DiskSim `g1_surfno_on_cyl`, "LBN-to-PBN mapping scheme").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SurfaceOrder {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SurfaceOrder {
+    #[default]
     /// Scheme 0: surface `i` on every cylinder.
     Ascending,
     /// Scheme 1: reversed on the odd cylinders of a zone (from its first).
@@ -137,6 +140,25 @@ enum SurfaceOrder {
     /// Scheme 2: reversed on odd cylinders.
     Serpentine,
 }
+
+impl Choice for Rotation {
+    const KEY: &'static str = "rotation";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("average", Rotation::Average),
+        ("angular", Rotation::Angular),
+    ];
+}
+serde_by_name!(Rotation);
+
+impl Choice for SurfaceOrder {
+    const KEY: &'static str = "surface_order";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("ascending", SurfaceOrder::Ascending),
+        ("serpentine-in-zone", SurfaceOrder::SerpentineInZone),
+        ("serpentine", SurfaceOrder::Serpentine),
+    ];
+}
+serde_by_name!(SurfaceOrder);
 
 /// Seek, rotation and transfer timing of one drive.
 #[derive(Clone, Debug)]
@@ -253,19 +275,15 @@ fn skewed_angle_ns(rot: u64, off: u64, zspt: u64, s: u32, spt: u32) -> u64 {
 
 impl Mechanics {
     /// Build the mechanics of a drive with `tracks` tracks.
-    pub fn new(seek: &SeekConfig, rotation: &str, rpm: f64, tracks: u64) -> SimResult<Mechanics> {
+    pub fn new(
+        seek: &SeekConfig,
+        rotation: Rotation,
+        rpm: f64,
+        tracks: u64,
+    ) -> SimResult<Mechanics> {
         if !(rpm > 0.0 && rpm.is_finite()) {
             return config_err(format!("rpm {rpm} must be positive"));
         }
-        let rotation = match rotation {
-            "average" => Rotation::Average,
-            "angular" => Rotation::Angular,
-            r => {
-                return config_err(format!(
-                    "rotation model '{r}' is not 'average' or 'angular'"
-                ))
-            }
-        };
         let curve = match seek.model.as_str() {
             "sqrt" => {
                 if !(seek.min_ms >= 0.0 && seek.max_ms >= seek.min_ms) {
@@ -328,16 +346,7 @@ impl Mechanics {
         let cylinders = tracks.div_ceil(surfaces);
         let mut m = Mechanics::new(d.seek, d.rotation, d.rpm, cylinders)?;
         m.surfaces = surfaces;
-        m.surface_order = match d.surface_order {
-            "ascending" => SurfaceOrder::Ascending,
-            "serpentine-in-zone" => SurfaceOrder::SerpentineInZone,
-            "serpentine" => SurfaceOrder::Serpentine,
-            o => {
-                return config_err(format!(
-                    "surface_order '{o}' is not 'ascending', 'serpentine-in-zone' or 'serpentine'"
-                ))
-            }
-        };
+        m.surface_order = d.surface_order;
         m.head_switch = Nanos::from_ms(d.head_switch_ms);
         m.zero_latency = d.zero_latency;
         m.write_settle_ns = (d.write_settle_ms * 1e6).round() as i64;
@@ -606,7 +615,7 @@ mod tests {
     }
 
     fn mech(rot: &str) -> Mechanics {
-        Mechanics::new(&SeekConfig::default(), rot, 6000.0, 100_001).unwrap()
+        Mechanics::new(&SeekConfig::default(), rot.into(), 6000.0, 100_001).unwrap()
     }
 
     #[test]
@@ -631,7 +640,7 @@ mod tests {
             table: vec![(1, 1.0), (101, 11.0)],
             ..Default::default()
         };
-        let m = Mechanics::new(&cfg, "average", 7200.0, 1000).unwrap();
+        let m = Mechanics::new(&cfg, Rotation::Average, 7200.0, 1000).unwrap();
         assert_eq!(m.seek_time(1), Nanos::from_ms(1.0));
         assert_eq!(m.seek_time(51), Nanos::from_ms(6.0));
         assert_eq!(m.seek_time(500), Nanos::from_ms(11.0));
@@ -640,7 +649,7 @@ mod tests {
             table: vec![(5, 1.0), (5, 2.0)],
             ..Default::default()
         };
-        assert!(Mechanics::new(&bad, "average", 7200.0, 1000).is_err());
+        assert!(Mechanics::new(&bad, Rotation::Average, 7200.0, 1000).is_err());
     }
 
     #[test]
@@ -767,7 +776,7 @@ mod tests {
     fn dm(track_skew: u32, cyl_skew: u32, settle_ms: f64) -> Mechanics {
         let d = DriveConfig {
             rpm: 6000.0,
-            rotation: "angular".into(),
+            rotation: crate::mechanics::Rotation::Angular,
             surfaces: 2,
             head_switch_ms: 0.5,
             write_settle_ms: settle_ms,
@@ -928,7 +937,7 @@ mod tests {
                 rotation: rot.into(),
                 ..Default::default()
             };
-            let old = Mechanics::new(&d.seek, rot, 6000.0, 100_001).unwrap();
+            let old = Mechanics::new(&d.seek, rot.into(), 6000.0, 100_001).unwrap();
             let new = d.mechanics(100_001).unwrap();
             let mut rng = crate::xorshift::Rng(7);
             let mut head = HeadState::default();
@@ -1026,11 +1035,14 @@ mod tests {
         let s2 = m("serpentine");
         assert_eq!(s2.surface(Track(6)), 1);
         assert_eq!(r(&s2, 5, 6), 1_500_000);
-        let bad = DriveConfig {
-            surface_order: "zigzag".into(),
-            ..Default::default()
-        };
-        let e = bad.mechanics(10).unwrap_err().to_string();
-        assert!(e.contains("surface_order 'zigzag'"), "{e}");
+        let e = serde_json::from_str::<DriveConfig>(r#"{"surface_order": "zigzag"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "surface_order 'zigzag' is not 'ascending', 'serpentine-in-zone' or 'serpentine'"
+            ),
+            "{e}"
+        );
     }
 }

@@ -27,7 +27,8 @@ fn peak(kind: &str, layer: &str, gib: f64, prefill: f64, verify: bool) -> usize 
 
 fn peak_with(kind: &str, layer: &str, backup: &str, gib: f64, prefill: f64, verify: bool) -> usize {
     let layout = LayoutConfig {
-        kind: kind.into(),
+        kind: <stlsim_core::geometry::LayoutKind as stlsim_core::choice::Choice>::parse(kind)
+            .unwrap(),
         group_tracks: 8,
         ..Default::default()
     };

@@ -21,7 +21,7 @@ fn peak(fraction: f64, verify: bool) -> usize {
         track_bytes: 1536 * 1024,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
         layout: LayoutConfig {
-            kind: "imr".into(),
+            kind: stlsim_core::geometry::LayoutKind::Imr,
             group_tracks: 8,
             ..Default::default()
         },

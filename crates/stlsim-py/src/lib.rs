@@ -309,6 +309,24 @@ fn default_drive_json() -> String {
     serde_json::to_string(&DriveConfig::default()).expect("drive serialises")
 }
 
+/// The built-in defaults of one layout kind's keys (`{"kind": ..., ...}`),
+/// as a drive's `[layout]` table of that kind starts from.
+#[pyfunction]
+fn default_layout_json(kind: &str) -> PyResult<String> {
+    use stlsim_core::choice::Choice;
+    let kind = stlsim_core::geometry::LayoutKind::parse(kind)
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let d = stlsim_core::drive::DriveConfig {
+        layout: stlsim_core::geometry::LayoutConfig {
+            kind,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let v = serde_json::to_value(&d).expect("drive serialises");
+    Ok(v["layout"].to_string())
+}
+
 /// The plausible range of every drive key, as JSON `{"real": [[key, lowest,
 /// highest, unit], ...], "int": [[key, lowest, highest], ...]}` (docs/drive-model.md lists them).
 #[pyfunction]
@@ -454,6 +472,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(formats_json, m)?)?;
     m.add_function(wrap_pyfunction!(check_drive, m)?)?;
     m.add_function(wrap_pyfunction!(imr_micro_json, m)?)?;
+    m.add_function(wrap_pyfunction!(default_layout_json, m)?)?;
     m.add_function(wrap_pyfunction!(track_writes_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info_json, m)?)?;

@@ -35,7 +35,7 @@ fn mean_ms(s: &Simulation, class: &str) -> f64 {
 #[test]
 fn a_read_miss_pays_its_command_and_completion_overheads_around_the_media_time() {
     let mut d = small_drive("cmr");
-    d.rotation = "average".into();
+    d.rotation = crate::mechanics::Rotation::Average;
     let plain = run(
         cfg(d.clone(), "cmr"),
         vec![rec(0, Op::Read, 1000 * 100 + 37, 1)],
@@ -57,7 +57,7 @@ fn write_overheads_depend_on_the_request_before() {
     // Two writes to the same sector far apart in time: the first follows
     // "a read" (the start), the second a write. Write-through (no cache).
     let mut d = small_drive("cmr");
-    d.rotation = "average".into();
+    d.rotation = crate::mechanics::Rotation::Average;
     let recs = vec![rec(0, Op::Write, 500, 1), rec(1_000_000, Op::Write, 500, 1)];
     let plain = run(cfg(d.clone(), "cmr"), recs.clone()).unwrap();
     d.controller = Some(controller());
@@ -82,7 +82,7 @@ fn read_cache(segments: u32, ahead: u32) -> ReadCacheConfig {
 /// drive (100-sector tracks, 0.1 ms a sector) with the read cache `rc`.
 fn ahead_run(rc: ReadCacheConfig, seq: &[(bool, u64, u64, u64)]) -> (u64, u64, u64, Simulation) {
     let mut d = small_drive("cmr");
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.controller = Some(controller());
     d.read_cache = Some(rc);
     let mut c = cfg(d, "cmr");
@@ -215,7 +215,7 @@ fn read_ahead_turns_the_next_sequential_read_into_a_buffer_hit() {
     // sectors, then 30 ms after it was issued the next 8: the sectors that
     // passed under the head between the first read's end and then were read ahead.
     let mut d = small_drive("cmr");
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.controller = Some(controller());
     d.read_cache = Some(read_cache(2, 256));
     let first = run(cfg(d.clone(), "cmr"), timed(&[(false, 100_000, 8, 0)])).unwrap();
@@ -312,7 +312,7 @@ fn the_read_cache_keeps_every_block_on_real_traces_with_crashes() {
             for crash in [None, Some(300)] {
                 let mut d = small_drive("cmr");
                 d.tracks = Some(400_000);
-                d.rotation = "angular".into();
+                d.rotation = crate::mechanics::Rotation::Angular;
                 d.read_cache = Some(ReadCacheConfig {
                     read_hits_on_write_data: on_write,
                     ..read_cache(4, 128)
@@ -374,7 +374,7 @@ proptest! {
 /// far one and a near one; the order the drive served them in.
 fn served_order(scheduler: Scheduler) -> Vec<u64> {
     let mut d = small_drive("cmr");
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.controller = Some(ControllerConfig {
         scheduler,
         ..Default::default()
@@ -413,7 +413,7 @@ fn sptf_weighs_rotation_not_only_distance() {
     // 4 ms: 4.0 ms in all). SSTF takes track 1, SPTF track 3.
     let order = |scheduler| {
         let mut d = small_drive("cmr");
-        d.rotation = "angular".into();
+        d.rotation = crate::mechanics::Rotation::Angular;
         d.controller = Some(ControllerConfig {
             scheduler,
             ..Default::default()
@@ -533,7 +533,7 @@ fn a_read_sent_block_by_block_waits_for_each_block_to_be_buffered() {
     let recs = vec![rec(0, Op::Read, 100_000, 8)];
     let read_ms = |mb_s: f64, per_block: bool| {
         let mut d = small_drive("cmr");
-        d.rotation = "average".into();
+        d.rotation = crate::mechanics::Rotation::Average;
         d.interface_mb_s = mb_s;
         d.controller = Some(ControllerConfig {
             read_link_per_block: per_block,
@@ -575,7 +575,7 @@ fn a_write_through_write_waits_for_each_block_to_come_over_the_link() {
     let recs = vec![rec(0, Op::Write, 100_000, 8)];
     let write_ms = |mb_s: f64, per_block: bool| {
         let mut d = small_drive("cmr");
-        d.rotation = "average".into();
+        d.rotation = crate::mechanics::Rotation::Average;
         d.write_cache_mib = 0.0;
         d.interface_mb_s = mb_s;
         d.controller = Some(ControllerConfig {
@@ -606,7 +606,7 @@ fn a_read_ahead_never_runs_past_the_arrival_that_stops_it() {
     // media rate, stlsim used to read on into the next track and start the
     // far read many milliseconds late.
     let mut d = small_drive("cmr");
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.controller = Some(controller());
     let first = run(cfg(d.clone(), "cmr"), timed(&[(false, 1_090, 2, 0)])).unwrap();
     let gap = ((mean_ms(&first, "read") - 0.25 + 3.0) * 1000.0).round() as u64;
@@ -646,7 +646,7 @@ fn an_idle_hit_starts_the_read_ahead_again() {
 /// when idle.
 fn fast_write_drive(at_once: bool) -> crate::drive::DriveConfig {
     let mut d = small_drive("cmr");
-    d.rotation = "average".into();
+    d.rotation = crate::mechanics::Rotation::Average;
     d.write_cache_mib = 1.0;
     d.controller = Some(ControllerConfig {
         destage_at_once: at_once,
@@ -691,7 +691,7 @@ fn a_fast_write_waits_for_the_media_write_before_it_unless_it_appends() {
     // completion), as every write does with the idle-time destage.
     let plain = {
         let mut d = small_drive("cmr");
-        d.rotation = "average".into();
+        d.rotation = crate::mechanics::Rotation::Average;
         mean_ms(
             &run(cfg(d, "cmr"), vec![rec(0, Op::Read, 100_000, 1)]).unwrap(),
             "read",

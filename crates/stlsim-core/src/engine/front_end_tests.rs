@@ -62,7 +62,7 @@ impl Layer for InPlace {
 
 fn cached_drive() -> crate::drive::DriveConfig {
     let mut d = small_drive("cmr");
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.write_cache_mib = 4.0;
     d
 }

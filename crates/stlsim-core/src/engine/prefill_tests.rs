@@ -269,7 +269,7 @@ fn a_prefilled_20_tb_drive_costs_a_bit_a_track() {
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
         tracks: None,
         layout: crate::geometry::LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             group_tracks: 8,
             ..Default::default()
         },
@@ -515,7 +515,7 @@ fn a_drive_with_spare_tracks_runs_verified_and_prefilled() {
     d.surfaces = 2;
     d.head_switch_ms = 0.5;
     d.write_settle_ms = -0.2;
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.zones = vec![
         crate::geometry::ZoneSpec {
             first_track: 0,
@@ -574,7 +574,7 @@ fn a_drive_with_sector_spares_runs_verified_and_prefilled() {
     let mut d = small_drive("cmr");
     d.surfaces = 2;
     d.head_switch_ms = 0.5;
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     d.spare_range_cylinders = 3;
     d.zones = vec![
         crate::geometry::ZoneSpec {

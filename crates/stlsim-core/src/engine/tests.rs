@@ -21,7 +21,7 @@ pub(super) fn small_drive(kind: &str) -> DriveConfig {
         write_cache_mib: 0.0,
         interface_mb_s: 0.0, // no link time: exact medium times
         layout: LayoutConfig {
-            kind: kind.into(),
+            kind: <crate::geometry::LayoutKind as crate::choice::Choice>::parse(kind).unwrap(),
             ..Default::default()
         },
         ..Default::default()
@@ -347,7 +347,7 @@ pub(super) static NAIVE_IMR: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "test only: IMR without read-modify-write",
     paper: "-",
-    layout: LayoutNeed::Kind("imr"),
+    layout: LayoutNeed::Kind(crate::geometry::LayoutKind::Imr),
     params: &[],
     build: |_, _| Ok(Box::new(NaiveImr)),
 };
@@ -533,12 +533,12 @@ pub(super) fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     };
     d.layout.kind = match e.layout {
         LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => "imr".into(),
-        LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k.into(),
+        LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => k,
     };
     // Shingled layers keep scratch copies in a random-access zone; the
     // drive-managed ones cache tracks in a persistent cache (1 GiB).
     d.layout.random_access_tracks = 16;
-    if d.layout.kind == "smr" {
+    if d.layout.kind == crate::geometry::LayoutKind::Smr {
         d.layout.cache_tracks = 512;
     }
     // Hybrid layers (paper 001): a memory buffer small enough that real
@@ -546,7 +546,7 @@ pub(super) fn drive_for_layer(e: &LayerEntry) -> DriveConfig {
     d.memory = Some(crate::side_device::SideConfig::ddr3_1333(8.0));
     d.ssd = Some(crate::side_device::SideConfig::intel_x25m(16.0));
     // Host-managed buffer layers keep their buffer in conventional zones (2 GiB).
-    if d.layout.kind == "zoned" {
+    if d.layout.kind == crate::geometry::LayoutKind::Zoned {
         d.layout.conventional_zones = 8;
         d.layout.max_open_zones = 4;
     }
@@ -558,7 +558,7 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
     for e in REGISTRY {
         // IMR layers run on both LBA orders and on equal and 0.9 top tracks.
         let variants: &[(f64, &str, u64)] = match e.layout {
-            LayoutNeed::Kind("imr") => &[
+            LayoutNeed::Kind(crate::geometry::LayoutKind::Imr) => &[
                 (1.0, "zigzag", 8),
                 (0.9, "serpentine", 8),
                 (0.9, "zigzag", 1),
@@ -573,12 +573,13 @@ fn every_registered_layer_keeps_every_block_on_real_traces() {
                 ("cloudPhysicsIO.vscsi", None),
             ] {
                 // Drive-managed shingled layers also start from a full drive.
-                let prefills: &[Option<f64>] =
-                    if e.name.starts_with("smr-") || e.layout.kind() == Some("zoned") {
-                        &[None, Some(1.0)]
-                    } else {
-                        &[None]
-                    };
+                let prefills: &[Option<f64>] = if e.name.starts_with("smr-")
+                    || e.layout.kind() == Some(crate::geometry::LayoutKind::Zoned)
+                {
+                    &[None, Some(1.0)]
+                } else {
+                    &[None]
+                };
                 for (cache, prefill) in [true, false]
                     .into_iter()
                     .flat_map(|c| prefills.iter().map(move |&p| (c, p)))
@@ -699,7 +700,7 @@ fn golden_cmr_wdev_3_queue() {
 #[test]
 fn golden_cmr_wdev_3_flat_out_angular() {
     let mut d = drive_for_layer(&cmr::ENTRY);
-    d.rotation = "angular".into();
+    d.rotation = crate::mechanics::Rotation::Angular;
     let mut c = cfg(d, "cmr");
     c.trace = TraceSpec {
         path: data_path("wdev_3.csv"),
@@ -871,9 +872,9 @@ pub(super) fn tiny_imr(cache_sectors: u64, ratio: f64) -> DriveConfig {
 /// 8-track random-access zone).
 pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveConfig {
     let mut d = tiny_imr(cache_sectors, ratio);
-    if e.layout.kind() == Some("smr") {
+    if e.layout.kind() == Some(crate::geometry::LayoutKind::Smr) {
         d.layout = crate::geometry::LayoutConfig {
-            kind: "smr".into(),
+            kind: crate::geometry::LayoutKind::Smr,
             band_tracks: 4,
             head_width_tracks: 2,
             random_access_tracks: 8,
@@ -882,10 +883,10 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
         };
         d.tracks = Some(8 + 41 + 20 * 5);
     }
-    if e.layout.kind() == Some("wave") {
+    if e.layout.kind() == Some(crate::geometry::LayoutKind::Wave) {
         // Regions of 4 tracks, kappa = 2: 80 regions.
         d.layout = crate::geometry::LayoutConfig {
-            kind: "wave".into(),
+            kind: crate::geometry::LayoutKind::Wave,
             region_tracks: 4,
             kappa_tracks: 2,
             ..Default::default()
@@ -894,10 +895,10 @@ pub(super) fn tiny_for(e: &LayerEntry, cache_sectors: u64, ratio: f64) -> DriveC
     // Hybrid layers: a memory buffer and an SSD (sized by BUSY's mem_mib and ssd_mib).
     d.memory = Some(crate::side_device::SideConfig::ddr3_1333(1.0));
     d.ssd = Some(crate::side_device::SideConfig::intel_x25m(1.0));
-    if e.layout.kind() == Some("zoned") {
+    if e.layout.kind() == Some(crate::geometry::LayoutKind::Zoned) {
         // Zones of 2 tracks (128 sectors), the first 8 conventional.
         d.layout = crate::geometry::LayoutConfig {
-            kind: "zoned".into(),
+            kind: crate::geometry::LayoutKind::Zoned,
             zone_tracks: 2,
             conventional_zones: 8,
             max_open_zones: 3,

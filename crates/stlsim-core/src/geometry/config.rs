@@ -3,6 +3,7 @@
 //! rejected). The whole drive description, which holds these beside the
 //! other parts' settings, is [`crate::drive::DriveConfig`].
 
+use crate::choice::{serde_by_name, Choice};
 use crate::error::{config_err, SimResult};
 use serde::{Deserialize, Serialize};
 
@@ -151,12 +152,143 @@ pub struct ZoneSpec {
     pub gap_cylinders: u64,
 }
 
+/// A recording layout's kind: the `kind` key of a drive's `[layout]` table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LayoutKind {
+    /// Conventional recording: no track damages another.
+    #[default]
+    Cmr,
+    /// Shingled bands with guard tracks (papers 002 and 003).
+    Smr,
+    /// Interlaced bottom and top tracks (paper 000).
+    Imr,
+    /// Host-managed zones, conventional then sequential (paper 004).
+    Zoned,
+    /// The wave-like shingled regions of paper 001.
+    Wave,
+}
+
+impl Choice for LayoutKind {
+    const KEY: &'static str = "layout.kind";
+    const NAMES: &'static [(&'static str, Self)] = &[
+        ("cmr", LayoutKind::Cmr),
+        ("smr", LayoutKind::Smr),
+        ("imr", LayoutKind::Imr),
+        ("zoned", LayoutKind::Zoned),
+        ("wave", LayoutKind::Wave),
+    ];
+}
+serde_by_name!(LayoutKind);
+
+impl std::fmt::Display for LayoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl LayoutKind {
+    /// The `[layout]` keys this kind takes beside `kind`: a key of another
+    /// kind in a drive's table is an error, not silently unused.
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            LayoutKind::Cmr => &[],
+            LayoutKind::Smr => &[
+                "band_tracks",
+                "head_width_tracks",
+                "direction",
+                "mapping",
+                "random_access_tracks",
+                "cache_tracks",
+                "cache_mib",
+            ],
+            LayoutKind::Imr => &["top_ratio", "group_tracks", "order"],
+            LayoutKind::Zoned => &[
+                "zone_tracks",
+                "conventional_zones",
+                "max_open_zones",
+                "unrestricted_reads",
+            ],
+            LayoutKind::Wave => &["region_tracks", "kappa_tracks"],
+        }
+    }
+}
+
+/// Read a drive's `[layout]` table: its `kind` (absent: `cmr`), then only
+/// that kind's keys (see [`LayoutKind::keys`]); a key of another kind, or of
+/// none, is a one-line error naming it.
+pub(crate) fn deserialize_layout<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<LayoutConfig, D::Error> {
+    use serde::de::Error;
+    let table = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+    let kind = match table.get("kind") {
+        None => LayoutKind::Cmr,
+        Some(serde_json::Value::String(k)) => LayoutKind::parse(k).map_err(D::Error::custom)?,
+        Some(v) => {
+            return Err(D::Error::custom(format!(
+                "layout.kind must be a name, not {v}"
+            )))
+        }
+    };
+    for key in table.keys().filter(|k| *k != "kind") {
+        if kind.keys().contains(&key.as_str()) {
+            continue;
+        }
+        let takes = match kind.keys() {
+            [] => "no other key".to_string(),
+            keys => keys.join(", "),
+        };
+        let owner = LayoutKind::NAMES
+            .iter()
+            .find(|(_, k)| k.keys().contains(&key.as_str()));
+        return Err(D::Error::custom(match owner {
+            Some((name, _)) => format!(
+                "layout key '{key}' belongs to '{name}' layouts; kind '{kind}' takes {takes}"
+            ),
+            None => {
+                let all = LayoutKind::NAMES
+                    .iter()
+                    .flat_map(|(_, k)| k.keys().iter().copied());
+                format!(
+                    "unknown layout key '{key}' (kind '{kind}' takes {takes}){}",
+                    crate::spelling::did_you_mean(key, all)
+                )
+            }
+        }));
+    }
+    LayoutConfig::deserialize(serde_json::Value::Object(table.clone())).map_err(|e| {
+        // Name the key whose value was refused: the one that fails alone.
+        let bad = table.iter().find(|(k, v)| {
+            let one = serde_json::Map::from_iter([((*k).clone(), (*v).clone())]);
+            LayoutConfig::deserialize(serde_json::Value::Object(one)).is_err()
+        });
+        match bad {
+            Some((k, _)) => D::Error::custom(format!("layout.{k}: {e}")),
+            None => D::Error::custom(e),
+        }
+    })
+}
+
+/// Write a `[layout]` table with its kind's keys only (and no empty ones),
+/// so that it reads back.
+pub(crate) fn serialize_layout<S: serde::Serializer>(
+    l: &LayoutConfig,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::Error;
+    let mut v = serde_json::to_value(l).map_err(S::Error::custom)?;
+    if let serde_json::Value::Object(m) = &mut v {
+        m.retain(|k, v| k == "kind" || (l.kind.keys().contains(&k.as_str()) && !v.is_null()));
+    }
+    v.serialize(s)
+}
+
 /// Recording layout and its parameters.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LayoutConfig {
-    /// `cmr`, `smr`, `imr`, `zoned` or `wave`.
-    pub kind: String,
+    /// The kind of layout; the keys below each belong to one kind.
+    pub kind: LayoutKind,
     /// SMR: data tracks per band.
     pub band_tracks: u64,
     /// SMR: write-head width in tracks (a write to T overlaps T+1 .. T+W-1); W-1 guard tracks follow each band.
@@ -201,7 +333,7 @@ pub struct LayoutConfig {
 impl Default for LayoutConfig {
     fn default() -> Self {
         LayoutConfig {
-            kind: "cmr".into(),
+            kind: LayoutKind::Cmr,
             band_tracks: 4,
             head_width_tracks: 2,
             direction: "up".into(),

@@ -21,7 +21,7 @@ mod spares;
 use crate::error::{config_err, SimResult};
 use crate::units::{Lba, PhysAddr, Sectors, Track};
 pub use band_map::BandMap;
-pub use config::{LayoutConfig, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS};
+pub use config::{LayoutConfig, LayoutKind, ZoneSpec, MAX_SECTORS_PER_TRACK, MAX_TRACKS};
 pub(crate) use spares::front_mapped;
 
 /// What the geometry takes from a drive description
@@ -153,9 +153,9 @@ pub struct Geometry {
 }
 
 fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
-    Ok(match c.kind.as_str() {
-        "cmr" => Layout::Cmr,
-        "smr" => {
+    Ok(match c.kind {
+        LayoutKind::Cmr => Layout::Cmr,
+        LayoutKind::Smr => {
             if c.band_tracks == 0 || c.head_width_tracks == 0 {
                 return config_err("smr layout needs band_tracks >= 1 and head_width_tracks >= 1");
             }
@@ -178,7 +178,7 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 cache: c.cache_tracks,
             }
         }
-        "imr" => {
+        LayoutKind::Imr => {
             if !(c.top_ratio > 0.0 && c.top_ratio <= 1.0) {
                 return config_err(format!("imr top_ratio {} must be in (0, 1]", c.top_ratio));
             }
@@ -201,7 +201,7 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 order,
             }
         }
-        "zoned" => {
+        LayoutKind::Zoned => {
             if c.zone_tracks == 0 {
                 return config_err("zoned layout needs zone_tracks >= 1");
             }
@@ -212,7 +212,7 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 unrestricted_reads: c.unrestricted_reads,
             }
         }
-        "wave" => {
+        LayoutKind::Wave => {
             if c.region_tracks == 0 || c.kappa_tracks == 0 {
                 return config_err("wave layout needs region_tracks >= 1 and kappa_tracks >= 1");
             }
@@ -220,11 +220,6 @@ fn layout_from(c: &LayoutConfig) -> SimResult<Layout> {
                 region: c.region_tracks,
                 kappa: c.kappa_tracks,
             }
-        }
-        k => {
-            return config_err(format!(
-                "unknown layout kind '{k}' (known: cmr, smr, imr, zoned, wave)"
-            ))
         }
     })
 }
@@ -439,7 +434,7 @@ impl Geometry {
                 "the persistent cache needs more than {MAX_TRACKS} tracks"
             ));
         }
-        if c.layout.kind != "smr" && c.layout.cache_tracks != 0 {
+        if c.layout.kind != LayoutKind::Smr && c.layout.cache_tracks != 0 {
             return config_err(format!(
                 "'cache_tracks' is an smr layout key; layout '{}' has none",
                 c.layout.kind

@@ -8,7 +8,7 @@ pub(crate) fn drive(kind: &str, tracks: u64, spt: u32) -> DriveConfig {
         tracks: Some(tracks),
         capacity_gib: None,
         layout: LayoutConfig {
-            kind: kind.into(),
+            kind: <crate::geometry::LayoutKind as crate::choice::Choice>::parse(kind).unwrap(),
             ..Default::default()
         },
         ..Default::default()
@@ -192,7 +192,6 @@ fn impossible_geometries_are_config_errors() {
     assert!(bad(&|d| d.sector_bytes = 1000).contains("512 or 4096"));
     assert!(bad(&|d| d.layout.top_ratio = 1.5).contains("top_ratio"));
     assert!(bad(&|d| d.tracks = Some(7)).contains("multiple"));
-    assert!(bad(&|d| d.layout.kind = "hamr".into()).contains("unknown layout"));
     assert!(bad(&|d| d.track_bytes = 5000).contains("multiple of sector_bytes"));
     assert!(bad(&|d| d.zones = vec![ZoneSpec {
         first_track: 3,
@@ -818,7 +817,7 @@ fn surfaces_need_cylinder_aligned_zones_and_the_cmr_layout() {
     let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("not the first track of a cylinder"), "{e}");
     d.zones[1].first_track = 6;
-    d.layout.kind = "imr".into();
+    d.layout.kind = crate::geometry::LayoutKind::Imr;
     let e = d.geometry().unwrap_err().to_string();
     assert!(e.contains("surfaces = 3 needs layout kind 'cmr'"), "{e}");
 }
@@ -940,4 +939,60 @@ proptest::proptest! {
         let walk = tracks_for_capacity_walk(layout, &zones, 1_000_000, want);
         proptest::prop_assert_eq!(fast, walk);
     }
+}
+
+/// Issue 36: a layout's keys are its kind's; a key of another kind, an
+/// unknown kind or a misspelt key is a one-line error naming it, and a
+/// drive description written out reads back.
+#[test]
+fn a_layout_takes_only_its_kinds_keys() {
+    let err = |json: &str| {
+        serde_json::from_str::<DriveConfig>(json)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(r#"{"layout": {"kind": "imr", "cache_mib": 4}}"#);
+    assert!(
+        e.starts_with("layout key 'cache_mib' belongs to 'smr' layouts; kind 'imr' takes top_ratio, group_tracks, order"),
+        "{e}"
+    );
+    let e = err(r#"{"layout": {"band_tracks": 4}}"#);
+    assert!(
+        e.starts_with(
+            "layout key 'band_tracks' belongs to 'smr' layouts; kind 'cmr' takes no other key"
+        ),
+        "{e}"
+    );
+    let e = err(r#"{"layout": {"kind": "hamr"}}"#);
+    assert!(
+        e.starts_with("layout.kind 'hamr' is not 'cmr', 'smr', 'imr', 'zoned' or 'wave'"),
+        "{e}"
+    );
+    let e = err(r#"{"layout": {"kind": "smr", "bandtracks": 4}}"#);
+    assert!(
+        e.starts_with("unknown layout key 'bandtracks' (kind 'smr' takes band_tracks,"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean 'band_tracks'?"), "{e}");
+    let e = err(r#"{"rotation": "fast"}"#);
+    assert!(
+        e.starts_with("rotation 'fast' is not 'average' or 'angular'"),
+        "{e}"
+    );
+
+    let mut d = drive("smr", 40, 10);
+    d.layout.cache_mib = Some(1.0);
+    d.rotation = crate::mechanics::Rotation::Angular;
+    let text = serde_json::to_string(&d).unwrap();
+    assert!(
+        text.contains(r#""kind":"smr""#) && text.contains(r#""rotation":"angular""#),
+        "{text}"
+    );
+    assert!(
+        !text.contains("top_ratio"),
+        "another kind's key written: {text}"
+    );
+    assert_eq!(serde_json::from_str::<DriveConfig>(&text).unwrap(), d);
+    let cmr = serde_json::to_string(&DriveConfig::default()).unwrap();
+    assert!(cmr.contains(r#""layout":{"kind":"cmr"}"#), "{cmr}");
 }

@@ -18,7 +18,7 @@ pub mod zoned;
 use crate::device::{Cause, Device};
 use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, LayoutKind};
 use crate::medium::Token;
 use crate::side_device::SideKind;
 use crate::units::{Lba, Sectors};
@@ -267,16 +267,16 @@ pub enum LayoutNeed {
     /// set from its parameters.
     AsConventionalShaped(fn(&Params, &mut DriveConfig) -> SimResult<()>),
     /// Needs this layout kind (`smr`, `imr`, `zoned`).
-    Kind(&'static str),
+    Kind(LayoutKind),
     /// Needs this layout kind, and sets layout keys of the drive from its
     /// parameters (a static mapping that *is* the drive's home map, such as
     /// the shingled band mappings of paper 002).
-    Shaped(&'static str, fn(&Params, &mut DriveConfig) -> SimResult<()>),
+    Shaped(LayoutKind, fn(&Params, &mut DriveConfig) -> SimResult<()>),
 }
 
 impl LayoutNeed {
     /// The layout kind needed, if any.
-    pub fn kind(&self) -> Option<&'static str> {
+    pub fn kind(&self) -> Option<LayoutKind> {
         match *self {
             LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => None,
             LayoutNeed::Kind(k) | LayoutNeed::Shaped(k, _) => Some(k),
@@ -382,7 +382,7 @@ impl LayerEntry {
     fn not_zone_aware(&self, drive: &DriveConfig) -> SimError {
         let aware: Vec<&str> = REGISTRY
             .iter()
-            .filter(|e| e.layout.kind() == Some("zoned"))
+            .filter(|e| e.layout.kind() == Some(LayoutKind::Zoned))
             .map(|e| e.name)
             .collect();
         SimError::Config(format!(
@@ -400,19 +400,19 @@ impl LayerEntry {
     pub fn drive_for(&self, drive: &DriveConfig, params: &Params) -> SimResult<DriveConfig> {
         match self.layout {
             LayoutNeed::AsConventional | LayoutNeed::AsConventionalShaped(_) => {
-                if drive.layout.kind == "zoned" && has_sequential_zones(drive)? {
+                if drive.layout.kind == LayoutKind::Zoned && has_sequential_zones(drive)? {
                     return Err(self.not_zone_aware(drive));
                 }
                 // Same tracks, mechanics and cache; no overlap, guards, zones,
                 // band mapping or persistent cache (their keys are dropped).
                 // A wave drive keeps its physical tracks (its guard bands become data tracks).
                 let mut d = drive.clone();
-                if drive.layout.kind == "wave" && d.tracks.is_none() {
+                if drive.layout.kind == LayoutKind::Wave && d.tracks.is_none() {
                     d.tracks = Some(drive.geometry()?.tracks());
                     d.capacity_gib = None;
                 }
                 d.layout = crate::geometry::LayoutConfig {
-                    kind: "cmr".into(),
+                    kind: LayoutKind::Cmr,
                     ..Default::default()
                 };
                 if let LayoutNeed::AsConventionalShaped(shape) = self.layout {

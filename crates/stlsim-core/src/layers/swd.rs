@@ -48,7 +48,7 @@ use super::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Pa
 use crate::device::{Cause, Device};
 use crate::drive::DriveConfig;
 use crate::error::{config_err, SimResult};
-use crate::geometry::{BandMap, Geometry, Layout};
+use crate::geometry::{BandMap, Geometry, Layout, LayoutKind};
 use crate::medium::Token;
 use crate::track_bits::TrackBits;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -128,7 +128,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update shingled disk: a static band mapping (any order) and the write amplifier",
     paper: "002 sections 4 and 5.1",
-    layout: LayoutNeed::Shaped("smr", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Smr, shape),
     params: swd_params!(
         "",
         "the static band mapping in paper 002's notation, e.g. 1234, R(4123), 124R(3), 14R(23) (empty: the drive's layout.mapping)"
@@ -142,7 +142,7 @@ pub static ENTRY_1234: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update SWD, conventional mapping 1234 (tracks of each band in order)",
     paper: "002 section 3.2",
-    layout: LayoutNeed::Shaped("smr", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Smr, shape),
     params: swd_params!("1234", FIXED),
     build: |p, g| Ok(Box::new(Swd::new("swd-1234", p, g)?)),
 };
@@ -154,7 +154,7 @@ pub static ENTRY_R4123: LayerEntry = LayerEntry {
     summary:
         "in-place-update SWD, mapping R(4123): 4th tracks of all bands first, then 1st, 2nd, 3rd",
     paper: "002 section 4.2",
-    layout: LayoutNeed::Shaped("smr", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Smr, shape),
     params: swd_params!("R(4123)", FIXED),
     build: |p, g| Ok(Box::new(Swd::new("swd-r4123", p, g)?)),
 };
@@ -166,7 +166,7 @@ pub static ENTRY_124R3: LayerEntry = LayerEntry {
     summary:
         "in-place-update SWD, mapping 124R(3): tracks 1, 2, 4 band by band, then every 3rd track",
     paper: "002 section 4.3",
-    layout: LayoutNeed::Shaped("smr", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Smr, shape),
     params: swd_params!("124R(3)", FIXED),
     build: |p, g| Ok(Box::new(Swd::new("swd-124r3", p, g)?)),
 };
@@ -177,7 +177,7 @@ pub static ENTRY_14R23: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "in-place-update SWD, mapping 14R(23): tracks 1, 4 band by band, then every 2nd, then every 3rd track",
     paper: "002 section 4.4",
-    layout: LayoutNeed::Shaped("smr", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Smr, shape),
     params: swd_params!("14R(23)", FIXED),
     build: |p, g| Ok(Box::new(Swd::new("swd-14r23", p, g)?)),
 };

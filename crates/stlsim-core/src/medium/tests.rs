@@ -51,7 +51,7 @@ fn at(t: u64, s: u32) -> PhysAddr {
 fn imr_bottom_write_destroys_overlapping_top_sectors() {
     let mut dev = device(
         LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             ..Default::default()
         },
         6,
@@ -84,7 +84,7 @@ fn imr_bottom_write_destroys_overlapping_top_sectors() {
 #[test]
 fn imr_unequal_tracks_damage_by_angle() {
     let layout = LayoutConfig {
-        kind: "imr".into(),
+        kind: crate::geometry::LayoutKind::Imr,
         top_ratio: 0.5,
         ..Default::default()
     };
@@ -107,7 +107,7 @@ fn imr_unequal_tracks_damage_by_angle() {
 #[test]
 fn smr_write_destroys_downstream_within_band() {
     let layout = LayoutConfig {
-        kind: "smr".into(),
+        kind: crate::geometry::LayoutKind::Smr,
         band_tracks: 4,
         head_width_tracks: 3,
         ..Default::default()
@@ -133,7 +133,7 @@ fn smr_write_destroys_downstream_within_band() {
 #[test]
 fn sequential_zone_rejects_writes_off_the_write_pointer_and_resets() {
     let layout = LayoutConfig {
-        kind: "zoned".into(),
+        kind: crate::geometry::LayoutKind::Zoned,
         zone_tracks: 2,
         conventional_zones: 1,
         ..Default::default()
@@ -235,7 +235,7 @@ fn ops_are_counted_by_cause() {
 fn metadata_records_survive_until_overwritten_or_damaged() {
     let mut dev = device(
         LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             ..Default::default()
         },
         6,
@@ -277,7 +277,7 @@ proptest::proptest! {
     ) {
         let mut dev = device(
             LayoutConfig {
-                kind: "imr".into(),
+                kind: crate::geometry::LayoutKind::Imr,
                 ..Default::default()
             },
             6,

@@ -20,7 +20,7 @@ pub fn imr_paper() -> DriveConfig {
         write_cache_mib: 100.0,
         ..Default::default()
     };
-    d.layout.kind = "imr".into();
+    d.layout.kind = stlsim_core::geometry::LayoutKind::Imr;
     d.layout.group_tracks = 8;
     d
 }
@@ -35,12 +35,12 @@ pub fn swd_paper() -> DriveConfig {
         tracks: Some(3010),
         capacity_gib: None,
         interface_mb_s: 3.5189,
-        rotation: "angular".into(),
+        rotation: stlsim_core::mechanics::Rotation::Angular,
         ..Default::default()
     };
     d.seek.min_ms = 1.18;
     d.seek.max_ms = 18.1;
-    d.layout.kind = "smr".into();
+    d.layout.kind = stlsim_core::geometry::LayoutKind::Smr;
     d.layout.band_tracks = 4;
     d.layout.head_width_tracks = 2;
     d.layout.random_access_tracks = 10;
@@ -70,7 +70,7 @@ pub fn dmsmr() -> DriveConfig {
     };
     d.seek.min_ms = 1.0;
     d.seek.max_ms = 25.0;
-    d.layout.kind = "smr".into();
+    d.layout.kind = stlsim_core::geometry::LayoutKind::Smr;
     d.layout.band_tracks = 20;
     d.layout.head_width_tracks = 2;
     d.layout.cache_mib = Some(22_888.0);
@@ -90,7 +90,7 @@ pub fn exos_x18z() -> DriveConfig {
     };
     d.seek.min_ms = 1.0;
     d.seek.max_ms = 18.0;
-    d.layout.kind = "zoned".into();
+    d.layout.kind = stlsim_core::geometry::LayoutKind::Zoned;
     d.layout.zone_tracks = 128;
     d.layout.conventional_zones = 720;
     d
@@ -115,7 +115,7 @@ pub fn hwsr_paper() -> DriveConfig {
     };
     d.seek.min_ms = 0.6;
     d.seek.max_ms = 14.0;
-    d.layout.kind = "wave".into();
+    d.layout.kind = stlsim_core::geometry::LayoutKind::Wave;
     d
 }
 

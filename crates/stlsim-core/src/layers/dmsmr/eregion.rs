@@ -49,7 +49,7 @@ use super::{
 };
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, LayoutKind};
 use crate::layers::{
     Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
     QueueView, StageOutcome, WriteReq,
@@ -70,7 +70,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "drive-managed SMR baseline: writes appended to a persistent cache (extent map), bands cleaned from the log tail",
     paper: "003 sections 1 and 4 (the DM-SMR / E-region baseline)",
-    layout: LayoutNeed::Kind("smr"),
+    layout: LayoutNeed::Kind(LayoutKind::Smr),
     params: &[
         ParamSpec {
             name: "map_entries",

@@ -39,7 +39,7 @@ fn drive(bands: u64) -> DriveConfig {
         interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
         layout: LayoutConfig {
-            kind: "smr".into(),
+            kind: crate::geometry::LayoutKind::Smr,
             band_tracks: N,
             head_width_tracks: 2,
             cache_tracks: CACHE,

@@ -67,7 +67,7 @@ use super::{
 };
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
-use crate::geometry::{Geometry, Layout};
+use crate::geometry::{Geometry, Layout, LayoutKind};
 use crate::layers::cmr::for_home_pieces;
 use crate::layers::{
     Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
@@ -88,7 +88,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "Virtual Guard: copy track T+1 to the persistent cache, write T in place; clean on demand",
     paper: "003 section 3",
-    layout: LayoutNeed::Kind("smr"),
+    layout: LayoutNeed::Kind(LayoutKind::Smr),
     params: &[
         ParamSpec {
             name: "map_entries",

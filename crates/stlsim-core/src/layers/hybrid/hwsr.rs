@@ -34,7 +34,7 @@ use crate::device::{Cause, Device};
 use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
 use crate::geometry::segment_map::SegmentMap;
-use crate::geometry::{Geometry, Layout};
+use crate::geometry::{Geometry, Layout, LayoutKind};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use crate::medium::Token;
 use crate::side_device::SideKind;
@@ -81,7 +81,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Host,
     summary: "hybrid wave-like shingled disk: memory write buffer (least-write-amplification LRU), SSD read cache, segment layout",
     paper: "001 sections II-III (HWSR)",
-    layout: LayoutNeed::Shaped("wave", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Wave, shape),
     params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         let backend = Segments::new(p, g)?;

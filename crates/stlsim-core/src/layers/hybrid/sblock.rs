@@ -42,7 +42,7 @@ use super::{Backend, BlockImage, HybridLayer, BUFFER_PARAMS};
 use crate::device::{Cause, Device};
 use crate::drive::DriveConfig;
 use crate::error::{SimError, SimResult};
-use crate::geometry::{Geometry, Layout};
+use crate::geometry::{Geometry, Layout, LayoutKind};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use crate::medium::Token;
 use crate::units::{Lba, PhysAddr, Sectors, Track};
@@ -97,7 +97,7 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
         )));
     }
     d.layout = crate::geometry::LayoutConfig {
-        kind: "smr".into(),
+        kind: LayoutKind::Smr,
         band_tracks: s + k,
         head_width_tracks: k + 1,
         direction: "up".into(),
@@ -114,7 +114,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Host,
     summary: "S-block circular logs (Cassuto et al.) on a shingled disk, with HWSR's memory buffer and SSD cache",
     paper: "001 sections III-IV (S-block baseline)",
-    layout: LayoutNeed::Shaped("wave", shape),
+    layout: LayoutNeed::Shaped(LayoutKind::Wave, shape),
     params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         let backend = Logs::new(p, g)?;

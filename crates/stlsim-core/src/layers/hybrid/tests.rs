@@ -25,7 +25,7 @@ fn drive(spt: u64, units: u64) -> DriveConfig {
         interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
         layout: LayoutConfig {
-            kind: "wave".into(),
+            kind: crate::geometry::LayoutKind::Wave,
             region_tracks: 4,
             kappa_tracks: 2,
             ..Default::default()
@@ -545,7 +545,7 @@ fn bad_configurations_are_clear_errors() {
     c.replay.prefill = Some(crate::medium::prefill::PrefillSpec::Fraction(0.5));
     assert!(e(c).contains("empty drive"));
     let mut d = drive(128, 8);
-    d.layout.kind = "cmr".into();
+    d.layout.kind = crate::geometry::LayoutKind::Cmr;
     assert!(e(cfg("hwsr", d, &[])).contains("'wave' layout"));
     assert!(e(cfg("sblock", drive(128, 8), &[("beta", "0.95")])).contains("cannot hold"));
 }

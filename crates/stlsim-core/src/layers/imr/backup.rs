@@ -476,7 +476,7 @@ mod tests {
             tracks: Some(400),
             capacity_gib: None,
             layout: LayoutConfig {
-                kind: "imr".into(),
+                kind: crate::geometry::LayoutKind::Imr,
                 group_tracks: 2,
                 ..Default::default()
             },

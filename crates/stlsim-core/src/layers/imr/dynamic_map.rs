@@ -104,7 +104,7 @@ use super::rmw::{backup_from, Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{for_home_pieces, top_neighbours, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
-use crate::geometry::{Geometry, TrackKind};
+use crate::geometry::{Geometry, LayoutKind, TrackKind};
 use crate::layers::{
     Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
     QueueView, StageOutcome, WriteReq,
@@ -120,7 +120,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR dynamic track mapping: swap hot bottom pseudo-tracks with cold top ones within zones",
     paper: "000 section 2.4",
-    layout: LayoutNeed::Kind("imr"),
+    layout: LayoutNeed::Kind(LayoutKind::Imr),
     params: &[
         ParamSpec {
             name: "pseudo_track_sectors",

@@ -106,7 +106,7 @@ use super::rmw::{backup_from, Move, RmwEngine, BACKUP_PARAMS, SKIP_EMPTY};
 use super::{for_home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimError, SimResult};
-use crate::geometry::{Geometry, TrackKind};
+use crate::geometry::{Geometry, LayoutKind, TrackKind};
 use crate::layers::{
     Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
     QueueView, StageOutcome, WriteReq,
@@ -123,7 +123,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR track flipping: swap hot bottom tracks with cold neighbouring top tracks",
     paper: "000 section 2.2, Algorithm 1",
-    layout: LayoutNeed::Kind("imr"),
+    layout: LayoutNeed::Kind(LayoutKind::Imr),
     params: &[
         ParamSpec {
             name: "interval_writes",

@@ -228,7 +228,7 @@ mod tests {
             tracks: Some(20),
             capacity_gib: None,
             layout: LayoutConfig {
-                kind: "imr".into(),
+                kind: crate::geometry::LayoutKind::Imr,
                 ..Default::default()
             },
             ..Default::default()

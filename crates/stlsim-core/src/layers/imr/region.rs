@@ -274,7 +274,7 @@ mod tests {
             tracks: Some(40),
             capacity_gib: None,
             layout: LayoutConfig {
-                kind: "imr".into(),
+                kind: crate::geometry::LayoutKind::Imr,
                 group_tracks: group,
                 ..Default::default()
             },

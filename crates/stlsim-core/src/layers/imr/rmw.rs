@@ -43,7 +43,7 @@ use super::relocation::{relocation_steps, Relocation};
 use super::{home_pieces, read_home_mapped, top_neighbours, HomePiece};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
-use crate::geometry::{Geometry, TrackKind};
+use crate::geometry::{Geometry, LayoutKind, TrackKind};
 use crate::layers::{
     Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params, WriteReq,
 };
@@ -92,7 +92,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     summary:
         "IMR naive read-modify-write: save, write, restore the top neighbours of every bottom write",
     paper: "000 section 2.1",
-    layout: LayoutNeed::Kind("imr"),
+    layout: LayoutNeed::Kind(LayoutKind::Imr),
     params: &[
         SKIP_EMPTY,
         BACKUP_PARAMS[0],

@@ -114,7 +114,7 @@ use super::rmw::{
 use super::{for_home_pieces, home_pieces, HomePiece, COUNT_AT};
 use crate::device::{Cause, Device};
 use crate::error::{config_err, SimResult};
-use crate::geometry::{Geometry, TrackKind};
+use crate::geometry::{Geometry, LayoutKind, TrackKind};
 use crate::layers::{
     Background, Layer, LayerEntry, LayerReport, LayoutNeed, Needs, ParamKind, ParamSpec, Params,
     QueueView, StageOutcome, WriteReq,
@@ -137,7 +137,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Drive,
     summary: "IMR selective track caching: hot bottom tracks cached in reserved bottom-only tracks",
     paper: "000 section 2.3, Algorithm 2",
-    layout: LayoutNeed::Kind("imr"),
+    layout: LayoutNeed::Kind(LayoutKind::Imr),
     params: &[
         ParamSpec {
             name: "cache_tracks",

@@ -24,7 +24,7 @@ fn swd_drive(bands: u64) -> DriveConfig {
         interface_mb_s: 10.0,
         write_cache_mib: 4.0,
         layout: LayoutConfig {
-            kind: "smr".into(),
+            kind: crate::geometry::LayoutKind::Smr,
             band_tracks: 4,
             head_width_tracks: 2,
             random_access_tracks: 10,

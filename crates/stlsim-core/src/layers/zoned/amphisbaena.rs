@@ -73,7 +73,7 @@ pub mod classifier;
 use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::device::Device;
 use crate::error::{config_err, SimResult};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, LayoutKind};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use classifier::{Admit, Roles, Window};
 use rustc_hash::FxHashMap;
@@ -102,7 +102,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: two-phase hot/cold classification, block-granular HFB + chunk-granular LFB, latency-sensitive GC",
     paper: "004 section 5 (Amphisbaena)",
-    layout: LayoutNeed::Kind("zoned"),
+    layout: LayoutNeed::Kind(LayoutKind::Zoned),
     params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         let sb = g.sector_bytes() as u64;

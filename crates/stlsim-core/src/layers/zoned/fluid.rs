@@ -26,7 +26,7 @@
 
 use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::error::SimResult;
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, LayoutKind};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 use rustc_hash::FxHashMap;
 
@@ -51,7 +51,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     summary:
         "host-managed SMR: circular-log buffer in CMR zones, in-place updates, FIFO zone write-back",
     paper: "004 section 6.1 (Fluid, after FluidSMR)",
-    layout: LayoutNeed::Kind("zoned"),
+    layout: LayoutNeed::Kind(LayoutKind::Zoned),
     params: &COMMON_PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         Ok(Box::new(super::BufferLayer::build(
@@ -69,7 +69,7 @@ pub static ENTRY_LOOP: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: Fluid, with blocks of hot zones re-queued at the log head instead of written back",
     paper: "004 section 6.1 (Fluid_loop, after FluidSMR's loop-back logging)",
-    layout: LayoutNeed::Kind("zoned"),
+    layout: LayoutNeed::Kind(LayoutKind::Zoned),
     params: &LOOP_PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         Ok(Box::new(super::BufferLayer::build("hm-fluid-loop", p, g, make_loop)?))

@@ -20,7 +20,7 @@
 
 use super::{Buffer, Placement, Work, ZoneMap, COMMON_PARAMS};
 use crate::error::{config_err, SimResult};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, LayoutKind};
 use crate::layers::{Layer, LayerEntry, LayerReport, LayoutNeed, ParamKind, ParamSpec, Params};
 
 const PARAMS: [ParamSpec; 5] = [
@@ -43,7 +43,7 @@ pub static ENTRY: LayerEntry = LayerEntry {
     runs_in: crate::layers::RunsIn::Host,
     summary: "host-managed SMR: native zones hashed onto buffer zones, appended; a full buffer zone writes back every zone it holds",
     paper: "004 section 6.1 (Skylight-style set-associative buffer)",
-    layout: LayoutNeed::Kind("zoned"),
+    layout: LayoutNeed::Kind(LayoutKind::Zoned),
     params: &PARAMS,
     build: |p: &Params, g: &Geometry| -> SimResult<Box<dyn Layer>> {
         Ok(Box::new(super::BufferLayer::build("hm-skylight", p, g, make)?))

@@ -25,7 +25,7 @@ pub(crate) fn drive() -> DriveConfig {
         interface_mb_s: 0.0, // no link time: exact medium times
         write_cache_mib: 0.0,
         layout: LayoutConfig {
-            kind: "zoned".into(),
+            kind: crate::geometry::LayoutKind::Zoned,
             zone_tracks: 2,
             conventional_zones: 8,
             max_open_zones: 2,
@@ -343,7 +343,7 @@ fn a_drive_without_conventional_zones_or_too_small_for_the_buffer_is_refused() {
         .unwrap();
     assert!(e.to_string().contains("does not fit"), "{e}");
     let mut c = cfg("hm-fluid", &[]);
-    c.drive.layout.kind = "smr".into();
+    c.drive.layout.kind = crate::geometry::LayoutKind::Smr;
     let e = Simulation::with_reader(c, Box::new(VecTrace::new(vec![rec(0, true, 0, 1)])))
         .err()
         .unwrap();
@@ -471,7 +471,7 @@ fn host_managed_drive_refuses_every_layer_that_is_not_zone_aware() {
     for e in REGISTRY {
         let params = Params::resolve(e.name, e.params, &Default::default()).unwrap();
         let got = e.drive_for(&d, &params);
-        if e.layout.kind() == Some("zoned") {
+        if e.layout.kind() == Some(crate::geometry::LayoutKind::Zoned) {
             assert!(got.is_ok(), "{}: {:?}", e.name, got.err());
             continue;
         }
@@ -497,7 +497,7 @@ fn host_managed_drive_refuses_every_layer_that_is_not_zone_aware() {
         .unwrap()
         .drive_for(&all_conventional, &params)
         .unwrap();
-    assert_eq!(d.layout.kind, "cmr");
+    assert_eq!(d.layout.kind, crate::geometry::LayoutKind::Cmr);
     all_conventional.layout.conventional_zones = 47;
     assert!(crate::layers::find("cmr")
         .unwrap()
@@ -512,7 +512,8 @@ fn host_managed_drive_refuses_every_layer_that_is_not_zone_aware() {
 /// part-way through hands its rest back (`write_part`) and the engine runs
 /// the stage; `engine::stage_tests` pins that loop with a layer that always
 /// takes writes in parts (the engine's wait for room before a write makes
-/// it rare here: none of these runs, nor wdev_3 on exos-small, has one).
+/// it rare: none of these runs has one; hm-fluid-loop on the CloudPhysics
+/// sample has 534, docs/hm-smr.md).
 #[test]
 fn a_buffer_layers_cleaning_is_written_only_inside_the_engines_stages() {
     use crate::device::Cause;

@@ -117,7 +117,7 @@ fn a_20_tb_drive_needs_the_papers_12_5_mb_map() {
         tracks: None,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
         layout: crate::geometry::LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             group_tracks: 8,
             ..Default::default()
         },

@@ -262,7 +262,7 @@ fn map_bytes_for_a_20_tb_drive_match_the_paper() {
         tracks: None,
         capacity_gib: Some(20e12 / (1u64 << 30) as f64),
         layout: LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             group_tracks: 1,
             ..Default::default()
         },

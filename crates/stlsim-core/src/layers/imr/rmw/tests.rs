@@ -18,7 +18,7 @@ pub(crate) fn paper_drive(rotation: &str, top_ratio: f64) -> DriveConfig {
         interface_mb_s: 0.0, // no link time: exact medium times
         rotation: rotation.into(),
         layout: LayoutConfig {
-            kind: "imr".into(),
+            kind: crate::geometry::LayoutKind::Imr,
             group_tracks: 1,
             top_ratio,
             ..Default::default()

@@ -607,7 +607,7 @@ fn bad_parameters_are_configuration_errors() {
     }
     // Not an IMR drive.
     let mut d = paper_drive("average", 1.0);
-    d.layout.kind = "cmr".into();
+    d.layout.kind = crate::geometry::LayoutKind::Cmr;
     let cmr = d.geometry().unwrap();
     assert!(matches!(
         (ENTRY.build)(&params(&[]), &cmr),
