@@ -88,7 +88,8 @@ pub struct DriveConfig {
     pub write_cache_mib: f64,
     /// Host interface rate, MB/s: the time to move a request's data to or from the drive's buffer.
     pub interface_mb_s: f64,
-    /// Seek curve.
+    /// The seek curve (`[seek]` of the drive): seek time against cylinder distance,
+    /// a square-root curve (default 2 ms single-track, 20 ms full stroke) or a measured table.
     pub seek: SeekConfig,
     /// `average` (half a rotation per repositioning access) or `angular` (head angle tracked).
     pub rotation: Rotation,
@@ -263,9 +264,10 @@ impl DriveConfig {
     }
 
     /// Check every physical quantity against its plausible range
-    /// ([`REAL_RANGES`], [`INT_RANGES`]); the first one outside is a one-line
-    /// error naming its key. Combinations (a track count that is not a whole
-    /// number of layout units ...) are checked when the geometry is built.
+    /// ([`REAL_RANGES`], [`INT_RANGES`](crate::geometry::config::INT_RANGES));
+    /// the first one outside is a one-line error naming its key. Combinations
+    /// (a track count that is not a whole number of layout units ...) are
+    /// checked when the geometry is built.
     pub fn check_ranges(&self) -> SimResult<()> {
         check_real("rpm", "rpm", self.rpm)?;
         // Exactly 0 switches the link time off (an ideal host interface, for

@@ -9,7 +9,7 @@
 //!   start at the zone's write pointer; a reset rewinds it and empties the zone.
 //!
 //! Contents are tracked only when verification is on (a run-length encoded
-//! row of tokens per track written or damaged, [`runs`]: a track written in
+//! row of tokens per track written or damaged, module `runs`: a track written in
 //! order is one 16-byte run); with it off the medium keeps only the write
 //! pointers, so the physics costs nothing.
 //!

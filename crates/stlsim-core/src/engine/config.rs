@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LayerConfig {
-    /// Registered layer name.
+    /// Layer name as registered in [`crate::layers::REGISTRY`] (`[layer] name`);
+    /// [`crate::layers::find`] looks it up, an unknown name is a configuration error.
     pub name: String,
     /// Parameter values by name (checked against the layer's declarations).
     pub params: BTreeMap<String, Value>,
@@ -52,11 +53,12 @@ impl Mode {
     }
 }
 
-/// Replay settings.
+/// Replay settings (`[replay]`): how the trace's requests are issued, the
+/// drive's starting state (prefill, history) and the reporting intervals.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReplayConfig {
-    /// Replay mode.
+    /// How requests are issued: `queue` (default), `flat-out`, `scaled` or `closed` (see [`Mode`]).
     pub mode: Mode,
     /// Host queue depth for `queue` mode.
     pub queue_depth: u64,
@@ -78,7 +80,8 @@ pub struct ReplayConfig {
     /// random 4 KiB writes until the layer's persistent buffer is this full
     /// ([`crate::engine::history`]). `None`: the drive as `prefill` leaves it.
     pub history: Option<f64>,
-    /// The history's seed.
+    /// Seed of the history's xorshift64 generator of random LBAs (default 1): the
+    /// same seed gives the same history writes. Unused when `history` is `None`.
     pub history_seed: u64,
     /// Parse the trace on a second thread while the engine simulates
     /// ([`crate::trace::parse_thread`]): the same results, faster on a
@@ -114,13 +117,16 @@ impl Default for ReplayConfig {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunConfig {
-    /// The trace.
+    /// The trace to replay (`[trace]`): its file and format, or a synthetic trace,
+    /// and which of its requests to take.
     pub trace: TraceSpec,
-    /// The drive.
+    /// The drive (`[drive]`: a preset with the user's overrides, merged by the
+    /// Python front); the layer may reshape it ([`crate::layers::LayerEntry::drive_for`]).
     pub drive: DriveConfig,
-    /// The layer.
+    /// The translation layer to run and its parameter values (`[layer]`).
     pub layer: LayerConfig,
-    /// Replay settings.
+    /// How the trace is replayed (`[replay]`): issue mode, starting state and
+    /// reporting intervals.
     pub replay: ReplayConfig,
     /// Carry data tokens and check every read and, at the end, the whole footprint.
     pub verify: bool,

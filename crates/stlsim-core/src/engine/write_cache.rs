@@ -11,7 +11,7 @@
 //! so that each host request costs a few hash look-ups, not tree searches.
 //! A track's extents never touch (a write merges with what it overlaps or
 //! touches), so a cached range is always inside one extent. A filter of
-//! LBA regions ([`Regions`]) answers most look-ups that would find nothing.
+//! LBA regions (`Regions`) answers most look-ups that would find nothing.
 
 use crate::geometry::Geometry;
 use crate::medium::Token;

@@ -196,9 +196,11 @@ pub(super) struct HomeOrder {
     tops: Vec<u32>,
     /// First physical track of unit 0 (after the SMR zone and cache).
     first: u64,
-    /// Tracks per unit.
+    /// Physical tracks in one repeating unit of the layout: 1 (CMR, zoned), 2 x
+    /// `group` (IMR), `band + width - 1` (SMR), 2 x `region` + `kappa` (wave).
     unit: u64,
-    /// Number of units.
+    /// Whole units that fit in the tracks after `first`; tracks past the last
+    /// whole unit hold no LBAs.
     units: u64,
     pattern: Pattern,
     /// First logical track of each group (one more entry: the total).
@@ -459,7 +461,8 @@ impl HomeOrder {
             + self.runs.capacity() * std::mem::size_of::<Run>()) as u64
     }
 
-    /// Host-visible sectors.
+    /// Host-visible capacity in sectors: the last entry of `group_lba` (0 when
+    /// the drive holds no whole unit).
     pub(super) fn capacity(&self) -> u64 {
         *self.group_lba.last().unwrap_or(&0)
     }

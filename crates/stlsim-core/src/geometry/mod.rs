@@ -5,12 +5,12 @@
 //!
 //! The home map runs over *logical tracks* (the LBA-ordered sequence of
 //! data tracks), so that every layout and LBA order shares one lookup. It is
-//! computed, not tabled ([`home`]): layouts repeat a unit of tracks and zones
+//! computed, not tabled (module `home`): layouts repeat a unit of tracks and zones
 //! of equal tracks, so its memory is proportional to the zone table and the
 //! unit, not to the drive's track count (a 200,000 GiB drive costs what a
 //! 1 GiB one does). Lookups divide when all logical tracks are equal. A CMR
 //! drive with DiskSim's spares or empty zone fronts maps its LBAs around
-//! them with the same economy ([`spares`]): per-zone arithmetic.
+//! them with the same economy (module `spares`): per-zone arithmetic.
 
 pub mod band_map;
 pub mod config;
@@ -44,7 +44,8 @@ pub struct GeometrySpec<'a> {
     pub surfaces: u64,
     /// Cylinders of a sparing range, for `spare_sectors_per_range`.
     pub spare_range_cylinders: u64,
-    /// The recording layout.
+    /// The `[layout]` table: its kind (`cmr`, `smr`, `imr`, `zoned`, `wave`) and
+    /// that kind's keys; checked and turned into a [`Layout`] when the geometry is built.
     pub layout: &'a LayoutConfig,
 }
 
@@ -92,7 +93,8 @@ pub enum Layout {
     },
     /// Host-managed zones of `zone_tracks` tracks; the first `conventional` are randomly writable.
     Zoned {
-        /// Tracks per zone.
+        /// Physical tracks per zone (the `zone_tracks` key, at least 1); every zone
+        /// has the same number.
         zone_tracks: u64,
         /// Conventional zones at the start of the LBA space.
         conventional: u64,
@@ -569,11 +571,13 @@ impl Geometry {
         })
     }
 
-    /// Bytes per sector.
+    /// Bytes per sector, 512 or 4096 (the drive's `sector_bytes`); every LBA and
+    /// sector count is in sectors of this size.
     pub fn sector_bytes(&self) -> u32 {
         self.sector_bytes
     }
-    /// The recording layout.
+    /// The recording layout, checked and resolved from the drive's `[layout]`
+    /// table (its kind with that kind's parameters).
     pub fn layout(&self) -> Layout {
         self.layout
     }

@@ -71,13 +71,16 @@ use crate::error::{config_err, SimResult};
 /// One zone's sparing shape and where it starts in each numbering.
 #[derive(Clone, Debug)]
 struct Zone {
-    /// First physical track.
+    /// The zone's first physical track (its `first_track`), where its empty
+    /// front, if any, starts.
     phys: u64,
     /// First logical track (of the whole drive).
     lt: u64,
-    /// First LBA.
+    /// The zone's first LBA, just after its empty front (the LBAs of the zones
+    /// before it; set by [`SpareMap::new`]).
     lba: u64,
-    /// Sectors a track.
+    /// Sectors per physical track in the zone (its `sectors_per_track`), spares
+    /// included.
     spt: u64,
     /// Tracks of a sparing period.
     period: u64,
@@ -85,7 +88,8 @@ struct Zone {
     per_lbas: u64,
     /// Logical tracks of a whole period.
     per_lts: u64,
-    /// Whole periods.
+    /// Whole sparing periods of `period` tracks in the zone's data area; the
+    /// tracks left over are `rem`.
     full: u64,
     /// Tracks after the whole periods, all holding LBAs (the spare tracks
     /// and the gap cylinders follow them).
@@ -528,7 +532,8 @@ impl SpareMap {
         })
     }
 
-    /// Host-visible sectors.
+    /// Host-visible capacity in sectors: the LBAs of every zone, less spares and
+    /// unmapped empty fronts.
     pub(super) fn capacity(&self) -> u64 {
         self.capacity
     }

@@ -30,9 +30,9 @@ use std::collections::BTreeMap;
 /// (write cache off or bypassed) or destaged from the drive's write cache.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteReq<'a> {
-    /// First LBA.
+    /// First LBA written (in sectors of the drive's `sector_bytes`).
     pub lba: Lba,
-    /// Length.
+    /// Sectors written from `lba` on; `data`, when carried, has one token per sector.
     pub sectors: Sectors,
     /// [`Cause::Host`] or [`Cause::Destage`]: the cause the layer tags its primary data writes with.
     pub cause: Cause,
@@ -290,13 +290,15 @@ pub struct LayerEntry {
     pub name: &'static str,
     /// Whether it runs in the drive or in the host.
     pub runs_in: RunsIn,
-    /// One-line description.
+    /// One-line description, shown in the layer listing (`stlsim layers`).
     pub summary: &'static str,
     /// The paper section it implements.
     pub paper: &'static str,
-    /// Layout it needs.
+    /// The recording layouts it runs on; [`LayerEntry::drive_for`] checks the
+    /// user's drive against it and reshapes the drive the layer gets.
     pub layout: LayoutNeed,
-    /// Its parameters.
+    /// The parameters it declares (`[layer.params]`): names, kinds, defaults and
+    /// ranges; the values given are checked against them (`Params::resolve`).
     pub params: &'static [ParamSpec],
     /// Build it for a geometry.
     pub build: fn(&Params, &Geometry) -> SimResult<Box<dyn Layer>>,

@@ -6,7 +6,7 @@
 //! The mapping is the drive's home map: the layer sets the `smr` layout's
 //! `mapping` key from its `mapping` parameter ([`LayoutNeed::Shaped`]), so
 //! the prefill, the oracle and every read and write use the same static
-//! LBA-to-track order ([`BandMap`](crate::geometry::BandMap)). The layer
+//! LBA-to-track order ([`crate::geometry::BandMap`]). The layer
 //! itself is the write amplifier: a write to track k of a band first reads
 //! what it would destroy downstream, writes k, then rewrites what it read,
 //! in shingling order, every step a timed physical operation.
@@ -58,7 +58,7 @@ use crate::units::{Lba, PhysAddr, Sectors, Track};
 pub enum Rescue {
     /// The angularly overlapping sectors.
     Span,
-    /// The whole track.
+    /// Every sector of each rescued downstream track, from sector 0 (`rescue = track`).
     Track,
 }
 

@@ -103,15 +103,18 @@ pub const COMMON_PARAMS: [ParamSpec; 4] = [
 /// zones and the spares.
 #[derive(Clone, Debug)]
 pub struct ZoneMap {
-    /// Sectors per zone.
+    /// Sectors per zone, the same for every zone (`Geometry::zone_sectors`); one
+    /// sector is one buffer block.
     pub zone_sectors: u64,
-    /// Conventional zones.
+    /// Conventional zones at the start of the drive (the layout's `conventional`
+    /// key, at least 1): they hold the buffer and its metadata, not host data.
     pub conventional: u64,
     /// Native (host) zones.
     pub natives: u64,
     /// Physical zone of each native zone.
     pub phys: Vec<u32>,
-    /// Spare physical zones.
+    /// Sequential zones no native zone is mapped to (`spare_zones` of them): a
+    /// read-modify-write write-back rewrites its zone into the first, and the old zone becomes one.
     pub spares: Vec<u64>,
     /// Bytes per sector (one sector is one buffer block).
     pub sector_bytes: u64,
@@ -143,7 +146,8 @@ impl ZoneMap {
             sector_bytes: geom.sector_bytes() as u64,
         })
     }
-    /// Host sectors.
+    /// Host-visible sectors: the native zones' (conventional and spare zones are
+    /// the layer's own).
     pub fn host_sectors(&self) -> u64 {
         self.natives * self.zone_sectors
     }
@@ -183,7 +187,8 @@ impl ZoneMap {
 /// Counters every buffer layer reports (paper 004 section 6.2's metrics).
 #[derive(Clone, Debug, Default)]
 pub struct BufferCounts {
-    /// Host blocks written.
+    /// Host blocks (sectors) placed in the buffer by writes, write hits included,
+    /// since the run started (the report's `blocks_written`).
     pub blocks_written: u64,
     /// Host blocks written that were already buffered (write hits).
     pub write_hits: u64,
@@ -193,13 +198,15 @@ pub struct BufferCounts {
     pub rmw_free: u64,
     /// Victim blocks written back.
     pub victim_blocks: u64,
-    /// Padding sectors written.
+    /// Sectors of empty data written during write-backs to fill a native zone from
+    /// its write pointer up to the next buffered block (cause `padding`).
     pub padding_sectors: u64,
     /// Write-backs cut short by a queued write to the victim zone.
     pub collections_aborted: u64,
     /// Blocks moved inside the buffer (loops, evictions into chunks).
     pub moved_blocks: u64,
-    /// Metadata checkpoints written.
+    /// Checkpoints (zone map and slot bitmap) written to the conventional zones:
+    /// one each time the metadata log fills, and one after each recovery.
     pub checkpoints: u64,
     /// Slots found valid by recovery.
     pub recovered_blocks: u64,
@@ -209,11 +216,13 @@ pub struct BufferCounts {
 /// persistence of that knowledge (slot records, metadata log, checkpoints).
 #[derive(Debug)]
 pub struct Buffer {
-    /// The zone map.
+    /// Native, conventional and spare zones, and the physical zone of each native
+    /// zone (changed by each read-modify-write write-back's commit and by recovery).
     pub zones: ZoneMap,
     /// First drive LBA of slot 0.
     pub slot_base: u64,
-    /// Slots.
+    /// The buffer's size in blocks (one block is one sector): slot `s` lies at
+    /// drive LBA `slot_base + s`.
     pub slots: u64,
     /// Host block held by each slot ([`FREE`] if none).
     owner: Vec<u64>,
@@ -240,7 +249,8 @@ pub struct Buffer {
     log_pos: u64,
     ckpt_sectors: u64,
     ckpt_next: u64,
-    /// Counters.
+    /// What the buffer has done since the run started (paper 004 section 6.2's
+    /// metrics), reported by [`Buffer::report`].
     pub counts: BufferCounts,
 }
 
@@ -324,7 +334,7 @@ impl Buffer {
     pub fn zone_padding(&self, nz: u64) -> u64 {
         self.zone_padding.get(&nz).copied().unwrap_or(0)
     }
-    /// Buffered blocks.
+    /// Host blocks buffered now: the slots holding a block's live copy.
     pub fn used(&self) -> u64 {
         self.index.len() as u64
     }
@@ -907,7 +917,8 @@ enum Phase {
 /// write, commit.
 #[derive(Debug)]
 pub struct WriteBack {
-    /// Native zone.
+    /// The native (host) zone being written back, as numbered by the host, not
+    /// its physical zone.
     pub nz: u64,
     /// Victims: (offset, slot), by offset.
     victims: Vec<(u32, u32)>,
@@ -1188,9 +1199,10 @@ pub enum Work {
     WriteBack(u64, Vec<(u32, u32)>),
     /// Move the block in slot `from` to slot `to` (already allocated by the policy).
     Move {
-        /// Source slot.
+        /// Slot holding the block now, read with cause `gc`; `from == to` moves
+        /// nothing.
         from: u32,
-        /// Destination slot.
+        /// Slot the block is written to, tagged by the policy's `move_tag`.
         to: u32,
     },
     /// Nothing can be done (a policy bug if room is still lacking).

@@ -30,7 +30,7 @@ fn norm_values(v: &[String]) -> Vec<Vec<u8>> {
 }
 
 /// The most columns a layout may name (a column beyond it would make every
-/// line hold that many fields; text lines are bounded, see [`super::text`]).
+/// line hold that many fields; text lines are bounded, see `crate::trace::text`).
 pub const MAX_CSV_COLUMN: usize = 4096;
 
 impl GenericCsv {

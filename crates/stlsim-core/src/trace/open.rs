@@ -1,8 +1,8 @@
 //! Opening a trace: format dispatch (named, guessed from the name, sniffed
 //! from the first line), and the options every format shares (disk
 //! selection, `start`, `limit`, repeats). Decompression is
-//! [`crate::trace::decompress`]'s, the text readers' toolkit
-//! [`crate::trace::text`]'s, the formats' list [`crate::trace::FORMATS`].
+//! `crate::trace::decompress`'s, the text readers' toolkit
+//! `crate::trace::text`'s, the formats' list [`crate::trace::FORMATS`].
 //!
 //! Each format module provides a reader implementing [`RawTraceReader`],
 //! which yields records together with their disk number (MSR) or ASU (SPC).

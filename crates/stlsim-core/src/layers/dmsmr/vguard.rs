@@ -14,7 +14,7 @@
 //! cleaning buffer (the shared cleaner of [`super`]).
 //!
 //! Choices where the paper is silent or lost (parameters in brackets):
-//! * **Writes to a cached track** [`cache_write`]. The text says: if the
+//! * **Writes to a cached track** \[`cache_write`\]. The text says: if the
 //!   cache track after it holds a valid track, copy *that* track to the
 //!   frontier, then write in place (`copy-next`, the default). Figure 1(d)'s
 //!   caption says the written track itself is relocated to the frontier

@@ -32,7 +32,8 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     super::shape_devices(p, d, false)
 }
 
-/// Registry entry.
+/// The `buffered-cmr` layer's entry in `layers::REGISTRY`: paper 001 section IV.A's
+/// traditional disk (the drive run as conventional behind HWSR's memory buffer, no SSD).
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "buffered-cmr",
     runs_in: crate::layers::RunsIn::Host,

@@ -2,7 +2,7 @@
 //! (Wan et al.), sections II.B (wave-like layout, segment layout), II.C
 //! (address formulas (1)-(5), segment hash table) and II.D (replacement):
 //! the memory buffer and SSD cache of [`super`] over segments of a
-//! wave-like shingled disk ([`Layout::Wave`](crate::geometry::Layout::Wave)).
+//! wave-like shingled disk ([`crate::geometry::Layout::Wave`]).
 //!
 //! * Host LBAs are placed by [`SegmentMap`]: a segment is one block on each
 //!   track of a region; a flush of blocks from index `i` of a segment
@@ -75,7 +75,8 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     super::shape_devices(p, d, true)
 }
 
-/// Registry entry.
+/// The `hwsr` layer's entry in `layers::REGISTRY`: paper 001 sections II-III
+/// (memory buffer, SSD cache and segment layout over a wave-layout drive).
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hwsr",
     runs_in: crate::layers::RunsIn::Host,

@@ -108,7 +108,8 @@ fn shape(p: &Params, d: &mut DriveConfig) -> SimResult<()> {
     super::shape_devices(p, d, true)
 }
 
-/// Registry entry.
+/// The `sblock` layer's entry in `layers::REGISTRY`: paper 001 sections III-IV's
+/// S-block baseline (circular logs of S-blocks on a shingled disk, with HWSR's buffer and cache).
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "sblock",
     runs_in: crate::layers::RunsIn::Host,

@@ -51,7 +51,7 @@
 //!   remaining top-resident pseudo-track of the zone with the lowest count.
 //!   Section 2.4 says only "we periodically check for hot bottom pseudotracks
 //!   and swap the hottest bottom with the coldest top tracks"; among equally
-//!   cold tops (most are: zero writes in the interval) [`cold_tie`]
+//!   cold tops (most are: zero writes in the interval) \[`cold_tie`\]
 //!   chooses: `nearest` (default: the physically nearest, the shortest
 //!   seek; often the adjacent top, so DTM then makes flipping's moves) or
 //!   `first` (the zone's first, outermost, top); then by number;

@@ -44,18 +44,20 @@ pub enum Step {
     Read {
         /// Cause of the read.
         cause: Cause,
-        /// Where.
+        /// First physical sector read (track and sector index).
         at: PhysAddr,
-        /// Sectors.
+        /// Sectors read from `at` on.
         count: u32,
-        /// Buffer offset.
+        /// Token index in the move's buffer where the data goes: reads append, so it is
+        /// the number of sectors the move has read before (checked only when data is carried).
         off: usize,
     },
     /// Save `saved` (buffer `[from, from + total)`) as one backup record:
     /// of a relocation committing as change `tx`, or (`None`) an RMW record
     /// restored unconditionally after a power loss.
     Backup {
-        /// The extents saved.
+        /// The home extents the record saves (track, first sector, count); their data
+        /// lies in the buffer from `from`, one extent after another in this order.
         saved: Vec<Saved>,
         /// Buffer offset of their data.
         from: usize,
@@ -66,11 +68,13 @@ pub enum Step {
     Write {
         /// Cause of the write.
         cause: Cause,
-        /// Where.
+        /// First physical sector written: a move's destination, or neighbour sectors
+        /// the move read and now restores.
         at: PhysAddr,
-        /// Sectors.
+        /// Sectors written from `at` on.
         count: u32,
-        /// Buffer offset.
+        /// Token index in the move's buffer of the first sector's data (where a
+        /// `Read` step put it).
         off: usize,
         /// Mark the track written (it now holds data).
         mark: bool,
@@ -79,16 +83,18 @@ pub enum Step {
     Header {
         /// Cause of the write.
         cause: Cause,
-        /// Where.
+        /// The one sector the record is written to (e.g. the last sector of a track
+        /// cache slot).
         at: PhysAddr,
-        /// The record's words.
+        /// The record's contents as 64-bit words (e.g. a magic number, the cached
+        /// track, a sequence number), kept with the sector (`Device::write_meta`) for recovery.
         words: Vec<u64>,
     },
     /// Overwrite one sector with nothing (e.g. a header, to retire it).
     Blank {
         /// Cause of the write.
         cause: Cause,
-        /// Where.
+        /// The sector overwritten (e.g. a slot's header, so recovery no longer finds it).
         at: PhysAddr,
     },
     /// Commit the map change to the map store (the move's commit point).

@@ -85,7 +85,8 @@ pub const BACKUP_PARAMS: [ParamSpec; 3] = [
     },
 ];
 
-/// Registry entry.
+/// The `imr-rmw` layer's entry in `layers::REGISTRY`: paper 000 section 2.1's
+/// naive read-modify-write on an IMR drive.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "imr-rmw",
     runs_in: crate::layers::RunsIn::Drive,
@@ -188,9 +189,10 @@ pub use crate::track_bits::TrackBits;
 pub struct Move {
     /// Where the data is.
     pub src: PhysAddr,
-    /// Where it goes.
+    /// First physical sector the data is written to; the move's `count` sectors
+    /// go from there on.
     pub dst: PhysAddr,
-    /// Sectors.
+    /// Sectors moved, from `src` to `dst`.
     pub count: u32,
 }
 
@@ -212,13 +214,16 @@ pub struct RmwCounters {
 /// for the bottom writes they cannot avoid.
 #[derive(Debug)]
 pub struct RmwEngine {
-    /// The backup region.
+    /// The backup region: reserved top tracks (`backup_location`, `backup_tracks`,
+    /// `backup_spacing_tracks`) that records of endangered sectors are written to first.
     pub backup: BackupRegion,
-    /// Skip never-written neighbours.
+    /// The `skip_empty` parameter (default on): a top neighbour that holds no
+    /// data (not written since power-on, not prefilled) is neither read, saved nor rewritten.
     pub skip_empty: bool,
     /// Tracks written since power-on (after recovery: all).
     pub written: TrackBits,
-    /// Counters.
+    /// Counts since the run started, reported as `rmws`, `rmw_skipped_empty`,
+    /// `top_writes` and `rmw_saved_sectors` (see [`RmwCounters`]).
     pub counters: RmwCounters,
     /// The move in progress, run one step per stage.
     pub in_flight: Option<Relocation>,
@@ -238,7 +243,8 @@ struct RmwScratch {
     overlaps: Vec<(u32, u32)>,
     /// The saved sectors' tokens (data carried only).
     saved: Vec<Token>,
-    /// A group's pieces.
+    /// The pieces of one track's batch that `write_group` hands to `write_track`
+    /// (reused, not reallocated per write).
     parts: Vec<HomePiece>,
 }
 

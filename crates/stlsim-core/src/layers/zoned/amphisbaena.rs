@@ -96,7 +96,8 @@ const PARAMS: [ParamSpec; 11] = [
     ParamSpec { name: "gc_abort", kind: ParamKind::Bool, unit: "", default: "true", doc: "stop collecting at the next chunk when the next request writes the victim zone (paper 004 section 5.3)" },
 ];
 
-/// Registry entry.
+/// The `amphisbaena` layer's entry in `layers::REGISTRY`: paper 004 section 5
+/// (host-managed SMR persistent buffer on a zoned drive).
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "amphisbaena",
     runs_in: crate::layers::RunsIn::Host,
@@ -147,7 +148,8 @@ pub fn chunks_for_ghost_hits(hits: u64, chunk_blocks: u64) -> u64 {
 /// What a chunk is used for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// HFB block slots.
+    /// In the high-frequency buffer: its blocks are slots of the HFB's fully
+    /// associative pool (paper 004 section 5.2.1).
     Hfb,
     /// HFB chunk being returned to the LFB (its blocks are moving out).
     Returning,
@@ -182,7 +184,8 @@ struct Counts {
     reallocation_periods: u64,
 }
 
-/// Amphisbaena's buffer management.
+/// Amphisbaena's placement policy over the shared buffer (paper 004 sections
+/// 5.2-5.3): hot blocks to the block-granular HFB, cold ones to LFB chunks, chunks reallocated.
 pub struct Amphisbaena {
     c: u64,
     nchunks: u64,

@@ -1,5 +1,5 @@
 //! `hm-fluid` and `hm-fluid-loop`: the circular-log persistent buffer of
-//! FluidSMR (Wu et al., paper 004's reference [16]), as paper 004 section
+//! FluidSMR (Wu et al., paper 004's reference \[16\]), as paper 004 section
 //! 6.1 describes its two baselines "Fluid" and "Fluid_loop".
 //!
 //! * **Layout**: the buffer is one circular log of 4 KiB slots. A block not

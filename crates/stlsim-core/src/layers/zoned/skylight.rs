@@ -1,6 +1,6 @@
 //! `hm-skylight`: the set-associative persistent buffer paper 004 section
 //! 6.1 calls "Skylight" (after Aghayev & Desnoyers' Skylight measurements of
-//! drive-managed SMR, its reference [6]): native zones are hashed onto
+//! drive-managed SMR, its reference \[6\]): native zones are hashed onto
 //! buffer zones; a buffer zone is appended to; when it is full, every native
 //! zone it holds is written back and the buffer zone starts empty again.
 //!
@@ -37,7 +37,8 @@ const PARAMS: [ParamSpec; 5] = [
     },
 ];
 
-/// Registry entry.
+/// The `hm-skylight` layer's entry in `layers::REGISTRY`: paper 004 section 6.1's
+/// Skylight-style set-associative persistent buffer on a zoned drive.
 pub static ENTRY: LayerEntry = LayerEntry {
     name: "hm-skylight",
     runs_in: crate::layers::RunsIn::Host,

@@ -73,7 +73,8 @@ impl Window {
     }
 }
 
-/// A block's role.
+/// A block's role in phase 2's lists (paper 004 section 5.2.2): SUP and LUP
+/// blocks are resident in the HFB; ghost and shadow entries remember blocks that are not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// Resident, short update period.
@@ -102,7 +103,8 @@ pub enum Admit {
     HfbResident,
     /// Newly admitted to the HFB (needs a slot).
     HfbNew,
-    /// To the LFB.
+    /// Not admitted: a block never seen before, written cold, goes to its chunk
+    /// in the low-frequency buffer (LFB) and is remembered as a shadow entry.
     Lfb,
 }
 
@@ -111,11 +113,13 @@ pub enum Admit {
 pub struct RoleCounts {
     /// Ghost hits (all time).
     pub ghost_hits: u64,
-    /// Shadow hits.
+    /// Writes of a shadow block (written cold before, never admitted), which
+    /// then joins the HFB as LUP.
     pub shadow_hits: u64,
     /// LUP hits promoted to SUP.
     pub lup_to_sup: u64,
-    /// SUP hits.
+    /// Writes of a block already resident as SUP (it moves to the resident
+    /// list's MRU end).
     pub sup_hits: u64,
     /// SUP blocks demoted to LUP.
     pub demotions: u64,
@@ -174,7 +178,8 @@ pub struct Roles {
     resident: u64,
     /// Ghost hits since the last sampling point.
     pub period_ghost_hits: u64,
-    /// Counters.
+    /// Role transitions since the run started (reported as `ghost_hits`,
+    /// `shadow_hits`, `lup_to_sup`, `sup_hits`, `sup_demotions`, `pruned_entries`).
     pub counts: RoleCounts,
 }
 
@@ -206,7 +211,8 @@ impl Roles {
     pub fn resident(&self) -> u64 {
         self.resident
     }
-    /// SUP blocks.
+    /// Resident blocks in the SUP role now; a new hot block joins as SUP only
+    /// while this is below (1 - lambda) x the HFB's capacity.
     pub fn sup_count(&self) -> u64 {
         self.sup
     }
