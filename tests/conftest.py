@@ -101,3 +101,19 @@ def cli():
 def one_line_error():
     """`one_line_error(proc)`: assert a one-line user error (exit 2) and return the line."""
     return _assert_one_line_error
+
+
+@pytest.fixture
+def sock_path(tmp_path: Path):
+    """A Unix socket path in tmp_path, or in a short temporary folder where
+    tmp_path is too long for a socket address (108 bytes): the NBD tests."""
+    import shutil
+    import tempfile
+
+    path = tmp_path / "nbd.sock"
+    if len(str(path)) < 100:
+        yield str(path)
+        return
+    d = tempfile.mkdtemp(prefix="nbd")
+    yield str(Path(d) / "s")
+    shutil.rmtree(d, ignore_errors=True)

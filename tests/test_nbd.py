@@ -124,19 +124,6 @@ class Client:
 
 
 @pytest.fixture
-def sock_path(tmp_path: Path):
-    """A socket path in tmp_path, or in a short temporary folder where
-    tmp_path is too long for a Unix socket address (108 bytes)."""
-    path = tmp_path / "nbd.sock"
-    if len(str(path)) < 100:
-        yield str(path)
-        return
-    d = tempfile.mkdtemp(prefix="nbd")
-    yield str(Path(d) / "s")
-    shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
 def served(sock_path: str):
     backend = nbd.MemoryBackend(SIZE)
     server = nbd.serve(backend, socket_path=sock_path)

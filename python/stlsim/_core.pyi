@@ -10,6 +10,14 @@ class Simulation:
         """Validate a JSON run configuration and open the trace (raises stlsim.errors exceptions)."""
     def step(self, max_requests: int) -> bool:
         """Replay up to ``max_requests`` more requests; True when the run has finished."""
+    @staticmethod
+    def live(config_json: str) -> Simulation:
+        """A run fed one request at a time by a live client (see submit)."""
+    def submit(self, write: bool, offset: int, length: int, time_ns: int) -> float:
+        """Serve one request of a live run; its simulated latency in ms."""
+    @property
+    def host_capacity_bytes(self) -> int:
+        """Bytes the host may address (the drive's capacity less what the layer keeps)."""
     @property
     def progress(self) -> float:
         """Fraction of the trace consumed (0..1)."""

@@ -416,6 +416,26 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--json", action="store_true", help="print the figures' numbers as JSON instead of tables")
     p.set_defaults(func=_cmd_analyze)
 
+    p = sub.add_parser(
+        "serve",
+        help="serve a simulated drive as a live block device over NBD (first slice: docs/serve.md)",
+        description="Serve the simulated drive over the NBD protocol until Ctrl-C: every read and write a client "
+        "(qemu-io, qemu-img, fio's nbd engine) sends goes through the engine, the layer, the medium and the oracle; "
+        "the bytes are kept in memory. On exit it prints the run's summary, as 'stlsim run' does.",
+    )
+    p.add_argument("--drive", metavar="NAME|FILE", default="cmr", help="drive preset or drive TOML file (default: cmr)")
+    p.add_argument("--layer", metavar="NAME", default="cmr", help="translation layer (default: cmr)")
+    p.add_argument(
+        "--param", action="append", metavar="NAME=VALUE", help="a layer parameter (repeatable; see 'stlsim layers')"
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--socket", metavar="PATH", help="listen on this Unix socket (nbd+unix:///?socket=PATH)")
+    where.add_argument("--port", type=_nonneg, metavar="N", help="listen on 127.0.0.1:N (nbd://127.0.0.1:N)")
+    p.add_argument("--mode", choices=("queue", "flat-out", "closed"), default="queue", help="replay mode (default: queue)")
+    p.add_argument("--no-verify", action="store_true", help="leave the oracle off (on by default)")
+    p.add_argument("--json", action="store_true", help="on exit, print the report as JSON instead of the summary")
+    p.set_defaults(func=_cmd_serve)
+
     p = sub.add_parser("layers", help="list the translation layers and their parameters")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_cmd_layers)
@@ -1248,6 +1268,36 @@ def _kind_text(kind: Any) -> str:
     if isinstance(kind, dict) and "choice" in kind:
         return " | ".join(kind["choice"])
     return str(kind)
+
+
+def _cmd_serve(ns: argparse.Namespace) -> int:
+    import logging
+
+    from . import nbd
+    from .config import parse_params
+    from .serve import SimBackend
+
+    logging.basicConfig(level=logging.INFO, format="stlsim serve: %(message)s")
+    backend = SimBackend(drive=ns.drive, layer=ns.layer, params=parse_params(ns.param), mode=ns.mode, verify=not ns.no_verify)
+    server = nbd.serve(backend, socket_path=ns.socket, port=ns.port)
+    where = f"nbd+unix:///?socket={ns.socket}" if ns.socket else f"nbd://127.0.0.1:{server.address[1]}"
+    _info(f"serving {ns.layer} on {ns.drive} ({backend.size_bytes:,} bytes) at {where}; Ctrl-C ends the run")
+    import time
+
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+    backend.finish()
+    assert backend.result is not None
+    if ns.json:
+        sys.stdout.write(json.dumps(backend.result.report, indent=2) + "\n")
+    else:
+        _print_summary(backend.result)
+    return 0
 
 
 def _cmd_layers(ns: argparse.Namespace) -> int:

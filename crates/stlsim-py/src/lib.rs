@@ -64,6 +64,8 @@ fn from_json<T: serde::de::DeserializeOwned>(
 struct Simulation {
     // A mutex makes the class Sync for PyO3; Python never shares a run between threads.
     inner: std::sync::Mutex<stlsim_core::Simulation>,
+    /// The pushing end of a live run's trace (`Simulation.live`), else None.
+    live: Option<stlsim_core::trace::live::LiveQueue>,
 }
 
 impl Simulation {
@@ -83,7 +85,67 @@ impl Simulation {
             .map_err(|e| raise(py, e))?;
         Ok(Simulation {
             inner: std::sync::Mutex::new(inner),
+            live: None,
         })
+    }
+
+    /// A run fed by a live client (issue 37's NBD server) instead of a trace
+    /// file: the configuration's trace path is only named in messages.
+    /// Each :meth:`submit` hands over one request and serves it; a
+    /// :meth:`step` with nothing submitted ends the run.
+    #[staticmethod]
+    fn live(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let cfg: stlsim_core::RunConfig = from_json(py, "invalid run configuration", config_json)?;
+        let queue = stlsim_core::trace::live::LiveQueue::default();
+        let reader = Box::new(queue.reader());
+        let mut inner = py
+            .allow_threads(|| stlsim_core::Simulation::with_reader(cfg, reader))
+            .map_err(|e| raise(py, e))?;
+        inner.keep_latencies();
+        Ok(Simulation {
+            inner: std::sync::Mutex::new(inner),
+            live: Some(queue),
+        })
+    }
+
+    /// Serve one request of a live run: a read or write of `length` bytes at
+    /// byte `offset`, arriving at `time_ns` (the run uses differences only).
+    /// Returns its simulated latency in ms (issue to completion).
+    fn submit(
+        &self,
+        py: Python<'_>,
+        write: bool,
+        offset: u64,
+        length: u64,
+        time_ns: u64,
+    ) -> PyResult<f64> {
+        let Some(queue) = &self.live else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "submit needs a live run (Simulation.live)",
+            ));
+        };
+        let inner = &self.inner;
+        py.allow_threads(|| {
+            let mut sim = inner.lock().unwrap_or_else(|p| p.into_inner());
+            let line = sim.requests_done() + 1;
+            queue.push(stlsim_core::trace::TraceRecord {
+                time: stlsim_core::units::Nanos(time_ns),
+                op: if write {
+                    stlsim_core::trace::Op::Write
+                } else {
+                    stlsim_core::trace::Op::Read
+                },
+                offset: stlsim_core::units::Bytes(offset),
+                len: stlsim_core::units::Bytes(length),
+                line,
+            });
+            sim.step(1)?;
+            Ok(sim
+                .take_latencies()
+                .last()
+                .map_or(0.0, |k| k.latency.0 as f64 / 1e6))
+        })
+        .map_err(|e| raise(py, e))
     }
 
     /// Replay up to `max_requests` more requests; True when the run has finished.
@@ -102,6 +164,14 @@ impl Simulation {
     #[getter]
     fn progress(&self) -> f64 {
         self.sim().progress()
+    }
+
+    /// Bytes the host may address: the drive's capacity less what the
+    /// layer keeps for itself.
+    #[getter]
+    fn host_capacity_bytes(&self) -> u64 {
+        let sim = self.sim();
+        sim.host_capacity().0 * sim.device().geometry().sector_bytes() as u64
     }
 
     /// Host requests completed so far.

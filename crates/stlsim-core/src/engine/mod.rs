@@ -277,6 +277,20 @@ impl Simulation {
     pub fn latencies(&self) -> &[KeptLatency] {
         self.latency_log.as_deref().unwrap_or(&[])
     }
+    /// The sectors the host may address: the drive's capacity less what
+    /// the layer keeps for itself (a live client's export size).
+    pub fn host_capacity(&self) -> Sectors {
+        Sectors(self.host_cap)
+    }
+    /// The kept requests since the last call, taken out of the log (a
+    /// live server reads each request's latency this way without the log
+    /// growing with the run).
+    pub fn take_latencies(&mut self) -> Vec<KeptLatency> {
+        self.latency_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
     /// Crashes injected so far.
     pub fn crashes(&self) -> u64 {
         self.crash.crashes

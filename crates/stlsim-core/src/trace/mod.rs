@@ -17,6 +17,7 @@ pub mod disksim;
 pub mod fio_iolog;
 pub mod generic_csv;
 pub mod header;
+pub mod live;
 pub mod msr;
 pub mod open;
 pub mod parse_thread;
