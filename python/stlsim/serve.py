@@ -50,7 +50,9 @@ class SimBackend(Backend):
         self.label = f"serve {layer}"
         self._sim = _core.Simulation.live(json.dumps(cfg))
         self._size = self._sim.host_capacity_bytes
-        self._bytes = MemoryBackend(self._size, cfg["drive"].get("sector_bytes", 4096))
+        # The drive's sector size as the core built it (a drive file may leave it to the default).
+        sector = json.loads(self._sim.report_json())["drive"]["sector_bytes"]
+        self._bytes = MemoryBackend(self._size, sector)
         self._t0 = time.monotonic_ns()
         self._scale = time_scale
         self._last = 0

@@ -162,28 +162,24 @@ impl RunConfig {
         }
         if self.crash_after.contains(&0) {
             return Err(SimError::Config(
-                    "crash_after 0 names no request: a power loss is injected after the N-th completed request, N >= 1".into(),
-                ));
+                "crash_after 0 names no request: a power loss is injected after the N-th completed request, N >= 1".into(),
+            ));
         }
-        {
-            let mut seen = std::collections::HashSet::new();
-            if let Some(d) = self.crash_after.iter().find(|&&k| !seen.insert(k)) {
-                return Err(SimError::Config(format!(
-                    "crash_after {d} is given twice (one power loss per request count)"
-                )));
-            }
-            let mut seen = std::collections::HashSet::new();
-            if let Some(d) = self.crash_at_ops.iter().find(|&&k| !seen.insert(k)) {
-                return Err(SimError::Config(format!(
-                    "crash_at_ops {d} is given twice (one power loss per physical operation)"
-                )));
-            }
+        if let Some(d) = first_repeat(&self.crash_after) {
+            return Err(SimError::Config(format!(
+                "crash_after {d} is given twice (one power loss per request count)"
+            )));
+        }
+        if let Some(d) = first_repeat(&self.crash_at_ops) {
+            return Err(SimError::Config(format!(
+                "crash_at_ops {d} is given twice (one power loss per physical operation)"
+            )));
         }
         if r.fold_to_prefill && !matches!(prefill, PrefillSpec::Fraction(f) if f > 0.0) {
             return Err(SimError::Config(
-                    "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
-                        .into(),
-                ));
+                "fold_to_prefill folds LBAs into the prefilled range, so it needs a prefill fraction above 0 (e.g. prefill = 0.5)"
+                    .into(),
+            ));
         }
         if r.mode == Mode::Queue && r.queue_depth == 0 {
             return Err(SimError::Config("queue_depth must be at least 1".into()));
@@ -214,4 +210,10 @@ impl RunConfig {
         }
         Ok(prefill)
     }
+}
+
+/// The first value `xs` holds a second time, if any.
+fn first_repeat(xs: &[u64]) -> Option<u64> {
+    let mut seen = std::collections::HashSet::new();
+    xs.iter().copied().find(|&k| !seen.insert(k))
 }

@@ -996,3 +996,32 @@ fn a_layout_takes_only_its_kinds_keys() {
     let cmr = serde_json::to_string(&DriveConfig::default()).unwrap();
     assert!(cmr.contains(r#""layout":{"kind":"cmr"}"#), "{cmr}");
 }
+
+/// `LayoutKind::keys` lists the layout fields by hand: every field of
+/// `LayoutConfig` but `kind` belongs to exactly one kind, so a new field
+/// cannot be left unreadable.
+#[test]
+fn every_layout_field_belongs_to_exactly_one_kind() {
+    use crate::choice::Choice;
+    use crate::geometry::LayoutKind;
+    let v = serde_json::to_value(LayoutConfig {
+        cache_mib: Some(1.0),
+        ..Default::default()
+    })
+    .unwrap();
+    let fields: Vec<&String> = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "kind")
+        .collect();
+    for f in &fields {
+        let owners = LayoutKind::NAMES
+            .iter()
+            .filter(|(_, k)| k.keys().contains(&f.as_str()))
+            .count();
+        assert_eq!(owners, 1, "layout field '{f}'");
+    }
+    let listed: usize = LayoutKind::NAMES.iter().map(|(_, k)| k.keys().len()).sum();
+    assert_eq!(listed, fields.len());
+}
