@@ -45,12 +45,21 @@ def test_no_circles_among_the_core_modules() -> None:
 
 def test_the_drive_description_sits_above_the_parts_it_configures() -> None:
     g, _ = _graph()
-    parts = ("geometry", "mechanics", "medium", "controller", "front_end", "side_device", "device")
+    parts = ("geometry", "mechanics", "medium", "front_end", "side_device", "device")
     for part in parts:
         assert "drive" not in g[part], (part, g[part])
     # The geometry is the bottom of the drive: tracks, zones and layouts only.
     assert g["geometry"] <= {"choice", "error", "spelling", "units"}, g["geometry"]
-    assert {"geometry", "mechanics", "controller", "front_end", "side_device"} <= g["drive"]
+    assert {"geometry", "mechanics", "front_end", "side_device"} <= g["drive"]
+
+
+def test_the_front_end_is_one_module_below_the_device_and_the_engine() -> None:
+    g, _ = _graph()
+    # Both placements (above a drive-managed layer, owned by the engine;
+    # beneath a host-side one, owned by the device) are built from its parts.
+    assert "controller" not in g, sorted(g)
+    assert "front_end" in g["engine"] and "front_end" in g["device"]
+    assert not ({"device", "drive", "layers", "engine"} & g["front_end"]), g["front_end"]
 
 
 def test_layers_and_metrics_sit_below_the_engine() -> None:

@@ -106,6 +106,18 @@ class Client:
         payload = self.recv(length) if cmd == nbd.NBD_CMD_READ and err == 0 else b""
         return err, payload
 
+    def structured_read(self, offset: int, length: int, flags: int = 0) -> list[tuple[int, int, bytes]]:
+        """A READ after STRUCTURED_REPLY was negotiated: its chunks as (flags, type, payload)."""
+        self.handle += 1
+        self.sock.sendall(struct.pack(">IHHQQI", nbd.REQUEST_MAGIC, flags, nbd.NBD_CMD_READ, self.handle, offset, length))
+        chunks = []
+        while True:
+            magic, cflags, ctype, handle, n = struct.unpack(">IHHQI", self.recv(20))
+            assert magic == nbd.STRUCTURED_REPLY_MAGIC and handle == self.handle, (magic, handle)
+            chunks.append((cflags, ctype, self.recv(n)))
+            if cflags & nbd.NBD_REPLY_FLAG_DONE:
+                return chunks
+
     def read(self, offset: int, length: int) -> bytes:
         err, data = self.request(nbd.NBD_CMD_READ, offset, length)
         assert err == 0
@@ -162,9 +174,12 @@ def test_handshake_offers_fixed_newstyle_and_go_describes_the_export(served) -> 
     server, backend = served
     c = Client(server.address)
     assert c.greeting() == nbd.NBD_FLAG_FIXED_NEWSTYLE | nbd.NBD_FLAG_NO_ZEROES
-    # Options the server does not support are refused, and haggling goes on.
+    # Structured replies are acknowledged (with data: refused); options the
+    # server does not support are refused, and haggling goes on.
+    c.option(nbd.NBD_OPT_STRUCTURED_REPLY, b"x")
+    assert c.option_reply(nbd.NBD_OPT_STRUCTURED_REPLY)[0] == nbd.NBD_REP_ERR_INVALID
     c.option(nbd.NBD_OPT_STRUCTURED_REPLY)
-    assert c.option_reply(nbd.NBD_OPT_STRUCTURED_REPLY)[0] == nbd.NBD_REP_ERR_UNSUP
+    assert c.option_reply(nbd.NBD_OPT_STRUCTURED_REPLY) == (nbd.NBD_REP_ACK, b"")
     c.option(999, b"whatever")
     assert c.option_reply(999)[0] == nbd.NBD_REP_ERR_UNSUP
     c.option(nbd.NBD_OPT_LIST)
@@ -186,7 +201,8 @@ def test_handshake_offers_fixed_newstyle_and_go_describes_the_export(served) -> 
     # INFO does not end the haggling; GO does.
     assert c.info()[-1][0] == nbd.NBD_REP_ACK
     backend.write(0, b"hello")
-    assert c.read(0, 5) == b"hello"
+    # Structured replies were negotiated above: the read comes as one data chunk.
+    assert c.structured_read(0, 5)[0][2] == struct.pack(">Q", 0) + b"hello"
     c.disconnect()
 
 
@@ -486,3 +502,33 @@ def test_backend_errors_become_error_replies(sock_path: str, caplog) -> None:
         c.disconnect()
     messages = " ".join(r.getMessage() for r in caplog.records)
     assert "unaligned to the write pointer" in messages and "boom" in messages
+
+
+def test_structured_replies_carry_reads_in_one_chunk_and_errors_as_error_chunks(served) -> None:
+    server, backend = served
+    c = Client(server.address)
+    c.greeting()
+    c.option(nbd.NBD_OPT_STRUCTURED_REPLY)
+    assert c.option_reply(nbd.NBD_OPT_STRUCTURED_REPLY)[0] == nbd.NBD_REP_ACK
+    assert c.info()[-1][0] == nbd.NBD_REP_ACK
+    assert c.write(8192, b"\x5a" * 4096) == 0  # other commands keep simple replies
+    [(flags, kind, payload)] = c.structured_read(8192, 4096, flags=nbd.NBD_CMD_FLAG_DF)
+    assert (flags, kind) == (nbd.NBD_REPLY_FLAG_DONE, nbd.NBD_REPLY_TYPE_OFFSET_DATA)
+    assert struct.unpack(">Q", payload[:8])[0] == 8192 and payload[8:] == b"\x5a" * 4096
+    assert c.structured_read(0, 0) == [(nbd.NBD_REPLY_FLAG_DONE, nbd.NBD_REPLY_TYPE_NONE, b"")]
+    c.disconnect()
+
+
+def test_a_failed_structured_read_is_one_error_chunk(sock_path: str) -> None:
+    with nbd.serve(_FailingBackend(SIZE), socket_path=sock_path) as server:
+        c = Client(server.address)
+        c.greeting()
+        c.option(nbd.NBD_OPT_STRUCTURED_REPLY)
+        assert c.option_reply(nbd.NBD_OPT_STRUCTURED_REPLY)[0] == nbd.NBD_REP_ACK
+        assert c.info()[-1][0] == nbd.NBD_REP_ACK
+        [(flags, kind, payload)] = c.structured_read(0, 512)
+        assert (flags, kind) == (nbd.NBD_REPLY_FLAG_DONE, nbd.NBD_REPLY_TYPE_ERROR)
+        err, mlen = struct.unpack(">IH", payload[:6])
+        assert err == nbd.NBD_EIO and len(payload) == 6 + mlen
+        assert c.structured_read(512, 512)[0][1] == nbd.NBD_REPLY_TYPE_OFFSET_DATA  # served on
+        c.disconnect()

@@ -418,10 +418,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "serve",
-        help="serve a simulated drive as a live block device over NBD (first slice: docs/serve.md)",
+        help="serve a simulated drive as a live block device over NBD (docs/serve.md)",
         description="Serve the simulated drive over the NBD protocol until Ctrl-C: every read and write a client "
-        "(qemu-io, qemu-img, fio's nbd engine) sends goes through the engine, the layer, the medium and the oracle; "
-        "the bytes are kept in memory. On exit it prints the run's summary, as 'stlsim run' does.",
+        "(qemu-io, qemu-img, fio's nbd engine, nbdcopy, a virtual machine) sends goes through the engine, the layer, "
+        "the medium and the oracle; the bytes are kept in memory or in --store FILE. On exit it prints the run's "
+        "summary, as 'stlsim run' does; 'stlsim serve --report --socket PATH' prints the report of a running server.",
     )
     p.add_argument("--drive", metavar="NAME|FILE", default="cmr", help="drive preset or drive TOML file (default: cmr)")
     p.add_argument("--layer", metavar="NAME", default="cmr", help="translation layer (default: cmr)")
@@ -432,6 +433,41 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--socket", metavar="PATH", help="listen on this Unix socket (nbd+unix:///?socket=PATH)")
     where.add_argument("--port", type=_nonneg, metavar="N", help="listen on 127.0.0.1:N (nbd://127.0.0.1:N)")
     p.add_argument("--mode", choices=("queue", "flat-out", "closed"), default="queue", help="replay mode (default: queue)")
+    p.add_argument(
+        "--time",
+        choices=("simulated", "real"),
+        default="simulated",
+        help="simulated: answer at once and account the simulated latency (default); "
+        "real: hold each reply until its simulated completion",
+    )
+    p.add_argument(
+        "--time-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="X",
+        help="simulated time per wall-clock time: arrivals are wall-clock arrivals times X, held replies wait latency / X (default: 1)",
+    )
+    p.add_argument(
+        "--back-to-back",
+        action="store_true",
+        help="each request arrives when the one before it completed (simulated time), not at its wall-clock arrival",
+    )
+    p.add_argument("--store", metavar="FILE", help="keep the bytes in this (sparse) file instead of memory")
+    p.add_argument("--record", metavar="FILE.stlt", help="write the requests served as a binary trace that 'stlsim run' replays")
+    p.add_argument(
+        "--crash-after",
+        type=_positive,
+        action="append",
+        metavar="N",
+        help="a power loss after the N-th request: every connection dropped, the layer rebuilt (repeatable)",
+    )
+    p.add_argument("--out", metavar="DIR", help="on exit, save report.json, Parquet files and plots into DIR, as 'stlsim run --out'")
+    p.add_argument("--force", action="store_true", help="overwrite an earlier run's files in --out DIR")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="do not serve: print the report so far of the server running on --socket/--port, as JSON",
+    )
     p.add_argument("--no-verify", action="store_true", help="leave the oracle off (on by default)")
     p.add_argument("--json", action="store_true", help="on exit, print the report as JSON instead of the summary")
     p.set_defaults(func=_cmd_serve)
@@ -1270,18 +1306,95 @@ def _kind_text(kind: Any) -> str:
     return str(kind)
 
 
+def _control_path(ns: argparse.Namespace, port: int | None = None) -> str:
+    """The Unix socket a running server answers --report on: beside its
+    NBD socket, or (TCP) in the temporary folder, named by the port."""
+    if ns.socket:
+        return f"{ns.socket}.ctl"
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"stlsim-serve-{port if port is not None else ns.port}.ctl")
+
+
+def _serve_report(ns: argparse.Namespace) -> int:
+    import socket
+
+    path = _control_path(ns)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(30)
+        s.connect(path)
+        chunks = []
+        while chunk := s.recv(1 << 16):
+            chunks.append(chunk)
+    except OSError as e:
+        raise ConfigError(f"no stlsim serve answers on {path} ({e.strerror or e}): is the server running with this --socket/--port?") from None
+    finally:
+        s.close()
+    sys.stdout.write(b"".join(chunks).decode() + "\n")
+    return 0
+
+
 def _cmd_serve(ns: argparse.Namespace) -> int:
     import logging
+    import signal
+    import socket
+    import threading
 
     from . import nbd
     from .config import parse_params
+    from .result import Result
     from .serve import SimBackend
 
+    if ns.report:
+        return _serve_report(ns)
+    fmt = "png"
+    earlier = _check_out(ns.out, Result.output_names(), ns.force) if ns.out else []
     logging.basicConfig(level=logging.INFO, format="stlsim serve: %(message)s")
-    backend = SimBackend(drive=ns.drive, layer=ns.layer, params=parse_params(ns.param), mode=ns.mode, verify=not ns.no_verify)
+    try:
+        backend = SimBackend(
+            drive=ns.drive,
+            layer=ns.layer,
+            params=parse_params(ns.param),
+            mode=ns.mode,
+            verify=not ns.no_verify,
+            time=ns.time,
+            time_scale=ns.time_scale,
+            back_to_back=ns.back_to_back,
+            store=ns.store,
+            record=ns.record,
+            crash_after=ns.crash_after,
+        )
+    except nbd.BackendError as e:
+        raise ConfigError(f"configuration error: {e}") from None
     server = nbd.serve(backend, socket_path=ns.socket, port=ns.port)
-    where = f"nbd+unix:///?socket={ns.socket}" if ns.socket else f"nbd://127.0.0.1:{server.address[1]}"
+    port = None if ns.socket else server.address[1]
+    where = f"nbd+unix:///?socket={ns.socket}" if ns.socket else f"nbd://127.0.0.1:{port}"
+    ctl_path = _control_path(ns, port)
+    ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if os.path.exists(ctl_path):
+        os.unlink(ctl_path)
+    ctl.bind(ctl_path)
+    ctl.listen(4)
+
+    def answer_reports() -> None:
+        while True:
+            try:
+                c, _ = ctl.accept()
+            except OSError:
+                return
+            with c:
+                with server.lock:
+                    text = json.dumps(backend.snapshot(), indent=2)
+                try:
+                    c.sendall(text.encode())
+                except OSError:
+                    pass
+
+    threading.Thread(target=answer_reports, name="stlsim-serve-report", daemon=True).start()
     _info(f"serving {ns.layer} on {ns.drive} ({backend.size_bytes:,} bytes) at {where}; Ctrl-C ends the run")
+    # SIGTERM ends the run as Ctrl-C does (a service manager's stop).
+    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
     import time
 
     try:
@@ -1291,12 +1404,24 @@ def _cmd_serve(ns: argparse.Namespace) -> int:
         pass
     finally:
         server.shutdown()
+        ctl.close()
+        try:
+            os.unlink(ctl_path)
+        except FileNotFoundError:
+            pass
     backend.finish()
-    assert backend.result is not None
+    result = backend.result
+    assert result is not None
+    if ns.record:
+        _info(f"recorded {backend.recorded:,} requests in {ns.record} (replay: stlsim run --trace {ns.record} --drive {ns.drive} --layer {ns.layer} --mode {ns.mode})")
+    if ns.out:
+        _save(result, ns.out, earlier, plot_format=fmt)
     if ns.json:
-        sys.stdout.write(json.dumps(backend.result.report, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
-        _print_summary(backend.result)
+        _print_summary(result)
+    if ns.out:
+        _info(f"saved {_saved(ns.out, Result.output_names())} in {ns.out}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """An NBD server (the Network Block Device protocol) in front of a pluggable
 backend: the protocol layer of `stlsim serve` (issue 37, first slice).
 
-The server speaks the fixed newstyle handshake and simple replies
+The server speaks the fixed newstyle handshake, simple replies and, where a
+client asks, structured replies for reads
 (https://github.com/NetworkBlockDevice/nbd/blob/master/doc/proto.md), on a
 Unix socket or TCP, one thread per connection; every backend call is made
 under one lock, so a backend need not be thread-safe. What it supports and
@@ -32,6 +33,11 @@ IHAVEOPT = 0x49484156454F5054  # "IHAVEOPT"
 OPTION_REPLY_MAGIC = 0x3E889045565A9
 REQUEST_MAGIC = 0x25609513
 SIMPLE_REPLY_MAGIC = 0x67446698
+STRUCTURED_REPLY_MAGIC = 0x668E33EF
+NBD_REPLY_FLAG_DONE = 1 << 0
+NBD_REPLY_TYPE_NONE = 0
+NBD_REPLY_TYPE_OFFSET_DATA = 1
+NBD_REPLY_TYPE_ERROR = (1 << 15) + 1
 
 # Handshake flags (server) and client flags.
 NBD_FLAG_FIXED_NEWSTYLE = 1 << 0
@@ -87,6 +93,7 @@ NBD_CMD_DISC = 2
 NBD_CMD_FLUSH = 3
 NBD_CMD_TRIM = 4
 NBD_CMD_FLAG_FUA = 1 << 0
+NBD_CMD_FLAG_DF = 1 << 2  # do not fragment: a structured READ reply is one chunk anyway
 
 # Error values of replies (proto.md: these numbers, whatever the platform's).
 NBD_EPERM = 1
@@ -149,6 +156,12 @@ class BackendError(Exception):
     def __init__(self, message: str, errno: int = _errno.EIO) -> None:
         super().__init__(message)
         self.errno = errno
+
+
+class PowerLoss(Exception):
+    """Raised by a backend after the request it served was the last before
+    a power loss (``stlsim serve --crash-after``): the server sends no reply,
+    drops every connection and serves whoever connects next."""
 
 
 class Backend(abc.ABC):
@@ -261,6 +274,73 @@ class MemoryBackend(Backend):
         self.closed = True
 
 
+class FileBackend(Backend):
+    """Bytes in a file (``stlsim serve --store``), sparse where never
+    written: created at the export's size, or reused when it has that size
+    already (a later session sees what an earlier one wrote). FLUSH and FUA
+    writes reach the file's storage (``fdatasync``); TRIM writes zeros."""
+
+    def __init__(self, path: str | os.PathLike[str], size_bytes: int, sector_bytes: int = 512) -> None:
+        self.path = os.fspath(path)
+        self._size = size_bytes
+        self._sector = sector_bytes
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise BackendError(f"{self.path}: cannot open the store: {e.strerror}") from e
+        have = os.fstat(fd).st_size
+        if have not in (0, size_bytes):
+            os.close(fd)
+            raise BackendError(
+                f"{self.path}: the store holds {have:,} bytes but this drive and layer export {size_bytes:,}; "
+                "give another --store or the drive and layer it was made for"
+            )
+        os.ftruncate(fd, size_bytes)
+        self._fd = fd
+        self.reused = have == size_bytes
+
+    @property
+    def size_bytes(self) -> int:
+        return self._size
+
+    @property
+    def sector_bytes(self) -> int:
+        return self._sector
+
+    def _check(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0 or offset + length > self._size:
+            raise BackendError(f"range {offset}+{length} outside 0..{self._size}", _errno.EINVAL)
+
+    def read(self, offset: int, length: int) -> bytes:
+        self._check(offset, length)
+        out = os.pread(self._fd, length, offset)
+        return out if len(out) == length else out + bytes(length - len(out))
+
+    def write(self, offset: int, data: bytes, fua: bool = False) -> None:
+        self._check(offset, len(data))
+        done = 0
+        view = memoryview(data)
+        while done < len(data):
+            done += os.pwrite(self._fd, view[done:], offset + done)
+        if fua:
+            os.fdatasync(self._fd)
+
+    def flush(self) -> None:
+        os.fdatasync(self._fd)
+
+    def trim(self, offset: int, length: int) -> None:
+        self._check(offset, length)
+        step = 1 << 20
+        for at in range(offset, offset + length, step):
+            os.pwrite(self._fd, bytes(min(step, offset + length - at)), at)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+
 # --- Connections --------------------------------------------------------------
 
 
@@ -305,6 +385,7 @@ class _Handler(socketserver.BaseRequestHandler):
         self.peer = f"{self.peer} #{next(self.server.nbd._ids)}"
         self.nbd: NBDServer = self.server.nbd
         self.no_zeroes = False
+        self.structured = False
         self.nbd._register(self.sock)
 
     def finish(self) -> None:
@@ -321,6 +402,9 @@ class _Handler(socketserver.BaseRequestHandler):
             log.warning("nbd %s: %s; connection closed", self.peer, e)
         except _ProtocolError as e:
             log.warning("nbd %s: %s; connection closed", self.peer, e)
+        except PowerLoss as e:
+            log.warning("nbd %s: power loss (%s): every connection dropped", self.peer, e)
+            self.nbd._drop_connections()
         except socket.timeout:
             log.warning("nbd %s: handshake not finished within %s s; connection closed", self.peer, self.nbd.handshake_timeout)
         except OSError as e:
@@ -384,7 +468,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 if data:
                     self._error(opt, NBD_REP_ERR_INVALID, "NBD_OPT_STRUCTURED_REPLY takes no data")
                 else:
-                    self._error(opt, NBD_REP_ERR_UNSUP, "structured replies are not supported (simple replies only)")
+                    # Reads then answer in chunks; other commands keep simple
+                    # replies, which proto.md allows once negotiated.
+                    self.structured = True
+                    self._reply(opt, NBD_REP_ACK)
             else:
                 self._error(opt, NBD_REP_ERR_UNSUP, f"option {_OPTION_NAMES.get(opt, opt)} is not supported")
 
@@ -423,6 +510,22 @@ class _Handler(socketserver.BaseRequestHandler):
         if data:
             self.sock.sendall(data)
 
+    def _send_read(self, handle: int, offset: int, error: int, data: bytes) -> None:
+        """A READ's reply: simple, or with structured replies one chunk (the
+        data, or the error) marked done."""
+        if not self.structured:
+            self._send(handle, error, data)
+        elif error:
+            msg = b"read failed"
+            head = struct.pack(">IHHQI", STRUCTURED_REPLY_MAGIC, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, handle, 6 + len(msg))
+            self.sock.sendall(head + struct.pack(">IH", error, len(msg)) + msg)
+        elif not data:
+            self.sock.sendall(struct.pack(">IHHQI", STRUCTURED_REPLY_MAGIC, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, handle, 0))
+        else:
+            head = struct.pack(">IHHQIQ", STRUCTURED_REPLY_MAGIC, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, handle, 8 + len(data), offset)
+            self.sock.sendall(head)
+            self.sock.sendall(data)
+
     def _fail(self, handle: int, error: int, message: str) -> None:
         self.nbd._count("errors")
         log.info("nbd %s: %s", self.peer, message)
@@ -436,6 +539,8 @@ class _Handler(socketserver.BaseRequestHandler):
         except BackendError as e:
             log.warning("nbd %s: backend refused %s: %s", self.peer, fn.__name__, e)
             return None, _NBD_ERRNOS.get(e.errno, NBD_EIO)
+        except PowerLoss:
+            raise
         except Exception as e:  # noqa: BLE001 -- any backend failure is the client's EIO, not the server's end
             log.exception("nbd %s: backend %s failed: %s", self.peer, fn.__name__, e)
             return None, NBD_EIO
@@ -455,7 +560,7 @@ class _Handler(socketserver.BaseRequestHandler):
             if cmd == NBD_CMD_WRITE:
                 self._write(flags, handle, offset, length, size)
             elif cmd == NBD_CMD_READ:
-                if flags:
+                if flags & ~(NBD_CMD_FLAG_DF if self.structured else 0):
                     self._fail(handle, NBD_EINVAL, f"READ with unsupported flags {flags:#x}")
                 elif length > MAX_BLOCK:
                     self._fail(handle, NBD_EINVAL, f"READ of {length} bytes (at most {MAX_BLOCK})")
@@ -467,7 +572,7 @@ class _Handler(socketserver.BaseRequestHandler):
                         log.error("nbd %s: backend read returned %d bytes, not %d", self.peer, len(data), length)
                         err = NBD_EIO
                     self.nbd._count("reads")
-                    self._send(handle, err, data if not err else b"")
+                    self._send_read(handle, offset, err, data if not err else b"")
             elif cmd == NBD_CMD_FLUSH:
                 if flags or offset or length:
                     self._fail(handle, NBD_EINVAL, "FLUSH with flags, offset or length")
@@ -617,6 +722,16 @@ class NBDServer:
         with self._conns_lock:
             self._conns.add(sock)
             if self._closing:  # accepted just before shutdown() closed the others
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _drop_connections(self) -> None:
+        """Close every open connection (a simulated power loss); the server
+        goes on accepting new ones."""
+        with self._conns_lock:
+            for sock in self._conns:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:

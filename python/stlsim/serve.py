@@ -1,34 +1,51 @@
-"""The simulated drive behind the NBD server (issue 37, second slice).
+"""The simulated drive behind the NBD server (issue 37).
 
 :class:`SimBackend` is an :class:`stlsim.nbd.Backend` whose every read and
 write also goes through a live simulation run: the same engine, layer,
 medium and oracle as a replay (``_core.Simulation.live``). The bytes
-themselves are kept beside it, sparse in memory (:class:`stlsim.nbd.MemoryBackend`):
+themselves are kept beside it, sparse in memory or in a file (``store``):
 the simulation carries tokens, not data, and checks with verification on
 that each read returns the newest acknowledged write.
 
-Time is ``simulated`` only: a request arrives at its wall-clock arrival
-(nanoseconds since the server started, times ``time_scale``), the server
-answers as fast as it can, and the simulated latency goes into the run's
-report. What is not built yet (``--time real``, ``--record``,
-``--crash-after``, ``--store``, FLUSH/FUA through the drive's write cache,
-TRIM through a layer's trim, zoned drives) is listed in docs/serve.md.
+* **Time.** A request arrives at its wall-clock arrival (nanoseconds since
+  the server started, times ``time_scale``), or, ``back_to_back``, when the
+  request before it completed in simulated time. With ``time="simulated"``
+  the server answers as fast as it can and the simulated latency goes into
+  the report; with ``time="real"`` each reply is held until the request's
+  simulated completion (scaled back to wall time), so the client sees the
+  drive's latency. How late a held reply went out is measured
+  (:attr:`SimBackend.stats`).
+* **FLUSH** destages the drive's write cache (``Simulation.flush``); a
+  **FUA** write is a write followed by that flush (an upper bound on its
+  cost: a drive may write through only the FUA write). **TRIM** frees the
+  bytes; no layer of the papers has a trim, so the simulation is not told.
+* **Record.** ``record`` writes the requests as a binary trace (``.stlt``)
+  that ``stlsim run`` replays to the same report, if no FLUSH found data to
+  destage (a trace has no flushes).
+* **Power loss.** ``crash_after`` (request counts) injects a power loss in
+  the simulation after those requests (the layer rebuilds from the medium
+  and the oracle checks every acknowledged, durable block) and drops every
+  connection (:class:`stlsim.nbd.PowerLoss`); clients reconnect and go on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _core
-from .nbd import Backend, BackendError, MemoryBackend
+from .nbd import Backend, BackendError, FileBackend, MemoryBackend, PowerLoss
 from .result import LATENCY_CLASSES, Result
+
+#: The time modes of ``stlsim serve --time``.
+TIME_MODES = ("simulated", "real")
 
 
 class SimBackend(Backend):
-    """Bytes in memory, timing and verification from a live simulation."""
+    """Bytes in memory (or a file), timing and verification from a live simulation."""
 
     def __init__(
         self,
@@ -38,27 +55,62 @@ class SimBackend(Backend):
         *,
         mode: str = "queue",
         verify: bool = True,
+        time: str = "simulated",
         time_scale: float = 1.0,
+        back_to_back: bool = False,
+        store: str | os.PathLike[str] | None = None,
+        record: str | os.PathLike[str] | None = None,
+        crash_after: Sequence[int] | None = None,
     ) -> None:
         from . import api
 
-        settings = api.resolve_settings(None, dict(drive=drive, layer=layer, params=params, mode=mode, verify=verify))
+        if time not in TIME_MODES:
+            raise ValueError(f"time must be one of {', '.join(TIME_MODES)}, not {time!r}")
+        if not time_scale > 0:
+            raise ValueError(f"time_scale must be positive, not {time_scale!r}")
+        crashes = sorted(set(int(n) for n in crash_after or ()))
+        if any(n < 1 for n in crashes):
+            raise ValueError("crash_after counts requests: each must be at least 1")
+        settings = api.resolve_settings(
+            None, dict(drive=drive, layer=layer, params=params, mode=mode, verify=verify, crash_after=crashes)
+        )
         cfg = api.core_config(settings)
         cfg.pop(api.NOTES, None)
         cfg["trace"]["path"] = "nbd client"
         self.config = cfg
         self.label = f"serve {layer}"
-        self._sim = _core.Simulation.live(json.dumps(cfg))
+        rec = None
+        if record is not None:
+            header = {"source": "stlsim serve", "drive": cfg["drive"].get("name"), "layer": layer, "mode": mode}
+            rec = (os.fspath(record), json.dumps(header))
+        self._sim = _core.Simulation.live(json.dumps(cfg), rec)
         self._size = self._sim.host_capacity_bytes
         # The drive's sector size as the core built it (a drive file may leave it to the default).
         sector = json.loads(self._sim.report_json())["drive"]["sector_bytes"]
-        self._bytes = MemoryBackend(self._size, sector)
-        self._t0 = time.monotonic_ns()
+        self._bytes: Backend = FileBackend(store, self._size, sector) if store is not None else MemoryBackend(self._size, sector)
+        self._t0 = _wall()
         self._scale = time_scale
+        self._real = time == "real"
+        self._back_to_back = back_to_back
         self._last = 0
+        self._done = 0
+        self._crashes_seen = 0
         self.report: dict[str, Any] | None = None
         self.result: Result | None = None
-        self.flushes = 0
+        #: What the server did beyond the report: flushes and their simulated
+        #: time, FUA writes, trims, power losses, and with ``time="real"``
+        #: how late held replies went out (the mode's tolerance).
+        self.stats: dict[str, Any] = {
+            "flushes": 0,
+            "flush_ms": 0.0,
+            "fua_writes": 0,
+            "trims": 0,
+            "power_losses": 0,
+            "held_replies": 0,
+            "late_ms_max": 0.0,
+            "late_ms_mean": 0.0,
+        }
+        self._late_sum = 0.0
 
     @property
     def size_bytes(self) -> int:
@@ -68,49 +120,123 @@ class SimBackend(Backend):
     def sector_bytes(self) -> int:
         return self._bytes.sector_bytes
 
-    def _now(self) -> int:
+    def _arrival(self) -> int:
+        """The next request's simulated arrival (ns)."""
+        if self._back_to_back:
+            return self._done
         # Arrivals never go back in time (the clock is monotonic, the scale positive).
-        t = int((time.monotonic_ns() - self._t0) * self._scale)
+        t = int((_wall() - self._t0) * self._scale)
         self._last = max(self._last, t)
         return self._last
 
-    def _submit(self, write: bool, offset: int, length: int) -> None:
+    def _check_open(self) -> None:
         if self.report is not None:
             raise BackendError("the run has ended")
+
+    def _finish_request(self, wall_in: int, arrival: int, latency_ms: float) -> None:
+        """Note a served request's completion; hold its reply (``time="real"``);
+        raise :class:`PowerLoss` if the run lost power after it."""
+        lat_ns = int(latency_ms * 1e6)
+        self._done = max(self._done, arrival + lat_ns)
+        if self._real:
+            due = wall_in + int(lat_ns / self._scale)
+            now = _wall()
+            if due > now:
+                time.sleep((due - now) / 1e9)
+            late = max(0.0, (_wall() - due) / 1e6)
+            st = self.stats
+            st["held_replies"] += 1
+            self._late_sum += late
+            st["late_ms_max"] = max(st["late_ms_max"], late)
+            st["late_ms_mean"] = self._late_sum / st["held_replies"]
+        crashes = self._sim.crashes
+        if crashes > self._crashes_seen:
+            self._crashes_seen = crashes
+            self.stats["power_losses"] += 1
+            raise PowerLoss(f"after request {self._sim.requests_done} (--crash-after)")
+
+    def _call(self, fn, *args) -> float:
         try:
-            self._sim.submit(write, offset, length, self._now())
+            return fn(*args)
         except Exception as e:  # a core error: say it to the client as EIO, log it
             raise BackendError(f"simulation: {e}") from e
 
+    def _request(self, write: bool, offset: int, length: int) -> None:
+        self._check_open()
+        wall_in = _wall()
+        arrival = self._arrival()
+        lat = self._call(self._sim.submit, write, offset, length, arrival)
+        self._finish_request(wall_in, arrival, lat)
+
     def read(self, offset: int, length: int) -> bytes:
-        self._submit(False, offset, length)
-        return self._bytes.read(offset, length)
+        data = self._bytes.read(offset, length)
+        self._request(False, offset, length)
+        return data
 
     def write(self, offset: int, data: bytes, fua: bool = False) -> None:
-        self._submit(True, offset, len(data))
+        # The bytes first: a power loss after this request leaves them (docs/serve.md).
         self._bytes.write(offset, data, fua)
+        if fua:
+            self.stats["fua_writes"] += 1
+            self._check_open()
+            wall_in = _wall()
+            arrival = self._arrival()
+            lat = self._call(self._sim.submit, True, offset, len(data), arrival)
+            lat += self._call(self._sim.flush, arrival + int(lat * 1e6))
+            self.stats["flushes"] += 1
+            self._finish_request(wall_in, arrival, lat)
+        else:
+            self._request(True, offset, len(data))
 
     def flush(self) -> None:
-        # Not yet through the drive's write cache (docs/serve.md): counted only.
-        self.flushes += 1
+        self._check_open()
+        self._bytes.flush()
+        wall_in = _wall()
+        arrival = max(self._arrival(), self._done)
+        lat = self._call(self._sim.flush, arrival)
+        self.stats["flushes"] += 1
+        self.stats["flush_ms"] += lat
+        self._done = max(self._done, arrival + int(lat * 1e6))
+        if self._real:
+            due = wall_in + int(lat * 1e6 / self._scale)
+            now = _wall()
+            if due > now:
+                time.sleep((due - now) / 1e9)
 
     def trim(self, offset: int, length: int) -> None:
         self._bytes.trim(offset, length)
+        self.stats["trims"] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        """The run's report so far (``stlsim serve --report``), the run going on."""
+        if self.report is not None:
+            return self.report
+        r = json.loads(self._sim.report_json())
+        r["serve"] = dict(self.stats)
+        return r
 
     def finish(self) -> dict[str, Any]:
         """End the run (the end of its trace: final scans when verifying) and
-        return its report, the same a replay gives; :attr:`result` holds it
-        as a :class:`stlsim.Result` (latency CDFs, series, plots). Idempotent."""
+        return its report, the same a replay gives plus the server's
+        ``serve`` counts; :attr:`result` holds it as a :class:`stlsim.Result`
+        (latency CDFs, series, plots). Ends the recording. Idempotent."""
         if self.report is None:
+            self.recorded = self._sim.finish_record()
             while not self._sim.step(1):
                 pass
             self.report = json.loads(self._sim.report_json())
+            self.report["serve"] = dict(self.stats)
             cdfs = {c: self._sim.cdf(c) for c in LATENCY_CLASSES}
             waf = json.loads(self._sim.waf_series_json())
-            wall = (time.monotonic_ns() - self._t0) / 1e9
+            wall = (_wall() - self._t0) / 1e9
             series = self._sim.series_json()
             self.result = Result(self.label, self.report, dict(self.config), cdfs, series, wall_s=wall, waf_series=waf)
         return self.report
 
     def close(self) -> None:
         self.finish()
+        self._bytes.close()
+
+
+def _wall() -> int:
+    return time.monotonic_ns()

@@ -6,7 +6,7 @@
 
 pub use crate::cause::{Cause, OpCounts};
 use crate::error::{SimError, SimResult};
-use crate::front_end::{CachedMeta, FrontEnd, Pending};
+use crate::front_end::queued_cache::{CachedMeta, Pending, QueuedCache};
 use crate::geometry::{Geometry, HomeExtents};
 use crate::mechanics::{HeadState, Mechanics};
 use crate::medium::{Medium, Token};
@@ -166,7 +166,7 @@ pub struct Device {
     /// While set, host-cause writes wait, block by block, for the link.
     write_gate: Option<WriteGate>,
     /// The drive's own cache and queue beneath a host-side layer, if attached.
-    front: Option<FrontEnd>,
+    front: Option<QueuedCache>,
     /// Writes bypass that cache (FORCE UNIT ACCESS) while set.
     fua: bool,
     /// Host data a layer said is durable while the front end still held
@@ -941,12 +941,12 @@ impl Device {
     }
 
     /// Put the drive's own cache and queue beneath the layer (host-side layers).
-    pub fn attach_front_end(&mut self, fe: FrontEnd) {
+    pub fn attach_front_end(&mut self, fe: QueuedCache) {
         self.front = Some(fe);
     }
 
     /// The drive's front end, if attached.
-    pub fn front_end(&self) -> Option<&FrontEnd> {
+    pub fn front_end(&self) -> Option<&QueuedCache> {
         self.front.as_ref()
     }
 

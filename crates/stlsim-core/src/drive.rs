@@ -133,12 +133,12 @@ pub struct DriveConfig {
     /// The SSD read cache of a hybrid system (paper 001), if it has one.
     pub ssd: Option<SideConfig>,
     /// Command-processing overheads of the drive's controller (absent: none).
-    pub controller: Option<crate::controller::ControllerConfig>,
+    pub controller: Option<crate::front_end::controller::ControllerConfig>,
     /// The on-drive read cache: buffer segments and read-ahead (absent: none).
-    pub read_cache: Option<crate::controller::ReadCacheConfig>,
+    pub read_cache: Option<crate::front_end::controller::ReadCacheConfig>,
     /// The drive's command queue beneath a host-side layer: depth and how it
     /// orders the cached writes it destages (absent: 32 deep, `sptf`).
-    pub queue: Option<crate::front_end::QueueConfig>,
+    pub queue: Option<crate::front_end::queued_cache::QueueConfig>,
 }
 
 impl Default for DriveConfig {

@@ -6,7 +6,8 @@
 //! [`error`], [`choice`]; [`geometry`] (tracks, zones, layouts, home maps), [`cause`],
 //! [`metrics`] (histograms, series), [`trace`] (readers); [`mechanics`]
 //! (seek, rotation), [`medium`] (contents and overlap physics);
-//! [`controller`], [`front_end`], [`side_device`]; [`device`] (all of them
+//! [`front_end`] (the controller, the caches, the queue, the link),
+//! [`side_device`]; [`device`] (all of them
 //! on one clock, counters by cause) and [`drive`] (the drive description
 //! above the parts it configures); [`layers`] (the translation layers and
 //! their registry); [`engine`] (replay, write cache, verification, crashes,
@@ -18,7 +19,6 @@
 pub mod analysis;
 pub mod cause;
 pub mod choice;
-pub mod controller;
 pub mod device;
 pub mod drive;
 pub mod engine;

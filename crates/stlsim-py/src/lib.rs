@@ -93,10 +93,16 @@ impl Simulation {
     /// file: the configuration's trace path is only named in messages.
     /// Each :meth:`submit` hands over one request and serves it; a
     /// :meth:`step` with nothing submitted ends the run.
+    /// With `record` (a path and a JSON header), every request submitted
+    /// is also written there as a binary trace.
     #[staticmethod]
-    fn live(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, record=None))]
+    fn live(py: Python<'_>, config_json: &str, record: Option<(String, String)>) -> PyResult<Self> {
         let cfg: stlsim_core::RunConfig = from_json(py, "invalid run configuration", config_json)?;
         let queue = stlsim_core::trace::live::LiveQueue::default();
+        if let Some((path, header)) = record {
+            queue.record_to(&path, &header).map_err(|e| raise(py, e))?;
+        }
         let reader = Box::new(queue.reader());
         let mut inner = py
             .allow_threads(|| stlsim_core::Simulation::with_reader(cfg, reader))
@@ -138,7 +144,7 @@ impl Simulation {
                 offset: stlsim_core::units::Bytes(offset),
                 len: stlsim_core::units::Bytes(length),
                 line,
-            });
+            })?;
             sim.step(1)?;
             Ok(sim
                 .take_latencies()
@@ -146,6 +152,34 @@ impl Simulation {
                 .map_or(0.0, |k| k.latency.0 as f64 / 1e6))
         })
         .map_err(|e| raise(py, e))
+    }
+
+    /// FLUSH CACHE from a live client arriving at `time_ns`: the drive's
+    /// write cache to the media. Returns its simulated latency in ms.
+    fn flush(&self, py: Python<'_>, time_ns: u64) -> PyResult<f64> {
+        let inner = &self.inner;
+        py.allow_threads(|| {
+            let mut sim = inner.lock().unwrap_or_else(|p| p.into_inner());
+            let t = stlsim_core::units::Nanos(time_ns);
+            sim.flush(t)
+                .map(|done| done.saturating_sub(t).0 as f64 / 1e6)
+        })
+        .map_err(|e| raise(py, e))
+    }
+
+    /// End a live run's recording; returns the requests it holds (None
+    /// when the run records nothing).
+    fn finish_record(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        match &self.live {
+            Some(q) => q.finish_record().map_err(|e| raise(py, e)),
+            None => Ok(None),
+        }
+    }
+
+    /// Power losses so far.
+    #[getter]
+    fn crashes(&self) -> u64 {
+        self.sim().crashes()
     }
 
     /// Replay up to `max_requests` more requests; True when the run has finished.

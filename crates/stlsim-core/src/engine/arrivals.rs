@@ -5,8 +5,8 @@
 
 use super::config::Mode;
 use super::{Arrival, Simulation};
-use crate::controller::Scheduler;
 use crate::error::{SimError, SimResult};
+use crate::front_end::controller::Scheduler;
 use crate::trace::{Op, TraceRecord};
 use crate::units::{Lba, Nanos, Sectors};
 

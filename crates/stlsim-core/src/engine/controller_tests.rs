@@ -2,7 +2,7 @@
 
 use super::tests::{cfg, data_path, rec, run, small_drive, timed};
 use super::*;
-use crate::controller::{ControllerConfig, ReadAheadExtent, ReadCacheConfig, Scheduler};
+use crate::front_end::controller::{ControllerConfig, ReadAheadExtent, ReadCacheConfig, Scheduler};
 use crate::trace::Op;
 use crate::trace::TraceSpec;
 use proptest::prelude::*;

@@ -7,8 +7,8 @@ use super::tests::{cfg, rec, small_drive};
 use super::*;
 use crate::device::Cause;
 use crate::error::SimError;
-use crate::front_end::FrontEnd;
-use crate::front_end::{QueueConfig, Reorder};
+use crate::front_end::queued_cache::QueuedCache;
+use crate::front_end::queued_cache::{QueueConfig, Reorder};
 use crate::layers::WriteReq;
 use crate::layers::{cmr, LayoutNeed, RunsIn};
 use crate::trace::Op;
@@ -73,7 +73,11 @@ fn an_absorbed_write_is_acknowledged_before_the_medium_and_lost_unless_flushed()
     let g = d.geometry().unwrap();
     let m = d.mechanics(g.tracks()).unwrap();
     let mut dev = Device::new(g, m, true);
-    dev.attach_front_end(FrontEnd::new(1024, QueueConfig::default(), 1000.0));
+    dev.attach_front_end(QueuedCache::new(
+        1024,
+        QueueConfig::default(),
+        crate::front_end::link::Link::new(1000.0),
+    ));
     let at = PhysAddr {
         track: crate::units::Track(700),
         sector: 10,

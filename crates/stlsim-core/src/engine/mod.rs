@@ -27,10 +27,10 @@ pub mod report;
 mod setup;
 mod stages;
 pub mod verifier;
-pub mod write_cache;
 
 use crate::device::Device;
 use crate::error::{SimError, SimResult};
+use crate::front_end::write_cache::WriteCache;
 use crate::layers::{self, Layer, LayerEntry, Params};
 use crate::medium::Token;
 use crate::metrics::{HostMetrics, WafSeries};
@@ -39,11 +39,9 @@ use crate::units::{Lba, Nanos, Sectors};
 use arrivals::ArrivalState;
 pub use config::{LayerConfig, Mode, ReplayConfig, RunConfig};
 use crash::CrashState;
-use read_path::FrontState;
 use report::Report;
 use stages::{StageState, WafState};
 use verifier::Verifier;
-use write_cache::WriteCache;
 
 /// How a run's background work went (stages of the layer's moves, cleaning, GC).
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -171,7 +169,7 @@ pub struct Simulation {
     arrivals: ArrivalState,
     /// Per-request records, when kept ([`Simulation::keep_latencies`]).
     latency_log: Option<Vec<KeptLatency>>,
-    front: FrontState,
+    front: crate::front_end::drive_front::DriveFront,
     crash: CrashState,
     in_flight: Vec<Token>,
     scratch: Vec<Token>,
@@ -298,6 +296,23 @@ impl Simulation {
     /// Ask for a power loss before the next request.
     pub fn request_crash(&mut self) {
         self.crash.crash_requested = true;
+    }
+
+    /// FLUSH CACHE from a live host (`stlsim serve`), arriving at `issue`
+    /// after the requests stepped so far: every write the drive's cache
+    /// holds goes to the media, through the layer above a drive-managed
+    /// layer (the engine's write cache, a destage batch at a time) and in
+    /// the queue's order beneath a host-side one. Returns when it ends (at
+    /// `issue` with nothing cached). A trace has no flushes, so a replay
+    /// never calls this.
+    pub fn flush(&mut self, issue: Nanos) -> SimResult<Nanos> {
+        self.dev.advance_to(issue);
+        while !self.cache.is_empty() {
+            self.destage_batch()?;
+        }
+        let done = self.dev.flush()?;
+        self.note_durable();
+        Ok(done.max(issue))
     }
 
     /// Replay up to `max_requests` more trace records. Returns `true` when

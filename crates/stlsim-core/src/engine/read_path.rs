@@ -2,42 +2,21 @@
 //! command overheads, the write cache (absorb, fast writes, destage), the
 //! on-drive read cache with read-ahead, and the read path that DiskSim's
 //! validated drives are measured against (hits, partial hits, media reads
-//! per block). A host-side layer runs beneath its own front end instead
-//! ([`crate::front_end`]), attached to the device.
+//! per block). The front end's state and what needs neither the layer nor
+//! the device are in [`crate::front_end`] ([`crate::front_end::drive_front`]);
+//! this file is the engine's coupling of it with the write cache, the layer
+//! and the device. A host-side layer runs beneath the front end's other
+//! placement ([`crate::front_end::queued_cache`]), attached to the device.
 
 use super::config::Mode;
 use super::{Arrival, KeptLatency, Simulation};
-use crate::controller::{AheadCtx, Lookup, ReadAheadExtent, ReadCache, TrackSpan};
-use crate::controller::{Overheads, Prefetch};
 use crate::device::{Cause, ReadPiece};
 use crate::error::{SimError, SimResult};
+use crate::front_end::controller::{AheadCtx, Lookup, ReadAheadExtent, ReadCache, TrackSpan};
 use crate::layers::{QueuedRequest, StageOutcome, WriteReq};
 use crate::mechanics::HeadState;
 use crate::medium::Token;
 use crate::units::{Lba, Nanos, Sectors};
-
-/// The front end's own state: controller overheads, the read cache and its
-/// read-ahead, the fast-write pipeline and the link's transfer time.
-pub(super) struct FrontState {
-    /// The controller's command and completion overheads (zero unless the drive has them).
-    pub(super) overheads: Overheads,
-    /// The on-drive read cache, if the drive has one.
-    pub(super) read_cache: Option<ReadCache>,
-    /// Tokens a read-ahead read (reused buffer).
-    pub(super) ahead: Vec<Token>,
-    /// The read-ahead the request being served interrupted, and when it would
-    /// go on ([`crate::controller::ReadCacheConfig::hits_continue_read_ahead`]).
-    pub(super) interrupted: Option<(Prefetch, Nanos)>,
-    /// When the media write of the last fast write ends, and the LBA after
-    /// it ([`crate::controller::ControllerConfig::destage_at_once`]).
-    pub(super) fast_busy_until: Nanos,
-    pub(super) fast_end: u64,
-    /// The last request length's link transfer time (`(sectors, time)`):
-    /// requests mostly repeat a few sizes, and the float product and its
-    /// conversion back were a sixtieth of a request's instructions.
-    pub(super) last_xfer: (u64, Nanos),
-    pub(super) ns_per_sector: f64,
-}
 
 impl Simulation {
     /// Serve an issued request, and count it.
@@ -67,13 +46,7 @@ impl Simulation {
                 issue,
             )?;
         }
-        let xfer = if n.0 == self.front.last_xfer.0 {
-            self.front.last_xfer.1
-        } else {
-            let t = Nanos((n.0 as f64 * self.front.ns_per_sector) as u64);
-            self.front.last_xfer = (n.0, t);
-            t
-        };
+        let xfer = self.front.link.time(n.0);
         let (complete, device_done) = if write {
             self.serve_write(issue, lba, n, xfer)?
         } else {
@@ -169,7 +142,7 @@ impl Simulation {
     }
 
     /// A write the write cache absorbs, as DiskSim's fast writes
-    /// ([`crate::controller::ControllerConfig::destage_at_once`]): its data
+    /// ([`crate::front_end::controller::ControllerConfig::destage_at_once`]): its data
     /// crosses the link from the end of its command overhead, or, when the
     /// media is still writing an earlier fast write this one does not
     /// append to, from the end of that (`disk_write_arrive` finds the
@@ -268,7 +241,7 @@ impl Simulation {
         self.host_write_waits_for_layer(lba, n, &data)?;
         self.in_flight = data;
         if let Some(from) = gate {
-            self.dev.gate_writes(from, self.front.ns_per_sector);
+            self.dev.gate_writes(from, self.front.link.ns_per_sector());
         }
         let r = self.write_in_parts(lba, n);
         if gate.is_some() {
@@ -427,34 +400,8 @@ impl Simulation {
         oh
     }
 
-    /// When the link may start carrying a read wholly in the buffer: after
-    /// the hit's command overhead; but a read arriving while the media
-    /// writes a fast write waits for it, its command overhead (a miss's, as
-    /// DiskSim disconnects: `disk_read_arrive`) running beside the wait.
-    pub(super) fn hit_link_start(&mut self, issue: Nanos) -> Nanos {
-        if self.front.overheads.destage_at_once && issue < self.front.fast_busy_until {
-            (issue + self.front.overheads.command(false, false)).max(self.front.fast_busy_until)
-        } else {
-            issue + self.front.overheads.command(false, true)
-        }
-    }
-
-    /// When a read's data has crossed the host link: the link may start once
-    /// the buffer holds the high-water fraction of the data (0: at once,
-    /// overlapping the media; 1: after the media read), and takes `xfer`.
-    #[inline]
-    pub(super) fn read_done(&self, media_done: Nanos, started: Nanos, xfer: Nanos) -> Nanos {
-        let h = self.front.overheads.read_high_water_mark;
-        let held = if h > 0.0 {
-            media_done + Nanos((h * xfer.0 as f64) as u64)
-        } else {
-            media_done
-        };
-        held.max(started + xfer)
-    }
-
     /// When a read's data has crossed the host link block by block
-    /// ([`crate::controller::ControllerConfig::read_link_per_block`]): the
+    /// ([`crate::front_end::controller::ControllerConfig::read_link_per_block`]): the
     /// link starts at `started` with the `have` blocks already buffered,
     /// then sends each block read from the media (`pieces`, in LBA order)
     /// once it is buffered and the block before it is sent, one block per
@@ -546,7 +493,7 @@ impl Simulation {
                         }
                     }
                 }
-                (self.hit_link_start(issue) + xfer + done_oh, None)
+                (self.front.hit_link_start(issue) + xfer + done_oh, None)
             } else {
                 // A prefix hit transfers what is buffered and reads the rest.
                 if have > 0 {
@@ -577,7 +524,7 @@ impl Simulation {
                 let sent = if per_block {
                     let pieces = self.dev.noted_reads();
                     Some(Self::read_done_per_block(
-                        self.front.ns_per_sector,
+                        self.front.link.ns_per_sector(),
                         started,
                         have,
                         pieces,
@@ -606,7 +553,7 @@ impl Simulation {
                 }
                 let sent = match sent {
                     Some(t) => t,
-                    None => self.read_done(done, started, xfer),
+                    None => self.front.read_done(done, started, xfer),
                 };
                 (sent + done_oh, Some(done))
             }

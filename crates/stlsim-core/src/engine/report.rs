@@ -88,7 +88,7 @@ pub struct DeviceSummary {
     /// The drive's own cache and queue beneath a host-side layer, when on:
     /// writes absorbed, reads it served, flushes, destages.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub drive_cache: Option<crate::front_end::FrontEndCounts>,
+    pub drive_cache: Option<crate::front_end::queued_cache::QueuedCacheCounts>,
 }
 
 /// The work of one device (the disk or one beside it), all causes summed.

@@ -8,15 +8,16 @@ use super::arrivals::ArrivalState;
 use super::config::{Mode, RunConfig};
 use super::crash::CrashState;
 use super::oracle::Oracle;
-use super::read_path::FrontState;
 use super::stages::{StageState, WafState};
 use super::verifier::Verifier;
-use super::write_cache::WriteCache;
 use super::{BackgroundCounts, HostCounts, Irregular, Simulation};
-use crate::controller::{Overheads, ReadCache, Scheduler};
 use crate::device::Device;
 use crate::error::{SimError, SimResult};
-use crate::front_end::FrontEnd;
+use crate::front_end::controller::{Overheads, ReadCache, Scheduler};
+use crate::front_end::drive_front::DriveFront;
+use crate::front_end::link::Link;
+use crate::front_end::queued_cache::QueuedCache;
+use crate::front_end::write_cache::WriteCache;
 use crate::layers::{LayerEntry, Needs, Params, RunsIn};
 use crate::medium::prefill::{HomeMap, Prefill, PrefillSpec};
 use crate::metrics::{HostMetrics, WafSeries};
@@ -88,10 +89,10 @@ impl Simulation {
         // with its own cache and queue: the cache goes beneath the layer.
         let cache_sectors = if entry.runs_in == RunsIn::Host {
             if cache_sectors > 0 {
-                dev.attach_front_end(FrontEnd::new(
+                dev.attach_front_end(QueuedCache::new(
                     cache_sectors,
                     drive.queue.clone().unwrap_or_default(),
-                    ns_per_sector,
+                    Link::new(ns_per_sector),
                 ));
             }
             0
@@ -154,16 +155,7 @@ impl Simulation {
                 peeked: None,
                 scheduler: Scheduler::Fcfs,
             },
-            front: FrontState {
-                overheads,
-                read_cache,
-                ahead: vec![],
-                interrupted: None,
-                fast_busy_until: Nanos(0),
-                fast_end: u64::MAX,
-                last_xfer: (0, Nanos::ZERO),
-                ns_per_sector,
-            },
+            front: DriveFront::new(overheads, read_cache, Link::new(ns_per_sector)),
             crash: CrashState {
                 crash_after,
                 crashes: 0,

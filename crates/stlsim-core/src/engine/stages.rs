@@ -3,11 +3,11 @@
 //! destage batches, and the counts the report gives of them (stages,
 //! host waits, the WAF series, the layer's gauges).
 
-use super::write_cache;
 use super::BackgroundCounts;
 use super::Simulation;
 use crate::device::Cause;
 use crate::error::{SimError, SimResult};
+use crate::front_end::write_cache;
 use crate::layers::{self, Background, Needs, QueueView, QueuedRequest, StageOutcome, WriteReq};
 use crate::medium::Token;
 use crate::metrics::WafSeries;

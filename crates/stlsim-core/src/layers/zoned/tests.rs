@@ -377,7 +377,7 @@ mod props {
             buffer_kib in prop_oneof![Just(256u64), Just(512u64), Just(1024u64)],
             full in any::<bool>(),
             crash in proptest::option::of(0u64..3_000),
-            drive_cache in prop_oneof![Just(None), Just(Some(crate::front_end::Reorder::Fifo)), Just(Some(crate::front_end::Reorder::Sptf))],
+            drive_cache in prop_oneof![Just(None), Just(Some(crate::front_end::queued_cache::Reorder::Fifo)), Just(Some(crate::front_end::queued_cache::Reorder::Sptf))],
         ) {
             let mut c = cfg(LAYERS[layer], &[]);
             c.layer.params.insert("buffer_mib".into(), serde_json::Value::from(buffer_kib as f64 / 1024.0));
@@ -387,7 +387,7 @@ mod props {
             // The drive's own cache beneath, in arrival order or reordered.
             if let Some(reorder) = drive_cache {
                 c.drive.write_cache_mib = 1.0;
-                c.drive.queue = Some(crate::front_end::QueueConfig { depth: 32, reorder });
+                c.drive.queue = Some(crate::front_end::queued_cache::QueueConfig { depth: 32, reorder });
                 c.replay.write_cache = Some(true);
             }
             c.crash_at_ops = crash.into_iter().collect();

@@ -7,7 +7,7 @@
 //!
 //! A layer that runs in the drive (IMR, SWD, Virtual Guard, the E-region
 //! baseline) sits behind the engine's write cache instead
-//! ([`crate::engine::write_cache`]); a host-side layer's physical
+//! ([`super::write_cache`]); a host-side layer's physical
 //! operations are commands to this front end.
 //!
 //! Choices where no paper speaks (a drive engineer's, documented in
@@ -35,6 +35,7 @@
 //!   pointer of a zone goes back to the first sector whose write was lost
 //!   (sequential zones destage in order, so what is lost is the zone's tail).
 
+use super::link::Link;
 use crate::cause::Cause;
 use crate::geometry::Geometry;
 use crate::mechanics::{HeadState, Mechanics};
@@ -108,7 +109,7 @@ pub struct Pending {
 
 /// What the front end did in a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct FrontEndCounts {
+pub struct QueuedCacheCounts {
     /// Writes acknowledged from the cache.
     pub absorbed_ops: u64,
     /// Sectors of those writes.
@@ -136,11 +137,11 @@ pub struct FrontEndCounts {
 
 /// The front end's state.
 #[derive(Clone, Debug)]
-pub struct FrontEnd {
+pub struct QueuedCache {
     cap: u64,
     used: u64,
     cfg: QueueConfig,
-    link_ns_per_sector: f64,
+    link: Link,
     pending: VecDeque<Pending>,
     /// Cached writes per track (to skip reads that meet none).
     on_track: FxHashMap<u64, u32>,
@@ -148,22 +149,22 @@ pub struct FrontEnd {
     spare_data: Vec<Vec<Token>>,
 
     /// What it has done so far; the report's `drive_cache`.
-    pub counts: FrontEndCounts,
+    pub counts: QueuedCacheCounts,
 }
 
-impl FrontEnd {
+impl QueuedCache {
     /// A cache of `cap` sectors with queue `cfg`, fed over a link moving a
-    /// sector in `link_ns_per_sector`.
-    pub fn new(cap: u64, cfg: QueueConfig, link_ns_per_sector: f64) -> FrontEnd {
-        FrontEnd {
+    /// sector in `link`.
+    pub fn new(cap: u64, cfg: QueueConfig, link: Link) -> QueuedCache {
+        QueuedCache {
             cap,
             used: 0,
             cfg,
-            link_ns_per_sector,
+            link,
             pending: VecDeque::new(),
             on_track: FxHashMap::default(),
             spare_data: vec![],
-            counts: FrontEndCounts::default(),
+            counts: QueuedCacheCounts::default(),
         }
     }
 
@@ -193,9 +194,10 @@ impl FrontEnd {
         self.used + count as u64 <= self.cap
     }
 
-    /// Link time of `count` sectors.
+    /// Link time of `count` sectors (the same link as above a
+    /// drive-managed layer: truncated to the nanosecond).
     pub fn link_time(&self, count: u32) -> Nanos {
-        Nanos((self.link_ns_per_sector * count as f64).round() as u64)
+        self.link.time_of(count as u64)
     }
 
     /// An empty data buffer (one a destaged write left, when there is one).
@@ -299,7 +301,7 @@ impl FrontEnd {
         let mut best: Option<(u64, usize)> = None;
         for i in 0..window {
             let p = &self.pending[i];
-            if (0..i).any(|j| FrontEnd::interact(geom, &self.pending[j], p)) {
+            if (0..i).any(|j| QueuedCache::interact(geom, &self.pending[j], p)) {
                 continue;
             }
             let key = match self.cfg.reorder {
@@ -355,7 +357,7 @@ impl FrontEnd {
         };
         (0..self.pending.len())
             .rev()
-            .find(|&i| FrontEnd::interact(geom, &self.pending[i], &probe))
+            .find(|&i| QueuedCache::interact(geom, &self.pending[i], &probe))
     }
 
     /// Cached write `i` (0: the oldest).
