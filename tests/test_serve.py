@@ -256,3 +256,51 @@ def test_serve_report_prints_the_running_servers_report(sock_path: str, tmp_path
     rep = subprocess.run([sys.executable, "-m", "stlsim", "serve", "--report", "--socket", sock_path],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert rep.returncode != 0 and "Traceback" not in rep.stderr and len(rep.stderr.strip().splitlines()) == 1, rep.stderr
+
+
+def test_a_store_restarted_after_its_server_died_recovers_the_drive(sock_path: str, tmp_path) -> None:
+    import os
+    import signal
+    import sys
+    import time
+
+    store = tmp_path / "disk.img"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "stlsim", "serve", "--drive", "imr-paper", "--layer", "imr-rmw", "--socket", sock_path,
+         "--store", str(store)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock_path + ".ctl") and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        c = _client(sock_path)
+        for i in range(8):
+            assert c.write(i * (1 << 20), bytes([0x10 + i]) * 8192) == 0
+        assert c.request(nbd.NBD_CMD_FLUSH)[0] == 0
+        assert c.write(64 << 20, b"\x99" * 4096) == 0  # acknowledged, not flushed
+    finally:
+        p.send_signal(signal.SIGKILL)  # the server dies: no clean stop
+        p.communicate(timeout=60)
+    lines = (tmp_path / "disk.img.journal").read_text().splitlines()
+    assert lines[0].startswith("stlsim-serve-journal 1 ") and lines[-1].startswith("W ") and len(lines) == 1 + 8 + 1 + 1
+    os.unlink(sock_path)
+    second = SimBackend(drive="imr-paper", layer="imr-rmw", store=store)
+    assert second.replayed == 10 and second.recovered
+    with nbd.serve(second, socket_path=sock_path):
+        c = _client(sock_path)
+        for i in range(8):
+            assert c.read(i * (1 << 20), 8192) == bytes([0x10 + i]) * 8192
+        assert c.write(3 << 20, b"\x42" * 4096) == 0
+        c.disconnect()
+    r = second.finish()
+    # The replayed history, the power loss at the restart (every block checked), then this session.
+    assert r["crashes"] == 1 and r["serve"]["recovered_at_start"]
+    assert r["host"]["writes"] == 9 + 1 and r["host"]["reads"] == 8
+    assert r["verification"]["mismatches"] == 0 and r["verification"]["scan_blocks_checked"] > 0
+    assert (tmp_path / "disk.img.journal").read_text().splitlines()[-1].startswith("E ")
+    # A cleanly stopped store restarts without a power loss; another layer is refused.
+    third = SimBackend(drive="imr-paper", layer="imr-rmw", store=store)
+    assert not third.recovered and third.finish()["crashes"] == 1  # the one replayed
+    with pytest.raises(nbd.BackendError, match="made by layer 'imr-rmw'"):
+        SimBackend(drive="imr-paper", layer="imr-flip", store=store)

@@ -11,10 +11,20 @@ class Simulation:
     def step(self, max_requests: int) -> bool:
         """Replay up to ``max_requests`` more requests; True when the run has finished."""
     @staticmethod
-    def live(config_json: str) -> Simulation:
-        """A run fed one request at a time by a live client (see submit)."""
+    def live(config_json: str, record: tuple[str, str] | None = None) -> Simulation:
+        """A run fed one request at a time by a live client (see submit);
+        with ``record`` (path, JSON header) the requests are also written as a binary trace."""
     def submit(self, write: bool, offset: int, length: int, time_ns: int) -> float:
         """Serve one request of a live run; its simulated latency in ms."""
+    def flush(self, time_ns: int) -> float:
+        """FLUSH CACHE from a live client at ``time_ns``; its simulated latency in ms."""
+    def finish_record(self) -> int | None:
+        """End a live run's recording; the requests it holds (None when not recording)."""
+    def power_loss(self) -> None:
+        """A power loss now, between requests: the layer rebuilds from the medium."""
+    @property
+    def crashes(self) -> int:
+        """Power losses so far."""
     @property
     def host_capacity_bytes(self) -> int:
         """Bytes the host may address (the drive's capacity less what the layer keeps)."""

@@ -22,10 +22,18 @@ that each read returns the newest acknowledged write.
 * **Record.** ``record`` writes the requests as a binary trace (``.stlt``)
   that ``stlsim run`` replays to the same report, if no FLUSH found data to
   destage (a trace has no flushes).
-* **Power loss.** ``crash_after`` (request counts) injects a power loss in
-  the simulation after those requests (the layer rebuilds from the medium
-  and the oracle checks every acknowledged, durable block) and drops every
-  connection (:class:`stlsim.nbd.PowerLoss`); clients reconnect and go on.
+* **Power loss.** ``crash_after`` (request counts, this session's) injects
+  a power loss in the simulation after those requests (the layer rebuilds
+  from the medium and the oracle checks every acknowledged, durable block)
+  and drops every connection (:class:`stlsim.nbd.PowerLoss`); clients
+  reconnect and go on.
+* **Store and restart.** With ``store``, the bytes live in that file and
+  every request, flush and power loss is appended to ``STORE.journal``. A
+  server started again on the same store replays the journal through a
+  fresh run, so the simulated drive (medium, layer, oracle) is where the
+  last session left it, deterministically; if that session did not end
+  cleanly (its process died), a power loss follows, the layer recovers
+  from the medium and the oracle checks every block.
 """
 
 from __future__ import annotations
@@ -42,6 +50,54 @@ from .result import LATENCY_CLASSES, Result
 
 #: The time modes of ``stlsim serve --time``.
 TIME_MODES = ("simulated", "real")
+
+#: The first word of a store's journal, and its version.
+JOURNAL_MAGIC = "stlsim-serve-journal 1"
+
+
+class Journal:
+    """The history of a store (``STORE.journal``): a header line naming the
+    drive, layer, parameters and mode, then one line an event, appended as
+    it happens (one ``write`` each, so a process that dies leaves every
+    event it finished): ``W time offset length`` and ``R ...`` (a write or
+    read served), ``F time`` (FLUSH), ``P`` (a power loss after the line
+    before), ``E time`` (the server stopped cleanly). Times are simulated ns."""
+
+    def __init__(self, path: str, identity: dict[str, Any]) -> None:
+        self.path = path
+        self.events: list[tuple[str, ...]] = []
+        head = JOURNAL_MAGIC + " " + json.dumps(identity, sort_keys=True)
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            with open(path, encoding="utf-8") as f:
+                first = f.readline().rstrip("\n")
+                if not first.startswith(JOURNAL_MAGIC + " "):
+                    raise BackendError(f"{path}:1: not a stlsim serve journal")
+                if first != head:
+                    made = json.loads(first[len(JOURNAL_MAGIC) + 1 :])
+                    raise BackendError(
+                        f"{path}:1: the store was made by layer {made.get('layer')!r} on drive "
+                        f"{made.get('drive', {}).get('name')!r} (mode {made.get('mode')!r}, parameters "
+                        f"{made.get('params')}); serve it with those, or give another --store"
+                    )
+                for n, line in enumerate(f, start=2):
+                    parts = tuple(line.split())
+                    if not line.endswith("\n"):
+                        break  # a line the process died writing: never acknowledged
+                    if not parts or parts[0] not in "WRFPE" or len(parts) != {"W": 4, "R": 4, "F": 2, "P": 1, "E": 2}[parts[0]]:
+                        raise BackendError(f"{path}:{n}: malformed journal line {line.strip()[:60]!r}")
+                    self.events.append(parts)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        else:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.append(head)
+
+    def append(self, line: str) -> None:
+        os.write(self._fd, (line + "\n").encode())
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 class SimBackend(Backend):
@@ -71,9 +127,8 @@ class SimBackend(Backend):
         crashes = sorted(set(int(n) for n in crash_after or ()))
         if any(n < 1 for n in crashes):
             raise ValueError("crash_after counts requests: each must be at least 1")
-        settings = api.resolve_settings(
-            None, dict(drive=drive, layer=layer, params=params, mode=mode, verify=verify, crash_after=crashes)
-        )
+        self._crash_at = crashes
+        settings = api.resolve_settings(None, dict(drive=drive, layer=layer, params=params, mode=mode, verify=verify))
         cfg = api.core_config(settings)
         cfg.pop(api.NOTES, None)
         cfg["trace"]["path"] = "nbd client"
@@ -87,14 +142,33 @@ class SimBackend(Backend):
         self._size = self._sim.host_capacity_bytes
         # The drive's sector size as the core built it (a drive file may leave it to the default).
         sector = json.loads(self._sim.report_json())["drive"]["sector_bytes"]
-        self._bytes: Backend = FileBackend(store, self._size, sector) if store is not None else MemoryBackend(self._size, sector)
-        self._t0 = _wall()
         self._scale = time_scale
         self._real = time == "real"
         self._back_to_back = back_to_back
+        self._base = 0
         self._last = 0
         self._done = 0
+        self._served = 0
         self._crashes_seen = 0
+        self.journal: Journal | None = None
+        #: Events replayed from the store's journal, and whether its last
+        #: session ended without a clean stop (then a power loss followed).
+        self.replayed = 0
+        self.recovered = False
+        if store is not None:
+            fb = FileBackend(store, self._size, sector)
+            self._bytes: Backend = fb
+            identity = {"drive": cfg["drive"], "layer": layer, "params": cfg["layer"]["params"], "mode": mode}
+            self.journal = Journal(os.fspath(store) + ".journal", identity)
+            if self.journal.events and not fb.reused:
+                raise BackendError(
+                    f"{self.journal.path} records a history but {os.fspath(store)} was missing (created empty now): "
+                    "restore the store or remove the journal"
+                )
+            self._replay(self.journal.events)
+        else:
+            self._bytes = MemoryBackend(self._size, sector)
+        self._t0 = _wall()
         self.report: dict[str, Any] | None = None
         self.result: Result | None = None
         #: What the server did beyond the report: flushes and their simulated
@@ -109,8 +183,36 @@ class SimBackend(Backend):
             "held_replies": 0,
             "late_ms_max": 0.0,
             "late_ms_mean": 0.0,
+            "journal_events_replayed": self.replayed,
+            "recovered_at_start": self.recovered,
         }
         self._late_sum = 0.0
+
+    def _replay(self, events: list[tuple[str, ...]]) -> None:
+        """Bring a fresh run to where the store's last session left it."""
+        for ev in events:
+            kind = ev[0]
+            if kind in "WR":
+                t, off, n = int(ev[1]), int(ev[2]), int(ev[3])
+                lat = self._call(self._sim.submit, kind == "W", off, n, t)
+                self._done = max(self._done, t + int(lat * 1e6))
+                self._base = max(self._base, t)
+            elif kind in "FE":
+                t = int(ev[1])
+                lat = self._call(self._sim.flush, t)
+                self._done = max(self._done, t + int(lat * 1e6))
+                self._base = max(self._base, t)
+            else:
+                self._call(self._sim.power_loss)
+        self.replayed = len(events)
+        self._base = self._last = max(self._base, self._done)
+        if events and events[-1][0] != "E":
+            # The last session's process died: its drive lost power then.
+            self._call(self._sim.power_loss)
+            assert self.journal is not None
+            self.journal.append("P")
+            self.recovered = True
+        self._crashes_seen = self._sim.crashes
 
     @property
     def size_bytes(self) -> int:
@@ -125,7 +227,7 @@ class SimBackend(Backend):
         if self._back_to_back:
             return self._done
         # Arrivals never go back in time (the clock is monotonic, the scale positive).
-        t = int((_wall() - self._t0) * self._scale)
+        t = self._base + int((_wall() - self._t0) * self._scale)
         self._last = max(self._last, t)
         return self._last
 
@@ -133,9 +235,19 @@ class SimBackend(Backend):
         if self.report is not None:
             raise BackendError("the run has ended")
 
-    def _finish_request(self, wall_in: int, arrival: int, latency_ms: float) -> None:
-        """Note a served request's completion; hold its reply (``time="real"``);
-        raise :class:`PowerLoss` if the run lost power after it."""
+    def _finish_request(self, events: list[str], wall_in: int, arrival: int, latency_ms: float) -> None:
+        """Note a served request's completion (and journal its ``events``);
+        hold its reply (``time="real"``); raise :class:`PowerLoss` if the run
+        lost power after it."""
+        if self.journal is not None:
+            for e in events:
+                self.journal.append(e)
+        self._served += 1
+        if self._crash_at and self._crash_at[0] == self._served:
+            self._crash_at.pop(0)
+            self._call(self._sim.power_loss)
+            if self.journal is not None:
+                self.journal.append("P")
         lat_ns = int(latency_ms * 1e6)
         self._done = max(self._done, arrival + lat_ns)
         if self._real:
@@ -153,7 +265,7 @@ class SimBackend(Backend):
         if crashes > self._crashes_seen:
             self._crashes_seen = crashes
             self.stats["power_losses"] += 1
-            raise PowerLoss(f"after request {self._sim.requests_done} (--crash-after)")
+            raise PowerLoss(f"after request {self._served} of this session (--crash-after)")
 
     def _call(self, fn, *args) -> float:
         try:
@@ -166,7 +278,7 @@ class SimBackend(Backend):
         wall_in = _wall()
         arrival = self._arrival()
         lat = self._call(self._sim.submit, write, offset, length, arrival)
-        self._finish_request(wall_in, arrival, lat)
+        self._finish_request([f"{'W' if write else 'R'} {arrival} {offset} {length}"], wall_in, arrival, lat)
 
     def read(self, offset: int, length: int) -> bytes:
         data = self._bytes.read(offset, length)
@@ -182,9 +294,10 @@ class SimBackend(Backend):
             wall_in = _wall()
             arrival = self._arrival()
             lat = self._call(self._sim.submit, True, offset, len(data), arrival)
-            lat += self._call(self._sim.flush, arrival + int(lat * 1e6))
+            flush_at = arrival + int(lat * 1e6)
+            lat += self._call(self._sim.flush, flush_at)
             self.stats["flushes"] += 1
-            self._finish_request(wall_in, arrival, lat)
+            self._finish_request([f"W {arrival} {offset} {len(data)}", f"F {flush_at}"], wall_in, arrival, lat)
         else:
             self._request(True, offset, len(data))
 
@@ -194,6 +307,8 @@ class SimBackend(Backend):
         wall_in = _wall()
         arrival = max(self._arrival(), self._done)
         lat = self._call(self._sim.flush, arrival)
+        if self.journal is not None:
+            self.journal.append(f"F {arrival}")
         self.stats["flushes"] += 1
         self.stats["flush_ms"] += lat
         self._done = max(self._done, arrival + int(lat * 1e6))
@@ -222,6 +337,10 @@ class SimBackend(Backend):
         (latency CDFs, series, plots). Ends the recording. Idempotent."""
         if self.report is None:
             self.recorded = self._sim.finish_record()
+            if self.journal is not None:
+                # A clean stop: the next session on this store replays it as a FLUSH.
+                self.journal.append(f"E {max(self._last, self._done)}")
+                self.journal.close()
             while not self._sim.step(1):
                 pass
             self.report = json.loads(self._sim.report_json())

@@ -176,6 +176,14 @@ impl Simulation {
         }
     }
 
+    /// A power loss now, between requests: the layer rebuilds from the
+    /// medium and, verifying, every block is checked.
+    fn power_loss(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = &self.inner;
+        py.allow_threads(|| inner.lock().unwrap_or_else(|p| p.into_inner()).power_loss())
+            .map_err(|e| raise(py, e))
+    }
+
     /// Power losses so far.
     #[getter]
     fn crashes(&self) -> u64 {

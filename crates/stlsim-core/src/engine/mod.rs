@@ -298,6 +298,14 @@ impl Simulation {
         self.crash.crash_requested = true;
     }
 
+    /// A power loss now, between requests (a live server restarted after
+    /// its process died): the write cache and the layer's volatile state
+    /// are lost, the layer rebuilds from the medium and, verifying, every
+    /// block is checked, as with [`Simulation::request_crash`].
+    pub fn power_loss(&mut self) -> SimResult<()> {
+        self.crash()
+    }
+
     /// FLUSH CACHE from a live host (`stlsim serve`), arriving at `issue`
     /// after the requests stepped so far: every write the drive's cache
     /// holds goes to the media, through the layer above a drive-managed
