@@ -532,3 +532,67 @@ def test_a_failed_structured_read_is_one_error_chunk(sock_path: str) -> None:
         assert err == nbd.NBD_EIO and len(payload) == 6 + mlen
         assert c.structured_read(512, 512)[0][1] == nbd.NBD_REPLY_TYPE_OFFSET_DATA  # served on
         c.disconnect()
+
+
+def test_fuzzed_clients_never_stop_the_server_or_lose_what_was_written(sock_path: str) -> None:
+    """Hypothesis sends handshakes and requests with random fields (magic,
+    flags, options, commands, offsets past the end, lengths up to 64 MiB,
+    payloads cut short) and hangs up; afterwards a well-behaved client is
+    served and reads back what it wrote before, byte for byte."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    backend = nbd.MemoryBackend(SIZE)
+    with nbd.serve(backend, socket_path=sock_path) as server:
+        good = Client(sock_path).connect_go()
+        kept = random.Random(7).randbytes(256 * 1024)
+        assert good.write(0, kept) == 0
+        good.disconnect()
+
+        request = st.tuples(
+            st.sampled_from([nbd.REQUEST_MAGIC, nbd.REQUEST_MAGIC, nbd.REQUEST_MAGIC, 0, 0xDEADBEEF]),
+            st.integers(0, 0xFFFF),  # flags
+            st.integers(0, 12),  # command, known and not
+            st.integers(1 << 20, SIZE + (4 << 20)),  # offset: away from what was kept, or past the end
+            st.sampled_from([0, 1, 512, 4096, 1 << 20, 33 << 20, 64 << 20]),
+            st.integers(0, 8192),  # payload bytes actually sent
+        )
+        option = st.tuples(
+            st.sampled_from([nbd.IHAVEOPT, nbd.IHAVEOPT, 1]), st.integers(0, 12), st.binary(max_size=64)
+        )
+
+        @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+        @given(
+            cflags=st.sampled_from([nbd.NBD_FLAG_C_FIXED_NEWSTYLE | nbd.NBD_FLAG_C_NO_ZEROES, nbd.NBD_FLAG_C_FIXED_NEWSTYLE, 0xFFFF]),
+            options=st.lists(option, max_size=3),
+            go=st.booleans(),
+            requests=st.lists(request, max_size=6),
+            junk=st.binary(max_size=40),
+        )
+        def one_client(cflags, options, go, requests, junk) -> None:
+            tried.append(go)
+            c = Client(sock_path)
+            try:
+                c.greeting(cflags)
+                out = b"".join(struct.pack(">QII", m, o, len(d)) + d for m, o, d in options)
+                if go:
+                    out += struct.pack(">QII", nbd.IHAVEOPT, nbd.NBD_OPT_GO, 6) + struct.pack(">IH", 0, 0)
+                for magic, flags, cmd, offset, length, sent in requests:
+                    body = b"\x5a" * min(sent, length) if cmd == nbd.NBD_CMD_WRITE else b""
+                    out += struct.pack(">IHHQQI", magic, flags, cmd, 1, offset, length) + body
+                c.sock.sendall(out + junk)
+            except (OSError, EOFError, AssertionError):
+                pass  # the server may close first: that is an allowed answer
+            finally:
+                c.sock.close()
+
+        tried: list[bool] = []
+        one_client()
+        assert len(tried) >= 100 and sum(tried) >= 30, len(tried)
+        assert _wait(lambda: server.connections == 0, timeout=30)
+        # Some fuzzed requests got as far as being refused one by one (not just hung up on).
+        assert server.stats["errors"] > 0, server.stats
+        after = Client(sock_path).connect_go()
+        assert after.read(0, len(kept)) == kept
+        assert c_write_read(after, 12345, b"still serving")
+        after.disconnect()

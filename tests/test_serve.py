@@ -5,9 +5,14 @@ run's report counts them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -23,6 +28,33 @@ def _qemu_io(path: str, *commands: str) -> subprocess.CompletedProcess[str]:
     for c in commands:
         args += ["-c", c]
     return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+
+@contextlib.contextmanager
+def _serve_process(sock_path: str, *args: str, interrupt: bool = True):
+    """``stlsim serve --socket sock_path ARGS`` in a process, yielded once it
+    answers (its report socket exists); on leaving, Ctrl-C (``interrupt``) and
+    its output read into ``p.out`` and ``p.err``, or SIGKILL (a server that dies)."""
+    # SIGINT reset: a shell that started the suite in the background ignores it.
+    p = subprocess.Popen(
+        [sys.executable, "-m", "stlsim", "serve", "--socket", sock_path, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock_path + ".ctl") and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        assert os.path.exists(sock_path + ".ctl"), p.stderr.read() if p.poll() is not None else "no socket"
+        yield p
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT if interrupt else signal.SIGKILL)
+        try:
+            p.out, p.err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise
 
 
 @pytest.mark.parametrize(("drive", "layer"), [("cmr", "cmr"), ("imr-paper", "imr-rmw")])
@@ -73,33 +105,12 @@ def test_the_export_is_the_layers_host_capacity(sock_path: str) -> None:
 
 
 def test_the_serve_command_serves_until_ctrl_c_and_prints_the_runs_summary(sock_path: str) -> None:
-    import json as _json
-    import os
-    import signal
-    import sys
-    import time
-
-    # SIGINT reset: a shell that started the suite in the background ignores it.
-    p = subprocess.Popen(
-        [sys.executable, "-m", "stlsim", "serve", "--drive", "cmr", "--layer", "cmr", "--socket", sock_path, "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock_path) and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.05)
-        assert os.path.exists(sock_path), p.stderr.read() if p.poll() is not None else "no socket"
+    with _serve_process(sock_path, "--drive", "cmr", "--layer", "cmr", "--json") as p:
         q = _qemu_io(sock_path, "write -P 0x5a 0 64k", "read -P 0x5a 0 64k")
         assert q.returncode == 0 and "Pattern verification failed" not in q.stdout, q.stdout + q.stderr
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err
-    assert "serving cmr on cmr" in err
-    r = _json.loads(out)
+    assert p.returncode == 0, p.err
+    assert "serving cmr on cmr" in p.err
+    r = json.loads(p.out)
     assert r["host"]["writes"] >= 1 and r["host"]["reads"] >= 1
     assert r["verification"]["mismatches"] == 0
 
@@ -173,8 +184,6 @@ def test_the_store_keeps_the_bytes_across_server_runs(sock_path: str, tmp_path) 
 
 
 def test_real_time_holds_each_reply_until_its_simulated_completion() -> None:
-    import time
-
     backend = SimBackend(drive="cmr", layer="cmr", time="real", mode="closed")
     took = []
     for i in range(12):
@@ -224,64 +233,32 @@ def test_a_host_managed_drive_is_served_through_its_host_side_layer(sock_path: s
 
 
 def test_serve_report_prints_the_running_servers_report(sock_path: str, tmp_path) -> None:
-    import os
-    import signal
-    import sys
-    import time
-
     rec = tmp_path / "r.stlt"
-    cmd = [sys.executable, "-m", "stlsim", "serve", "--socket", sock_path, "--record", str(rec), "--out", str(tmp_path / "out")]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock_path + ".ctl") and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.05)
+    report = [sys.executable, "-m", "stlsim", "serve", "--report", "--socket", sock_path]
+    with _serve_process(sock_path, "--record", str(rec), "--out", str(tmp_path / "out")) as p:
         q = _qemu_io(sock_path, "write -P 0x5a 0 64k", "write -P 0x5b 1M 64k", "read -P 0x5a 0 64k")
         assert q.returncode == 0, q.stderr
-        rep = subprocess.run([sys.executable, "-m", "stlsim", "serve", "--report", "--socket", sock_path],
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        rep = subprocess.run(report, capture_output=True, text=True, timeout=60)
         assert rep.returncode == 0, rep.stderr
         mid = json.loads(rep.stdout)
         assert mid["host"]["writes"] == 2 and mid["host"]["reads"] >= 1, mid["host"]
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0, err
-    assert "recorded" in err and rec.stat().st_size > 0
+    assert p.returncode == 0, p.err
+    assert "recorded" in p.err and rec.stat().st_size > 0
     assert (tmp_path / "out" / "report.json").is_file()
     # No server: one line, non-zero exit.
-    rep = subprocess.run([sys.executable, "-m", "stlsim", "serve", "--report", "--socket", sock_path],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    rep = subprocess.run(report, capture_output=True, text=True, timeout=60)
     assert rep.returncode != 0 and "Traceback" not in rep.stderr and len(rep.stderr.strip().splitlines()) == 1, rep.stderr
 
 
 def test_a_store_restarted_after_its_server_died_recovers_the_drive(sock_path: str, tmp_path) -> None:
-    import os
-    import signal
-    import sys
-    import time
-
     store = tmp_path / "disk.img"
-    p = subprocess.Popen(
-        [sys.executable, "-m", "stlsim", "serve", "--drive", "imr-paper", "--layer", "imr-rmw", "--socket", sock_path,
-         "--store", str(store)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(sock_path + ".ctl") and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.05)
+    args = ("--drive", "imr-paper", "--layer", "imr-rmw", "--store", str(store))
+    with _serve_process(sock_path, *args, interrupt=False):  # the server dies: no clean stop
         c = _client(sock_path)
         for i in range(8):
             assert c.write(i * (1 << 20), bytes([0x10 + i]) * 8192) == 0
         assert c.request(nbd.NBD_CMD_FLUSH)[0] == 0
         assert c.write(64 << 20, b"\x99" * 4096) == 0  # acknowledged, not flushed
-    finally:
-        p.send_signal(signal.SIGKILL)  # the server dies: no clean stop
-        p.communicate(timeout=60)
     lines = (tmp_path / "disk.img.journal").read_text().splitlines()
     assert lines[0].startswith("stlsim-serve-journal 1 ") and lines[-1].startswith("W ") and len(lines) == 1 + 8 + 1 + 1
     os.unlink(sock_path)

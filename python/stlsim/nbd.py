@@ -200,21 +200,14 @@ class Backend(abc.ABC):
         """Release what the backend holds; the server calls it once, on shutdown."""
 
 
-class MemoryBackend(Backend):
-    """Sparse bytes in memory: a dict of 4 KiB pages, created on first write;
-    what was never written (or was trimmed) reads as zeros. Counts the calls
-    it gets (``writes``, ``fua_writes``, ``flushes``, ``trims``, ``reads``)."""
-
-    PAGE = 4096
+class _SizedBackend(Backend):
+    """A backend of a fixed size and sector size, checking every range."""
 
     def __init__(self, size_bytes: int, sector_bytes: int = 512) -> None:
         if size_bytes <= 0 or sector_bytes <= 0:
             raise ValueError("size_bytes and sector_bytes must be positive")
         self._size = size_bytes
         self._sector = sector_bytes
-        self.pages: dict[int, bytearray] = {}
-        self.reads = self.writes = self.fua_writes = self.flushes = self.trims = 0
-        self.closed = False
 
     @property
     def size_bytes(self) -> int:
@@ -227,6 +220,20 @@ class MemoryBackend(Backend):
     def _check(self, offset: int, length: int) -> None:
         if offset < 0 or length < 0 or offset + length > self._size:
             raise BackendError(f"range {offset}+{length} outside 0..{self._size}", _errno.EINVAL)
+
+
+class MemoryBackend(_SizedBackend):
+    """Sparse bytes in memory: a dict of 4 KiB pages, created on first write;
+    what was never written (or was trimmed) reads as zeros. Counts the calls
+    it gets (``writes``, ``fua_writes``, ``flushes``, ``trims``, ``reads``)."""
+
+    PAGE = 4096
+
+    def __init__(self, size_bytes: int, sector_bytes: int = 512) -> None:
+        super().__init__(size_bytes, sector_bytes)
+        self.pages: dict[int, bytearray] = {}
+        self.reads = self.writes = self.fua_writes = self.flushes = self.trims = 0
+        self.closed = False
 
     def _spans(self, offset: int, length: int):
         """(page index, start in page, end in page, start in the range) of each page the range touches."""
@@ -274,16 +281,15 @@ class MemoryBackend(Backend):
         self.closed = True
 
 
-class FileBackend(Backend):
+class FileBackend(_SizedBackend):
     """Bytes in a file (``stlsim serve --store``), sparse where never
     written: created at the export's size, or reused when it has that size
     already (a later session sees what an earlier one wrote). FLUSH and FUA
     writes reach the file's storage (``fdatasync``); TRIM writes zeros."""
 
     def __init__(self, path: str | os.PathLike[str], size_bytes: int, sector_bytes: int = 512) -> None:
+        super().__init__(size_bytes, sector_bytes)
         self.path = os.fspath(path)
-        self._size = size_bytes
-        self._sector = sector_bytes
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
@@ -298,18 +304,6 @@ class FileBackend(Backend):
         os.ftruncate(fd, size_bytes)
         self._fd = fd
         self.reused = have == size_bytes
-
-    @property
-    def size_bytes(self) -> int:
-        return self._size
-
-    @property
-    def sector_bytes(self) -> int:
-        return self._sector
-
-    def _check(self, offset: int, length: int) -> None:
-        if offset < 0 or length < 0 or offset + length > self._size:
-            raise BackendError(f"range {offset}+{length} outside 0..{self._size}", _errno.EINVAL)
 
     def read(self, offset: int, length: int) -> bytes:
         self._check(offset, length)
@@ -728,8 +722,8 @@ class NBDServer:
                     pass
 
     def _drop_connections(self) -> None:
-        """Close every open connection (a simulated power loss); the server
-        goes on accepting new ones."""
+        """Close every open connection (a simulated power loss, or shutting
+        down); the server goes on accepting new ones unless it is closing."""
         with self._conns_lock:
             for sock in self._conns:
                 try:
@@ -765,12 +759,7 @@ class NBDServer:
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join()
-        with self._conns_lock:
-            for sock in self._conns:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        self._drop_connections()
         self._server.server_close()  # joins the connection threads
         if self.socket_path is not None:
             try:
