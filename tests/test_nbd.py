@@ -581,6 +581,10 @@ def test_fuzzed_clients_never_stop_the_server_or_lose_what_was_written(sock_path
                     body = b"\x5a" * min(sent, length) if cmd == nbd.NBD_CMD_WRITE else b""
                     out += struct.pack(">IHHQQI", magic, flags, cmd, 1, offset, length) + body
                 c.sock.sendall(out + junk)
+                # Hang up for sending, and read whatever the server answers until it closes.
+                c.sock.shutdown(socket.SHUT_WR)
+                while c.sock.recv(1 << 16):
+                    pass
             except (OSError, EOFError, AssertionError):
                 pass  # the server may close first: that is an allowed answer
             finally:
