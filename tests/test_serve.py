@@ -212,6 +212,7 @@ def test_a_power_loss_drops_the_connections_and_the_layer_recovers(sock_path: st
         with pytest.raises((EOFError, ConnectionError)):
             c.write(9 * 65536, b"\x77" * 4096)  # the 6th request: power lost after it
         assert server.connections == 0 or c.closed_by_server()
+        c.sock.close()
         again = _client(sock_path)
         for i in range(5):
             assert again.read(i * 65536, 4096) == bytes([i + 1]) * 4096
@@ -259,6 +260,7 @@ def test_a_store_restarted_after_its_server_died_recovers_the_drive(sock_path: s
             assert c.write(i * (1 << 20), bytes([0x10 + i]) * 8192) == 0
         assert c.request(nbd.NBD_CMD_FLUSH)[0] == 0
         assert c.write(64 << 20, b"\x99" * 4096) == 0  # acknowledged, not flushed
+        c.sock.close()
     lines = (tmp_path / "disk.img.journal").read_text().splitlines()
     assert lines[0].startswith("stlsim-serve-journal 1 ") and lines[-1].startswith("W ") and len(lines) == 1 + 8 + 1 + 1
     os.unlink(sock_path)
