@@ -196,6 +196,12 @@ class Backend(abc.ABC):
     def trim(self, offset: int, length: int) -> None:
         """The range's contents are no longer needed (advisory)."""
 
+    def hold(self) -> None:
+        """Called after each backend call that served a request, before the
+        reply is sent, in the serving thread and outside the server's lock:
+        a backend that holds replies (the simulated drive in real time)
+        waits here, so other connections are served meanwhile."""
+
     def close(self) -> None:
         """Release what the backend holds; the server calls it once, on shutdown."""
 
@@ -526,10 +532,13 @@ class _Handler(socketserver.BaseRequestHandler):
         self._send(handle, error)
 
     def _call(self, fn, *args):
-        """(result, 0) or (None, NBD error) of a backend call made under the lock."""
+        """(result, 0) or (None, NBD error) of a backend call made under the
+        lock, and the backend's hold after it (outside the lock)."""
         try:
             with self.nbd.lock:
-                return fn(*args), 0
+                out = fn(*args)
+            self.nbd.backend.hold()
+            return out, 0
         except BackendError as e:
             log.warning("nbd %s: backend refused %s: %s", self.peer, fn.__name__, e)
             return None, _NBD_ERRNOS.get(e.errno, NBD_EIO)

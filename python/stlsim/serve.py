@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -187,6 +188,8 @@ class SimBackend(Backend):
             "recovered_at_start": self.recovered,
         }
         self._late_sum = 0.0
+        self._due = threading.local()
+        self._stats_lock = threading.Lock()
 
     def _replay(self, events: list[tuple[str, ...]]) -> None:
         """Bring a fresh run to where the store's last session left it."""
@@ -237,8 +240,8 @@ class SimBackend(Backend):
 
     def _finish_request(self, events: list[str], wall_in: int, arrival: int, latency_ms: float) -> None:
         """Note a served request's completion (and journal its ``events``);
-        hold its reply (``time="real"``); raise :class:`PowerLoss` if the run
-        lost power after it."""
+        with ``time="real"``, when its reply is due (:meth:`hold`); raise
+        :class:`PowerLoss` if the run lost power after it."""
         if self.journal is not None:
             for e in events:
                 self.journal.append(e)
@@ -251,16 +254,7 @@ class SimBackend(Backend):
         lat_ns = int(latency_ms * 1e6)
         self._done = max(self._done, arrival + lat_ns)
         if self._real:
-            due = wall_in + int(lat_ns / self._scale)
-            now = _wall()
-            if due > now:
-                time.sleep((due - now) / 1e9)
-            late = max(0.0, (_wall() - due) / 1e6)
-            st = self.stats
-            st["held_replies"] += 1
-            self._late_sum += late
-            st["late_ms_max"] = max(st["late_ms_max"], late)
-            st["late_ms_mean"] = self._late_sum / st["held_replies"]
+            self._due.at = wall_in + int(lat_ns / self._scale)
         crashes = self._sim.crashes
         if crashes > self._crashes_seen:
             self._crashes_seen = crashes
@@ -313,10 +307,28 @@ class SimBackend(Backend):
         self.stats["flush_ms"] += lat
         self._done = max(self._done, arrival + int(lat * 1e6))
         if self._real:
-            due = wall_in + int(lat * 1e6 / self._scale)
-            now = _wall()
-            if due > now:
-                time.sleep((due - now) / 1e9)
+            self._due.at = wall_in + int(lat * 1e6 / self._scale)
+
+    def hold(self) -> None:
+        """With ``time="real"``, wait until the request this thread just
+        served completes in simulated time (scaled), and note how late the
+        wait ended. The NBD server calls it outside its lock, so requests of
+        other connections are simulated meanwhile; a caller driving the
+        backend directly calls it after each request."""
+        due = getattr(self._due, "at", None)
+        if due is None:
+            return
+        self._due.at = None
+        now = _wall()
+        if due > now:
+            time.sleep((due - now) / 1e9)
+        late = max(0.0, (_wall() - due) / 1e6)
+        with self._stats_lock:
+            st = self.stats
+            st["held_replies"] += 1
+            self._late_sum += late
+            st["late_ms_max"] = max(st["late_ms_max"], late)
+            st["late_ms_mean"] = self._late_sum / st["held_replies"]
 
     def trim(self, offset: int, length: int) -> None:
         self._bytes.trim(offset, length)
