@@ -150,7 +150,6 @@ class SimBackend(Backend):
         self._last = 0
         self._done = 0
         self._served = 0
-        self._crashes_seen = 0
         self.journal: Journal | None = None
         #: Events replayed from the store's journal, and whether its last
         #: session ended without a clean stop (then a power loss followed).
@@ -195,18 +194,16 @@ class SimBackend(Backend):
         """Bring a fresh run to where the store's last session left it."""
         for ev in events:
             kind = ev[0]
-            if kind in "WR":
-                t, off, n = int(ev[1]), int(ev[2]), int(ev[3])
-                lat = self._call(self._sim.submit, kind == "W", off, n, t)
-                self._done = max(self._done, t + int(lat * 1e6))
-                self._base = max(self._base, t)
-            elif kind in "FE":
-                t = int(ev[1])
-                lat = self._call(self._sim.flush, t)
-                self._done = max(self._done, t + int(lat * 1e6))
-                self._base = max(self._base, t)
-            else:
+            if kind == "P":
                 self._call(self._sim.power_loss)
+                continue
+            t = int(ev[1])
+            if kind in "WR":
+                lat = self._call(self._sim.submit, kind == "W", int(ev[2]), int(ev[3]), t)
+            else:  # F, and E (a clean stop) as a flush
+                lat = self._call(self._sim.flush, t)
+            self._done = max(self._done, t + int(lat * 1e6))
+            self._base = max(self._base, t)
         self.replayed = len(events)
         self._base = self._last = max(self._base, self._done)
         if events and events[-1][0] != "E":
@@ -215,7 +212,6 @@ class SimBackend(Backend):
             assert self.journal is not None
             self.journal.append("P")
             self.recovered = True
-        self._crashes_seen = self._sim.crashes
 
     @property
     def size_bytes(self) -> int:
@@ -246,33 +242,38 @@ class SimBackend(Backend):
             for e in events:
                 self.journal.append(e)
         self._served += 1
+        lat_ns = int(latency_ms * 1e6)
+        self._done = max(self._done, arrival + lat_ns)
         if self._crash_at and self._crash_at[0] == self._served:
             self._crash_at.pop(0)
             self._call(self._sim.power_loss)
             if self.journal is not None:
                 self.journal.append("P")
-        lat_ns = int(latency_ms * 1e6)
-        self._done = max(self._done, arrival + lat_ns)
-        if self._real:
-            self._due.at = wall_in + int(lat_ns / self._scale)
-        crashes = self._sim.crashes
-        if crashes > self._crashes_seen:
-            self._crashes_seen = crashes
             self.stats["power_losses"] += 1
             raise PowerLoss(f"after request {self._served} of this session (--crash-after)")
+        if self._real:
+            self._due.at = wall_in + int(lat_ns / self._scale)
 
-    def _call(self, fn, *args) -> float:
+    def _call(self, fn, *args) -> Any:
         try:
             return fn(*args)
         except Exception as e:  # a core error: say it to the client as EIO, log it
             raise BackendError(f"simulation: {e}") from e
 
-    def _request(self, write: bool, offset: int, length: int) -> None:
+    def _request(self, write: bool, offset: int, length: int, fua: bool = False) -> None:
         self._check_open()
         wall_in = _wall()
         arrival = self._arrival()
         lat = self._call(self._sim.submit, write, offset, length, arrival)
-        self._finish_request([f"{'W' if write else 'R'} {arrival} {offset} {length}"], wall_in, arrival, lat)
+        events = [f"{'W' if write else 'R'} {arrival} {offset} {length}"]
+        if fua:
+            # The flush starts when the write completes; the journal has it after the write too.
+            flush_at = arrival + int(lat * 1e6)
+            lat += self._call(self._sim.flush, flush_at)
+            events.append(f"F {flush_at}")
+            self.stats["fua_writes"] += 1
+            self.stats["flushes"] += 1
+        self._finish_request(events, wall_in, arrival, lat)
 
     def read(self, offset: int, length: int) -> bytes:
         data = self._bytes.read(offset, length)
@@ -282,18 +283,7 @@ class SimBackend(Backend):
     def write(self, offset: int, data: bytes, fua: bool = False) -> None:
         # The bytes first: a power loss after this request leaves them (docs/serve.md).
         self._bytes.write(offset, data, fua)
-        if fua:
-            self.stats["fua_writes"] += 1
-            self._check_open()
-            wall_in = _wall()
-            arrival = self._arrival()
-            lat = self._call(self._sim.submit, True, offset, len(data), arrival)
-            flush_at = arrival + int(lat * 1e6)
-            lat += self._call(self._sim.flush, flush_at)
-            self.stats["flushes"] += 1
-            self._finish_request([f"W {arrival} {offset} {len(data)}", f"F {flush_at}"], wall_in, arrival, lat)
-        else:
-            self._request(True, offset, len(data))
+        self._request(True, offset, len(data), fua)
 
     def flush(self) -> None:
         self._check_open()

@@ -13,6 +13,7 @@ use super::{Arrival, KeptLatency, Simulation};
 use crate::device::{Cause, ReadPiece};
 use crate::error::{SimError, SimResult};
 use crate::front_end::controller::{AheadCtx, Lookup, ReadAheadExtent, ReadCache, TrackSpan};
+use crate::front_end::link::Link;
 use crate::layers::{QueuedRequest, StageOutcome, WriteReq};
 use crate::mechanics::HeadState;
 use crate::medium::Token;
@@ -410,12 +411,12 @@ impl Simulation {
     /// the piece straight on, the piece's first block buffered and the whole
     /// piece sent after it, the piece's last block buffered and sent.
     pub(super) fn read_done_per_block(
-        ns_per_sector: f64,
+        link: &Link,
         started: Nanos,
         have: u64,
         pieces: &[ReadPiece],
     ) -> Nanos {
-        let link = |k: u64| Nanos((k as f64 * ns_per_sector) as u64);
+        let link = |k: u64| link.time_of(k);
         let mut sent = started + link(have);
         for p in pieces {
             let c = p.count as u64;
@@ -524,7 +525,7 @@ impl Simulation {
                 let sent = if per_block {
                     let pieces = self.dev.noted_reads();
                     Some(Self::read_done_per_block(
-                        self.front.link.ns_per_sector(),
+                        &self.front.link,
                         started,
                         have,
                         pieces,
