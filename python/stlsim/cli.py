@@ -1348,7 +1348,6 @@ def _cmd_serve(ns: argparse.Namespace) -> int:
 
     if ns.report:
         return _serve_report(ns)
-    fmt = "png"
     earlier = _check_out(ns.out, Result.output_names(), ns.force) if ns.out else []
     logging.basicConfig(level=logging.INFO, format="stlsim serve: %(message)s")
     try:
@@ -1372,9 +1371,14 @@ def _cmd_serve(ns: argparse.Namespace) -> int:
     where = f"nbd+unix:///?socket={ns.socket}" if ns.socket else f"nbd://127.0.0.1:{port}"
     ctl_path = _control_path(ns, port)
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if os.path.exists(ctl_path):
-        os.unlink(ctl_path)
-    ctl.bind(ctl_path)
+    try:
+        # The NBD socket's rule: a stale socket is replaced, anything else refused.
+        nbd._remove_stale_socket(ctl_path)
+        ctl.bind(ctl_path)
+    except OSError:
+        server.shutdown()
+        ctl.close()
+        raise
     ctl.listen(4)
 
     def answer_reports() -> None:
@@ -1415,7 +1419,7 @@ def _cmd_serve(ns: argparse.Namespace) -> int:
     if ns.record:
         _info(f"recorded {backend.recorded:,} requests in {ns.record} (replay: stlsim run --trace {ns.record} --drive {ns.drive} --layer {ns.layer} --mode {ns.mode})")
     if ns.out:
-        _save(result, ns.out, earlier, plot_format=fmt)
+        _save(result, ns.out, earlier, plot_format="png")
     if ns.json:
         sys.stdout.write(json.dumps(result.report, indent=2) + "\n")
     else:
